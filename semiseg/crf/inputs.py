@@ -1,0 +1,175 @@
+"""Argument checks at the API edge and the one bundle every backend consumes.
+
+`check_inputs` turns the public arguments of SPEC.md into a `CRFInputs`: shapes and
+devices checked, half types upcast to float32, every floating input cast to the dtype of
+`scores`, `lengths` an int64 tensor on the device of `scores`. A backend never checks
+arguments again; it reads a `CRFInputs` and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class CRFInputs:
+    """Validated semi-CRF inputs (see SPEC.md for the meaning of each term).
+
+    scores:        (B, T, C) float32 or float64
+    lengths:       (B,) int64, 1 <= L_b <= T, same device as scores
+    transition:    (C, C) or, duration-dependent, (K, C, C): [src, dst] / [d-1, src, dst]
+    duration_bias: (K, C); K = duration_bias.shape[0] is the maximum duration
+    start, end:    (C,) or None
+    proj_start, proj_end: (B, T, C) or None
+    allowed:       (B, T, C) bool or None
+    """
+
+    scores: Tensor
+    lengths: Tensor
+    transition: Tensor
+    duration_bias: Tensor
+    start: Tensor | None = None
+    end: Tensor | None = None
+    proj_start: Tensor | None = None
+    proj_end: Tensor | None = None
+    allowed: Tensor | None = None
+
+    @property
+    def batch(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def T(self) -> int:
+        return self.scores.shape[1]
+
+    @property
+    def C(self) -> int:
+        return self.scores.shape[2]
+
+    @property
+    def K(self) -> int:
+        return self.duration_bias.shape[0]
+
+    @property
+    def duration_dependent(self) -> bool:
+        return self.transition.dim() == 3
+
+    def replace(self, **changes) -> "CRFInputs":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return CRFInputs(**values)
+
+
+FLOAT_FIELDS = ("scores", "transition", "duration_bias", "start", "end", "proj_start", "proj_end")
+
+
+def _float(name: str, x, device) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name}: expected a floating-point tensor, got dtype {x.dtype}")
+    if x.device != device:
+        raise ValueError(f"{name}: on device {x.device}, but scores are on {device}")
+    return x
+
+
+def check_inputs(
+    scores,
+    transition,
+    duration_bias,
+    lengths=None,
+    *,
+    start=None,
+    end=None,
+    proj_start=None,
+    proj_end=None,
+    allowed=None,
+) -> CRFInputs:
+    """Check the public arguments (SPEC.md) and return them as a `CRFInputs`.
+
+    Raises ValueError naming the argument and what was expected.
+    """
+    if not isinstance(scores, Tensor):
+        raise ValueError(f"scores: expected a torch.Tensor, got {type(scores).__name__}")
+    if scores.dim() != 3:
+        raise ValueError(f"scores: expected shape (B, T, C), got {tuple(scores.shape)}")
+    device = scores.device
+    _float("scores", scores, device)
+    B, T, C = scores.shape
+    if B < 1 or T < 1:
+        raise ValueError(f"scores: B and T must be >= 1, got shape {tuple(scores.shape)}")
+    if C < 1:
+        raise ValueError(f"scores: C (number of labels) must be >= 1, got {C}")
+    dtype = scores.dtype if scores.dtype in (torch.float32, torch.float64) else torch.float32
+
+    _float("duration_bias", duration_bias, device)
+    if duration_bias.dim() != 2 or duration_bias.shape[1] != C:
+        raise ValueError(
+            f"duration_bias: expected shape (K, {C}), got {tuple(duration_bias.shape)}"
+        )
+    K = duration_bias.shape[0]
+    if K < 1:
+        raise ValueError("duration_bias: K (maximum duration, its first dimension) must be >= 1")
+
+    _float("transition", transition, device)
+    if tuple(transition.shape) not in ((C, C), (K, C, C)):
+        raise ValueError(
+            f"transition: expected shape ({C}, {C}) or ({K}, {C}, {C}), "
+            f"got {tuple(transition.shape)}"
+        )
+    for name, v in (("start", start), ("end", end)):
+        if v is not None:
+            _float(name, v, device)
+            if tuple(v.shape) != (C,):
+                raise ValueError(f"{name}: expected shape ({C},), got {tuple(v.shape)}")
+    for name, v in (("proj_start", proj_start), ("proj_end", proj_end)):
+        if v is not None:
+            _float(name, v, device)
+            if tuple(v.shape) != (B, T, C):
+                raise ValueError(f"{name}: expected shape ({B}, {T}, {C}), got {tuple(v.shape)}")
+    if allowed is not None:
+        if not isinstance(allowed, Tensor) or allowed.dtype != torch.bool:
+            raise ValueError("allowed: expected a bool tensor of shape (B, T, C)")
+        if allowed.device != device:
+            raise ValueError(f"allowed: on device {allowed.device}, but scores are on {device}")
+        if tuple(allowed.shape) != (B, T, C):
+            raise ValueError(f"allowed: expected shape ({B}, {T}, {C}), got {tuple(allowed.shape)}")
+
+    if lengths is None:
+        lengths = torch.full((B,), T, dtype=torch.int64, device=device)
+    else:
+        if not isinstance(lengths, Tensor):
+            lengths = torch.as_tensor(lengths)
+        if lengths.dtype.is_floating_point or lengths.dtype == torch.bool or lengths.is_complex():
+            raise ValueError(f"lengths: expected an integer tensor, got dtype {lengths.dtype}")
+        if tuple(lengths.shape) != (B,):
+            raise ValueError(f"lengths: expected shape ({B},), got {tuple(lengths.shape)}")
+        lengths = lengths.to(device=device, dtype=torch.int64)
+        lo, hi = int(lengths.min()), int(lengths.max())
+        if lo < 1 or hi > T:
+            raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
+
+    values = dict(
+        scores=scores,
+        transition=transition,
+        duration_bias=duration_bias,
+        start=start,
+        end=end,
+        proj_start=proj_start,
+        proj_end=proj_end,
+    )
+    for name, v in values.items():
+        if v is None:
+            continue
+        v = v.to(dtype)
+        values[name] = v
+        if torch.isnan(v).any():
+            raise ValueError(f"{name}: contains NaN")
+        if name in ("scores", "proj_start", "proj_end") and torch.isinf(v).any():
+            raise ValueError(f"{name}: contains an infinity (only finite values are allowed)")
+        if torch.isposinf(v).any():
+            raise ValueError(f"{name}: contains +inf (only finite values and -inf are allowed)")
+    return CRFInputs(lengths=lengths, allowed=allowed, **values)
