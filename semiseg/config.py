@@ -1,0 +1,428 @@
+"""YAML configuration -> validated dataclasses.
+
+A config file has the sections below; every key is optional (the defaults are the
+demo's settings) and every unknown key is an error that names the closest valid key.
+Relative paths are relative to the config file's folder; the resolved config (absolute
+paths) is written next to every training run, so a run can be repeated from it alone.
+
+    inputs:   genome and tracks            labels:   annotation and label scheme
+    windows:  training windows and split   model:    encoder and resolution
+    crf:      the semi-CRF head            train:    optimiser and schedule
+    annotate: windowing at annotation      device:   auto | cpu | cuda
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import SemisegError
+
+
+@dataclass
+class InputsConfig:
+    """What the encoder sees.
+
+    fasta:     genome FASTA used for training (plain or bgzip); None for tracks-only models
+    sequence:  feed the one-hot sequence (A, C, G, T) to the encoder
+    softmask:  add a channel that is 1.0 on lowercase (soft-masked) bases
+    tracks:    {name: path} or {name: {path, transform, mapq, strand}}; bigWig, bedGraph or
+               BAM by extension; annotate asks for the same names
+    bin_size:  bp per input position (1 = base level; tracks are averaged per bin)
+    alias:     {name_in_file: name_in_fasta} for chromosome names that differ
+    """
+
+    fasta: str | None = None
+    sequence: bool = True
+    softmask: bool = False
+    tracks: dict[str, Any] = field(default_factory=dict)
+    bin_size: int = 1
+    alias: dict[str, str] | None = None
+
+
+@dataclass
+class LabelsConfig:
+    """The truth used for training.
+
+    annotation: GFF3/GTF or BED file with the labelled intervals
+    scheme:     a built-in scheme name ("gene_structure"), a scheme YAML path, or an
+                inline scheme mapping (see semiseg.genome.labels)
+    """
+
+    annotation: str | None = None
+    scheme: Any = "gene_structure"
+
+
+@dataclass
+class WindowsConfig:
+    """Training windows and the train/validation split.
+
+    size:         window length in bp
+    overlap:      bp shared by neighbouring windows
+    chroms:       chromosomes to train on (None = all in the FASTA)
+    valid_chroms: chromosomes held out for validation; if empty, the last
+                  `valid_fraction` of each training chromosome is held out instead
+    valid_fraction: see valid_chroms
+    """
+
+    size: int = 20000
+    overlap: int = 0
+    chroms: list[str] | None = None
+    valid_chroms: list[str] = field(default_factory=list)
+    valid_fraction: float = 0.15
+
+
+@dataclass
+class ModelConfig:
+    """The encoder.
+
+    encoder:     "cnn" (dilated residual CNN) or "cnn_lstm" (the CNN, then a BiLSTM)
+    channels:    hidden width
+    layers:      number of dilated residual blocks (dilation 1, 2, 4, ... cycling)
+    kernel_size: kernel of the residual blocks
+    stem_kernel: kernel of the first convolutions at input resolution
+    max_dilation: dilations cycle 1, 2, 4, ... up to this value
+    dropout:     dropout inside the residual blocks
+    lstm_hidden: BiLSTM width per direction (encoder = "cnn_lstm")
+    resolution:  bp per CRF step; a multiple of inputs.bin_size (strided pooling)
+    """
+
+    encoder: str = "cnn"
+    channels: int = 64
+    layers: int = 6
+    kernel_size: int = 5
+    stem_kernel: int = 9
+    max_dilation: int = 16
+    dropout: float = 0.1
+    lstm_hidden: int = 64
+    resolution: int = 1
+
+
+@dataclass
+class CRFConfig:
+    """The semi-CRF head (SPEC.md).
+
+    max_duration: K, the longest segment in CRF steps (longer runs of a label are
+                  several segments in a row; the output merges them)
+    duration:     learned | geometric | negative_binomial | poisson | uniform
+    duration_transitions: duration-dependent transitions (K, C, C)
+    boundaries:   boundary scores projected from the encoder's hidden states
+    start_end:    learned scores for the first and last segment's label
+    centering:    none | mean (see SPEC.md; "mean" decodes in training-size windows)
+    """
+
+    max_duration: int = 64
+    duration: str = "learned"
+    duration_transitions: bool = False
+    boundaries: bool = True
+    start_end: bool = True
+    centering: str = "none"
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation.
+
+    epochs, batch_size: windows per batch
+    lr, weight_decay:  AdamW
+    warmup_epochs:     linear warm-up (in epochs, fractions allowed), then cosine decay
+    grad_clip:         maximum gradient norm (0 = off)
+    patience:          early stopping after this many epochs without a better
+                       validation F1 (0 = off)
+    seed:              seeds everything (window order, initialisation, dropout)
+    amp:               auto | on | off; mixed precision (bfloat16) for the encoder on
+                       CUDA; the CRF always runs in float32
+    """
+
+    epochs: int = 20
+    batch_size: int = 8
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    warmup_epochs: float = 1.0
+    grad_clip: float = 1.0
+    patience: int = 5
+    seed: int = 0
+    amp: str = "auto"
+
+
+@dataclass
+class AnnotateConfig:
+    """Annotation (stored in the checkpoint; `semiseg annotate` flags override).
+
+    window:  bp per encoder window (emissions keep each window's centre)
+    context: bp of context on each side of a window's centre
+    max_decode_steps: decode a chromosome as one sequence up to this many CRF steps,
+             otherwise in overlapping windows of this many steps, stitched at centres
+    batch_steps: CRF steps per batch when many short contigs are decoded together
+    """
+
+    window: int = 100000
+    context: int = 5000
+    max_decode_steps: int = 2_000_000
+    batch_steps: int = 200_000
+
+
+@dataclass
+class Config:
+    inputs: InputsConfig = field(default_factory=InputsConfig)
+    labels: LabelsConfig = field(default_factory=LabelsConfig)
+    windows: WindowsConfig = field(default_factory=WindowsConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    crf: CRFConfig = field(default_factory=CRFConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    annotate: AnnotateConfig = field(default_factory=AnnotateConfig)
+    device: str = "auto"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+CHOICES = {
+    "model.encoder": ("cnn", "cnn_lstm"),
+    "crf.duration": ("learned", "geometric", "negative_binomial", "poisson", "uniform"),
+    "crf.centering": ("none", "mean"),
+    "train.amp": ("auto", "on", "off"),
+    "device": ("auto", "cpu", "cuda"),
+}
+POSITIVE = {
+    "inputs.bin_size", "windows.size", "model.channels", "model.kernel_size",
+    "model.stem_kernel", "model.max_dilation", "model.lstm_hidden", "model.resolution",
+    "crf.max_duration", "train.epochs", "train.batch_size", "annotate.window",
+    "annotate.max_decode_steps", "annotate.batch_steps",
+}
+NON_NEGATIVE = {
+    "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
+    "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
+}
+PATH_KEYS = ("inputs.fasta", "labels.annotation")
+
+
+def _suggest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (valid keys: {', '.join(valid)})"
+
+
+def _check_type(where: str, value, hint):
+    """Check `value` against a dataclass field annotation; return the (coerced) value."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _check_type(where, value, arg)
+            except SemisegError as err:
+                errors.append(str(err))
+        raise SemisegError(errors[0] if errors else f"{where}: invalid value {value!r}")
+    if hint is Any:
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise SemisegError(f"{where}: expected a list, got {value!r}")
+        return [_check_type(f"{where}[{i}]", v, args[0]) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SemisegError(f"{where}: expected a mapping, got {value!r}")
+        return {str(k): _check_type(f"{where}.{k}", v, args[1]) for k, v in value.items()}
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SemisegError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SemisegError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SemisegError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise SemisegError(f"{where}: expected a string, got {value!r}")
+        return str(value)
+    raise AssertionError(f"unhandled type {hint} for {where}")
+
+
+def _build(cls, data, where: str):
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SemisegError(f"{where or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {}
+    for key, value in data.items():
+        full = f"{where}.{key}" if where else str(key)
+        if key not in names:
+            raise SemisegError(f"unknown config key {full!r}" + _suggest(str(key), names))
+        hint = hints[key]
+        if dataclasses.is_dataclass(hint):
+            values[key] = _build(hint, value, full)
+        else:
+            values[key] = _check_type(full, value, hint)
+    return cls(**values)
+
+
+def _validate(cfg: Config) -> None:
+    for key, choices in CHOICES.items():
+        value = _get(cfg, key)
+        if value not in choices:
+            raise SemisegError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    for key in POSITIVE:
+        if _get(cfg, key) <= 0:
+            raise SemisegError(f"{key}: must be positive, got {_get(cfg, key)!r}")
+    for key in NON_NEGATIVE:
+        if _get(cfg, key) < 0:
+            raise SemisegError(f"{key}: must not be negative, got {_get(cfg, key)!r}")
+    if cfg.model.resolution % cfg.inputs.bin_size:
+        raise SemisegError(
+            f"model.resolution ({cfg.model.resolution}) must be a multiple of "
+            f"inputs.bin_size ({cfg.inputs.bin_size})")
+    if not 0 <= cfg.windows.valid_fraction < 1:
+        raise SemisegError(f"windows.valid_fraction: must be in [0, 1), got "
+                           f"{cfg.windows.valid_fraction}")
+    if cfg.windows.overlap >= cfg.windows.size:
+        raise SemisegError("windows.overlap must be smaller than windows.size")
+    if not cfg.model.dropout < 1:
+        raise SemisegError(f"model.dropout: must be below 1, got {cfg.model.dropout}")
+    if cfg.windows.size % cfg.model.resolution:
+        raise SemisegError(f"windows.size ({cfg.windows.size}) must be a multiple of "
+                           f"model.resolution ({cfg.model.resolution})")
+    if cfg.annotate.window % cfg.model.resolution or cfg.annotate.context % cfg.model.resolution:
+        raise SemisegError("annotate.window and annotate.context must be multiples of "
+                           f"model.resolution ({cfg.model.resolution})")
+    if not cfg.inputs.sequence and not cfg.inputs.tracks:
+        raise SemisegError("inputs: the model needs the sequence, tracks, or both")
+
+
+def _get(cfg, key: str):
+    obj = cfg
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _resolve_paths(cfg: Config, base: Path) -> None:
+    def fix(p):
+        if p is None:
+            return None
+        p = os.path.expanduser(str(p))
+        return p if os.path.isabs(p) else str((base / p).resolve())
+
+    cfg.inputs.fasta = fix(cfg.inputs.fasta)
+    cfg.labels.annotation = fix(cfg.labels.annotation)
+    tracks = {}
+    for name, spec in cfg.inputs.tracks.items():
+        if isinstance(spec, dict):
+            spec = dict(spec)
+            if "path" not in spec:
+                raise SemisegError(f"inputs.tracks.{name}: needs a 'path'")
+            spec["path"] = fix(spec["path"])
+        else:
+            spec = fix(spec)
+        tracks[name] = spec
+    cfg.inputs.tracks = tracks
+    scheme = cfg.labels.scheme
+    if isinstance(scheme, str) and scheme.endswith((".yaml", ".yml")):
+        cfg.labels.scheme = fix(scheme)
+
+
+def from_dict(data: dict, base: str | Path = ".") -> Config:
+    """A validated Config from plain data; relative paths are taken from `base`."""
+    cfg = _build(Config, data, "")
+    _resolve_paths(cfg, Path(base))
+    _validate(cfg)
+    return cfg
+
+
+def _parse_override(text: str):
+    if "=" not in text:
+        raise SemisegError(f"--set {text!r}: expected KEY=VALUE, e.g. train.epochs=5")
+    key, _, raw = text.partition("=")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def apply_overrides(data: dict, overrides: list[str] | dict) -> dict:
+    """Set dotted keys (`train.epochs=5` strings, or a {key: value} mapping) in `data`."""
+    items = overrides.items() if isinstance(overrides, dict) else map(_parse_override, overrides)
+    data = _deep_copy(data)
+    for key, value in items:
+        parts = key.split(".")
+        node = data
+        for part in parts[:-1]:
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+            if not isinstance(node, dict):
+                raise SemisegError(f"--set {key}: {part!r} is not a section")
+        node[parts[-1]] = value
+    return data
+
+
+def _deep_copy(d):
+    if isinstance(d, dict):
+        return {k: _deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deep_copy(v) for v in d]
+    return d
+
+
+def read_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise SemisegError(f"config file not found: {path}")
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise SemisegError(f"{path}:{where}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SemisegError(f"{path}: expected a mapping of sections at the top level")
+    return data
+
+
+def load_config(path: str | Path | None, overrides: list[str] | dict = ()) -> Config:
+    """Read a YAML config, apply `--set KEY=VALUE` overrides, validate."""
+    if path is None:
+        data, base = {}, Path.cwd()
+    else:
+        data, base = read_yaml(path), Path(path).resolve().parent
+    if overrides:
+        data = apply_overrides(data, overrides)
+    try:
+        return from_dict(data, base)
+    except SemisegError as err:
+        if path is None:
+            raise
+        raise SemisegError(f"{path}: {err}") from None
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    """Write the resolved config as YAML (atomically)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        yaml.safe_dump(cfg.to_dict(), fh, sort_keys=False)
+    os.replace(tmp, path)

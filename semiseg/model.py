@@ -1,0 +1,169 @@
+"""Encoders and the Segmenter (encoder + SemiCRF head).
+
+Shapes: the encoder reads features (B, T, F) at input resolution (one row per
+`inputs.bin_size` bp) with valid lengths (B,), and returns hidden states (B, S, H) at
+CRF resolution, S = ceil(T / pool) where pool = resolution / bin_size. The Segmenter maps
+them to emissions (B, S, C) and hands emissions and hidden states to the SemiCRF head.
+
+Padding never leaks into valid positions' outputs beyond what a zero-padded sequence of
+that length would see: every block re-zeroes positions past each sequence's end, and
+normalisation is per position (LayerNorm over channels), so a sequence's emissions do not
+depend on what else is in its batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import torch
+from torch import Tensor, nn
+
+from .config import Config
+from .crf import SemiCRF
+
+
+def steps_for(length, pool: int):
+    """Number of CRF steps covering `length` input positions (ceil division)."""
+    return (length + pool - 1) // pool
+
+
+class ChannelNorm(nn.Module):
+    """LayerNorm over channels of a (B, H, T) tensor, independently at each position."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(channels)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(x.transpose(1, 2)).transpose(1, 2)
+
+
+class ResidualBlock(nn.Module):
+    """x + conv(gelu(conv(gelu(norm(x))))) with a dilated first convolution."""
+
+    def __init__(self, channels: int, kernel_size: int, dilation: int, dropout: float):
+        super().__init__()
+        pad = dilation * (kernel_size - 1) // 2
+        self.norm = ChannelNorm(channels)
+        self.conv1 = nn.Conv1d(channels, channels, kernel_size, dilation=dilation, padding=pad)
+        self.conv2 = nn.Conv1d(channels, channels, 1)
+        self.drop = nn.Dropout(dropout)
+        self.act = nn.GELU()
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        y = self.conv1(self.act(self.norm(x)))
+        y = self.conv2(self.drop(self.act(y)))
+        return (x + y) * mask
+
+
+class Encoder(nn.Module):
+    """Dilated residual CNN over the input channels, strided pooling to the CRF resolution,
+    and optionally a BiLSTM on top.
+
+    Args:
+        n_features: input channels F.
+        channels: hidden width H.
+        layers: residual blocks at CRF resolution (dilations 1, 2, 4, ... max_dilation).
+        pool: input positions per CRF step (1 = no pooling).
+        lstm_hidden: BiLSTM width per direction, or 0 for none.
+    """
+
+    def __init__(self, n_features: int, channels: int = 64, layers: int = 6,
+                 kernel_size: int = 5, stem_kernel: int = 9, max_dilation: int = 16,
+                 dropout: float = 0.1, pool: int = 1, lstm_hidden: int = 0):
+        super().__init__()
+        if kernel_size % 2 == 0 or stem_kernel % 2 == 0:
+            raise ValueError("kernel sizes must be odd (centred convolutions)")
+        self.pool = pool
+        self.stem = nn.Conv1d(n_features, channels, stem_kernel, padding=stem_kernel // 2)
+        self.stem2 = nn.Conv1d(channels, channels, stem_kernel, padding=stem_kernel // 2)
+        self.pooler = nn.MaxPool1d(pool, pool, ceil_mode=True) if pool > 1 else None
+        dilations, d = [], 1
+        for _ in range(layers):
+            dilations.append(d)
+            d = 1 if d * 2 > max_dilation else d * 2
+        self.blocks = nn.ModuleList(
+            ResidualBlock(channels, kernel_size, dil, dropout) for dil in dilations)
+        self.out_norm = ChannelNorm(channels)
+        self.lstm = None
+        self.hidden_dim = channels
+        if lstm_hidden:
+            self.lstm = nn.LSTM(channels, lstm_hidden, batch_first=True, bidirectional=True)
+            self.hidden_dim = 2 * lstm_hidden
+        self.act = nn.GELU()
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """x (B, T, F), lengths (B,) -> hidden (B, S, H), step lengths (B,)."""
+        B, T, _ = x.shape
+        pos = torch.arange(T, device=x.device)
+        mask = (pos[None, :] < lengths[:, None]).to(x.dtype)[:, None, :]  # (B, 1, T)
+        h = x.transpose(1, 2) * mask
+        h = self.act(self.stem(h)) * mask
+        h = self.act(self.stem2(h)) * mask
+        if self.pooler is not None:
+            # padding must not win the max of a sequence's last, partial bin
+            h = self.pooler(h.masked_fill(mask == 0, -1e4))
+        steps = steps_for(lengths, self.pool)
+        S = h.shape[-1]
+        smask = (torch.arange(S, device=x.device)[None, :] < steps[:, None]).to(h.dtype)
+        smask = smask[:, None, :]
+        h = h * smask
+        for block in self.blocks:
+            h = block(h, smask)
+        h = self.out_norm(h).transpose(1, 2)  # (B, S, H)
+        if self.lstm is not None:
+            packed = nn.utils.rnn.pack_padded_sequence(
+                h, steps.cpu(), batch_first=True, enforce_sorted=False)
+            out, _ = self.lstm(packed)
+            h, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=S)
+        return h * smask.transpose(1, 2), steps
+
+
+class Segmenter(nn.Module):
+    """Encoder -> emissions (B, S, C) -> SemiCRF head.
+
+    Args:
+        n_features: input channels.
+        num_labels: C.
+        cfg: the resolved Config (model and crf sections are used).
+    """
+
+    def __init__(self, n_features: int, num_labels: int, cfg: Config):
+        super().__init__()
+        m, c = cfg.model, cfg.crf
+        pool = m.resolution // cfg.inputs.bin_size
+        self.pool = pool
+        self.encoder = Encoder(
+            n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
+            stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,
+            pool=pool, lstm_hidden=m.lstm_hidden if m.encoder == "cnn_lstm" else 0)
+        self.emit = nn.Linear(self.encoder.hidden_dim, num_labels)
+        self.crf = SemiCRF(
+            num_labels, c.max_duration, duration=c.duration,
+            duration_transitions=c.duration_transitions,
+            boundary_dim=self.encoder.hidden_dim if c.boundaries else None,
+            start_end=c.start_end, centering=c.centering)
+        self.has_hidden = c.boundaries
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """features (B, T, F), lengths (B,) -> emissions (B, S, C), hidden or None, steps."""
+        h, steps = self.encoder(x, lengths)
+        emissions = self.emit(h)
+        return emissions, (h if self.has_hidden else None), steps
+
+    def nll(self, emissions: Tensor, hidden: Tensor | None, labels: Tensor,
+            steps: Tensor) -> Tensor:
+        """Per-sequence negative log-likelihood (B,), computed by the CRF in float32."""
+        return self.crf.nll(emissions.float(), labels, steps,
+                            hidden=None if hidden is None else hidden.float())
+
+
+def model_hash(state_dict: dict) -> str:
+    """A short content hash of a model's parameters (names, shapes and values)."""
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        t = state_dict[name].detach().cpu().contiguous()
+        digest.update(name.encode())
+        digest.update(str(tuple(t.shape)).encode())
+        digest.update(t.numpy().tobytes())
+    return digest.hexdigest()[:12]
