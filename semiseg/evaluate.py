@@ -1,0 +1,354 @@
+"""Accuracy of a segmentation against a truth annotation.
+
+Metrics, per label:
+- base level: precision, recall, F1 and Matthews correlation (label vs the rest) over
+  every position that both sides label (positions masked as gaps are skipped);
+- segment level: F1 of exact matches (same start and end) and of matches with >= 50%
+  reciprocal overlap; a segment is a maximal run of one label;
+- boundaries: F1 of segment starts/ends matched one-to-one within +-tolerance bp (the
+  chromosome ends are not boundaries).
+"macro" averages the labels that occur in the truth or the prediction.
+
+Chromosomes evaluated: those in the prediction; their lengths are taken from `sizes`
+when given, else from the furthest interval end seen in either file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SemisegError
+
+GAP = "gap"  # BED name semiseg uses for masked stretches (N runs); not a label
+
+
+@dataclass
+class Track:
+    """Labelled intervals per chromosome: {chrom: (starts, ends, names)}."""
+
+    intervals: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
+
+
+def _open(path: str):
+    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
+
+
+def read_bed_labels(path: str) -> Track:
+    """Intervals and names of a BED file (name column = label; needs >= 4 columns)."""
+    if not os.path.isfile(path):
+        raise SemisegError(f"file not found: {path}")
+    data: dict[str, tuple[list, list, list]] = {}
+    with _open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip() or line.startswith(("#", "track", "browser")):
+                continue
+            f = line.rstrip("\n").split("\t")
+            if len(f) < 4:
+                raise SemisegError(f"{path}:{n}: expected at least 4 tab-separated columns "
+                                   "(chrom, start, end, name)")
+            try:
+                s, e = int(f[1]), int(f[2])
+            except ValueError:
+                raise SemisegError(f"{path}:{n}: start and end must be integers") from None
+            if s < 0 or e <= s:
+                raise SemisegError(f"{path}:{n}: invalid interval [{s}, {e})")
+            starts, ends, names = data.setdefault(f[0], ([], [], []))
+            starts.append(s)
+            ends.append(e)
+            names.append(f[3])
+    if not data:
+        raise SemisegError(f"{path}: no intervals")
+    return Track({c: (np.asarray(s, np.int64), np.asarray(e, np.int64), nm)
+                  for c, (s, e, nm) in data.items()})
+
+
+def _is_gff(path: str) -> bool:
+    p = str(path).lower().removesuffix(".gz")
+    return p.endswith((".gff", ".gff3", ".gtf"))
+
+
+def load_scheme_arg(scheme: str | None):
+    """A LabelScheme from a scheme name/YAML, or from a semiseg config's `labels.scheme`."""
+    if scheme is None:
+        return None
+    from .genome import LabelScheme, load_scheme
+
+    if str(scheme).endswith((".yaml", ".yml")) and os.path.isfile(scheme):
+        from .config import read_yaml
+
+        data = read_yaml(scheme)
+        if "labels" in data:  # a semiseg training config
+            from .config import load_config
+
+            inner = load_config(scheme).labels.scheme
+            return LabelScheme.from_dict(inner) if isinstance(inner, dict) else load_scheme(inner)
+    return load_scheme(scheme)
+
+
+def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
+    """Truth intervals: a BED (names as they are, or via `scheme`), or a GFF3/GTF (scheme)."""
+    if not os.path.isfile(path):
+        raise SemisegError(f"file not found: {path}")
+    if scheme is None and not _is_gff(path):
+        return read_bed_labels(path)
+    if scheme is None:
+        from .genome import load_scheme
+
+        scheme = load_scheme("gene_structure")
+    from .genome import read_annotation
+
+    ann = read_annotation(path, scheme, sizes)
+    out = {}
+    for chrom in sizes:
+        s, e, lab = ann.intervals(chrom)
+        keep = lab >= 0
+        out[chrom] = (s[keep], e[keep], [scheme.names[i] for i in lab[keep]])
+    return Track(out)
+
+
+def _fill(length: int, track: Track, chrom: str, index: dict[str, int], fill: int):
+    arr = np.full(length, fill, dtype=np.int32)
+    if chrom in track.intervals:
+        starts, ends, names = track.intervals[chrom]
+        order = np.argsort(starts, kind="stable")
+        for i in order:
+            s, e = int(starts[i]), min(int(ends[i]), length)
+            arr[s:e] = -1 if names[i] == GAP else index[names[i]]
+    return arr
+
+
+def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (starts, ends, values)."""
+    if arr.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    change = np.flatnonzero(arr[1:] != arr[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [arr.size]])
+    return starts, ends, arr[starts]
+
+
+def _overlap_matches(ps, pe, ts, te) -> tuple[int, int]:
+    """Numbers of predicted and true segments with a >= 50% reciprocal-overlap partner."""
+    hit_p = np.zeros(len(ps), bool)
+    hit_t = np.zeros(len(ts), bool)
+    j = 0
+    for i in range(len(ps)):
+        while j < len(ts) and te[j] <= ps[i]:
+            j += 1
+        k = j
+        while k < len(ts) and ts[k] < pe[i]:
+            ov = min(pe[i], te[k]) - max(ps[i], ts[k])
+            if 2 * ov >= pe[i] - ps[i] and 2 * ov >= te[k] - ts[k]:
+                hit_p[i] = hit_t[k] = True
+            k += 1
+    return int(hit_p.sum()), int(hit_t.sum())
+
+
+def _boundary_matches(p: np.ndarray, t: np.ndarray, tol: int) -> int:
+    """One-to-one matches between sorted boundary positions within +-tol (greedy, optimal
+    on a line)."""
+    i = j = n = 0
+    while i < len(p) and j < len(t):
+        if abs(int(p[i]) - int(t[j])) <= tol:
+            n, i, j = n + 1, i + 1, j + 1
+        elif p[i] < t[j]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+def _prf(tp: float, n_pred: float, n_true: float) -> tuple[float, float, float]:
+    p = tp / n_pred if n_pred else float("nan")
+    r = tp / n_true if n_true else float("nan")
+    f = 2 * tp / (n_pred + n_true) if (n_pred + n_true) else float("nan")
+    return p, r, f
+
+
+def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
+             sizes: dict[str, int] | None = None, background: str | None = None) -> dict:
+    """Compare a predicted BED to a truth BED/GFF3; returns plain data (see module doc).
+
+    Args:
+        pred: BED with the label in the name column (semiseg's PREFIX.bed).
+        truth: BED (name = label) or GFF3/GTF (needs a scheme; default gene_structure).
+        scheme: a LabelScheme, or None; maps truth labels, gives the background label.
+        tolerance: bp within which a boundary counts as found.
+        sizes: chromosome lengths; default: the furthest end in either file.
+        background: label of positions neither file covers (default: the scheme's
+            background; without one, uncovered positions are skipped).
+    """
+    p = read_bed_labels(pred)
+    chroms = list(p.intervals)
+    if sizes is None:
+        sizes = {c: int(p.intervals[c][1].max()) for c in chroms}
+    else:
+        missing = [c for c in chroms if c not in sizes]
+        if missing:
+            raise SemisegError(f"{pred}: chromosome(s) {', '.join(missing)} not in the sizes "
+                               f"given ({', '.join(sizes)})")
+        sizes = {c: sizes[c] for c in chroms}
+    t = read_truth(truth, scheme, sizes)
+    if not any(c in t.intervals and len(t.intervals[c][0]) for c in chroms):
+        raise SemisegError(
+            f"no truth intervals on the predicted chromosomes ({', '.join(chroms)}); the "
+            f"truth has {', '.join(sorted(t.intervals)) or 'none'}")
+    if background is None and scheme is not None and scheme.background is not None:
+        background = scheme.names[scheme.background]
+    names: list[str] = []
+    for track in (t, p):
+        for c in chroms:
+            for n in (track.intervals.get(c, (None, None, []))[2]):
+                if n != GAP and n not in names:
+                    names.append(n)
+    if background is not None and background not in names:
+        names.append(background)
+    if scheme is not None:  # scheme order first, then anything else
+        names = [n for n in scheme.names if n in names] + [n for n in names
+                                                          if n not in scheme.names]
+    index = {n: i for i, n in enumerate(names)}
+    C = len(names)
+    fill = index[background] if background is not None else -1
+    conf = np.zeros((C, C), np.int64)  # [truth, pred]
+    seg = {k: np.zeros(C, np.int64) for k in ("n_pred", "n_true", "exact", "ov_pred",
+                                               "ov_true", "b_pred", "b_true", "b_hit")}
+    for chrom in chroms:
+        L = sizes[chrom]
+        ta = _fill(L, t, chrom, index, fill)
+        pa = _fill(L, p, chrom, index, fill)
+        ok = (ta >= 0) & (pa >= 0)
+        conf += np.bincount(ta[ok] * C + pa[ok], minlength=C * C).reshape(C, C)
+        trs, tre, trv = runs(ta)
+        prs, pre, prv = runs(pa)
+        for c in range(C):
+            ts, te = trs[trv == c], tre[trv == c]
+            ps, pe = prs[prv == c], pre[prv == c]
+            seg["n_pred"][c] += len(ps)
+            seg["n_true"][c] += len(ts)
+            seg["exact"][c] += len(set(zip(ps.tolist(), pe.tolist()))
+                                   & set(zip(ts.tolist(), te.tolist())))
+            hp, ht = _overlap_matches(ps, pe, ts, te)
+            seg["ov_pred"][c] += hp
+            seg["ov_true"][c] += ht
+            pb = np.unique(np.concatenate([ps, pe]))
+            tb = np.unique(np.concatenate([ts, te]))
+            pb = pb[(pb > 0) & (pb < L)]
+            tb = tb[(tb > 0) & (tb < L)]
+            seg["b_pred"][c] += len(pb)
+            seg["b_true"][c] += len(tb)
+            seg["b_hit"][c] += _boundary_matches(pb, tb, tolerance)
+    total = conf.sum()
+    rows = []
+    for c, name in enumerate(names):
+        tp = conf[c, c]
+        n_pred, n_true = conf[:, c].sum(), conf[c, :].sum()
+        fp, fn = n_pred - tp, n_true - tp
+        tn = total - tp - fp - fn
+        prec, rec, f1 = _prf(tp, n_pred, n_true)
+        denom = math.sqrt(float(tp + fp) * float(tp + fn) * float(tn + fp) * float(tn + fn))
+        mcc = (float(tp) * float(tn) - float(fp) * float(fn)) / denom if denom else float("nan")
+        _, _, seg_exact = _prf(seg["exact"][c], seg["n_pred"][c], seg["n_true"][c])
+        ov_p = seg["ov_pred"][c] / seg["n_pred"][c] if seg["n_pred"][c] else float("nan")
+        ov_r = seg["ov_true"][c] / seg["n_true"][c] if seg["n_true"][c] else float("nan")
+        seg_ov = 2 * ov_p * ov_r / (ov_p + ov_r) if (ov_p + ov_r) > 0 else (
+            0.0 if seg["n_pred"][c] and seg["n_true"][c] else float("nan"))
+        b_p, b_r, b_f = _prf(seg["b_hit"][c], seg["b_pred"][c], seg["b_true"][c])
+        rows.append({
+            "label": name, "bp_truth": int(n_true), "bp_pred": int(n_pred),
+            "precision": prec, "recall": rec, "f1": f1, "mcc": mcc,
+            "segments_truth": int(seg["n_true"][c]), "segments_pred": int(seg["n_pred"][c]),
+            "segment_f1_exact": seg_exact, "segment_f1_overlap50": seg_ov,
+            "boundary_precision": b_p, "boundary_recall": b_r, "boundary_f1": b_f,
+        })
+    macro = {}
+    for key in ("precision", "recall", "f1", "mcc", "segment_f1_exact",
+                "segment_f1_overlap50", "boundary_f1"):
+        vals = [r[key] for r in rows if (r["bp_truth"] or r["bp_pred"]) and not math.isnan(r[key])]
+        macro[key] = float(np.mean(vals)) if vals else float("nan")
+    return {
+        "pred": str(pred), "truth": str(truth), "tolerance_bp": tolerance,
+        "chromosomes": {c: sizes[c] for c in chroms},
+        "bp_evaluated": int(total),
+        "accuracy": float(np.trace(conf) / total) if total else float("nan"),
+        "labels": rows, "macro": macro,
+        "confusion": {"labels": names, "truth_by_pred": conf.tolist()},
+    }
+
+
+COLUMNS = ["label", "bp_truth", "bp_pred", "precision", "recall", "f1", "mcc",
+           "segments_truth", "segments_pred", "segment_f1_exact", "segment_f1_overlap50",
+           "boundary_precision", "boundary_recall", "boundary_f1"]
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4f}"
+    return str(v)
+
+
+def write_report(result: dict, prefix: str) -> list[str]:
+    """PREFIX.tsv (one row per label, then "macro") and PREFIX.json; atomic."""
+    tsv, js = f"{prefix}.tsv", f"{prefix}.json"
+    Path(tsv).parent.mkdir(parents=True, exist_ok=True)
+    lines = ["\t".join(COLUMNS)]
+    for r in result["labels"]:
+        lines.append("\t".join(_fmt(r[k]) for k in COLUMNS))
+    m = result["macro"]
+    lines.append("\t".join(_fmt(m.get(k, "")) if k in m else ("macro" if k == "label" else "")
+                           for k in COLUMNS))
+    for path, text in ((tsv, "\n".join(lines) + "\n"),
+                       (js, json.dumps(_json_safe(result), indent=2) + "\n")):
+        tmp = path + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return [tsv, js]
+
+
+def _json_safe(obj):
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def render_table(result: dict, title: str = "Accuracy"):
+    """A rich Table of the main metrics."""
+    from rich.table import Table
+
+    table = Table(title=f"{title} ({result['bp_evaluated']:,} bp, boundary tolerance "
+                        f"+-{result['tolerance_bp']} bp)")
+    cols = [("label", "label"), ("bp_truth", "bp truth"), ("precision", "precision"),
+            ("recall", "recall"), ("f1", "F1"), ("mcc", "MCC"),
+            ("segment_f1_exact", "seg F1 exact"), ("segment_f1_overlap50", "seg F1 50%"),
+            ("boundary_f1", "boundary F1")]
+    for key, head in cols:
+        table.add_column(head, justify="left" if key == "label" else "right")
+    for r in result["labels"]:
+        table.add_row(*[f"{r[k]:,}" if k == "bp_truth" else _fmt(r[k]) for k, _ in cols])
+    m = result["macro"]
+    table.add_row("macro", "", *[_fmt(m[k]) for k, _ in cols[2:]])
+    return table
+
+
+def markdown_table(result: dict) -> str:
+    """The same table as Markdown (for README / RESULTS)."""
+    keys = ["label", "bp_truth", "precision", "recall", "f1", "mcc", "segment_f1_exact",
+            "segment_f1_overlap50", "boundary_f1"]
+    out = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for r in result["labels"]:
+        out.append("| " + " | ".join(_fmt(r[k]) for k in keys) + " |")
+    m = result["macro"]
+    out.append("| macro | | " + " | ".join(_fmt(m[k]) for k in keys[2:]) + " |")
+    return "\n".join(out)
