@@ -1,0 +1,143 @@
+"""Small helpers shared by the genome modules: text files, chromosome names, intervals."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from typing import IO, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import SemisegError
+
+
+def open_text(path: str | os.PathLike) -> IO[str]:
+    """Open a plain or gzip/bgzip text file for reading (SemisegError if unreadable)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+    except OSError as err:
+        raise SemisegError(f"cannot read {path}: {err.strerror}") from None
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt")
+    return open(path, "rt")
+
+
+def show_names(names: Iterable[str], limit: int = 8) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f", ... ({len(names)} in all)"
+    return shown or "(none)"
+
+
+class ChromMatcher:
+    """Maps chromosome names of an input file to the FASTA's names.
+
+    A name is used as is when the FASTA has it, else through ``alias`` (file name ->
+    FASTA name). Names that match neither are collected so one error can list both sides.
+    """
+
+    def __init__(self, chrom_sizes: Mapping[str, int], alias: Mapping[str, str] | None = None):
+        self.chrom_sizes = chrom_sizes
+        self.alias = dict(alias or {})
+        self.unknown: dict[str, int] = {}  # file name -> first line number seen
+
+    def __call__(self, name: str, line: int = 0) -> str | None:
+        if name in self.chrom_sizes:
+            return name
+        target = self.alias.get(name)
+        if target is not None and target in self.chrom_sizes:
+            return target
+        self.unknown.setdefault(name, line)
+        return None
+
+    def raise_unknown(self, what: str) -> None:
+        """SemisegError listing both sides if any name did not match."""
+        if self.unknown:
+            raise SemisegError(
+                f"chromosome names in {what} do not match the FASTA: "
+                f"{show_names(self.unknown)} not in FASTA names ({show_names(self.chrom_sizes)}); "
+                "rename them or give an alias map"
+            )
+
+
+def check_region(chrom_sizes: Mapping[str, int], chrom: str, start: int, end: int) -> None:
+    """ValueError for a region outside its chromosome (a caller error, not user input)."""
+    if chrom not in chrom_sizes:
+        raise ValueError(f"unknown chromosome {chrom!r}")
+    if not 0 <= start <= end <= chrom_sizes[chrom]:
+        raise ValueError(
+            f"region {chrom}:{start}-{end} outside [0, {chrom_sizes[chrom]}) or start > end"
+        )
+
+
+def paint(out: np.ndarray, offset: int, starts: np.ndarray, ends: np.ndarray,
+          values: np.ndarray) -> None:
+    """Write ``values[i]`` into ``out[starts[i]-offset : ends[i]-offset]`` (clipped).
+
+    Intervals may be in any order; where they overlap, the later one wins.
+    """
+    n = len(out)
+    s = np.clip(np.asarray(starts, dtype=np.int64) - offset, 0, n)
+    e = np.clip(np.asarray(ends, dtype=np.int64) - offset, 0, n)
+    lens = e - s
+    keep = lens > 0
+    if not keep.any():
+        return
+    s, lens, vals = s[keep], lens[keep], np.asarray(values)[keep]
+    if len(s) == 1:
+        out[s[0]:s[0] + lens[0]] = vals[0]
+        return
+    total = int(lens.sum())
+    first = np.cumsum(lens) - lens
+    owner = np.repeat(np.arange(len(s)), lens)
+    pos = s[owner] + (np.arange(total) - first[owner])
+    out[pos] = vals[owner]
+
+
+def overlapping(starts: np.ndarray, ends: np.ndarray, start: int, end: int) -> slice:
+    """Slice of sorted, non-overlapping intervals that overlap ``[start, end)``."""
+    lo = int(np.searchsorted(ends, start, side="right"))
+    hi = int(np.searchsorted(starts, end, side="left"))
+    return slice(lo, max(lo, hi))
+
+
+def bin_mean(x: np.ndarray, resolution: int) -> np.ndarray:
+    """Mean over bins of ``resolution`` rows along axis 0 (the last bin may be partial)."""
+    if resolution == 1:
+        return x
+    t = x.shape[0]
+    nb = -(-t // resolution)
+    full = t // resolution
+    out = np.empty((nb,) + x.shape[1:], dtype=x.dtype)
+    if full:
+        out[:full] = x[: full * resolution].reshape((full, resolution) + x.shape[1:]).mean(axis=1)
+    if nb > full:
+        out[full] = x[full * resolution:].mean(axis=0)
+    return out
+
+
+def bin_majority(labels: np.ndarray, resolution: int, n_labels: int) -> np.ndarray:
+    """Majority label per bin; -1 (masked) rows do not vote; all-masked bins -> -1.
+
+    Ties go to the lowest label index.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    if resolution == 1:
+        return labels
+    t = len(labels)
+    nb = -(-t // resolution)
+    bins = np.arange(t, dtype=np.int64) // resolution
+    counts = np.bincount(bins * (n_labels + 1) + (labels + 1), minlength=nb * (n_labels + 1))
+    counts = counts.reshape(nb, n_labels + 1)[:, 1:]
+    out = counts.argmax(axis=1).astype(np.int64)
+    out[counts.max(axis=1) == 0] = -1
+    return out
+
+
+def tmp_name(path: str) -> str:
+    """A temporary name next to ``path`` (same folder, so rename is atomic)."""
+    d, b = os.path.split(path)
+    return os.path.join(d, f".{b}.tmp{os.getpid()}")
