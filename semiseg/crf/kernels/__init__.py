@@ -1,0 +1,231 @@
+"""Triton backend of semiseg.crf (the contract: dispatch.py's docstring and SPEC.md).
+
+    forward(x)  -> (log_z (B,), saved)       one launch: the chain with checkpoints
+    backward(x, saved, grad_log_z) -> grads  per checkpoint segment, last first: recompute
+                                             the forward rows, run the reversed chain
+    viterbi(x)  -> (score, labels, seg_start) max-product chain with small-integer
+                                             backpointers, then a traceback kernel
+
+Kernels and their math: chain.py. Importing this package imports triton; on CPU tensors
+it needs TRITON_INTERPRET=1 set before triton is first imported.
+
+Scope: static (C, C) transitions with a ring of min(K, T) slots x C labels held in
+registers, up to MAX_RING ring elements (K = 1000 with C = 24 fits). Duration-dependent
+(K, C, C) transitions and larger rings are not implemented here: `supports(x)` says so,
+and dispatch's "auto" then picks the torch backend; asking for "triton" explicitly raises
+a ValueError.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ..inputs import CRFInputs
+from . import chain
+
+MAX_RING = 32768  # KP * CP register-ring elements per program
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _shape(x: CRFInputs):
+    K_eff = min(x.K, x.T)
+    KP = max(2, _pow2(K_eff))
+    CP = max(2, _pow2(x.C))
+    return KP, CP
+
+
+def supports(x: CRFInputs) -> str | None:
+    """None if these kernels compute x, else the reason they do not."""
+    if x.duration_dependent:
+        return "duration-dependent (K, C, C) transitions are not implemented in the Triton kernels"
+    KP, CP = _shape(x)
+    if KP * CP > MAX_RING:
+        return (f"ring of {KP} x {CP} (min(K, T) x C, padded to powers of two) exceeds "
+                f"the register budget of {MAX_RING} elements")
+    if x.scores.dtype != torch.float32:
+        return f"the Triton kernels compute in float32, got {x.scores.dtype}"
+    return None
+
+
+def _check(x: CRFInputs):
+    why = supports(x)
+    if why is not None:
+        raise ValueError(f'backend="triton": {why}; use backend="torch"')
+
+
+def _warps(KP: int, CP: int) -> int:
+    n = KP * CP
+    if n <= 2048:
+        return 4
+    if n <= 8192:
+        return 8
+    return 16
+
+
+def _segment_length(T: int, K: int) -> int:
+    """Checkpoint spacing ~ sqrt(T K): checkpoints (T/P) K C and rows P C balance."""
+    return max(1, min(T, math.ceil(math.sqrt(T * min(K, T)))))
+
+
+def _common(x: CRFInputs):
+    dev = x.scores.device
+    f32 = dict(device=dev, dtype=torch.float32)
+    dummy = torch.zeros(1, **f32)
+    scores = x.scores.contiguous()
+    allowed = x.allowed.contiguous().view(torch.uint8) if x.allowed is not None else dummy
+    ps = x.proj_start.contiguous() if x.proj_start is not None else dummy
+    pe = x.proj_end.contiguous() if x.proj_end is not None else dummy
+    start = x.start.contiguous() if x.start is not None else torch.zeros(x.C, **f32)
+    end = x.end.contiguous() if x.end is not None else torch.zeros(x.C, **f32)
+    flags = dict(HAS_ALLOWED=x.allowed is not None, HAS_PS=x.proj_start is not None,
+                 HAS_PE=x.proj_end is not None)
+    return scores, allowed, ps, pe, start, end, flags, dummy
+
+
+def _log_z(fin_alp: Tensor, fin_n: Tensor, end: Tensor, C: int) -> Tensor:
+    """float64 log Z = N + logsumexp_c(alpha_rel[L, c] + end[c])."""
+    return fin_n + torch.logsumexp(fin_alp[:, :C].double() + end.double(), dim=1)
+
+
+def forward(x: CRFInputs):
+    _check(x)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P = _segment_length(T, K)
+    nseg = math.ceil(T / P)
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
+    ck_gam = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
+    ck_alp = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
+    ck_n = torch.empty(B, nseg, device=dev, dtype=torch.float64)
+    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
+    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
+    chain._fwd_kernel[(B,)](
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
+        ck_ring, ck_gam, ck_alp, ck_n,
+        dummy, dummy, dummy, dummy, dummy,
+        fin_alp, fin_n,
+        T, C, K, P, nseg, 0,
+        KP=KP, CP=CP, MODE=0, num_warps=_warps(KP, CP), **flags)
+    log_z64 = _log_z(fin_alp, fin_n, end, C)
+    saved = dict(ck=(ck_ring, ck_gam, ck_alp, ck_n), fin_alp=fin_alp, fin_n=fin_n,
+                 log_z64=log_z64, P=P, nseg=nseg)
+    return log_z64.to(x.scores.dtype), saved
+
+
+def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+    _check(x)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P, nseg = saved["P"], saved["nseg"]
+    ck_ring, ck_gam, ck_alp, ck_n = saved["ck"]
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    f32 = dict(device=dev, dtype=torch.float32)
+    f64 = dict(device=dev, dtype=torch.float64)
+    rows_gam = torch.empty(B, P, CP, **f32)
+    rows_alp = torch.empty(B, P, CP, **f32)
+    rows_n = torch.empty(B, P, **f64)
+    st_ring = torch.empty(B, KP, CP, **f32)
+    st_gam = torch.empty(B, CP, **f32)
+    st_pend = torch.empty(B, CP, **f32)
+    st_run = torch.empty(B, CP, **f64)
+    st_n = torch.empty(B, **f64)
+    st_m = torch.empty(B, **f32)
+    g_scores = torch.zeros(B, T, C, **f32)
+    g_ps = torch.zeros(B, T, C, **f32)
+    g_pe = torch.zeros(B, T, C, **f32)
+    g_db = torch.zeros(B, KP, CP, **f64)
+    g_tr = torch.zeros(B, CP, CP, **f64)
+    nw = _warps(KP, CP)
+    for seg in range(nseg - 1, -1, -1):
+        chain._fwd_kernel[(B,)](
+            scores, allowed, ps, pe, trans, db, start, x.lengths,
+            ck_ring, ck_gam, ck_alp, ck_n,
+            rows_gam, rows_alp, rows_n,
+            dummy, dummy, dummy, dummy,
+            T, C, K, P, nseg, seg,
+            KP=KP, CP=CP, MODE=1, num_warps=nw, **flags)
+        chain._bwd_kernel[(B,)](
+            scores, allowed, ps, pe, trans, db, end, x.lengths,
+            rows_gam, rows_alp, rows_n, saved["fin_alp"], saved["fin_n"], saved["log_z64"],
+            st_ring, st_gam, st_pend, st_run, st_n, st_m,
+            g_scores, g_ps, g_pe, g_db, g_tr,
+            T, C, K, P, seg,
+            KP=KP, CP=CP, num_warps=nw, **flags)
+    g = grad_log_z.to(torch.float64)
+    finite = torch.isfinite(saved["log_z64"])
+    g = torch.where(finite, g, torch.zeros_like(g))
+    g32 = g.to(torch.float32)[:, None, None]
+    g_scores = g_scores * g32
+    g_ps = g_ps * g32
+    g_pe = g_pe * g32
+    last = (x.lengths - 1).clamp(min=0)
+    dt = x.scores.dtype
+    grads = {
+        "scores": g_scores,
+        "proj_start": g_ps,
+        "proj_end": g_pe,
+        "duration_bias": _duration_grad(g_db, g, K, C, dt),
+        "transition": (g_tr[:, :C, :C] * g[:, None, None]).sum(0).to(dt),
+        "start": g_ps[:, 0, :].double().sum(0).to(dt),
+        "end": g_pe[torch.arange(B, device=dev), last, :].double().sum(0).to(dt),
+    }
+    return grads
+
+
+def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:
+    """sum_b g_b * partial_b in float64 (fixed order); durations beyond the ring (> T) get 0."""
+    n = min(K, g_db.shape[1])
+    out = torch.zeros(K, C, device=g_db.device, dtype=torch.float64)
+    out[:n] = (g_db[:, :n, :C] * g[:, None, None]).sum(0)
+    return out.to(dt)
+
+
+def viterbi(x: CRFInputs):
+    _check(x)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
+    bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
+    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
+    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
+    chain._fwd_kernel[(B,)](
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
+        dummy, dummy, dummy, dummy,
+        dummy, dummy, dummy,
+        bp_d, bp_c,
+        fin_alp, fin_n,
+        T, C, K, 1, 1, 0,
+        KP=KP, CP=CP, MODE=2, num_warps=_warps(KP, CP), **flags)
+    last = fin_alp[:, :C].double() + end.double()
+    best, best_c = last.max(dim=1)
+    score = fin_n + best
+    ok = torch.isfinite(score)
+    best_c = torch.where(ok, best_c, torch.full_like(best_c, -1))
+    seg_label = torch.full((B, T), -1, device=dev, dtype=torch.int64)
+    chain._traceback_kernel[(B,)](bp_d, bp_c, best_c, x.lengths, seg_label, T, C, num_warps=1)
+    seg_start = seg_label >= 0
+    # label of each position = label of the latest segment start at or before it
+    pos = torch.arange(T, device=dev).expand(B, T)
+    idx = torch.where(seg_start, pos, torch.zeros_like(pos)).cummax(dim=1).values
+    labels = seg_label.gather(1, idx)
+    valid = pos < x.lengths[:, None]
+    labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
+    seg_start = seg_start & valid
+    return score.to(x.scores.dtype), labels, seg_start

@@ -1,0 +1,276 @@
+"""Triton kernels of the semi-CRF chain (static (C, C) transitions), one program per sequence.
+
+Notation (SPEC.md): alpha[t, c] = log-weight of all segmentations of [0, t) whose last
+segment has label c; gamma[s, c] = log-weight of everything before a segment of label c
+that starts at s (gamma[0] = start, gamma[s] = logsumexp_c' alpha[s, c'] + trans[c', c]).
+
+    alpha[t, c] = logsumexp_{d=1..min(K,t)} R_t[t-d, c] + db[d-1, c] + pe[t-1, c]
+    R_t[s, c]   = gamma[s, c] + ps[s, c] + sum_{u=s}^{t-1} f[u, c]     (-inf if not allowed)
+
+The ring R holds R_t[s] for the last KP (>= K, a power of two) starts s, slot s % KP, as a
+register tensor (KP, CP). Each step t-1 -> t blends the new start into its slot, adds the
+scores of position t-1 to every slot (so segment sums are fp32 sums of <= K terms: no
+long prefix sums), reads alpha with the duration biases gathered in slot order from the
+cache, then shifts alpha and the ring by m = max_c alpha[t] and adds m to a float64
+normaliser N. Values are kept relative to N, so they stay O(1) at any T.
+
+The backward pass is the same chain run on the reversed sequence (transition transposed,
+ps <-> pe, start <-> end): its "alpha" is beta_gamma[s] (weight of a segment starting at s
+and all after it) and its "gamma" is beta_alpha[t] (weight of everything after a segment
+ending at t). Forward rows (gamma, alpha, N) of one checkpoint segment are recomputed
+from the checkpoint and read back by the reversed chain, which forms the posteriors
+    P_start[s, c] = exp(gamma[s,c] + beta_gamma[s,c] - log Z)
+    P_end[t, c]   = exp(alpha[t,c] + beta_alpha[t,c] - log Z)
+    P(s, d, c)    = exp(gamma[s,c] + ps[s,c] + (sum f) + db[d-1,c] + pe + beta_alpha[s+d,c] - log Z)
+    P(c' ends at t, c starts at t) = exp(alpha[t,c'] + trans[c',c] + beta_gamma[t,c] - log Z)
+and accumulates the gradients without atomics (every program owns its rows).
+"""
+
+import triton
+import triton.language as tl
+
+NEG = float("-inf")
+
+
+@triton.jit
+def _lse0(v):
+    """logsumexp over axis 0 of a (KP, CP) or (CP, CP) tensor; -inf where all are -inf."""
+    mx = tl.max(v, 0)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.exp(v - mxs[None, :]), 0))
+
+
+@triton.jit
+def _lse1(v):
+    mx = tl.max(v, 1)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, None]), 1))
+
+
+@triton.jit
+def _safe_max(x):
+    m = tl.max(x, 0)
+    return tl.where(m == NEG, 0.0, m)
+
+
+@triton.jit
+def _load_row(base, p, C, cs1, cmask1, HAS: tl.constexpr):
+    """Row p (int64) of a (T, C) slice, or zeros when the input is absent."""
+    if HAS:
+        return tl.load(base + p * C + cs1, mask=cmask1, other=0.0)
+    else:
+        return tl.zeros(cs1.shape, tl.float32)
+
+
+@triton.jit
+def _emission(scores, allowed, p, C, cs1, cmask1, HAS_ALLOWED: tl.constexpr):
+    f = tl.load(scores + p * C + cs1, mask=cmask1, other=0.0)
+    if HAS_ALLOWED:
+        ok = tl.load(allowed + p * C + cs1, mask=cmask1, other=0)
+        f = tl.where(ok != 0, f, NEG)
+    return f
+
+
+@triton.jit
+def _fwd_kernel(
+    scores, allowed, ps, pe, trans, db, init, lengths,
+    ck_ring, ck_gam, ck_alp, ck_n,
+    rows_gam, rows_alp, rows_n,
+    bp_d, bp_c,
+    out_alp, out_n,
+    T, C, K, P, NSEG, seg,
+    KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr,
+    HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
+):
+    """Forward chain of one sequence (program id = b).
+
+    MODE 0: log Z pass from t = 0; checkpoint (ring, gamma, alpha, N) every P positions.
+    MODE 1: recompute checkpoint segment `seg` and write its rows (gamma, alpha, N).
+    MODE 2: Viterbi (max instead of logsumexp), backpointers for every position.
+    MODE 0 and 2 write the final alpha[L] (relative) and N.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask1 = cs1 < C
+    cmask = cs < C
+    rs = tl.arange(0, CP)[:, None]
+    tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
+    seq = b * T * C
+    ck = b * NSEG
+    if MODE == 1:
+        t0 = seg * P
+        t1 = tl.minimum(t0 + P, L)
+        R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        gam = tl.load(ck_gam + (ck + seg) * CP + cs1)
+        alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
+        n = tl.load(ck_n + ck + seg)
+    else:
+        t0 = 0
+        t1 = L
+        R = tl.full((KP, CP), NEG, tl.float32)
+        gam = tl.load(init + cs1, mask=cmask1, other=NEG)
+        alp = tl.full((CP,), NEG, tl.float32)
+        n = tl.zeros((), tl.float64)
+    mprev = tl.zeros((), tl.float32)
+    for i in range(t0, t1):
+        p = i + tl.zeros((), tl.int64)
+        if MODE == 0:
+            if i % P == 0:
+                k = i // P
+                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
+                tl.store(ck_gam + (ck + k) * CP + cs1, gam)
+                tl.store(ck_alp + (ck + k) * CP + cs1, alp)
+                tl.store(ck_n + ck + k, n)
+        if MODE == 1:
+            r = b * P + (i - t0)
+            tl.store(rows_gam + r * CP + cs1, gam)
+            tl.store(rows_alp + r * CP + cs1, alp)
+            tl.store(rows_n + r, n)
+        # blend the new start into its slot, shift the others, add the scores of p
+        ins = gam + _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+        d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
+        v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        if MODE == 2:
+            alp = tl.max(v, 0)
+            best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
+        else:
+            alp = _lse0(v)
+        alp = alp + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        m = _safe_max(alp)
+        alp = alp - m
+        n = n + m.to(tl.float64)
+        mprev = m
+        g2 = alp[:, None] + tr
+        if MODE == 2:
+            gam = tl.max(g2, 0)
+            best_c = tl.argmax(g2, 0)
+            tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty), mask=cmask1)
+            tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty), mask=cmask1)
+        else:
+            gam = _lse0(g2)
+    if MODE != 1:
+        tl.store(out_alp + b * CP + cs1, alp)
+        tl.store(out_n + b, n)
+
+
+@triton.jit
+def _bwd_kernel(
+    scores, allowed, ps, pe, trans, db, final, lengths,
+    rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
+    st_ring, st_gam, st_pend, st_run, st_n, st_m,
+    g_scores, g_ps, g_pe, g_db, g_tr,
+    T, C, K, P, seg,
+    KP: tl.constexpr, CP: tl.constexpr,
+    HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
+):
+    """Reversed chain (beta) over checkpoint segment `seg` of one sequence, with gradients.
+
+    Writes d logZ_b / d (scores, proj_start, proj_end) for the positions of the segment and
+    adds this segment's d logZ_b / d (duration_bias, transition) into the program's own
+    float64 partials g_db (B, KP, CP) and g_tr (B, CP, CP). The ring and carries pass from
+    one segment launch to the next through st_*.
+    """
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    t0 = seg * P
+    if t0 >= L:
+        return
+    t1 = tl.minimum(t0 + P, L)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask1 = cs1 < C
+    cmask = cs < C
+    rs = tl.arange(0, CP)[:, None]
+    tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
+    seq = b * T * C
+    lz = tl.load(log_z + b)
+    lz_ok = lz > float("-inf")
+    if t1 == L:  # first segment of this sequence in the reversed order
+        R = tl.full((KP, CP), NEG, tl.float32)
+        gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
+        n = tl.zeros((), tl.float64)
+        base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
+        base0 = tl.where(lz_ok, base0, NEG)
+        pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
+        run = tl.zeros((CP,), tl.float64)
+        mprev = tl.zeros((), tl.float32)
+    else:
+        R = tl.load(st_ring + (b * KP + js) * CP + cs)
+        gam = tl.load(st_gam + b * CP + cs1)
+        pend = tl.load(st_pend + b * CP + cs1)
+        run = tl.load(st_run + b * CP + cs1)
+        n = tl.load(st_n + b)
+        mprev = tl.load(st_m + b)
+    acc_db = tl.zeros((KP, CP), tl.float32)
+    acc_tr = tl.zeros((CP, CP), tl.float32)
+    for q in range(0, t1 - t0):
+        p = (t1 - 1 - q).to(tl.int64)
+        i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
+        ins = gam + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+        d = ((i - js) & (KP - 1)) + 1
+        v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        bg = _lse0(v) + psr  # beta_gamma[p]
+        m = _safe_max(bg)
+        bg = bg - m
+        n = n + m.to(tl.float64)
+        mprev = m
+        r = b * P + (p - t0)
+        gF = tl.load(rows_gam + r * CP + cs1)
+        aF = tl.load(rows_alp + r * CP + cs1)
+        base = (tl.load(rows_n + r) + n - lz).to(tl.float32)
+        base = tl.where(lz_ok, base, NEG)
+        pstart = tl.exp(gF + bg + base)
+        # P(p, d, c) for every slot, gathered into duration order
+        w = tl.exp(v + (psr + gF + base - m)[None, :])
+        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+        # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
+        ba = _lse1(tr + bg[None, :])
+        acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+        pe_next = pend  # P_end[p + 1]
+        run = run + pe_next.to(tl.float64)
+        tl.store(g_scores + seq + p * C + cs1, run.to(tl.float32), mask=cmask1)
+        run = run - pstart.to(tl.float64)
+        tl.store(g_ps + seq + p * C + cs1, pstart, mask=cmask1)
+        tl.store(g_pe + seq + p * C + cs1, pe_next, mask=cmask1)
+        gam = ba
+        pend = tl.exp(aF + gam + base)  # P_end[p]
+    tl.store(st_ring + (b * KP + js) * CP + cs, R)
+    tl.store(st_gam + b * CP + cs1, gam)
+    tl.store(st_pend + b * CP + cs1, pend)
+    tl.store(st_run + b * CP + cs1, run)
+    tl.store(st_n + b, n)
+    tl.store(st_m + b, mprev)
+    gdb_ptr = g_db + (b * KP + js) * CP + cs
+    tl.store(gdb_ptr, tl.load(gdb_ptr) + acc_db.to(tl.float64))
+    gtr_ptr = g_tr + (b * CP + rs) * CP + cs
+    tl.store(gtr_ptr, tl.load(gtr_ptr) + acc_tr.to(tl.float64))
+
+
+@triton.jit
+def _traceback_kernel(bp_d, bp_c, best_c, lengths, seg_label, T, C):
+    """Follow the backpointers of one sequence from its end; mark segment starts.
+
+    seg_label[b, s] = label of the best path's segment starting at s (else untouched, -1).
+    """
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.load(lengths + b).to(tl.int64)
+    c = tl.load(best_c + b).to(tl.int64)
+    if c < 0:
+        t = t * 0
+    base = b * T * C
+    while t > 0:
+        d = tl.load(bp_d + base + (t - 1) * C + c).to(tl.int64)
+        s = t - d
+        tl.store(seg_label + b * T + s, c)
+        if s > 0:
+            c = tl.load(bp_c + base + (s - 1) * C + c).to(tl.int64)
+        t = s
