@@ -104,3 +104,36 @@ write.py
 ``read_bigwig(path, chrom, start, end) -> (T,) float32`` (NaN where no data) and
   ``read_bedgraph(...)`` for round trips.
 """
+
+from .labels import (
+    GAP,
+    Annotation,
+    LabelScheme,
+    Transcript,
+    gff_transcripts,
+    load_scheme,
+    read_annotation,
+    read_bed_labels,
+    read_gff_labels,
+    read_gff_rows,
+    transcript_parts,
+)
+from .sequence import Fasta, onehot, read_chrom_sizes
+from .tracks import Track, TrackSpec, TrackStats, fit_track_stats
+from .windows import GenomeData, Window, make_windows, parse_region, split_windows
+from .write import (
+    OutputWriter,
+    labels_to_segments,
+    read_bedgraph,
+    read_bigwig,
+    write_outputs,
+)
+
+__all__ = [
+    "GAP", "Annotation", "LabelScheme", "Transcript", "gff_transcripts", "load_scheme",
+    "read_annotation", "read_bed_labels", "read_gff_labels", "read_gff_rows",
+    "transcript_parts", "Fasta", "onehot", "read_chrom_sizes", "Track", "TrackSpec",
+    "TrackStats", "fit_track_stats", "GenomeData", "Window", "make_windows", "parse_region",
+    "split_windows", "OutputWriter", "labels_to_segments", "read_bedgraph", "read_bigwig",
+    "write_outputs",
+]

@@ -164,8 +164,9 @@ class LabelScheme:
             if bad:
                 raise SemisegError(f"{where}: label {lab['name']!r}: unknown keys {sorted(bad)}")
             name = str(lab["name"])
-            if not name or any(c.isspace() for c in name) or name == GAP:
-                raise SemisegError(f"{where}: bad label name {name!r} (no spaces; 'gap' is reserved)")
+            if not name or any(c.isspace() or c in "/;=,&" for c in name) or name == GAP:
+                raise SemisegError(f"{where}: bad label name {name!r} "
+                                   "(no spaces or / ; = , &; 'gap' is reserved)")
             if name in names:
                 raise SemisegError(f"{where}: label {name!r} defined twice")
             strand = lab.get("strand", ".")
@@ -607,7 +608,8 @@ def _derive_introns(t: Transcript, min_intron: int) -> None:
     for (_, e0), (s1, _) in zip(blocks[:-1], blocks[1:]):
         covered = len(_subtract(np.array([[e0, s1]]), explicit)) == 0
         (introns if (s1 - e0 >= min_intron or covered) else short).append((e0, s1))
-    t.introns = np.array(introns, dtype=np.int64).reshape(-1, 2)
+    derived = np.array(introns, dtype=np.int64).reshape(-1, 2)
+    t.introns = _merge(np.concatenate([derived, explicit]))  # keeps lone intron rows
     t.short_gaps = np.array(short, dtype=np.int64).reshape(-1, 2)
 
 

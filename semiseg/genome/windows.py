@@ -1,0 +1,298 @@
+"""Windows over the genome, train/valid/test splits, and the region loader.
+
+``GenomeData.load(chrom, start, end)`` is the one call the trainer and annotator need:
+features ``(T, F) float32`` and labels ``(T,) int64`` at the model's resolution.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from ..errors import SemisegError
+from ._util import bin_mean, check_region, show_names
+from .labels import Annotation
+from .sequence import Fasta
+from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
+
+
+class Window(NamedTuple):
+    """``[start, end)`` of ``chrom``; ``length = end - start`` real bp (the last window of
+    a chromosome or region may be shorter than the window size; callers pad it)."""
+
+    chrom: str
+    start: int
+    end: int
+    length: int
+
+
+def _check_regions(regions, chrom_sizes: Mapping[str, int]) -> list[tuple[str, int, int]]:
+    out = []
+    for r in regions:
+        try:
+            chrom, start, end = r[0], int(r[1]), int(r[2])
+        except (TypeError, ValueError, IndexError):
+            raise SemisegError(f"region {r!r}: expected (chrom, start, end)") from None
+        if chrom not in chrom_sizes:
+            raise SemisegError(
+                f"region {chrom}:{start}-{end}: chromosome {chrom} is not in the FASTA "
+                f"({show_names(chrom_sizes)})"
+            )
+        if not 0 <= start < end <= chrom_sizes[chrom]:
+            raise SemisegError(
+                f"region {chrom}:{start}-{end} is empty or outside {chrom} (0-{chrom_sizes[chrom]})"
+            )
+        out.append((chrom, start, end))
+    return out
+
+
+def parse_region(text: str) -> tuple[str, int, int]:
+    """``"chr1:1000-2000"`` (0-based half-open, commas allowed) or ``"chr1"`` (end = -1)."""
+    if ":" not in text:
+        return text, 0, -1
+    chrom, rng = text.rsplit(":", 1)
+    try:
+        s, e = (int(x.replace(",", "")) for x in rng.split("-"))
+    except ValueError:
+        raise SemisegError(f"region {text!r}: expected chrom:start-end") from None
+    return chrom, s, e
+
+
+def make_windows(chrom_sizes: Mapping[str, int], size: int, overlap: int = 0,
+                 chroms: Iterable[str] | None = None,
+                 regions: Iterable[tuple[str, int, int]] | None = None,
+                 fasta: Fasta | None = None) -> list[Window]:
+    """Tile chromosomes (or regions) with windows of ``size`` bp overlapping by ``overlap``.
+
+    Args:
+        chrom_sizes: FASTA chromosome sizes.
+        size: window length in bp (> 0).
+        overlap: bp shared by consecutive windows (0 <= overlap < size).
+        chroms: chromosomes to tile (default: all); ignored when ``regions`` is given.
+        regions: (chrom, start, end) ranges to tile instead of whole chromosomes.
+        fasta: if given, windows made only of N are skipped.
+
+    Returns:
+        Windows in chromosome/region order; the last of each range may be shorter.
+    """
+    if size <= 0 or not 0 <= overlap < size:
+        raise ValueError(f"need size > 0 and 0 <= overlap < size, got {size}, {overlap}")
+    if regions is not None:
+        ranges = _check_regions(regions, chrom_sizes)
+    else:
+        names = list(chrom_sizes) if chroms is None else list(chroms)
+        missing = [c for c in names if c not in chrom_sizes]
+        if missing:
+            raise SemisegError(
+                f"chromosomes {show_names(missing)} are not in the FASTA ({show_names(chrom_sizes)})"
+            )
+        ranges = [(c, 0, chrom_sizes[c]) for c in names if chrom_sizes[c] > 0]
+    step = size - overlap
+    out: list[Window] = []
+    for chrom, lo, hi in ranges:
+        starts = np.arange(lo, hi, step, dtype=np.int64)
+        ends = np.minimum(starts + size, hi)
+        # stop after the first window that reaches the end
+        last = int(np.argmax(ends >= hi))
+        starts, ends = starts[:last + 1], ends[:last + 1]
+        if fasta is not None:
+            runs = fasta.n_runs(chrom)
+            if len(runs):
+                i = np.searchsorted(runs[:, 1], starts, side="right")
+                inside = i < len(runs)
+                j = np.minimum(i, len(runs) - 1)
+                all_n = inside & (runs[j, 0] <= starts) & (runs[j, 1] >= ends)
+                starts, ends = starts[~all_n], ends[~all_n]
+        out.extend(Window(chrom, int(s), int(e), int(e - s)) for s, e in zip(starts, ends))
+    return out
+
+
+def split_windows(windows: Sequence[Window], valid: Iterable = (), test: Iterable = (),
+                  by: str = "chrom") -> dict[str, list[Window]]:
+    """Split windows into ``train`` / ``valid`` / ``test``.
+
+    Args:
+        windows: from :func:`make_windows`.
+        valid, test: chromosome names (``by="chrom"``) or (chrom, start, end) regions
+            (``by="region"``).
+        by: ``"chrom"``: a window goes where its chromosome is listed, else to train.
+            ``"region"``: a window inside a listed region goes there; a window that only
+            partly overlaps a held-out region is dropped (no leakage); others go to train.
+    """
+    out: dict[str, list[Window]] = {"train": [], "valid": [], "test": []}
+    if by == "chrom":
+        valid, test = set(valid), set(test)
+        both = valid & test
+        if both:
+            raise SemisegError(f"chromosomes {show_names(sorted(both))} are in both valid and test")
+        known = {w.chrom for w in windows}
+        unknown = (valid | test) - known
+        if unknown:
+            raise SemisegError(
+                f"split chromosomes {show_names(sorted(unknown))} have no windows "
+                f"(windows are on {show_names(sorted(known))})"
+            )
+        for w in windows:
+            out["valid" if w.chrom in valid else "test" if w.chrom in test else "train"].append(w)
+        return out
+    if by != "region":
+        raise ValueError(f"by must be 'chrom' or 'region', got {by!r}")
+    held = [("valid", tuple(r)) for r in valid] + [("test", tuple(r)) for r in test]
+    for w in windows:
+        dest = "train"
+        for name, (c, s, e) in held:
+            if c != w.chrom or w.end <= s or w.start >= e:
+                continue
+            dest = name if (s <= w.start and w.end <= e) else None
+            break
+        if dest is not None:
+            out[dest].append(w)
+    return out
+
+
+class GenomeData:
+    """Features and labels of any region, at a resolution (bp per model step).
+
+    Args:
+        fasta: a :class:`Fasta`, or a FASTA path (or list of paths).
+        tracks: :class:`TrackSpec` (or dicts of its fields), in feature order.
+        annotation: labels (:class:`Annotation`), or None (labels all -1).
+        resolution: bp per model step; features are bin means, labels bin majorities.
+        iupac: ``"zero"`` or ``"fractional"`` (see :func:`onehot`).
+        softmask: add a lowercase (soft-masked) channel after A, C, G, T.
+        stats: :class:`TrackStats` for standardisation (None: not standardised until
+            :meth:`fit_stats`).
+        alias: file chromosome name -> FASTA name, for tracks.
+
+    Features per step: ``A, C, G, T, [softmask], track_1..track_n, missing_1..missing_n``
+    (tracks transformed, standardised, 0 where missing; missing = fraction of the bin
+    without a value).
+    """
+
+    def __init__(self, fasta, tracks: Sequence = (), annotation: Annotation | None = None,
+                 resolution: int = 1, iupac: str = "zero", softmask: bool = False,
+                 stats: TrackStats | None = None, alias: Mapping[str, str] | None = None):
+        if not isinstance(resolution, (int, np.integer)) or resolution < 1:
+            raise ValueError(f"resolution must be a positive integer, got {resolution!r}")
+        if iupac not in ("zero", "fractional"):
+            raise ValueError(f"iupac must be 'zero' or 'fractional', got {iupac!r}")
+        self.fasta = fasta if isinstance(fasta, Fasta) else Fasta(fasta)
+        self.chrom_sizes = self.fasta.chrom_sizes
+        specs = [t if isinstance(t, TrackSpec) else TrackSpec.from_dict(t) for t in tracks]
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise SemisegError(f"track names must be unique, got {', '.join(names)}")
+        self.tracks = [Track(s, self.chrom_sizes, alias) for s in specs]
+        self.annotation = annotation
+        if annotation is not None and dict(annotation.chrom_sizes) != dict(self.chrom_sizes):
+            raise ValueError("annotation was read against other chromosome sizes")
+        self.resolution = int(resolution)
+        self.iupac = iupac
+        self.softmask = bool(softmask)
+        self.stats = None
+        if stats is not None:
+            self.set_stats(stats)
+
+    @property
+    def feature_names(self) -> list[str]:
+        names = ["A", "C", "G", "T"] + (["softmask"] if self.softmask else [])
+        names += [t.spec.name for t in self.tracks]
+        names += [f"{t.spec.name}.missing" for t in self.tracks]
+        return names
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    def set_stats(self, stats: TrackStats) -> None:
+        if list(stats.names) != [t.spec.name for t in self.tracks]:
+            raise SemisegError(
+                f"track statistics are for tracks {stats.names}, "
+                f"but the tracks are {[t.spec.name for t in self.tracks]}"
+            )
+        self.stats = stats
+
+    def fit_stats(self, chroms: Sequence[str]) -> TrackStats:
+        """Compute (and keep) standardisation statistics on ``chroms`` (training)."""
+        missing = [c for c in chroms if c not in self.chrom_sizes]
+        if missing:
+            raise SemisegError(f"chromosomes {show_names(missing)} are not in the FASTA")
+        self.set_stats(fit_track_stats(self.tracks, list(chroms)))
+        return self.stats
+
+    def load(self, chrom: str, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """Features ``(T, F) float32`` and labels ``(T,) int64`` of ``[start, end)``,
+        ``T = ceil((end - start) / resolution)``."""
+        check_region(self.chrom_sizes, chrom, start, end)
+        n = end - start
+        nt = len(self.tracks)
+        base = 5 if self.softmask else 4
+        x = np.empty((n, base + 2 * nt), dtype=np.float32)
+        x[:, :base] = self.fasta.onehot(chrom, start, end, iupac=self.iupac,
+                                        softmask=self.softmask)
+        for i, tr in enumerate(self.tracks):
+            v = transform(tr.values(chrom, start, end), tr.spec.transform)
+            miss = np.isnan(v)
+            if self.stats is not None:
+                std = self.stats.std[i] or 1.0
+                v = (v - np.float32(self.stats.mean[i])) / np.float32(std)
+            v[miss] = 0.0
+            x[:, base + i] = v
+            x[:, base + nt + i] = miss
+        x = bin_mean(x, self.resolution)
+        if self.annotation is None:
+            y = np.full(len(x), -1, dtype=np.int64)
+        else:
+            y = self.annotation.labels(chrom, start, end, self.resolution)
+        return x, y
+
+    def config(self) -> dict:
+        """Plain data describing the features (for the checkpoint)."""
+        return {
+            "fasta": list(self.fasta.paths),
+            "tracks": [t.spec.to_dict() for t in self.tracks],
+            "resolution": self.resolution,
+            "iupac": self.iupac,
+            "softmask": self.softmask,
+            "stats": None if self.stats is None else self.stats.to_dict(),
+            "feature_names": self.feature_names,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping, fasta=None, track_paths: Mapping[str, str] | None = None,
+                    annotation: Annotation | None = None,
+                    alias: Mapping[str, str] | None = None) -> "GenomeData":
+        """Rebuild the same features, possibly on other files (``fasta``; ``track_paths``:
+        track name -> path). Every track of the config must be present."""
+        specs = []
+        track_paths = dict(track_paths or {})
+        unknown = set(track_paths) - {t["name"] for t in config["tracks"]}
+        if unknown:
+            raise SemisegError(
+                f"tracks {show_names(sorted(unknown))} are not model tracks "
+                f"({show_names([t['name'] for t in config['tracks']])})"
+            )
+        for t in config["tracks"]:
+            d = dict(t)
+            if t["name"] in track_paths:
+                d["path"] = os.fspath(track_paths[t["name"]])
+            specs.append(TrackSpec.from_dict(d))
+        stats = config.get("stats")
+        data = cls(fasta if fasta is not None else config["fasta"], specs, annotation,
+                   resolution=config["resolution"], iupac=config["iupac"],
+                   softmask=config["softmask"],
+                   stats=None if stats is None else TrackStats.from_dict(stats), alias=alias)
+        return data
+
+    def close(self) -> None:
+        for t in self.tracks:
+            t.close()
+        self.fasta.close()
+
+    def __enter__(self) -> "GenomeData":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

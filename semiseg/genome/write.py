@@ -1,0 +1,479 @@
+"""Segmentations and posteriors -> BED9, browser BED, GFF3, bigWig, bedGraph.
+
+Everything is written to temporary names next to the outputs and renamed only when
+the whole output is complete, so a failed run leaves no partial files.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+from urllib.parse import quote
+
+import numpy as np
+
+from ..errors import SemisegError
+from ._util import paint, tmp_name
+from .labels import GAP, LabelScheme, _resolve
+
+FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
+GAP_COLOR = (0, 0, 0)
+
+
+def labels_to_segments(labels: np.ndarray, start: int = 0, resolution: int = 1,
+                       end: int | None = None) -> np.ndarray:
+    """Runs of equal labels -> ``(S, 3) int64`` rows ``[start, end, label]`` in bp.
+
+    Args:
+        labels: ``(T,)`` int, one label per step; step ``i`` covers
+            ``[start + i*resolution, start + (i+1)*resolution)``.
+        start: bp coordinate of step 0.
+        resolution: bp per step.
+        end: clip the last segment here (the chromosome or region end), if given.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.ndim != 1 or len(labels) == 0:
+        raise ValueError(f"labels must be a non-empty 1-d array, got shape {labels.shape}")
+    new = np.ones(len(labels), dtype=bool)
+    new[1:] = labels[1:] != labels[:-1]
+    first = np.flatnonzero(new)
+    s = start + first * resolution
+    e = np.append(s[1:], start + len(labels) * resolution)
+    if end is not None:
+        if not start + (len(labels) - 1) * resolution < end <= start + len(labels) * resolution:
+            raise ValueError(f"end {end} does not fall in the last step")
+        e[-1] = end
+    return np.stack([s, e, labels[first]], axis=1)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _esc(v: str) -> str:
+    return quote(str(v), safe=" +:.|-_()[]{}!@#$*^'\"/<>?~")
+
+
+class OutputWriter:
+    """Writes one segmentation (all chromosomes) to files named from a prefix.
+
+    Args:
+        prefix: output prefix, e.g. ``out/sample`` -> ``out/sample.bed`` ...
+        scheme: the label scheme (names, colours, strands, roles).
+        chrom_sizes: all chromosome sizes of the FASTA, in output order.
+        resolution: bp per step of the posteriors.
+        formats: any of ``"bed"`` (``.bed`` and ``.browser.bed``), ``"gff3"``,
+            ``"bigwig"`` (``.posterior.LABEL.bw`` per label and ``.boundary.bw``),
+            ``"bedgraph"`` (the same as ``.bedGraph``).
+        version: semiseg version for the headers (default: the package's).
+        model_hash: model identifier for the headers.
+        fasta: a :class:`Fasta`; when given, N runs >= ``gap_min`` bp become ``gap``
+            for chromosomes whose ``gaps`` are not passed to :meth:`add`.
+        gap_min: minimum N-run length written as ``gap``.
+
+    Use as a context manager; call :meth:`add` once per chromosome in ``chrom_sizes``
+    order. Files appear only when the block ends without an error.
+    """
+
+    def __init__(self, prefix: str | os.PathLike, scheme: LabelScheme,
+                 chrom_sizes: Mapping[str, int], resolution: int = 1,
+                 formats: Sequence[str] = ("bed", "gff3", "bigwig"), version: str | None = None,
+                 model_hash: str | None = None, fasta=None, gap_min: int = 100):
+        bad = set(formats) - set(FORMATS)
+        if bad:
+            raise SemisegError(f"unknown output formats {sorted(bad)}; choose from {', '.join(FORMATS)}")
+        if resolution < 1:
+            raise ValueError("resolution must be >= 1")
+        if version is None:
+            from .. import __version__ as version
+        self.prefix = os.fspath(prefix)
+        folder = os.path.dirname(os.path.abspath(self.prefix))
+        if not os.path.isdir(folder):
+            raise SemisegError(f"output folder {folder} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise SemisegError(f"output folder {folder} is not writable")
+        self.scheme = scheme
+        self.chrom_sizes = dict(chrom_sizes)
+        self.order = {c: i for i, c in enumerate(self.chrom_sizes)}
+        self.resolution = int(resolution)
+        self.formats = tuple(formats)
+        self.version = version
+        self.model_hash = model_hash or "none"
+        self.fasta = fasta
+        self.gap_min = gap_min
+        self._last = -1
+        self._tmp: dict[str, str] = {}  # final path -> temporary path
+        self._fh: dict[str, object] = {}
+        self._bw: dict[str, object] = {}
+        self._regions: list[str] = []
+        self._gene_n = 0
+        self._open()
+
+    # ---------------------------------------------------------------- files
+    def _path(self, suffix: str) -> str:
+        final = f"{self.prefix}.{suffix}"
+        self._tmp[final] = tmp_name(final)
+        return self._tmp[final]
+
+    def _open(self) -> None:
+        header = (f"# semiseg {self.version} model={self.model_hash} "
+                  f"scheme={self.scheme.name} resolution={self.resolution}\n")
+        try:
+            if "bed" in self.formats:
+                self._fh["bed"] = open(self._path("bed"), "w")
+                self._fh["bed"].write(header)
+                self._fh["browser"] = open(self._path("browser.bed"), "w")
+                name = os.path.basename(self.prefix)
+                self._fh["browser"].write(
+                    f'track name="{name}" description="semiseg {self.version} '
+                    f'model {self.model_hash}" itemRgb="On"\n')
+                self._fh["browser"].write(header)
+            if "gff3" in self.formats:
+                self._path("gff3")  # assembled at close from the body
+                self._fh["gff3"] = open(tmp_name(f"{self.prefix}.gff3.body"), "w")
+            series = [f"posterior.{n}" for n in self.scheme.names] + ["boundary"]
+            if "bigwig" in self.formats:
+                import pyBigWig
+
+                header_bw = list(self.chrom_sizes.items())
+                for s in series:
+                    bw = pyBigWig.open(self._path(f"{s}.bw"), "w")
+                    bw.addHeader(header_bw, maxZooms=10)
+                    self._bw[s] = bw
+            if "bedgraph" in self.formats:
+                for s in series:
+                    self._fh[f"bg:{s}"] = open(self._path(f"{s}.bedGraph"), "w")
+        except OSError as err:
+            self.abort()
+            raise SemisegError(f"cannot write outputs at {self.prefix}: {err.strerror}") from None
+
+    def __enter__(self) -> "OutputWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        """Close and remove every temporary file; no output appears."""
+        for fh in self._fh.values():
+            fh.close()
+        for bw in self._bw.values():
+            try:
+                bw.close()
+            except RuntimeError:
+                pass
+        self._fh, self._bw = {}, {}
+        body = tmp_name(f"{self.prefix}.gff3.body")
+        for path in list(self._tmp.values()) + [body]:
+            if os.path.exists(path):
+                os.remove(path)
+        self._tmp = {}
+
+    def close(self) -> None:
+        """Finish every file and rename them into place."""
+        if not self._tmp:
+            return
+        try:
+            if "gff3" in self.formats:
+                body_path = tmp_name(f"{self.prefix}.gff3.body")
+                self._fh.pop("gff3").close()
+                with open(self._tmp[f"{self.prefix}.gff3"], "w") as out:
+                    out.write("##gff-version 3\n")
+                    out.writelines(self._regions)
+                    out.write(f"# semiseg {self.version} model={self.model_hash} "
+                              f"scheme={self.scheme.name} resolution={self.resolution}\n")
+                    with open(body_path) as body:
+                        for line in body:
+                            out.write(line)
+                os.remove(body_path)
+            for fh in self._fh.values():
+                fh.close()
+            for bw in self._bw.values():
+                bw.close()
+            self._fh, self._bw = {}, {}
+        except BaseException:
+            self.abort()
+            raise
+        for final, tmp in self._tmp.items():
+            os.replace(tmp, final)
+        self._tmp = {}
+
+    # ---------------------------------------------------------------- input checks
+    def _check(self, chrom, segments, posteriors, boundary, gaps):
+        if chrom not in self.order:
+            raise ValueError(f"chromosome {chrom!r} is not in chrom_sizes")
+        if self.order[chrom] <= self._last:
+            raise ValueError(f"chromosome {chrom!r} added out of chrom_sizes order or twice")
+        seg = np.asarray(segments, dtype=np.int64)
+        if seg.ndim != 2 or seg.shape[1] != 3 or len(seg) == 0:
+            raise ValueError(f"segments must be (S, 3) [start, end, label], got shape {seg.shape}")
+        s, e, lab = seg[:, 0], seg[:, 1], seg[:, 2]
+        if (e <= s).any():
+            raise ValueError("segments must have start < end")
+        if (s[1:] != e[:-1]).any():
+            raise ValueError("segments must be sorted and contiguous (no gaps or overlaps)")
+        if s[0] < 0 or e[-1] > self.chrom_sizes[chrom]:
+            raise ValueError(
+                f"segments {s[0]}-{e[-1]} run outside {chrom} (0-{self.chrom_sizes[chrom]})")
+        if ((lab < -1) | (lab >= len(self.scheme))).any():
+            raise ValueError(f"segment labels must be in [-1, {len(self.scheme)})")
+        lo, hi = int(s[0]), int(e[-1])
+        t = -(-(hi - lo) // self.resolution)
+        if posteriors is not None:
+            posteriors = np.asarray(posteriors, dtype=np.float32)
+            if posteriors.shape != (t, len(self.scheme)):
+                raise ValueError(f"posteriors must be ({t}, {len(self.scheme)}) for {chrom}:"
+                                 f"{lo}-{hi} at resolution {self.resolution}, got {posteriors.shape}")
+        if boundary is not None:
+            boundary = np.asarray(boundary, dtype=np.float32)
+            if boundary.shape != (t,):
+                raise ValueError(f"boundary must be ({t},), got {boundary.shape}")
+        if gaps is None:
+            gaps = (self.fasta.n_runs(chrom, self.gap_min) if self.fasta is not None
+                    else np.zeros((0, 2), np.int64))
+        gaps = np.asarray(gaps, dtype=np.int64).reshape(-1, 2)
+        gaps = gaps[(gaps[:, 1] > lo) & (gaps[:, 0] < hi)]
+        gaps = np.clip(gaps, lo, hi)
+        return seg, lo, hi, posteriors, boundary, gaps
+
+    # ---------------------------------------------------------------- add
+    def add(self, chrom: str, segments: np.ndarray, posteriors: np.ndarray | None = None,
+            boundary: np.ndarray | None = None, gaps: np.ndarray | None = None) -> None:
+        """Write one chromosome (or one contiguous range of it).
+
+        Args:
+            chrom: a chromosome of ``chrom_sizes``, after those already added.
+            segments: ``(S, 3) int`` ``[start, end, label]`` bp, sorted and contiguous;
+                label -1 is written as ``gap``. Adjacent equal labels are merged.
+            posteriors: ``(T, C) float32`` per-step label posteriors from
+                ``segments[0, 0]`` at the writer's resolution (score column, bigWig).
+            boundary: ``(T,) float32`` boundary posterior per step.
+            gaps: ``(R, 2)`` N runs written as ``gap`` (None: from ``fasta`` if given).
+        """
+        seg, lo, hi, post, bnd, gaps = self._check(chrom, segments, posteriors, boundary, gaps)
+        self._last = self.order[chrom]
+        # gaps (label -1) override segments; equal neighbours merge
+        n = len(self.scheme)
+        rank = {i: 0 for i in range(n)}
+        rank[-1] = 1
+        s, e, lab = _resolve(np.concatenate([seg[:, 0], gaps[:, 0]]),
+                             np.concatenate([seg[:, 1], gaps[:, 1]]),
+                             np.concatenate([seg[:, 2], np.full(len(gaps), -1)]), rank)
+        r = self.resolution
+        score = np.zeros(len(s), dtype=np.int64)
+        mean = np.full(len(s), np.nan)
+        if post is not None:
+            cs = np.zeros((len(post) + 1, n), dtype=np.float64)
+            np.cumsum(post, axis=0, out=cs[1:])
+            j0 = (s - lo) // r
+            j1 = -(-(e - lo) // r)
+            ok = lab >= 0
+            li = np.where(ok, lab, 0)
+            mean = (cs[j1, li] - cs[j0, li]) / (j1 - j0)
+            mean[~ok] = np.nan
+            score = np.where(ok, np.clip(np.rint(1000 * mean), 0, 1000), 0).astype(np.int64)
+        if "bed" in self.formats:
+            self._write_bed(chrom, s, e, lab, score)
+        if "gff3" in self.formats:
+            self._regions.append(f"##sequence-region {chrom} 1 {self.chrom_sizes[chrom]}\n")
+            self._write_gff3(chrom, s, e, lab, mean)
+        if "bigwig" in self.formats or "bedgraph" in self.formats:
+            t = -(-(hi - lo) // r)
+            valid = np.ones(t, dtype=bool)
+            paint(valid, 0, (gaps[:, 0] - lo) // r, -(-(gaps[:, 1] - lo) // r),
+                  np.zeros(len(gaps), dtype=bool))
+            series = {}
+            if post is not None:
+                for i, name in enumerate(self.scheme.names):
+                    series[f"posterior.{name}"] = post[:, i]
+            if bnd is not None:
+                series["boundary"] = bnd
+            for key, values in series.items():
+                self._write_signal(key, chrom, lo, hi, values, valid)
+
+    def _write_bed(self, chrom, s, e, lab, score) -> None:
+        sc = self.scheme
+        lines = []
+        for a, b, l, v in zip(s.tolist(), e.tolist(), lab.tolist(), score.tolist()):
+            if l < 0:
+                name, strand, rgb = GAP, ".", GAP_COLOR
+            else:
+                name, strand, rgb = sc.names[l], sc.strands[l], sc.colors[l]
+            lines.append(f"{chrom}\t{a}\t{b}\t{name}\t{v}\t{strand}\t{a}\t{b}\t"
+                         f"{rgb[0]},{rgb[1]},{rgb[2]}\n")
+        text = "".join(lines)
+        self._fh["bed"].write(text)
+        self._fh["browser"].write(text)
+
+    # ---------------------------------------------------------------- GFF3
+    def _write_gff3(self, chrom, s, e, lab, mean) -> None:
+        sc = self.scheme
+        out = self._fh["gff3"]
+        lines: list[str] = []
+
+        def score(i):
+            return "." if np.isnan(mean[i]) else f"{mean[i]:.3f}"
+
+        def row(ftype, a, b, strand, attrs, sc_="." , phase="."):
+            attr = ";".join(f"{k}={_esc(v)}" for k, v in attrs)
+            lines.append(f"{chrom}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
+
+        roles = [sc.roles[l] if l >= 0 else None for l in lab.tolist()]
+        labs = lab.tolist()
+        k = 0
+        single = 0
+        gene_mode = sc.kind == "gene_structure"
+        while k < len(labs):
+            l, role = labs[k], roles[k]
+            if l < 0:
+                single += 1
+                row("gap", s[k], e[k], ".", [("ID", f"{chrom}:gap{single}"), ("Name", GAP)])
+                k += 1
+                continue
+            if gene_mode and role in ("CDS", "UTR", "ncRNA"):
+                coding = role != "ncRNA"
+                exonic = ("CDS", "UTR") if coding else ("ncRNA",)
+                strand = sc.strands[l]
+                j = last = k
+                while j + 1 < len(labs):
+                    l2, r2 = labs[j + 1], roles[j + 1]
+                    if l2 < 0 or sc.strands[l2] != strand or r2 not in exonic + ("intron",):
+                        break
+                    j += 1
+                    if r2 != "intron":
+                        last = j
+                self._gene(row, chrom, list(range(k, last + 1)), s, e, roles, strand,
+                           coding, score)
+                k = last + 1
+                continue
+            if gene_mode and (role == "intron" or l == sc.background):
+                if role == "intron":
+                    single += 1
+                    row("intron", s[k], e[k], sc.strands[l],
+                        [("ID", f"{chrom}:intron{single}"), ("Name", sc.names[l])], score(k))
+                k += 1
+                continue
+            single += 1
+            row(sc.gff_types[l], s[k], e[k], sc.strands[l],
+                [("ID", f"{chrom}:{sc.names[l]}{single}"), ("Name", sc.names[l]),
+                 ("label", sc.names[l])], score(k))
+            k += 1
+        out.write("".join(lines))
+
+    def _gene(self, row, chrom, idx, s, e, roles, strand, coding, score) -> None:
+        self._gene_n += 1
+        gid = f"{chrom}:gene{self._gene_n}"
+        tid = f"{gid}.t1"
+        a, b = int(s[idx[0]]), int(e[idx[-1]])
+        row("gene" if coding else "ncRNA_gene", a, b, strand, [("ID", gid), ("Name", gid)])
+        row("mRNA" if coding else "ncRNA", a, b, strand, [("ID", tid), ("Parent", gid)])
+        # exons: maximal runs of non-intron segments
+        exons: list[list[int]] = []
+        for i in idx:
+            if roles[i] == "intron":
+                continue
+            if exons and exons[-1][1] == s[i]:
+                exons[-1][1] = int(e[i])
+            else:
+                exons.append([int(s[i]), int(e[i])])
+        for n, (xa, xb) in enumerate(exons, 1):
+            row("exon", xa, xb, strand, [("ID", f"{tid}.exon{n}"), ("Parent", tid)])
+        cds = [i for i in idx if roles[i] == "CDS"]
+        # CDS phase, in transcription order
+        phases = {}
+        done = 0
+        for i in (reversed(cds) if strand == "-" else cds):
+            phases[i] = (3 - done % 3) % 3
+            done += int(e[i] - s[i])
+        n_cds = n_utr = n_intron = 0
+        for i in idx:
+            if roles[i] == "CDS":
+                n_cds += 1
+                row("CDS", s[i], e[i], strand, [("ID", f"{tid}.cds{n_cds}"), ("Parent", tid)],
+                    score(i), str(phases[i]))
+            elif roles[i] == "UTR":
+                n_utr += 1
+                if not cds:
+                    ftype = "UTR"
+                else:
+                    before = s[i] < s[cds[0]]
+                    ftype = "five_prime_UTR" if before == (strand != "-") else "three_prime_UTR"
+                row(ftype, s[i], e[i], strand, [("ID", f"{tid}.utr{n_utr}"), ("Parent", tid)],
+                    score(i))
+            elif roles[i] == "intron":
+                n_intron += 1
+                row("intron", s[i], e[i], strand,
+                    [("ID", f"{tid}.intron{n_intron}"), ("Parent", tid)], score(i))
+
+    # ---------------------------------------------------------------- signals
+    def _write_signal(self, key, chrom, lo, hi, values, valid) -> None:
+        r = self.resolution
+        t = len(values)
+        v = np.asarray(values, dtype=np.float64)
+        ok = valid & ~np.isnan(v)
+        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
+        run_s, run_e = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        bw = self._bw.get(key)
+        if bw is not None:
+            for a, b in zip(run_s.tolist(), run_e.tolist()):
+                # the last step may be shorter than the resolution (chromosome end)
+                full_b = b - 1 if (b == t and lo + t * r > hi) else b
+                if full_b > a:
+                    bw.addEntries(chrom, lo + a * r, values=v[a:full_b], span=r, step=r)
+                if full_b < b:
+                    bw.addEntries([chrom], [lo + full_b * r], ends=[hi], values=[float(v[full_b])])
+        fh = self._fh.get(f"bg:{key}")
+        if fh is not None:
+            lines = []
+            for a, b in zip(run_s.tolist(), run_e.tolist()):
+                seg = v[a:b]
+                change = np.flatnonzero(seg[1:] != seg[:-1]) + 1
+                starts = np.concatenate([[0], change])
+                ends = np.concatenate([change, [b - a]])
+                for p, q in zip(starts.tolist(), ends.tolist()):
+                    lines.append(f"{chrom}\t{lo + (a + p) * r}\t{min(hi, lo + (a + q) * r)}\t"
+                                 f"{_fmt(seg[p])}\n")
+            fh.write("".join(lines))
+
+
+def write_outputs(prefix: str | os.PathLike, scheme: LabelScheme, chrom_sizes: Mapping[str, int],
+                  segments: Mapping[str, np.ndarray], posteriors: Mapping | None = None,
+                  boundary: Mapping | None = None, **kwargs) -> list[str]:
+    """Write all chromosomes at once (dicts chrom -> array); returns the paths written.
+
+    Keyword arguments are those of :class:`OutputWriter`.
+    """
+    posteriors, boundary = posteriors or {}, boundary or {}
+    with OutputWriter(prefix, scheme, chrom_sizes, **kwargs) as w:
+        paths = list(w._tmp)
+        for chrom in chrom_sizes:
+            if chrom in segments:
+                w.add(chrom, segments[chrom], posteriors.get(chrom), boundary.get(chrom))
+    return paths
+
+
+def read_bigwig(path: str | os.PathLike, chrom: str, start: int, end: int) -> np.ndarray:
+    """``(end - start,) float32`` values of a bigWig, NaN where it has no data."""
+    import pyBigWig
+
+    bw = pyBigWig.open(os.fspath(path))
+    if bw is None:
+        raise SemisegError(f"{path} is not a bigWig file")
+    try:
+        if chrom not in bw.chroms():
+            return np.full(end - start, np.nan, dtype=np.float32)
+        return np.asarray(bw.values(chrom, start, end, numpy=True), dtype=np.float32)
+    finally:
+        bw.close()
+
+
+def read_bedgraph(path: str | os.PathLike, chrom_sizes: Mapping[str, int], chrom: str,
+                  start: int, end: int) -> np.ndarray:
+    """``(end - start,) float32`` values of a bedGraph, NaN where it has no data."""
+    from .tracks import Track, TrackSpec
+
+    tr = Track(TrackSpec("bedgraph", os.fspath(path), "bedgraph"), chrom_sizes)
+    return tr.values(chrom, start, end)
