@@ -60,6 +60,8 @@ def _backend(x: CRFInputs, backend: str) -> ModuleType:
         raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
         use_triton = x.scores.is_cuda and x.scores.dtype == torch.float32
+        if use_triton and _triton_module().supports(x) is not None:
+            use_triton = False  # outside the kernels' scope (see kernels.supports)
         backend = "triton" if use_triton else "torch"
     if backend == "triton":
         if x.scores.dtype == torch.float64:

@@ -1,0 +1,215 @@
+"""Triton kernels against brute-force enumeration and the torch backend, at tiny shapes.
+
+Without CUDA the kernels run in Triton's interpreter (TRITON_INTERPRET=1, set here before
+triton is first imported); with CUDA they run compiled on the GPU.
+"""
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+triton = pytest.importorskip("triton")
+
+import bruteforce as bf  # noqa: E402
+
+from semiseg.crf import kernels as kn  # noqa: E402
+from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs  # noqa: E402
+
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+    pytest.skip("triton was imported before TRITON_INTERPRET=1 could be set", allow_module_level=True)
+
+NEG = float("-inf")
+
+
+def make(B, T, K, C, *, seed, lengths=None, optional=True, allowed=False, neg_inf=False):
+    """Random float64 problem (dict of leaves) with scores ~ N(0, 3^2)."""
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    p = dict(scores=3 * r(B, T, C), transition=r(C, C), duration_bias=r(K, C))
+    if optional:
+        p.update(start=r(C), end=r(C), proj_start=r(B, T, C), proj_end=r(B, T, C))
+    if neg_inf:
+        p["transition"][0, C - 1] = NEG
+        p["duration_bias"][K - 1, 0] = NEG
+        if optional:
+            p["start"][C - 1] = NEG
+            p["end"][0] = NEG
+    extra = {}
+    if allowed:
+        extra["allowed"] = torch.rand(B, T, C, generator=g) < 0.75
+    if lengths is not None:
+        extra["lengths"] = torch.tensor(lengths)
+    return p, extra
+
+
+def as_inputs(p, extra, dtype=torch.float32):
+    kw = {k: (v.to(DEV, dtype) if v is not None else None) for k, v in p.items()}
+    ex = {k: v.to(DEV) for k, v in extra.items()}
+    return check_inputs(kw.pop("scores"), kw.pop("transition"), kw.pop("duration_bias"),
+                        ex.pop("lengths", None), **kw, **ex)
+
+
+def brute(p, extra):
+    leaves = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+    args = (leaves["scores"], leaves["transition"], leaves["duration_bias"], extra.get("lengths"))
+    kw = {k: leaves.get(k) for k in ("start", "end", "proj_start", "proj_end")}
+    kw["allowed"] = extra.get("allowed")
+    lz = bf.log_partition(*args, **kw)
+    # sequences one at a time, so that one with log Z = -inf (NaN gradient) stays out
+    total = 0
+    for b in range(lz.shape[0]):
+        if torch.isfinite(lz[b]):
+            sl = lambda t: t[b:b + 1] if t is not None and t.dim() == 3 else t  # noqa: E731
+            L = None if args[3] is None else args[3][b:b + 1]
+            total = total + bf.log_partition(
+                sl(args[0]), args[1], args[2], L, **{k: sl(v) for k, v in kw.items()}).sum()
+    grads = {}
+    if torch.is_tensor(total):
+        gs = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+        grads = {k: (torch.zeros_like(v) if gr is None else gr)
+                 for (k, v), gr in zip(leaves.items(), gs)}
+    vit = bf.viterbi(*(a.detach() if isinstance(a, torch.Tensor) else a for a in args),
+                     **{k: (v.detach() if isinstance(v, torch.Tensor) else v)
+                        for k, v in kw.items()})
+    return lz.detach(), grads, vit
+
+
+CASES = {
+    "all_terms": dict(B=3, T=6, K=3, C=2, lengths=[6, 4, 1]),
+    "no_optional": dict(B=2, T=5, K=2, C=3, optional=False),
+    "K1": dict(B=2, T=4, K=1, C=3, lengths=[4, 2]),
+    "K_gt_T": dict(B=2, T=4, K=7, C=2, lengths=[4, 3]),
+    "allowed_neginf": dict(B=3, T=6, K=3, C=3, lengths=[6, 5, 3], allowed=True, neg_inf=True),
+    "C1": dict(B=2, T=5, K=3, C=1, lengths=[5, 2]),
+}
+
+
+# (case, checkpoint segment length): None = the default ~sqrt(T K); 1 and 2 put a segment
+# boundary at every position or every other one
+PARAMS = [(c, None) for c in CASES] + [(c, n) for c in ("all_terms", "allowed_neginf")
+                                       for n in (1, 2)]
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case,seg_len", PARAMS)
+def test_against_bruteforce(case, seg_len, monkeypatch):
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda T, K: seg_len)
+    spec = dict(CASES[case])
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=7, **spec)
+    lz_ref, g_ref, vit_ref = brute(p, extra)
+    x = as_inputs(p, extra)
+    lz, saved = kn.forward(x)
+    assert lz.dtype == torch.float32
+    torch.testing.assert_close(lz.cpu().double(), lz_ref, rtol=1e-5, atol=1e-5)
+
+    grads = kn.backward(x, saved, torch.ones_like(lz))
+    ok = torch.isfinite(lz_ref)
+    for name in FLOAT_FIELDS:
+        got = grads[name].cpu().double()
+        want = {"start": (x.C,), "end": (x.C,), "proj_start": x.scores.shape,
+                "proj_end": x.scores.shape}.get(name, p.get(name, torch.empty(0)).shape)
+        assert got.shape == want, name
+        assert torch.isfinite(got).all(), name
+        if name in g_ref:
+            torch.testing.assert_close(got, g_ref[name], rtol=1e-4, atol=2e-5, msg=name)
+    if not ok.all():  # a sequence with no allowed segmentation contributes nothing
+        assert grads["scores"][~ok.to(DEV)].abs().max() == 0
+
+    score, labels, seg_start = kn.viterbi(x)
+    lengths = x.lengths.cpu()
+    for b, (best, paths) in enumerate(vit_ref):
+        if best == NEG:
+            assert score[b].item() == NEG
+            continue
+        assert abs(score[b].item() - best) <= 1e-5 * max(1.0, abs(best))
+        L = int(lengths[b])
+        assert (labels[b, L:] == -1).all() and not seg_start[b, L:].any()
+        starts = torch.nonzero(seg_start[b, :L].cpu()).flatten().tolist()
+        segs = [(s, e - s, int(labels[b, s])) for s, e in zip(starts, starts[1:] + [L])]
+        assert all((labels[b, s:s + d].cpu() == c).all() for s, d, c in segs)
+        own = bf.path_score(b, segs, p["scores"], p["transition"], p["duration_bias"],
+                            p.get("start"), p.get("end"), p.get("proj_start"), p.get("proj_end"))
+        assert bf.is_allowed(b, segs, extra.get("allowed"))
+        assert abs(own.item() - best) <= 1e-5 * max(1.0, abs(best))
+
+
+def test_no_allowed_segmentation():
+    p, extra = make(2, 4, 2, 2, seed=3, lengths=[4, 3])
+    extra["allowed"] = torch.ones(2, 4, 2, dtype=torch.bool)
+    extra["allowed"][1, 1, :] = False  # position 1 of sequence 1: no label allowed
+    x = as_inputs(p, extra)
+    lz, saved = kn.forward(x)
+    assert lz[1].item() == NEG and torch.isfinite(lz[0])
+    grads = kn.backward(x, saved, torch.ones_like(lz))
+    assert all(torch.isfinite(g).all() for g in grads.values())
+    assert grads["scores"][1].abs().max() == 0
+    score, labels, seg_start = kn.viterbi(x)
+    assert score[1].item() == NEG and (labels[1] == -1).all() and not seg_start[1].any()
+
+
+def test_against_torch_backend_and_determinism(monkeypatch):
+    from semiseg.crf import reference
+
+    monkeypatch.setattr(kn, "_segment_length", lambda T, K: 9)
+    p, extra = make(3, 40, 6, 3, seed=11, lengths=[40, 23, 17], allowed=True)
+    extra["allowed"][:, ::5] = True
+    x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
+    lz_ref, saved_ref = reference.forward(x64)
+    g_ref = reference.backward(x64, saved_ref, torch.ones_like(lz_ref))
+    lz, saved = kn.forward(x32)
+    torch.testing.assert_close(lz.double(), lz_ref, rtol=1e-6, atol=1e-5)
+    g1 = kn.backward(x32, saved, torch.ones_like(lz))
+    for name in FLOAT_FIELDS:
+        torch.testing.assert_close(g1[name].double(), g_ref[name], rtol=1e-4, atol=1e-5, msg=name)
+    g2 = kn.backward(x32, kn.forward(x32)[1], torch.ones_like(lz))
+    for name in FLOAT_FIELDS:
+        assert torch.equal(g1[name], g2[name]), name  # bitwise
+    s_ref, _, _ = reference.viterbi(x64)
+    score, _, _ = kn.viterbi(x32)
+    torch.testing.assert_close(score.double(), s_ref, rtol=1e-6, atol=1e-5)
+
+
+def test_dispatch_marginals_and_autograd():
+    from semiseg.crf import dispatch
+
+    p, extra = make(2, 5, 3, 2, seed=5, lengths=[5, 3])
+    lab_ref, bnd_ref = bf.marginals(p["scores"], p["transition"], p["duration_bias"],
+                                    extra["lengths"], start=p["start"], end=p["end"],
+                                    proj_start=p["proj_start"], proj_end=p["proj_end"])
+    q = {k: v.to(DEV, torch.float32) for k, v in p.items()}
+    lab, bnd = dispatch.marginals(q["scores"], q["transition"], q["duration_bias"],
+                                  extra["lengths"], start=q["start"], end=q["end"],
+                                  proj_start=q["proj_start"], proj_end=q["proj_end"],
+                                  backend="triton")
+    torch.testing.assert_close(lab.cpu().double(), lab_ref, rtol=0, atol=2e-5)
+    torch.testing.assert_close(bnd.cpu().double(), bnd_ref, rtol=0, atol=2e-5)
+
+    tr = q["transition"].clone().requires_grad_(True)
+    lz = dispatch.log_partition(q["scores"], tr, q["duration_bias"], extra["lengths"],
+                                start=q["start"], end=q["end"], backend="triton")
+    w = torch.tensor([0.5, -2.0], device=DEV)
+    (lz * w).sum().backward()
+    trr = p["transition"].clone().requires_grad_(True)
+    ref = bf.log_partition(p["scores"], trr, p["duration_bias"], extra["lengths"],
+                           start=p["start"], end=p["end"])
+    (ref * w.cpu().double()).sum().backward()
+    torch.testing.assert_close(tr.grad.cpu().double(), trr.grad, rtol=1e-4, atol=2e-5)
+
+
+def test_unsupported_inputs_are_refused():
+    from semiseg.crf import dispatch
+
+    p, extra = make(1, 4, 2, 2, seed=1, optional=False)
+    p["transition"] = torch.randn(2, 2, 2, dtype=torch.float64)
+    x = as_inputs(p, extra)
+    assert kn.supports(x) is not None
+    with pytest.raises(ValueError, match="torch"):
+        kn.forward(x)
+    assert dispatch._backend(x, "auto").__name__.endswith("reference")
