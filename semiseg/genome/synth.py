@@ -1,0 +1,109 @@
+"""Write small genomic files (FASTA, bigWig, bedGraph, BAM) from numpy data.
+
+Used by the tests, the I/O benchmark and demos to make inputs whose content is known.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+
+def write_fasta(path: str | os.PathLike, records: Mapping[str, str], width: int = 60,
+                bgzip: bool = False) -> str:
+    """FASTA with lines of ``width`` letters; ``bgzip=True`` compresses it with BGZF."""
+    path = os.fspath(path)
+    text = "".join(
+        f">{name}\n" + "".join(seq[i:i + width] + "\n" for i in range(0, len(seq), width))
+        for name, seq in records.items()
+    )
+    if bgzip:
+        import pysam
+
+        plain = path + ".plain"
+        with open(plain, "w") as fh:
+            fh.write(text)
+        pysam.tabix_compress(plain, path, force=True)
+        os.remove(plain)
+    else:
+        with open(path, "w") as fh:
+            fh.write(text)
+    return path
+
+
+def write_bigwig(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
+                 values: Mapping[str, np.ndarray]) -> str:
+    """bigWig with one value per bp from ``values[chrom]``; NaN positions get no entry."""
+    import pyBigWig
+
+    path = os.fspath(path)
+    bw = pyBigWig.open(path, "w")
+    bw.addHeader(list(chrom_sizes.items()))
+    for chrom in chrom_sizes:
+        if chrom not in values:
+            continue
+        v = np.asarray(values[chrom], dtype=np.float64)
+        ok = ~np.isnan(v)
+        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            bw.addEntries(chrom, int(a), values=v[a:b], span=1, step=1)
+    bw.close()
+    return path
+
+
+def write_bedgraph(path: str | os.PathLike, rows: Iterable[tuple[str, int, int, float]]) -> str:
+    """bedGraph from ``(chrom, start, end, value)`` rows, written in the given order."""
+    path = os.fspath(path)
+    with open(path, "w") as fh:
+        for chrom, s, e, v in rows:
+            fh.write(f"{chrom}\t{s}\t{e}\t{v:g}\n")
+    return path
+
+
+def bedgraph_rows(chrom: str, values: np.ndarray) -> list[tuple[str, int, int, float]]:
+    """Runs of equal, non-NaN values of a per-bp array as bedGraph rows."""
+    v = np.asarray(values, dtype=np.float64)
+    out = []
+    n = len(v)
+    change = np.flatnonzero((v[1:] != v[:-1]) & ~(np.isnan(v[1:]) & np.isnan(v[:-1]))) + 1
+    bounds = np.concatenate([[0], change, [n]])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if not np.isnan(v[a]):
+            out.append((chrom, int(a), int(b), float(v[a])))
+    return out
+
+
+def write_bam(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
+              reads: Sequence[tuple], index: bool = True) -> str:
+    """A coordinate-sorted BAM (and its index).
+
+    Args:
+        reads: ``(chrom, start, cigar, reverse, mapq, duplicate)`` tuples; ``cigar`` is a
+            string such as ``"50M"`` or ``"20M100N30M"``.
+    """
+    import pysam
+
+    path = os.fspath(path)
+    names = list(chrom_sizes)
+    header = {"HD": {"VN": "1.6", "SO": "coordinate"},
+              "SQ": [{"SN": c, "LN": int(n)} for c, n in chrom_sizes.items()]}
+    order = sorted(range(len(reads)), key=lambda i: (names.index(reads[i][0]), reads[i][1]))
+    with pysam.AlignmentFile(path, "wb", header=header) as out:
+        for k in order:
+            chrom, start, cigar, reverse, mapq, dup = reads[k]
+            a = pysam.AlignedSegment(out.header)
+            a.query_name = f"r{k}"
+            a.reference_id = names.index(chrom)
+            a.reference_start = int(start)
+            a.cigarstring = cigar
+            qlen = a.infer_query_length()
+            a.query_sequence = "A" * qlen
+            a.query_qualities = pysam.qualitystring_to_array("I" * qlen)
+            a.mapping_quality = int(mapq)
+            a.flag = (16 if reverse else 0) | (1024 if dup else 0)
+            out.write(a)
+    if index:
+        pysam.index(path)
+    return path

@@ -1,0 +1,122 @@
+import os
+
+import numpy as np
+import pytest
+
+from semiseg.errors import SemisegError
+from semiseg.genome import Fasta, onehot, read_chrom_sizes
+from semiseg.genome.synth import write_fasta
+
+YEAST = os.path.join(os.path.dirname(__file__), "..", "data", "yeast")
+
+
+def test_onehot_hand_cases():
+    x = onehot("ACGTNacgtn")
+    assert x.dtype == np.float32 and x.shape == (10, 4)
+    expect = np.zeros((10, 4), np.float32)
+    for i, c in enumerate("ACGTNACGTN"):
+        if c != "N":
+            expect[i, "ACGT".index(c)] = 1
+    np.testing.assert_array_equal(x, expect)
+    s = onehot("aCn", softmask=True)
+    np.testing.assert_array_equal(s, [[1, 0, 0, 0, 1], [0, 1, 0, 0, 0], [0, 0, 0, 0, 1]])
+
+
+def test_onehot_iupac():
+    zero = onehot("RYKMSWBDHVN")
+    assert not zero.any()
+    frac = onehot("RYBn", iupac="fractional")
+    np.testing.assert_allclose(frac, [[.5, 0, .5, 0], [0, .5, 0, .5],
+                                      [0, 1 / 3, 1 / 3, 1 / 3], [0, 0, 0, 0]])
+    # every fractional row sums to 1 except N
+    full = onehot("ACGTRYKMSWBDHV", iupac="fractional")
+    np.testing.assert_allclose(full.sum(1), 1, rtol=1e-6)
+
+
+def test_yeast_sizes_and_sequence():
+    with Fasta([os.path.join(YEAST, "chrI.fa"), os.path.join(YEAST, "chrII.fa")]) as fa:
+        assert fa.chrom_sizes == {"chrI": 230208, "chrII": 813178}
+        assert fa.fetch("chrI", 0, 12) == "CCACACCACACC"
+        # the fetched region agrees with the raw file
+        with open(os.path.join(YEAST, "chrI.fa")) as fh:
+            raw = "".join(line.strip() for line in fh if not line.startswith(">"))
+        assert fa.fetch("chrI", 100000, 100500) == raw[100000:100500]
+        assert fa.fetch("chrI") == raw
+        x = fa.onehot("chrI", 5, 9)
+        np.testing.assert_array_equal(x, onehot(raw[5:9]))
+
+
+@pytest.mark.parametrize("bgzip", [False, True])
+def test_plain_and_bgzip_agree_and_index_is_built(tmp_path, bgzip):
+    rng = np.random.default_rng(1)
+    seqs = {"a": "".join(rng.choice(list("ACGTacgtN"), 1234)), "b": "NNNNACGT" * 50}
+    path = write_fasta(tmp_path / ("g.fa.gz" if bgzip else "g.fa"), seqs, width=70, bgzip=bgzip)
+    assert not os.path.exists(path + ".fai")
+    with Fasta(path) as fa:
+        assert fa.chrom_sizes == {"a": 1234, "b": 400}
+        assert fa.fetch("a", 17, 1000) == seqs["a"][17:1000]
+        assert fa.fetch("b") == seqs["b"]
+    assert os.path.exists(path + ".fai")
+    if bgzip:
+        assert os.path.exists(path + ".gzi")
+
+
+def test_n_runs_match_a_naive_scan(tmp_path):
+    rng = np.random.default_rng(2)
+    seq = "".join(rng.choice(["A", "C", "N", "n", "G"], 5000, p=[.3, .3, .15, .05, .2]))
+    path = write_fasta(tmp_path / "n.fa", {"c": seq})
+    with Fasta(path) as fa:
+        # a small chunk size forces runs that cross chunk boundaries
+        runs = fa._scan_n("c", chunk=97)
+        naive, i = [], 0
+        while i < len(seq):
+            if seq[i] in "Nn":
+                j = i
+                while j < len(seq) and seq[j] in "Nn":
+                    j += 1
+                naive.append((i, j))
+                i = j
+            else:
+                i += 1
+        assert [tuple(r) for r in runs.tolist()] == naive
+        long = fa.n_runs("c", min_length=3)
+        assert [tuple(r) for r in long.tolist()] == [r for r in naive if r[1] - r[0] >= 3]
+
+
+def test_fasta_errors(tmp_path, monkeypatch):
+    empty = tmp_path / "empty.fa"
+    empty.write_text("")
+    with pytest.raises(SemisegError, match="empty"):
+        Fasta(empty)
+    with pytest.raises(SemisegError, match="not found"):
+        Fasta(tmp_path / "missing.fa")
+    import gzip
+
+    gz = tmp_path / "plain.fa.gz"
+    with gzip.open(gz, "wt") as fh:
+        fh.write(">x\nACGT\n")
+    with pytest.raises(SemisegError, match="bgzip"):
+        Fasta(gz)
+    a = write_fasta(tmp_path / "a.fa", {"x": "ACGT"})
+    b = write_fasta(tmp_path / "b.fa", {"x": "ACGT"})
+    with pytest.raises(SemisegError, match="chromosome x is in both"):
+        Fasta([a, b])
+
+
+def test_missing_index_in_read_only_folder(tmp_path, monkeypatch):
+    path = write_fasta(tmp_path / "ro.fa", {"x": "ACGT" * 10})
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if os.path.samefile(p, tmp_path)
+                        else real(p, mode))
+    with pytest.raises(SemisegError, match="read-only"):
+        Fasta(path)
+    assert not os.path.exists(path + ".fai")
+
+
+def test_read_chrom_sizes(tmp_path):
+    p = tmp_path / "g.sizes"
+    p.write_text("chr1\t100\nchr2\t50\n")
+    assert read_chrom_sizes(p) == {"chr1": 100, "chr2": 50}
+    p.write_text("chr1\t100\nchr2\tabc\n")
+    with pytest.raises(SemisegError, match=r"g.sizes:2"):
+        read_chrom_sizes(p)
