@@ -1,0 +1,228 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semiseg.genome import (
+    Fasta,
+    LabelScheme,
+    OutputWriter,
+    labels_to_segments,
+    load_scheme,
+    read_annotation,
+    read_bedgraph,
+    read_bigwig,
+    write_outputs,
+)
+
+YEAST = os.path.join(os.path.dirname(__file__), "..", "data", "yeast")
+SCHEME = LabelScheme.from_dict({
+    "name": "toy",
+    "labels": [{"name": "low", "color": "10,20,30"},
+               {"name": "high", "color": "200,0,0", "strand": "+"},
+               {"name": "mid", "color": "0,200,0"}],
+})
+SIZES = {"c1": 100, "c2": 30}
+
+
+def test_labels_to_segments():
+    seg = labels_to_segments(np.array([0, 0, 1, 1, 1, 0]), start=10, resolution=5, end=38)
+    assert seg.tolist() == [[10, 20, 0], [20, 35, 1], [35, 38, 0]]
+    with pytest.raises(ValueError):
+        labels_to_segments(np.array([0, 1]), start=0, resolution=5, end=11)
+
+
+def _files(tmp_path):
+    return sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_bed9_round_trip_scores_gaps_and_headers(tmp_path):
+    # unmerged input: two adjacent 'high' segments must come out as one
+    seg = np.array([[0, 10, 0], [10, 30, 1], [30, 50, 1], [50, 100, 2]])
+    post = np.zeros((100, 3), np.float32)
+    post[:, 0] = 0.25
+    post[10:50, 1] = np.linspace(0, 1, 40)
+    post[50:, 2] = 0.5
+    gaps = np.array([[60, 70]])
+    with OutputWriter(tmp_path / "o", SCHEME, SIZES, formats=("bed",), version="9.9",
+                      model_hash="h123") as w:
+        w.add("c1", seg, post, gaps=gaps)
+        w.add("c2", np.array([[0, 30, 0]]))
+    assert _files(tmp_path) == ["o.bed", "o.browser.bed"]
+    lines = (tmp_path / "o.bed").read_text().splitlines()
+    assert lines[0].startswith("# semiseg 9.9 model=h123")
+    assert not any(line.startswith("track") for line in lines)
+    rows = [line.split("\t") for line in lines[1:]]
+    assert all(len(r) == 9 for r in rows)
+    got = [(r[0], int(r[1]), int(r[2]), r[3], int(r[4]), r[5], int(r[6]), int(r[7]), r[8])
+           for r in rows]
+    high = int(round(1000 * np.linspace(0, 1, 40).mean()))
+    assert got == [
+        ("c1", 0, 10, "low", 250, ".", 0, 10, "10,20,30"),
+        ("c1", 10, 50, "high", high, "+", 10, 50, "200,0,0"),
+        ("c1", 50, 60, "mid", 500, ".", 50, 60, "0,200,0"),
+        ("c1", 60, 70, "gap", 0, ".", 60, 70, "0,0,0"),
+        ("c1", 70, 100, "mid", 500, ".", 70, 100, "0,200,0"),
+        ("c2", 0, 30, "low", 0, ".", 0, 30, "10,20,30"),
+    ]
+    browser = (tmp_path / "o.browser.bed").read_text().splitlines()
+    assert browser[0].startswith("track ") and 'itemRgb="On"' in browser[0]
+    assert browser[1:] == lines
+    back = read_annotation(tmp_path / "o.bed", SCHEME, SIZES)
+    want = np.repeat([0, 1, 2, -1, 2], [10, 40, 10, 10, 30])
+    np.testing.assert_array_equal(back.labels("c1"), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=1, max_size=60), st.integers(1, 4))
+def test_random_segments_round_trip_bed_and_gff(tmp_path_factory, labels, resolution):
+    tmp = tmp_path_factory.mktemp("rt")
+    size = len(labels) * resolution - (resolution - 1 if resolution > 1 else 0)
+    sizes = {"x": size}
+    seg = labels_to_segments(np.array(labels), 0, resolution, end=size)
+    write_outputs(tmp / "o", SCHEME, sizes, {"x": seg}, formats=("bed", "gff3"),
+                  resolution=resolution)
+    per_bp = np.repeat(labels, resolution)[:size]
+    for ext in ("bed", "gff3"):
+        back = read_annotation(tmp / f"o.{ext}", SCHEME, sizes)
+        np.testing.assert_array_equal(back.labels("x"), per_bp)
+
+
+GENE_SEGMENTS = [  # (start, end, label) -- gene-structure scheme names
+    (0, 10, "intergenic"), (10, 20, "UTR+"), (20, 41, "CDS+"), (41, 60, "intron+"),
+    (60, 79, "CDS+"), (79, 90, "UTR+"), (90, 100, "intergenic"),
+    (100, 130, "CDS-"), (130, 160, "intron-"), (160, 175, "CDS-"), (175, 180, "intergenic"),
+    (180, 190, "ncRNA+"), (190, 220, "intron+"), (220, 230, "ncRNA+"),
+    (230, 240, "intergenic"), (240, 270, "intron-"), (270, 300, "intergenic"),
+]
+
+
+def _gene_segments(scheme):
+    return np.array([(a, b, scheme.index(n)) for a, b, n in GENE_SEGMENTS])
+
+
+def test_gff3_gene_structure_round_trip_and_phase(tmp_path):
+    scheme = load_scheme("gene_structure")
+    sizes = {"chrA": 300}
+    seg = _gene_segments(scheme)
+    write_outputs(tmp_path / "g", scheme, sizes, {"chrA": seg}, formats=("gff3",))
+    text = (tmp_path / "g.gff3").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "##gff-version 3" and lines[1] == "##sequence-region chrA 1 300"
+    rows = [line.split("\t") for line in lines if not line.startswith("#")]
+    types = [r[2] for r in rows]
+    assert types.count("gene") == 2 and types.count("mRNA") == 2
+    assert types.count("ncRNA_gene") == 1 and types.count("ncRNA") == 1
+    cds = [(int(r[3]), int(r[4]), r[6], r[7]) for r in rows if r[2] == "CDS"]
+    # + gene: CDS 21..41 (21 bp, phase 0), 61..79 (phase 0 after 21 bp);
+    # - gene read 3'->5': CDS 161..175 (15 bp, phase 0) then 101..130 (phase 0)
+    assert cds == [(21, 41, "+", "0"), (61, 79, "+", "0"), (101, 130, "-", "0"),
+                   (161, 175, "-", "0")]
+    utr = [(r[2], int(r[3]), int(r[4])) for r in rows if "UTR" in r[2]]
+    assert utr == [("five_prime_UTR", 11, 20), ("three_prime_UTR", 80, 90)]
+    ids = [dict(kv.split("=") for kv in r[8].split(";"))["ID"] for r in rows]
+    assert len(ids) == len(set(ids)) and all(i.startswith("chrA:") for i in ids)
+    back = read_annotation(tmp_path / "g.gff3", scheme, sizes)
+    want = np.repeat(seg[:, 2], seg[:, 1] - seg[:, 0])
+    np.testing.assert_array_equal(back.labels("chrA"), want)
+
+
+def test_gff3_phase_with_partial_codons(tmp_path):
+    scheme = load_scheme("gene_structure")
+    names = [(0, 5, "intergenic"), (5, 15, "CDS+"), (15, 45, "intron+"), (45, 56, "CDS+"),
+             (56, 80, "intron+"), (80, 86, "CDS+"), (86, 100, "intergenic")]
+    seg = np.array([(a, b, scheme.index(n)) for a, b, n in names])
+    write_outputs(tmp_path / "p", scheme, {"z": 100}, {"z": seg}, formats=("gff3",))
+    rows = [r.split("\t") for r in (tmp_path / "p.gff3").read_text().splitlines()
+            if not r.startswith("#")]
+    # 10 bp (phase 0), then 1 leftover -> next starts with 2 bases to skip, 10+11=21 -> 0
+    assert [r[7] for r in rows if r[2] == "CDS"] == ["0", "2", "0"]
+
+
+def test_ids_unique_across_concatenated_outputs(tmp_path):
+    scheme = load_scheme("gene_structure")
+    sizes = {"chrA": 300, "chrB": 300}
+    seg = _gene_segments(scheme)
+    ids = []
+    for chrom in sizes:  # one run per chromosome, outputs concatenated
+        write_outputs(tmp_path / chrom, scheme, sizes, {chrom: seg}, formats=("gff3",))
+        for line in (tmp_path / f"{chrom}.gff3").read_text().splitlines():
+            if not line.startswith("#"):
+                ids.append(line.split("\t")[8].split(";")[0])
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("resolution", [1, 3])
+def test_bigwig_and_bedgraph_round_trip(tmp_path, resolution):
+    sizes = {"c1": 100, "c2": 31}
+    rng = np.random.default_rng(3)
+    post, bnd, segs = {}, {}, {}
+    for c, n in sizes.items():
+        t = -(-n // resolution)
+        p = rng.random((t, 3)).astype(np.float32)
+        post[c] = p / p.sum(1, keepdims=True)
+        bnd[c] = rng.random(t).astype(np.float32)
+        segs[c] = labels_to_segments(post[c].argmax(1), 0, resolution, end=n)
+    gaps = {"c1": np.array([[40, 52]]), "c2": np.zeros((0, 2))}
+    with OutputWriter(tmp_path / "s", SCHEME, sizes, resolution=resolution,
+                      formats=("bigwig", "bedgraph")) as w:
+        for c in sizes:
+            w.add(c, segs[c], post[c], bnd[c], gaps=gaps[c])
+    for c, n in sizes.items():
+        bad = np.zeros(n, bool)
+        for a, b in gaps[c]:
+            # a bin touching a gap has no entry
+            bad[(a // resolution) * resolution: -(-b // resolution) * resolution] = True
+        for key, values in [(f"posterior.{name}", post[c][:, i])
+                            for i, name in enumerate(SCHEME.names)] + [("boundary", bnd[c])]:
+            want = np.repeat(values, resolution)[:n].astype(np.float32)
+            want[bad] = np.nan
+            got = read_bigwig(tmp_path / f"s.{key}.bw", c, 0, n)
+            np.testing.assert_array_equal(got, want)
+            got_bg = read_bedgraph(tmp_path / f"s.{key}.bedGraph", sizes, c, 0, n)
+            np.testing.assert_allclose(got_bg, want, rtol=1e-5, equal_nan=True)
+
+
+def test_yeast_annotation_round_trip_through_every_format(tmp_path):
+    scheme = load_scheme("gene_structure")
+    with Fasta([os.path.join(YEAST, "chrI.fa"), os.path.join(YEAST, "chrII.fa")]) as fa:
+        ann = read_annotation(os.path.join(YEAST, "yeast_chrI_chrII.gff3"), scheme,
+                              fa.chrom_sizes)
+        segs = {c: labels_to_segments(ann.labels(c)) for c in fa.chrom_sizes}
+        write_outputs(tmp_path / "y", scheme, fa.chrom_sizes, segs, formats=("bed", "gff3"),
+                      fasta=fa)
+        for ext in ("bed", "gff3"):
+            back = read_annotation(tmp_path / f"y.{ext}", scheme, fa.chrom_sizes)
+            for c in fa.chrom_sizes:
+                np.testing.assert_array_equal(back.labels(c), ann.labels(c))
+
+
+def test_no_partial_output_on_error(tmp_path):
+    with pytest.raises(ValueError, match="contiguous"):
+        with OutputWriter(tmp_path / "e", SCHEME, SIZES, formats=("bed", "gff3", "bigwig",
+                                                                   "bedgraph")) as w:
+            w.add("c1", np.array([[0, 100, 0]]), np.full((100, 3), 1 / 3, np.float32))
+            w.add("c2", np.array([[0, 10, 0], [12, 30, 1]]))
+    assert _files(tmp_path) == []
+    with pytest.raises(RuntimeError):
+        with OutputWriter(tmp_path / "e", SCHEME, SIZES) as w:
+            w.add("c1", np.array([[0, 100, 0]]))
+            raise RuntimeError("interrupted")
+    assert _files(tmp_path) == []
+
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda w: w.add("c2", np.array([[0, 30, 0]])) or w.add("c1", np.array([[0, 100, 0]])),
+     "order"),
+    (lambda w: w.add("c1", np.array([[0, 101, 0]])), "outside"),
+    (lambda w: w.add("c1", np.array([[0, 100, 3]])), "labels must be in"),
+    (lambda w: w.add("c1", np.array([[0, 100, 0]]), np.zeros((99, 3))), "posteriors must be"),
+    (lambda w: w.add("cX", np.array([[0, 100, 0]])), "not in chrom_sizes"),
+])
+def test_writer_argument_checks(tmp_path, call, msg):
+    with pytest.raises(ValueError, match=msg):
+        with OutputWriter(tmp_path / "a", SCHEME, SIZES, formats=("bed",)) as w:
+            call(w)
+    assert _files(tmp_path) == []
