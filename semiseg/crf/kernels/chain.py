@@ -178,81 +178,80 @@ def _bwd_kernel(
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     t0 = seg * P
-    if t0 >= L:
-        return
-    t1 = tl.minimum(t0 + P, L)
-    js = tl.arange(0, KP)[:, None]
-    cs = tl.arange(0, CP)[None, :]
-    cs1 = tl.arange(0, CP)
-    cmask1 = cs1 < C
-    cmask = cs < C
-    rs = tl.arange(0, CP)[:, None]
-    tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
-    seq = b * T * C
-    lz = tl.load(log_z + b)
-    lz_ok = lz > float("-inf")
-    if t1 == L:  # first segment of this sequence in the reversed order
-        R = tl.full((KP, CP), NEG, tl.float32)
-        gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
-        n = tl.zeros((), tl.float64)
-        base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
-        base0 = tl.where(lz_ok, base0, NEG)
-        pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
-        run = tl.zeros((CP,), tl.float64)
-        mprev = tl.zeros((), tl.float32)
-    else:
-        R = tl.load(st_ring + (b * KP + js) * CP + cs)
-        gam = tl.load(st_gam + b * CP + cs1)
-        pend = tl.load(st_pend + b * CP + cs1)
-        run = tl.load(st_run + b * CP + cs1)
-        n = tl.load(st_n + b)
-        mprev = tl.load(st_m + b)
-    acc_db = tl.zeros((KP, CP), tl.float32)
-    acc_tr = tl.zeros((CP, CP), tl.float32)
-    for q in range(0, t1 - t0):
-        p = (t1 - 1 - q).to(tl.int64)
-        i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
-        ins = gam + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
-        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
-        R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
-        d = ((i - js) & (KP - 1)) + 1
-        v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
-        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-        bg = _lse0(v) + psr  # beta_gamma[p]
-        m = _safe_max(bg)
-        bg = bg - m
-        n = n + m.to(tl.float64)
-        mprev = m
-        r = b * P + (p - t0)
-        gF = tl.load(rows_gam + r * CP + cs1)
-        aF = tl.load(rows_alp + r * CP + cs1)
-        base = (tl.load(rows_n + r) + n - lz).to(tl.float32)
-        base = tl.where(lz_ok, base, NEG)
-        pstart = tl.exp(gF + bg + base)
-        # P(p, d, c) for every slot, gathered into duration order
-        w = tl.exp(v + (psr + gF + base - m)[None, :])
-        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
-        # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
-        ba = _lse1(tr + bg[None, :])
-        acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
-        pe_next = pend  # P_end[p + 1]
-        run = run + pe_next.to(tl.float64)
-        tl.store(g_scores + seq + p * C + cs1, run.to(tl.float32), mask=cmask1)
-        run = run - pstart.to(tl.float64)
-        tl.store(g_ps + seq + p * C + cs1, pstart, mask=cmask1)
-        tl.store(g_pe + seq + p * C + cs1, pe_next, mask=cmask1)
-        gam = ba
-        pend = tl.exp(aF + gam + base)  # P_end[p]
-    tl.store(st_ring + (b * KP + js) * CP + cs, R)
-    tl.store(st_gam + b * CP + cs1, gam)
-    tl.store(st_pend + b * CP + cs1, pend)
-    tl.store(st_run + b * CP + cs1, run)
-    tl.store(st_n + b, n)
-    tl.store(st_m + b, mprev)
-    gdb_ptr = g_db + (b * KP + js) * CP + cs
-    tl.store(gdb_ptr, tl.load(gdb_ptr) + acc_db.to(tl.float64))
-    gtr_ptr = g_tr + (b * CP + rs) * CP + cs
-    tl.store(gtr_ptr, tl.load(gtr_ptr) + acc_tr.to(tl.float64))
+    if t0 < L:  # this sequence has a segment `seg`
+        t1 = tl.minimum(t0 + P, L)
+        js = tl.arange(0, KP)[:, None]
+        cs = tl.arange(0, CP)[None, :]
+        cs1 = tl.arange(0, CP)
+        cmask1 = cs1 < C
+        cmask = cs < C
+        rs = tl.arange(0, CP)[:, None]
+        tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
+        seq = b * T * C
+        lz = tl.load(log_z + b)
+        lz_ok = lz > float("-inf")
+        if t1 == L:  # first segment of this sequence in the reversed order
+            R = tl.full((KP, CP), NEG, tl.float32)
+            gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
+            n = tl.zeros((), tl.float64)
+            base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
+            base0 = tl.where(lz_ok, base0, NEG)
+            pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
+            run = tl.zeros((CP,), tl.float64)
+            mprev = tl.zeros((), tl.float32)
+        else:
+            R = tl.load(st_ring + (b * KP + js) * CP + cs)
+            gam = tl.load(st_gam + b * CP + cs1)
+            pend = tl.load(st_pend + b * CP + cs1)
+            run = tl.load(st_run + b * CP + cs1)
+            n = tl.load(st_n + b)
+            mprev = tl.load(st_m + b)
+        acc_db = tl.zeros((KP, CP), tl.float32)
+        acc_tr = tl.zeros((CP, CP), tl.float32)
+        for q in range(0, t1 - t0):
+            p = (t1 - 1 - q).to(tl.int64)
+            i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
+            ins = gam + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+            d = ((i - js) & (KP - 1)) + 1
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            bg = _lse0(v) + psr  # beta_gamma[p]
+            m = _safe_max(bg)
+            bg = bg - m
+            n = n + m.to(tl.float64)
+            mprev = m
+            r = b * P + (p - t0)
+            gF = tl.load(rows_gam + r * CP + cs1)
+            aF = tl.load(rows_alp + r * CP + cs1)
+            base = (tl.load(rows_n + r) + n - lz).to(tl.float32)
+            base = tl.where(lz_ok, base, NEG)
+            pstart = tl.exp(gF + bg + base)
+            # P(p, d, c) for every slot, gathered into duration order
+            w = tl.exp(v + (psr + gF + base - m)[None, :])
+            acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+            # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
+            ba = _lse1(tr + bg[None, :])
+            acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+            pe_next = pend  # P_end[p + 1]
+            run = run + pe_next.to(tl.float64)
+            tl.store(g_scores + seq + p * C + cs1, run.to(tl.float32), mask=cmask1)
+            run = run - pstart.to(tl.float64)
+            tl.store(g_ps + seq + p * C + cs1, pstart, mask=cmask1)
+            tl.store(g_pe + seq + p * C + cs1, pe_next, mask=cmask1)
+            gam = ba
+            pend = tl.exp(aF + gam + base)  # P_end[p]
+        tl.store(st_ring + (b * KP + js) * CP + cs, R)
+        tl.store(st_gam + b * CP + cs1, gam)
+        tl.store(st_pend + b * CP + cs1, pend)
+        tl.store(st_run + b * CP + cs1, run)
+        tl.store(st_n + b, n)
+        tl.store(st_m + b, mprev)
+        gdb_ptr = g_db + (b * KP + js) * CP + cs
+        tl.store(gdb_ptr, tl.load(gdb_ptr) + acc_db.to(tl.float64))
+        gtr_ptr = g_tr + (b * CP + rs) * CP + cs
+        tl.store(gtr_ptr, tl.load(gtr_ptr) + acc_tr.to(tl.float64))
 
 
 @triton.jit

@@ -1,0 +1,185 @@
+"""Triton kernels on a GPU: realistic shapes against float64, T = 1e6, determinism, memory.
+
+Run on a CUDA machine with `PYTHONPATH=. pytest -m gpu tests/test_gpu_kernels.py`.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.crf import reference
+from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
+
+pytestmark = pytest.mark.gpu
+
+
+def _kn():
+    from semiseg.crf import kernels
+
+    return kernels
+
+
+def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda"):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    p = dict(scores=3 * r(B, T, C), transition=r(C, C), duration_bias=r(K, C),
+             start=r(C), end=r(C))
+    if proj:
+        p.update(proj_start=r(B, T, C), proj_end=r(B, T, C))
+    p = {k: v.to(device) for k, v in p.items()}
+    extra = {}
+    if lengths is not None:
+        extra["lengths"] = torch.tensor(lengths, device=device)
+    if allowed:
+        a = torch.rand(B, T, C, generator=g) < 0.9
+        a[:, :, 0] = True  # keep every sequence feasible
+        extra["allowed"] = a.to(device)
+    return p, extra
+
+
+def inputs(p, extra, dtype):
+    kw = {k: v.to(dtype) for k, v in p.items()}
+    return check_inputs(kw.pop("scores"), kw.pop("transition"), kw.pop("duration_bias"),
+                        extra.get("lengths"), allowed=extra.get("allowed"), **kw)
+
+
+def rel_norm(a, b):
+    return float((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30))
+
+
+@pytest.mark.parametrize("B,T,K,C", [(4, 3000, 50, 8), (2, 1500, 300, 4), (3, 800, 1, 12)])
+def test_realistic_against_float64(B, T, K, C):
+    kn = _kn()
+    p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
+                       allowed=True)
+    x64, x32 = inputs(p, extra, torch.float64), inputs(p, extra, torch.float32)
+    lz_ref, saved = reference.forward(x64)
+    g_ref = reference.backward(x64, saved, torch.ones_like(lz_ref))
+    lz, sv = kn.forward(x32)
+    assert (lz.double() - lz_ref).abs().max() <= 1e-6 * max(1.0, lz_ref.abs().max().item())
+    g = kn.backward(x32, sv, torch.ones_like(lz))
+    for name in ("scores", "proj_start", "proj_end"):
+        assert (g[name].double() - g_ref[name]).abs().max() <= 1e-4, name
+    for name in ("transition", "duration_bias", "start", "end"):
+        assert rel_norm(g[name], g_ref[name]) <= 1e-4, name
+    score, labels, seg_start = kn.viterbi(x32)
+    s_ref, _, _ = reference.viterbi(x64)
+    assert (score.double() - s_ref).abs().max() <= 1e-6 * max(1.0, s_ref.abs().max().item())
+    # the returned path's own score (float64, from its labels and starts)
+    pc = {k: v.cpu() for k, v in p.items()}
+    ec = {k: v.cpu() for k, v in extra.items()}
+    for b in range(B):
+        own = path_score(pc, ec, b, labels[b].cpu(), seg_start[b].cpu())
+        assert abs(own - s_ref[b].item()) \
+            <= 1e-6 * max(1.0, abs(s_ref[b].item()))
+
+
+def path_score(p, extra, b, labels, seg_start):
+    L = int(extra["lengths"][b])
+    starts = torch.nonzero(seg_start[:L]).flatten().tolist()
+    ends = starts[1:] + [L]
+    lab = labels[starts].tolist()
+    f = p["scores"][b].double()
+    cs = torch.cat([f.new_zeros(1, f.shape[1]), f.cumsum(0)])
+    total, prev = 0.0, None
+    for s, e, c in zip(starts, ends, lab):
+        if "allowed" in extra:
+            assert bool(extra["allowed"][b, s:e, c].all())
+        total += float(cs[e, c] - cs[s, c]) + float(p["duration_bias"][e - s - 1, c])
+        total += float(p["proj_start"][b, s, c] + p["proj_end"][b, e - 1, c])
+        total += float(p["transition"][prev, c]) if prev is not None else float(p["start"][c])
+        prev = c
+    return total + float(p["end"][prev])
+
+
+def float64_log_z(f, tr, db, start, end):
+    """Independent float64 log Z of one sequence (numpy, prefix sums in float64)."""
+    T, C = f.shape
+    K = db.shape[0]
+    S = np.concatenate([np.zeros((1, C)), np.cumsum(f, 0)])
+    G = np.full((K, C), -np.inf)  # G[j] = gamma[s] - S[s] for s = t - 1 - j
+    gam = start.copy()
+    alpha = None
+    for t in range(1, T + 1):
+        G = np.roll(G, 1, 0)
+        G[0] = gam - S[t - 1]
+        n = min(K, t)
+        a = G[:n] + db[:n] + S[t]
+        m = a.max(0)
+        alpha = m + np.log(np.exp(a - m).sum(0))
+        z = alpha[:, None] + tr
+        mz = z.max(0)
+        gam = mz + np.log(np.exp(z - mz).sum(0))
+    v = alpha + end
+    return float(v.max() + np.log(np.exp(v - v.max()).sum()))
+
+
+def test_long_sequence_accuracy_and_no_nan():
+    kn = _kn()
+    T, K, C = 1_000_000, 3, 2
+    p, extra = problem(1, T, K, C, seed=42, proj=False)
+    x = inputs(p, extra, torch.float32)
+    lz, saved = kn.forward(x)
+    f = p["scores"][0].cpu().numpy()
+    ref = float64_log_z(f, *(p[k].cpu().numpy() for k in ("transition", "duration_bias",
+                                                          "start", "end")))
+    assert abs(lz.item() - ref) <= 1e-6 * max(1.0, abs(ref)), (lz.item(), ref)
+    g = kn.backward(x, saved, torch.ones_like(lz))
+    for name in FLOAT_FIELDS:
+        assert torch.isfinite(g[name]).all(), name
+    lab = g["scores"][0]
+    assert (lab.sum(-1) - 1).abs().max() <= 1e-4
+    score, labels, _ = kn.viterbi(x)
+    assert torch.isfinite(score).all() and (labels >= 0).all()
+
+
+def test_genome_scale_memory():
+    """B=1, T=1e6, K=1000, C=24 forward+backward: no NaN, peak memory under 10 GB."""
+    kn = _kn()
+    T, K, C = 1_000_000, 1000, 24
+    p, extra = problem(1, T, K, C, seed=1, proj=False)
+    x = inputs(p, extra, torch.float32)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    lz, saved = kn.forward(x)
+    g = kn.backward(x, saved, torch.ones_like(lz))
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    assert torch.isfinite(lz).all() and torch.isfinite(g["scores"]).all()
+    assert peak < 10e9
+
+
+def _extra_peak(kn, T, K=100, C=24, B=2):
+    p, extra = problem(B, T, K, C, seed=T, proj=False)
+    x = inputs(p, extra, torch.float32)
+    del p
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    lz, saved = kn.forward(x)
+    g = kn.backward(x, saved, torch.ones_like(lz))
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    outputs = sum(v.numel() * v.element_size() for v in g.values())
+    del g, saved, lz
+    return peak - outputs
+
+
+def test_peak_memory_independent_of_T():
+    kn = _kn()
+    small, large = _extra_peak(kn, 20_000), _extra_peak(kn, 160_000)
+    # beyond inputs and gradients only checkpoints and one segment's rows (~sqrt(T K) each)
+    assert large - small < 8e6, (small, large)
+
+
+def test_bitwise_deterministic_gradients():
+    kn = _kn()
+    p, extra = problem(8, 5000, 100, 24, seed=3, lengths=[5000 - 100 * i for i in range(8)])
+    x = inputs(p, extra, torch.float32)
+    runs = []
+    for _ in range(2):
+        lz, saved = kn.forward(x)
+        runs.append((lz, kn.backward(x, saved, torch.ones_like(lz))))
+    assert torch.equal(runs[0][0], runs[1][0])
+    for name in FLOAT_FIELDS:
+        assert torch.equal(runs[0][1][name], runs[1][1][name]), name
