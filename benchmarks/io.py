@@ -20,14 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from semiseg.genome import (  # noqa: E402
+from semiseg.genome import (
     Fasta,
     GenomeData,
     TrackSpec,
@@ -35,7 +35,7 @@ from semiseg.genome import (  # noqa: E402
     make_windows,
     read_annotation,
 )
-from semiseg.genome.synth import (  # noqa: E402
+from semiseg.genome.synth import (
     bedgraph_rows,
     write_bam,
     write_bedgraph,
@@ -129,7 +129,7 @@ def main() -> None:
                     x, y = data.load(w.chrom, w.start, w.end)
                 return x, y
 
-            x, _ = load_regions()
+            load_regions()
             rows.append((f"load 1 Mb as 2 regions, {data.n_features} features",
                          resolution, timed(load_regions, args.repeats)))
             rows.append((f"load 1 Mb as {len(windows)} x 100 kb windows",
@@ -139,7 +139,7 @@ def main() -> None:
 
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     cpu = f"{cpu_name()} ({os.cpu_count()} cores visible)"
     table = ["| step | bp/step | median s |", "|---|---|---|"]
     table += [f"| {name} | {res} | {t:.3f} |" for name, res, t in rows]

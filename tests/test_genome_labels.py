@@ -160,8 +160,8 @@ def test_bed_labels_priority_background_and_mask(tmp_path):
     ("chr1\t10\t200\tactive\n", r"l.bed:1: end 200 is past the end of chr1 \(100 bp\)"),
     ("chr1\t10\t20\n", r"l.bed:1: expected at least 4 columns"),
     ("chr1\t30\t20\tactive\n", r"l.bed:1: bad coordinates"),
-    ("1\t10\t20\tactive\n", r"chromosome names in .*l.bed do not match the FASTA: 1 not in "
-                            r"FASTA names \(chr1, chr2\)"),
+    ("1\t10\t20\tactive\n", (r"chromosome names in .*l.bed do not match the FASTA: 1 not in "
+                             r"FASTA names \(chr1, chr2\)")),
     ("", r"empty BED"),
 ])
 def test_bed_errors(tmp_path, text, msg):

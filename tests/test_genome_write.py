@@ -58,7 +58,7 @@ def test_bed9_round_trip_scores_gaps_and_headers(tmp_path):
     assert all(len(r) == 9 for r in rows)
     got = [(r[0], int(r[1]), int(r[2]), r[3], int(r[4]), r[5], int(r[6]), int(r[7]), r[8])
            for r in rows]
-    high = int(round(1000 * np.linspace(0, 1, 40).mean()))
+    high = round(1000 * np.linspace(0, 1, 40).mean())
     assert got == [
         ("c1", 0, 10, "low", 250, ".", 0, 10, "10,20,30"),
         ("c1", 10, 50, "high", high, "+", 10, 50, "200,0,0"),
@@ -206,10 +206,9 @@ def test_no_partial_output_on_error(tmp_path):
             w.add("c1", np.array([[0, 100, 0]]), np.full((100, 3), 1 / 3, np.float32))
             w.add("c2", np.array([[0, 10, 0], [12, 30, 1]]))
     assert _files(tmp_path) == []
-    with pytest.raises(RuntimeError):
-        with OutputWriter(tmp_path / "e", SCHEME, SIZES) as w:
-            w.add("c1", np.array([[0, 100, 0]]))
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), OutputWriter(tmp_path / "e", SCHEME, SIZES) as w:
+        w.add("c1", np.array([[0, 100, 0]]))
+        raise RuntimeError("interrupted")
     assert _files(tmp_path) == []
 
 

@@ -20,15 +20,18 @@ Conventions (everywhere in this package)
 
 sequence.py
 -----------
-``Fasta(path, alias=None)``: plain or bgzip FASTA (pyfaidx; pysam for bgzip). Builds the
-  ``.fai`` when missing (SemisegError if the folder is read-only). Context manager.
+``Fasta(paths)``: one plain or bgzip FASTA, or a list of them (one per chromosome is
+  fine; names unique across files). pyfaidx for plain, pysam for bgzip. Builds the
+  ``.fai``/``.gzi`` when missing (SemisegError if the folder is read-only; plain gzip is
+  refused with a hint to bgzip). Context manager; ``.paths``.
   - ``.chrom_sizes -> dict[str, int]``
   - ``.fetch(chrom, start, end) -> str`` (original case)
   - ``.onehot(chrom, start, end, iupac="zero"|"fractional", softmask=False)
     -> (T, 4 or 5) float32``: columns A, C, G, T (+ 1.0 where lowercase if ``softmask``).
     N rows are all zero; other IUPAC codes zero, or split evenly (R = .5 A + .5 G) when
     ``iupac="fractional"``.
-  - ``.n_runs(chrom, min_length=1) -> (R, 2) int64`` [start, end) runs of N (any case).
+  - ``.n_runs(chrom, min_length=1) -> (R, 2) int64`` [start, end) runs of N (any case;
+    scanned in 4 Mb chunks once per chromosome, cached).
 ``onehot(seq: str, iupac="zero", softmask=False) -> (T, 4|5) float32`` (same, on a string).
 ``read_chrom_sizes(path) -> dict[str, int]`` (a two-column ``.sizes``/``.fai`` file).
 
@@ -40,22 +43,39 @@ tracks.py
   QC-fail and unmapped reads; ``strand`` keeps reads of that strand only.
   ``.to_dict()`` / ``TrackSpec.from_dict(d)``.
 ``Track(spec, chrom_sizes, alias=None)``: ``.values(chrom, start, end) -> (T,) float32``
-  raw values, NaN where missing (absent chromosome, bigWig/bedGraph gaps, NaN).
-  Raises SemisegError if no chromosome of the file matches ``chrom_sizes``.
-``TrackStats``: per-track mean/std after transform, computed with
-  ``fit_track_stats(tracks, chroms)`` on training chromosomes; ``.to_dict()`` /
+  raw values (before transform), NaN where missing (absent chromosome, bigWig/bedGraph
+  gaps, NaN). ``.chroms``: FASTA chromosomes it covers. SemisegError if no chromosome of
+  the file matches ``chrom_sizes`` (both sides listed), a length differs, a bedGraph is
+  unsorted/overlapping (file:line) or a BAM has no index in a read-only folder.
+``TrackStats(names, mean, std, chroms)``: per-track mean/std after transform, computed
+  with ``fit_track_stats(tracks, chroms)`` on training chromosomes; ``.to_dict()`` /
   ``TrackStats.from_dict(d)`` (plain lists/floats, for the checkpoint).
+``transform(values, kind)``: "none", "log1p" (sign(x) * log(1 + |x|)), "arcsinh".
 
 labels.py
 ---------
 ``LabelScheme``: ``.names: list[str]``, ``.colors: list[(r, g, b)]``,
-  ``.strands: list["+"|"-"|"."]``, ``.kind: "bed"|"gene_structure"``,
+  ``.strands: list["+"|"-"|"."]``, ``.roles`` (CDS/UTR/intron/ncRNA or None),
+  ``.aliases``, ``.gff_types``, ``.kind: "bed"|"gene_structure"``,
   ``.background: int|None`` (label index for unlabelled positions, None -> -1),
   ``.priority`` (overlap resolution), ``.min_intron`` (gene_structure), ``.index(name)``,
   ``len(scheme)``, ``.to_dict()`` / ``LabelScheme.from_dict(d)`` / ``LabelScheme.from_yaml(path)``.
 ``load_scheme(path_or_name) -> LabelScheme``: a YAML path, or a built-in name:
   ``"gene_structure"`` = ``semiseg/genome/schemes/gene_structure.yaml`` (package data):
-  labels ``intergenic, CDS+, CDS-, intron+, intron-, UTR+, UTR-, ncRNA+, ncRNA-``.
+  labels ``intergenic, CDS+, CDS-, intron+, intron-, UTR+, UTR-, ncRNA+, ncRNA-``,
+  background intergenic, min_intron 20, priority CDS > ncRNA > UTR > intron.
+  (pyproject's package-data must list ``genome/schemes/*.yaml`` for wheels.)
+  YAML layout (unknown keys are errors)::
+
+      name: chromatin
+      kind: bed                  # or gene_structure
+      background: quiet          # or null: unlabelled -> -1
+      labels:
+        - {name: active, color: "255,0,0", strand: ".", aliases: [Tss, Enh]}
+        - {name: quiet, color: [200, 200, 200]}
+      priority: [active, quiet]  # highest first; default: label order
+      # gene_structure only: role per label (CDS, UTR, intron, ncRNA), min_intron,
+      # gff: {cds_types, exon_types, utr_types, intron_types, ncrna_types}
 ``Annotation``: non-overlapping labelled intervals per chromosome (priority applied).
   - ``.labels(chrom, start, end, resolution=1) -> (T,) int64`` (background or -1 where
     unlabelled)
@@ -66,11 +86,17 @@ labels.py
   from gaps >= min_intron between a transcript's exons/CDS; non-gene schemes: one
   feature per interval, label from the ``label``/``Name`` attribute or the type).
   Also the reader of truth files for evaluation.
+``read_bed_labels``, ``read_gff_labels``: the two halves of ``read_annotation``.
+``read_gff_rows(path, chrom_sizes, alias) -> (rows, is_gtf)``,
+``gff_transcripts(rows, is_gtf, scheme) -> list[Transcript]`` (``.cds``, ``.exons``,
+  ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.strand``,
+  ``.type``) and ``transcript_parts(t) -> [(start, end, role)]``: the gene model itself.
 
-windows.py
-----------
-``Window(chrom, start, end, length)``: ``length = end - start`` real bp; windows are
-  ``size`` bp except possibly the last of a chromosome/region (callers pad to ``size``).
+windows.py (windows, splits and the loader)
+-------------------------------------------
+``Window(chrom, start, end, length)`` (a NamedTuple): ``length = end - start`` real bp;
+  windows are ``size`` bp except possibly the last of a chromosome/region (callers pad).
+``parse_region("chr1:1,000-2,000") -> ("chr1", 1000, 2000)`` (no range -> end -1).
 ``make_windows(chrom_sizes, size, overlap=0, chroms=None, regions=None, fasta=None)
   -> list[Window]``: ``regions`` = list of (chrom, start, end); windows entirely N are
   skipped when ``fasta`` is given.
@@ -84,8 +110,11 @@ windows.py
     0 where missing), missing_1..missing_n (1.0 where missing)]; labels all -1 without
     an annotation. ``T = ceil((end - start) / resolution)``.
   - ``.fit_stats(chroms)`` -> TrackStats (also stored on the object)
-  - ``.config() -> dict`` plain data (tracks, transforms, stats, resolution, iupac,
-    softmask) for the checkpoint; ``GenomeData.from_config(d, fasta, track_paths=None)``.
+  - ``.config() -> dict`` plain data (fasta paths, tracks, transforms, stats,
+    resolution, iupac, softmask, feature_names) for the checkpoint;
+    ``GenomeData.from_config(d, fasta=None, track_paths=None {name: path},
+    annotation=None, alias=None)`` rebuilds the same features on other files.
+  - ``.set_stats(stats)``, ``.close()``; context manager.
 
 write.py
 --------
@@ -93,16 +122,34 @@ write.py
   rows ``[start, end, label]`` in bp, adjacent equal labels merged; ``end`` clips the
   last bin at the chromosome end.
 ``OutputWriter(prefix, scheme, chrom_sizes, resolution=1, formats=("bed", "gff3",
-  "bigwig"), version=..., model_hash=..., gap_min=...)``: context manager; everything goes
-  to temporary names and is renamed on a clean ``close()``/exit (removed on error).
+  "bigwig"), version=None (package version), model_hash=None, fasta=None, gap_min=100)``:
+  context manager; everything goes to temporary names and is renamed on a clean
+  ``close()``/exit (removed on error). With ``fasta``, N runs >= gap_min are ``gap``
+  wherever ``add`` gets no ``gaps``. ``chrom_sizes`` is also the bigWig header.
   - ``.add(chrom, segments (S, 3) int64, posteriors=None (T, C) float32,
     boundary=None (T,) float32, gaps=None (R, 2) int64)`` once per chromosome, in
-    ``chrom_sizes`` order; segments must cover the chromosome end to end.
+    ``chrom_sizes`` order; segments sorted and contiguous (a chromosome end to end, or
+    one range of it; posteriors then start at ``segments[0, 0]``); label -1 -> ``gap``;
+    gaps (may overlap) override segments. Argument errors are ValueError.
+  BED9: score = round(1000 x mean posterior of the label over the segment's steps), 0
+  without posteriors; strand = the label's; gap rows are black, strand ".".
+  GFF3, gene_structure: runs of CDS/UTR (+ introns between) on one strand ->
+  gene -> mRNA -> exon, CDS (phase), five/three_prime_UTR, intron; ncRNA runs ->
+  ncRNA_gene -> ncRNA -> exon; lone introns and N gaps as single features; the background
+  label is not written. Other schemes: one feature per segment (type = gff_type,
+  ``label=NAME``). IDs ``CHROM:geneN``, ``CHROM:geneN.t1.cdsK`` ... (unique per row).
+``write_outputs(prefix, scheme, chrom_sizes, segments {chrom: (S, 3)}, posteriors=None,
+  boundary=None, **OutputWriter kwargs) -> list[str]``: all at once.
   Writes ``PREFIX.bed`` (BED9), ``PREFIX.browser.bed``, ``PREFIX.gff3``,
   ``PREFIX.posterior.LABEL.bw`` per label, ``PREFIX.boundary.bw``, and with
   "bedgraph" in formats ``PREFIX.posterior.LABEL.bedGraph`` / ``PREFIX.boundary.bedGraph``.
 ``read_bigwig(path, chrom, start, end) -> (T,) float32`` (NaN where no data) and
-  ``read_bedgraph(...)`` for round trips.
+  ``read_bedgraph(path, chrom_sizes, chrom, start, end)`` for round trips.
+
+synth.py
+--------
+``write_fasta``, ``write_bigwig``, ``write_bedgraph``, ``bedgraph_rows``, ``write_bam``:
+small files from numpy data, for tests, benchmarks and demos.
 """
 
 from .labels import (
@@ -119,7 +166,7 @@ from .labels import (
     transcript_parts,
 )
 from .sequence import Fasta, onehot, read_chrom_sizes
-from .tracks import Track, TrackSpec, TrackStats, fit_track_stats
+from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 from .windows import GenomeData, Window, make_windows, parse_region, split_windows
 from .write import (
     OutputWriter,
@@ -130,10 +177,33 @@ from .write import (
 )
 
 __all__ = [
-    "GAP", "Annotation", "LabelScheme", "Transcript", "gff_transcripts", "load_scheme",
-    "read_annotation", "read_bed_labels", "read_gff_labels", "read_gff_rows",
-    "transcript_parts", "Fasta", "onehot", "read_chrom_sizes", "Track", "TrackSpec",
-    "TrackStats", "fit_track_stats", "GenomeData", "Window", "make_windows", "parse_region",
-    "split_windows", "OutputWriter", "labels_to_segments", "read_bedgraph", "read_bigwig",
+    "GAP",
+    "Annotation",
+    "Fasta",
+    "GenomeData",
+    "LabelScheme",
+    "OutputWriter",
+    "Track",
+    "TrackSpec",
+    "TrackStats",
+    "Transcript",
+    "Window",
+    "fit_track_stats",
+    "gff_transcripts",
+    "labels_to_segments",
+    "load_scheme",
+    "make_windows",
+    "onehot",
+    "parse_region",
+    "read_annotation",
+    "read_bed_labels",
+    "read_bedgraph",
+    "read_bigwig",
+    "read_chrom_sizes",
+    "read_gff_labels",
+    "read_gff_rows",
+    "split_windows",
+    "transcript_parts",
+    "transform",
     "write_outputs",
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import os
-from typing import IO, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import IO
 
 import numpy as np
 

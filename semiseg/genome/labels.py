@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 from urllib.parse import unquote
 
 import numpy as np
@@ -141,7 +141,7 @@ class LabelScheme:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping, where: str = "label scheme") -> "LabelScheme":
+    def from_dict(cls, d: Mapping, where: str = "label scheme") -> LabelScheme:
         """Build and check a scheme from plain data (the YAML layout)."""
         if not isinstance(d, Mapping):
             raise SemisegError(f"{where}: expected a mapping with a 'labels' list")
@@ -210,7 +210,7 @@ class LabelScheme:
                    min_intron=min_intron, gff=gff, name=str(d.get("name", "custom")))
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike) -> "LabelScheme":
+    def from_yaml(cls, path: str | os.PathLike) -> LabelScheme:
         import yaml
 
         try:
@@ -683,8 +683,7 @@ def read_annotation(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
     Also reads semiseg's own BED9 / GFF3 output back (truth files for evaluation).
     """
     p = os.fspath(path).lower()
-    if p.endswith(".gz"):
-        p = p[:-3]
+    p = p.removesuffix(".gz")
     if p.endswith((".gff", ".gff3", ".gtf")):
         return read_gff_labels(path, scheme, chrom_sizes, alias)
     if p.endswith(".bed"):

@@ -194,7 +194,7 @@ class Fasta:
             raise
         self._n_runs: dict[str, np.ndarray] = {}
 
-    def __enter__(self) -> "Fasta":
+    def __enter__(self) -> Fasta:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,7 +6,7 @@ Used by the tests, the I/O benchmark and demos to make inputs whose content is k
 from __future__ import annotations
 
 import os
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -57,8 +57,7 @@ def write_bedgraph(path: str | os.PathLike, rows: Iterable[tuple[str, int, int, 
     """bedGraph from ``(chrom, start, end, value)`` rows, written in the given order."""
     path = os.fspath(path)
     with open(path, "w") as fh:
-        for chrom, s, e, v in rows:
-            fh.write(f"{chrom}\t{s}\t{e}\t{v:g}\n")
+        fh.writelines(f"{chrom}\t{s}\t{e}\t{v:g}\n" for chrom, s, e, v in rows)
     return path
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -24,8 +24,7 @@ _KINDS = {".bw": "bigwig", ".bigwig": "bigwig", ".bedgraph": "bedgraph", ".bg": 
 
 def _infer_kind(path: str) -> str | None:
     p = path.lower()
-    if p.endswith(".gz"):
-        p = p[:-3]
+    p = p.removesuffix(".gz")
     return _KINDS.get(os.path.splitext(p)[1])
 
 
@@ -75,7 +74,7 @@ class TrackSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "TrackSpec":
+    def from_dict(cls, d: Mapping) -> TrackSpec:
         allowed = {"name", "path", "kind", "transform", "mapq", "strand"}
         bad = set(d) - allowed
         if bad:
@@ -307,7 +306,7 @@ class TrackStats:
                 "std": [float(x) for x in self.std], "chroms": list(self.chroms)}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "TrackStats":
+    def from_dict(cls, d: Mapping) -> TrackStats:
         try:
             stats = cls(names=list(d["names"]), mean=[float(x) for x in d["mean"]],
                         std=[float(x) for x in d["std"]], chroms=list(d.get("chroms", [])))

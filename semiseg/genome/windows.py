@@ -7,7 +7,8 @@ features ``(T, F) float32`` and labels ``(T,) int64`` at the model's resolution.
 from __future__ import annotations
 
 import os
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -263,7 +264,7 @@ class GenomeData:
     @classmethod
     def from_config(cls, config: Mapping, fasta=None, track_paths: Mapping[str, str] | None = None,
                     annotation: Annotation | None = None,
-                    alias: Mapping[str, str] | None = None) -> "GenomeData":
+                    alias: Mapping[str, str] | None = None) -> GenomeData:
         """Rebuild the same features, possibly on other files (``fasta``; ``track_paths``:
         track name -> path). Every track of the config must be present."""
         specs = []
@@ -291,7 +292,7 @@ class GenomeData:
             t.close()
         self.fasta.close()
 
-    def __enter__(self) -> "GenomeData":
+    def __enter__(self) -> GenomeData:
         return self
 
     def __exit__(self, *exc) -> None:

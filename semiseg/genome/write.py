@@ -7,7 +7,7 @@ the whole output is complete, so a failed run leaves no partial files.
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 import numpy as np
@@ -147,7 +147,7 @@ class OutputWriter:
             self.abort()
             raise SemisegError(f"cannot write outputs at {self.prefix}: {err.strerror}") from None
 
-    def __enter__(self) -> "OutputWriter":
+    def __enter__(self) -> OutputWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -186,8 +186,7 @@ class OutputWriter:
                     out.write(f"# semiseg {self.version} model={self.model_hash} "
                               f"scheme={self.scheme.name} resolution={self.resolution}\n")
                     with open(body_path) as body:
-                        for line in body:
-                            out.write(line)
+                        out.writelines(body)
                 os.remove(body_path)
             for fh in self._fh.values():
                 fh.close()
