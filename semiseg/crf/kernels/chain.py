@@ -29,7 +29,7 @@ and accumulates the gradients without atomics (every program owns its rows).
 import triton
 import triton.language as tl
 
-NEG = float("-inf")
+NEG = tl.constexpr(float("-inf"))
 
 
 @triton.jit
