@@ -199,6 +199,27 @@ def test_yeast_annotation_round_trip_through_every_format(tmp_path):
                 np.testing.assert_array_equal(back.labels(c), ann.labels(c))
 
 
+def test_chromosome_without_posteriors_has_no_signal(tmp_path):
+    with OutputWriter(tmp_path / "z", SCHEME, {"x": 100, "y": 0},
+                      formats=("bigwig", "bedgraph")) as w:
+        w.add("x", np.array([[0, 100, 0]]))
+    assert np.isnan(read_bigwig(tmp_path / "z.boundary.bw", "x", 0, 5)).all()
+    assert (tmp_path / "z.boundary.bedGraph").read_text() == ""
+
+
+def test_range_of_a_chromosome(tmp_path):
+    bnd = np.linspace(0, 1, 11).astype(np.float32)
+    with OutputWriter(tmp_path / "r", SCHEME, {"x": 100}, resolution=3,
+                      formats=("bigwig", "bed")) as w:
+        w.add("x", np.array([[30, 61, 1]]), np.full((11, 3), 0.5, np.float32), bnd)
+    rows = [r for r in (tmp_path / "r.bed").read_text().splitlines() if not r.startswith("#")]
+    assert rows == ["x\t30\t61\thigh\t500\t+\t30\t61\t200,0,0"]
+    got = read_bigwig(tmp_path / "r.boundary.bw", "x", 25, 65)
+    want = np.full(40, np.nan, np.float32)
+    want[5:36] = np.repeat(bnd, 3)[:31]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_no_partial_output_on_error(tmp_path):
     with pytest.raises(ValueError, match="contiguous"):
         with OutputWriter(tmp_path / "e", SCHEME, SIZES, formats=("bed", "gff3", "bigwig",

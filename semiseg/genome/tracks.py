@@ -157,7 +157,9 @@ class Track:
             self._add_chrom(name, size)
 
     def _values_bigwig(self, fchrom: str, start: int, end: int) -> np.ndarray:
-        return np.asarray(self._bw.values(fchrom, start, end, numpy=True), dtype=np.float32)
+        v = np.asarray(self._bw.values(fchrom, start, end, numpy=True), dtype=np.float32)
+        # a bigWig without any entry answers with an empty array
+        return v if len(v) == end - start else np.full(end - start, np.nan, np.float32)
 
     # -- bedGraph
     def _open_bedgraph(self) -> None:

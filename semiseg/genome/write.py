@@ -464,7 +464,9 @@ def read_bigwig(path: str | os.PathLike, chrom: str, start: int, end: int) -> np
     try:
         if chrom not in bw.chroms():
             return np.full(end - start, np.nan, dtype=np.float32)
-        return np.asarray(bw.values(chrom, start, end, numpy=True), dtype=np.float32)
+        v = np.asarray(bw.values(chrom, start, end, numpy=True), dtype=np.float32)
+        # a bigWig without any entry answers with an empty array
+        return v if len(v) == end - start else np.full(end - start, np.nan, np.float32)
     finally:
         bw.close()
 
