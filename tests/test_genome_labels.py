@@ -212,6 +212,27 @@ def test_small_gff_hand_computed(tmp_path):
     np.testing.assert_array_equal(y, want)
 
 
+def test_non_coding_transcript_kinds(tmp_path):
+    p = tmp_path / "nc.gff3"
+    p.write_text(
+        "chr1\tt\tncRNA_gene\t1\t50\t.\t+\t.\tID=g1\n"
+        "chr1\tt\tlnc_RNA\t1\t50\t.\t+\t.\tID=l1;Parent=g1\n"
+        "chr1\tt\texon\t1\t10\t.\t+\t.\tParent=l1\n"
+        "chr1\tt\texon\t41\t50\t.\t+\t.\tParent=l1\n"
+        "chr1\tt\tpseudogene\t61\t90\t.\t-\t.\tID=p1\n"
+        "chr1\tt\tpseudogenic_transcript\t61\t90\t.\t-\t.\tID=pt1;Parent=p1\n"
+        "chr1\tt\texon\t61\t70\t.\t-\t.\tParent=pt1\n"
+        "chr1\tt\texon\t81\t90\t.\t-\t.\tParent=pt1\n"
+        "chr2\tt\tsnoRNA\t5\t9\t.\t-\t.\tID=s1\n")
+    s = load_scheme("gene_structure")
+    ann = read_annotation(p, s, SIZES)
+    want = np.full(100, s.index("intergenic"))
+    want[0:10] = want[40:50] = s.index("ncRNA+")
+    want[10:40] = s.index("intron+")
+    np.testing.assert_array_equal(ann.labels("chr1"), want)  # pseudogene: unlabelled
+    assert (ann.labels("chr2")[4:9] == s.index("ncRNA-")).all()
+
+
 def test_gtf(tmp_path):
     p = tmp_path / "a.gtf"
     p.write_text(
@@ -219,10 +240,17 @@ def test_gtf(tmp_path):
         'chr1\tt\texon\t61\t90\t.\t+\t.\tgene_id "g1"; transcript_id "t1";\n'
         'chr1\tt\tCDS\t21\t40\t.\t+\t0\tgene_id "g1"; transcript_id "t1";\n'
         'chr1\tt\tCDS\t61\t77\t.\t+\t1\tgene_id "g1"; transcript_id "t1";\n'
-        'chr1\tt\tstop_codon\t78\t80\t.\t+\t0\tgene_id "g1"; transcript_id "t1";\n')
+        'chr1\tt\tstop_codon\t78\t80\t.\t+\t0\tgene_id "g1"; transcript_id "t1";\n'
+        'chr2\tt\texon\t1\t5\t.\t+\t.\tgene_id "g2"; transcript_id "t2"; '
+        'transcript_biotype "lncRNA";\n'
+        'chr2\tt\texon\t11\t15\t.\t+\t.\tgene_id "g3"; transcript_id "t3"; '
+        'transcript_biotype "processed_pseudogene";\n')
     s = load_scheme("gene_structure")
-    x = read_annotation(p, s, SIZES).labels("chr1")
+    ann = read_annotation(p, s, SIZES)
+    x = ann.labels("chr1")
     assert (x[60:80] == s.index("CDS+")).all() and (x[80:90] == s.index("UTR+")).all()
+    y = ann.labels("chr2")
+    assert (y[0:5] == s.index("ncRNA+")).all() and (y[10:15] == s.index("intergenic")).all()
     assert (x[40:60] == s.index("intron+")).all()
 
 

@@ -489,6 +489,7 @@ class Transcript:
     utrs: np.ndarray
     introns: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
     short_gaps: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    ncrna: bool = False  # a non-coding RNA (by type or biotype), labelled ncRNA
 
     @property
     def coding(self) -> bool:
@@ -536,7 +537,8 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
 
     GFF3: rows are grouped by their (first) Parent; a Parent may be an mRNA or,
     as in SGD, a gene. GTF: by ``transcript_id``. A feature of an ncRNA type
-    (``scheme.gff['ncrna_types']``) without parts is a one-exon non-coding transcript.
+    (``scheme.gff['ncrna_types']``, or any ``*RNA`` type but mRNA) without parts is a
+    one-exon non-coding transcript.
     """
     g = scheme.gff
     cds_t, exon_t, utr_t, intron_t = (set(g[k]) for k in ("cds_types", "exon_types",
@@ -567,6 +569,7 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
                     )
         groups.setdefault(key, []).append(r)
     out: list[Transcript] = []
+    ncrna = set(g["ncrna_types"])
     for key, parts in groups.items():
         chrom, strand = parts[0].chrom, parts[0].strand
         for r in parts:
@@ -576,6 +579,12 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
                 )
         parent = ids.get(key)
         ttype = parent.type if parent else ("transcript" if gtf else parts[0].type)
+        biotype = None
+        if gtf:
+            for k in ("transcript_biotype", "transcript_type", "gene_biotype", "gene_type"):
+                biotype = next((r.attrs[k] for r in parts if k in r.attrs), None)
+                if biotype:
+                    break
         tid = key if not key.startswith("\0") else f"{parts[0].type}@{path}:{parts[0].lineno}"
         out.append(Transcript(
             id=tid, chrom=chrom, strand=strand, type=ttype,
@@ -583,17 +592,24 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
             exons=_iv((r.start, r.end) for r in parts if r.type in exon_t),
             utrs=_iv((r.start, r.end) for r in parts if r.type in utr_t),
             introns=_iv((r.start, r.end) for r in parts if r.type in intron_t),
+            ncrna=_is_ncrna(biotype, ncrna) if gtf and biotype else
+            (gtf or _is_ncrna(ttype, ncrna)),
         ))
     if not gtf:
-        ncrna = set(g["ncrna_types"])
         for fid, r in ids.items():
-            if r.type in ncrna and fid not in groups:
+            if _is_ncrna(r.type, ncrna) and fid not in groups:
                 out.append(Transcript(id=fid, chrom=r.chrom, strand=r.strand, type=r.type,
-                                      cds=_iv([]), exons=_iv([(r.start, r.end)]), utrs=_iv([])))
+                                      cds=_iv([]), exons=_iv([(r.start, r.end)]), utrs=_iv([]),
+                                      ncrna=True))
     for t in out:
         _derive_introns(t, scheme.min_intron)
     out.sort(key=lambda t: (t.chrom, t.cds[0, 0] if t.coding else _first(t)))
     return out
+
+
+def _is_ncrna(kind: str, ncrna: set[str]) -> bool:
+    """A non-coding RNA type/biotype: listed in the scheme, or *RNA other than mRNA."""
+    return kind in ncrna or (kind.endswith("RNA") and kind != "mRNA")
 
 
 def _first(t: Transcript) -> int:
@@ -617,8 +633,16 @@ def transcript_parts(t: Transcript) -> list[tuple[int, int, str]]:
     """(start, end, role) pieces of a transcript: CDS, UTR, ncRNA and intron.
 
     Exonic positions are CDS where a CDS row (or a short gap between CDS rows) covers
-    them, else UTR in a coding transcript and ncRNA in a non-coding one.
+    them, else UTR in a coding transcript and ncRNA in a non-coding RNA. Other transcripts
+    without CDS (pseudogenic_transcript, a bare "transcript", an mRNA without CDS) give
+    no parts. In GTF a transcript without CDS is a non-coding RNA when its biotype says
+    so (or when it has no biotype attribute).
     """
+    if not t.coding and not t.ncrna:
+        if len(t.exons) or len(t.utrs):
+            return []
+        # intron rows on their own (as semiseg writes a lone intron)
+        return [(int(s), int(e), "intron") for s, e in t.introns]
     exonic = _merge(np.concatenate([t.cds, t.exons, t.utrs, t.short_gaps]))
     out: list[tuple[int, int, str]] = []
     if t.coding:
