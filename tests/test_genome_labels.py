@@ -3,6 +3,8 @@ import os
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from semiseg.errors import SemisegError
 from semiseg.genome import (
@@ -86,6 +88,19 @@ def test_yeast_label_array(yeast):
     for i in range(40):
         vals, counts = np.unique(bp[i * 10:(i + 1) * 10], return_counts=True)
         assert binned[i] == vals[counts == counts.max()].min()
+
+
+def test_chunked_rasterising_is_seamless(yeast, monkeypatch):
+    fa, scheme, _ = yeast
+    ann = read_annotation(GFF, scheme, fa.chrom_sizes)
+    whole = {r: ann.labels("chrI", 3, 200003, r) for r in (1, 7)}
+    import semiseg.genome.labels as labels_module
+
+    monkeypatch.setattr(labels_module, "_CHUNK", 1000)
+    for r, want in whole.items():
+        np.testing.assert_array_equal(ann.labels("chrI", 3, 200003, r), want)
+    bp = ann.labels("chrI", 3, 200003)
+    np.testing.assert_array_equal(bin_majority(bp, 7, len(scheme)), whole[7])
 
 
 def test_bin_majority_hand_cases():
@@ -286,3 +301,35 @@ def test_annotation_intervals_are_resolved():
                      s, SIZES)
     st, en, lab = ann.intervals("chr1")
     assert (st.tolist(), en.tolist(), lab.tolist()) == ([0, 5, 30], [5, 20, 45], [1, 0, 2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 25), st.integers(-1, 2)),
+                max_size=25),
+       st.permutations([0, 1, 2]), st.sampled_from([None, 1]), st.integers(1, 5))
+def test_overlaps_resolved_like_a_naive_painter(ivs, order, background, resolution):
+    scheme = LabelScheme.from_dict({
+        "labels": ["a", "b", "c"], "priority": [["a", "b", "c"][i] for i in order],
+        "background": None if background is None else "b"})
+    sizes = {"x": 90}
+    starts = [s for s, _, _ in ivs]
+    ends = [min(90, s + n) for s, n, _ in ivs]
+    labs = [lab for _, _, lab in ivs]
+    ann = Annotation({"x": (starts, ends, labs)}, scheme, sizes)
+    # naive: per position, the covering label of highest priority; masked (-1) beats all
+    rank = {lab: -i for i, lab in enumerate(order)}
+    rank[-1] = 1
+    want = np.full(90, -1 if background is None else 1)
+    for p in range(90):
+        cover = [lab for s, e, lab in zip(starts, ends, labs) if s <= p < e]
+        if cover:
+            want[p] = max(cover, key=lambda lab: rank[lab])
+    np.testing.assert_array_equal(ann.labels("x"), want)
+    np.testing.assert_array_equal(ann.labels("x", 7, 61), want[7:61])
+    binned = ann.labels("x", 0, 90, resolution)
+    for i, b in enumerate(binned):
+        chunk = want[i * resolution:(i + 1) * resolution]
+        votes = np.bincount(chunk[chunk >= 0], minlength=3)
+        assert b == (-1 if votes.sum() == 0 else votes.argmax())
+    s, e, lab = ann.intervals("x")
+    assert (s[1:] >= e[:-1]).all() and (e > s).all()

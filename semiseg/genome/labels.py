@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import SemisegError
 from ._util import ChromMatcher, bin_majority, check_region, open_text, overlapping, paint
 
+_CHUNK = 1 << 22  # bp rasterised at a time
 GAP = "gap"  # reserved name: N gaps in outputs; reads back as masked (-1)
 ROLES = ("CDS", "UTR", "intron", "ncRNA")
 _SCHEME_KEYS = {"name", "kind", "background", "min_intron", "labels", "priority", "gff"}
@@ -203,6 +204,8 @@ class LabelScheme:
         min_intron = d.get("min_intron", 20)
         if not isinstance(min_intron, int) or min_intron < 1:
             raise SemisegError(f"{where}: min_intron must be a positive integer")
+        if len(names) > 32000:
+            raise SemisegError(f"{where}: too many labels ({len(names)})")
         if kind == "gene_structure" and not any(roles):
             raise SemisegError(f"{where}: a gene_structure scheme needs labels with a 'role'")
         return cls(names=names, colors=colors, strands=strands, roles=roles, aliases=aliases,
@@ -281,11 +284,19 @@ class Annotation:
         if end is None:
             end = self.chrom_sizes.get(chrom, 0)
         check_region(self.chrom_sizes, chrom, start, end)
-        out = np.full(end - start, self.fill, dtype=np.int64)
+        if resolution < 1:
+            raise ValueError(f"resolution must be >= 1, got {resolution}")
+        # per bp in chunks (int16: schemes have far fewer labels), int64 per step
+        chunk = max(1, _CHUNK // resolution) * resolution
         s, e, lab = self.intervals(chrom)
-        sl = overlapping(s, e, start, end)
-        paint(out, start, s[sl], e[sl], lab[sl])
-        return bin_majority(out, resolution, len(self.scheme))
+        parts = []
+        for lo in range(start, end, chunk):
+            hi = min(end, lo + chunk)
+            out = np.full(hi - lo, self.fill, dtype=np.int16)
+            sl = overlapping(s, e, lo, hi)
+            paint(out, lo, s[sl], e[sl], lab[sl])
+            parts.append(bin_majority(out, resolution, len(self.scheme)))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def _resolve(s, e, lab, rank) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
