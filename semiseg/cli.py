@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -34,6 +36,152 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
 ) -> None:
     _state["debug"] = debug
+
+
+# ----------------------------------------------------------------------------- commands
+_QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars or log lines.")
+_THREADS = typer.Option(
+    None, "--threads", min=1,
+    help="CPU threads for torch (default 1 on CPU: the semi-CRF runs many small "
+         "operations, which extra threads slow down on small or shared machines).")
+_DEVICE = typer.Option(None, "--device", help="auto, cpu or cuda (default: from the config "
+                                             "/ checkpoint, else auto).")
+
+
+def _setup(quiet: bool, threads: int | None) -> None:
+    from . import ui
+
+    ui.set_quiet(quiet)
+    import torch
+
+    torch.set_num_threads(threads or 1)
+
+
+@app.command()
+def train(
+    config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Overrides train.seed."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Overrides train.epochs."),
+    device: Optional[str] = _DEVICE,
+    set_: list[str] = typer.Option([], "--set", help="Override any key: --set train.lr=1e-3 "
+                                                     "(repeatable)."),
+    threads: Optional[int] = _THREADS,
+    quiet: bool = _QUIET,
+) -> None:
+    """Train a model; writes OUT/best.pt, OUT/last.pt, OUT/config.yaml, OUT/metrics.tsv."""
+    from .config import load_config
+    from .train import train as run
+
+    _setup(quiet, threads)
+    overrides = list(set_)
+    overrides += [f"train.seed={seed}"] if seed is not None else []
+    overrides += [f"train.epochs={epochs}"] if epochs is not None else []
+    overrides += [f"device={device}"] if device is not None else []
+    run(load_config(config, overrides), out, resume=resume)
+
+
+@app.command()
+def annotate(
+    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (DIR/best.pt) or run folder."),
+    fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA to annotate."),
+    out: str = typer.Option(..., "--out", "-o", help="Output prefix (PREFIX.bed, ...)."),
+    track: list[str] = typer.Option([], "--track", "-t",
+                                    help="NAME=PATH for each track the model was trained "
+                                         "with (bigWig, bedGraph or BAM; repeatable)."),
+    regions: Optional[Path] = typer.Option(None, "--regions", help="BED of regions to annotate "
+                                                                   "(default: everything)."),
+    chroms: list[str] = typer.Option([], "--chroms", help="Chromosomes to annotate "
+                                                          "(repeatable or comma-separated)."),
+    window: Optional[int] = typer.Option(None, "--window", help="Encoder window, bp."),
+    context: Optional[int] = typer.Option(None, "--context", help="Context dropped at each "
+                                                                  "side of a window, bp."),
+    max_decode_steps: Optional[int] = typer.Option(
+        None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
+    device: Optional[str] = _DEVICE,
+    threads: Optional[int] = _THREADS,
+    quiet: bool = _QUIET,
+) -> None:
+    """Segment a genome: PREFIX.bed, .browser.bed, .gff3, .posterior.LABEL.bw, .boundary.bw,
+    .summary.tsv."""
+    from .annotate import annotate as run
+
+    _setup(quiet, threads)
+    names = [c for item in chroms for c in item.split(",") if c]
+    run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
+        chroms=names or None, device=device or "auto", window=window, context=context,
+        max_decode_steps=max_decode_steps)
+
+
+@app.command()
+def evaluate(
+    pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
+    truth: Path = typer.Option(..., "--truth", "-t", help="Truth BED or GFF3/GTF."),
+    scheme: Optional[str] = typer.Option(
+        None, "--scheme", help="Label scheme: a training config, a scheme YAML or a built-in "
+                               "name; maps GFF3 features to labels (default gene_structure)."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write PREFIX.tsv and "
+                                                                "PREFIX.json."),
+    tolerance: int = typer.Option(10, "--tolerance", min=0, help="Boundary tolerance, bp."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Take the scheme from this "
+                                                               "checkpoint."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Accuracy of a segmentation: base-level P/R/F1/MCC, segment F1, boundary F1."""
+    from . import ui
+    from .evaluate import evaluate as run
+    from .evaluate import load_scheme_arg, render_table, scheme_from_checkpoint, write_report
+
+    ui.set_quiet(quiet)
+    sch = scheme_from_checkpoint(str(model)) if model else load_scheme_arg(scheme)
+    result = run(str(pred), str(truth), scheme=sch, tolerance=tolerance)
+    if out:
+        write_report(result, out)
+    from rich.console import Console
+
+    Console().print(render_table(result, title=f"{pred} vs {truth}"))
+
+
+@app.command()
+def demo(
+    outdir: Path = typer.Argument(..., help="Output folder."),
+    data: Optional[Path] = typer.Option(None, "--data", help="Folder with chrI.fa, chrII.fa "
+                                                             "and yeast_chrI_chrII.gff3."),
+    device: Optional[str] = _DEVICE,
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Overrides the demo's epochs."),
+    threads: Optional[int] = _THREADS,
+    quiet: bool = _QUIET,
+) -> None:
+    """Train on yeast chrII, annotate chrI, evaluate against the SGD annotation."""
+    from .demo import run
+
+    _setup(quiet, threads)
+    run(outdir, data=data, device=device, epochs=epochs)
+
+
+@app.command()
+def plot(
+    pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
+    region: str = typer.Option(..., "--region", "-r", help="chrom:start-end (0-based, bp)."),
+    out: Path = typer.Option(..., "--out", "-o", help="PNG (or PDF/SVG) to write."),
+    truth: Optional[Path] = typer.Option(None, "--truth", "-t", help="Truth BED or GFF3."),
+    scheme: Optional[str] = typer.Option(None, "--scheme", help="As for evaluate."),
+    posteriors: Optional[str] = typer.Option(
+        None, "--posteriors", help="Annotation PREFIX whose posterior bigWigs to draw."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Take the scheme from this "
+                                                               "checkpoint."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Draw predicted segments (and truth, posteriors) over a region."""
+    from . import ui
+    from .evaluate import load_scheme_arg, scheme_from_checkpoint
+    from .plot import plot_region
+
+    ui.set_quiet(quiet)
+    sch = scheme_from_checkpoint(str(model)) if model else load_scheme_arg(scheme)
+    plot_region(str(pred), region, str(out), truth=str(truth) if truth else None, scheme=sch,
+                posteriors=posteriors)
 
 
 def main() -> None:

@@ -31,7 +31,8 @@ from .errors import SemisegError
 class InputsConfig:
     """What the encoder sees.
 
-    fasta:     genome FASTA used for training (plain or bgzip); None for tracks-only models
+    fasta:     genome FASTA(s) used for training (plain or bgzip; a path or a list of
+               paths whose chromosomes together make the genome)
     sequence:  feed the one-hot sequence (A, C, G, T) to the encoder
     softmask:  add a channel that is 1.0 on lowercase (soft-masked) bases
     tracks:    {name: path} or {name: {path, transform, mapq, strand}}; bigWig, bedGraph or
@@ -40,7 +41,7 @@ class InputsConfig:
     alias:     {name_in_file: name_in_fasta} for chromosome names that differ
     """
 
-    fasta: str | None = None
+    fasta: str | list[str] | None = None
     sequence: bool = True
     softmask: bool = False
     tracks: dict[str, Any] = field(default_factory=dict)
@@ -202,7 +203,6 @@ NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
     "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
 }
-PATH_KEYS = ("inputs.fasta", "labels.annotation")
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -322,7 +322,10 @@ def _resolve_paths(cfg: Config, base: Path) -> None:
         p = os.path.expanduser(str(p))
         return p if os.path.isabs(p) else str((base / p).resolve())
 
-    cfg.inputs.fasta = fix(cfg.inputs.fasta)
+    if isinstance(cfg.inputs.fasta, list):
+        cfg.inputs.fasta = [fix(p) for p in cfg.inputs.fasta]
+    else:
+        cfg.inputs.fasta = fix(cfg.inputs.fasta)
     cfg.labels.annotation = fix(cfg.labels.annotation)
     tracks = {}
     for name, spec in cfg.inputs.tracks.items():

@@ -92,6 +92,32 @@ def load_scheme_arg(scheme: str | None):
     return load_scheme(scheme)
 
 
+def scheme_from_checkpoint(path: str):
+    """The LabelScheme a model was trained with."""
+    from .genome import LabelScheme
+    from .train import load_checkpoint
+
+    return LabelScheme.from_dict(load_checkpoint(path)["labels"])
+
+
+def _gff_extents(path: str) -> dict[str, int]:
+    """Furthest end per sequence name in a GFF3/GTF (its chromosomes, in file order)."""
+    ext: dict[str, int] = {}
+    with _open(path) as fh:
+        for line in fh:
+            if line.startswith("##FASTA"):
+                break
+            if line.startswith("#") or not line.strip():
+                continue
+            f = line.split("\t")
+            if len(f) >= 5:
+                try:
+                    ext[f[0]] = max(ext.get(f[0], 0), int(f[4]))
+                except ValueError:
+                    continue
+    return ext
+
+
 def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
     """Truth intervals: a BED (names as they are, or via `scheme`), or a GFF3/GTF (scheme)."""
     if not os.path.isfile(path):
@@ -104,7 +130,12 @@ def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
         scheme = load_scheme("gene_structure")
     from .genome import read_annotation
 
-    ann = read_annotation(path, scheme, sizes)
+    # the truth may cover more chromosomes than were predicted (a genome annotation vs
+    # one chromosome): read all of them, keep the predicted ones
+    all_sizes = dict(sizes)
+    for chrom, end in _gff_extents(path).items() if _is_gff(path) else ():
+        all_sizes.setdefault(chrom, end)
+    ann = read_annotation(path, scheme, all_sizes)
     out = {}
     for chrom in sizes:
         s, e, lab = ann.intervals(chrom)

@@ -1,0 +1,381 @@
+"""`semiseg annotate`: segment a genome with a trained model.
+
+Settings come from the checkpoint (inputs, resolution, label scheme, track statistics,
+the `annotate` section); flags override the `annotate` section only. Chromosomes are
+processed one at a time, in FASTA order:
+
+1. Emissions: the encoder runs over overlapping windows of `annotate.window` bp; each
+   window keeps its centre and drops `annotate.context` bp on each side (except at the
+   chromosome ends), so every position is scored with full context.
+2. Decoding: when the chromosome (or region) has at most `annotate.max_decode_steps`
+   CRF steps it is decoded as one sequence (exact Viterbi segmentation and posteriors
+   over the whole chromosome, no window edges). Otherwise it is decoded in windows of
+   that many steps overlapping by a quarter, and each window keeps its centre.
+   Models trained with `crf.centering: mean` always decode in training-size windows.
+3. Consecutive short contigs are batched together (variable lengths) up to
+   `annotate.batch_steps` CRF steps per batch.
+
+Outputs: PREFIX.bed (BED9), PREFIX.browser.bed, PREFIX.gff3, PREFIX.posterior.LABEL.bw,
+PREFIX.boundary.bw (written by semiseg.genome's OutputWriter) and PREFIX.summary.tsv
+(segments and bp per label), all complete or none (temporary names, renamed at the end).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__, ui
+from .errors import SemisegError
+from .train import build_model, load_checkpoint, pick_device
+
+
+@dataclass
+class Item:
+    """One sequence to decode: [start, end) of a chromosome."""
+
+    chrom: str
+    start: int
+    end: int
+
+
+def parse_tracks(pairs: list[str]) -> dict[str, str]:
+    """["NAME=PATH", ...] -> {name: path} (SemisegError on a malformed or missing entry)."""
+    out = {}
+    for p in pairs:
+        name, sep, path = p.partition("=")
+        if not sep or not name or not path:
+            raise SemisegError(f"--track {p!r}: expected NAME=PATH")
+        if name in out:
+            raise SemisegError(f"--track {name}: given twice")
+        if not os.path.isfile(path):
+            raise SemisegError(f"--track {name}: file not found: {path}")
+        out[name] = path
+    return out
+
+
+def read_regions(path: str, sizes: dict[str, int], res: int = 1) -> list[Item]:
+    """Regions of a BED file (first three columns), widened to multiples of `res` bp,
+    merged where they overlap, in FASTA order."""
+    if not os.path.isfile(path):
+        raise SemisegError(f"--regions: file not found: {path}")
+    by_chrom: dict[str, list[tuple[int, int]]] = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip() or line.startswith(("#", "track", "browser")):
+                continue
+            f = line.split("\t")
+            if len(f) < 3:
+                raise SemisegError(f"{path}:{n}: expected chrom, start, end")
+            try:
+                s, e = int(f[1]), int(f[2])
+            except ValueError:
+                raise SemisegError(f"{path}:{n}: start and end must be integers") from None
+            if f[0] not in sizes:
+                raise SemisegError(f"{path}:{n}: chromosome {f[0]!r} is not in the FASTA "
+                                   f"({', '.join(list(sizes)[:8])})")
+            if not 0 <= s < e <= sizes[f[0]]:
+                raise SemisegError(f"{path}:{n}: region [{s}, {e}) is outside {f[0]} "
+                                   f"(length {sizes[f[0]]})")
+            e = min(sizes[f[0]], -(-e // res) * res)
+            by_chrom.setdefault(f[0], []).append((s // res * res, e))
+    items = []
+    for chrom in sizes:
+        iv = sorted(by_chrom.get(chrom, []))
+        merged: list[list[int]] = []
+        for s, e in iv:
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        items += [Item(chrom, s, e) for s, e in merged]
+    if not items:
+        raise SemisegError(f"--regions: {path} has no regions")
+    return items
+
+
+class Annotator:
+    """A trained model ready to annotate: encoder windows, decoding, posteriors."""
+
+    def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
+                 max_decode_steps: int, batch_steps: int):
+        self.model, self.cfg = build_model(ckpt)
+        self.model.to(device).eval()
+        self.data = data
+        self.columns = ckpt["columns"]
+        self.device = device
+        self.res = self.cfg.model.resolution
+        self.bin = self.cfg.inputs.bin_size
+        self.window, self.context = window, context
+        self.max_steps = max_decode_steps
+        if self.cfg.crf.centering == "mean":
+            self.max_steps = self.cfg.windows.size // self.res
+        self.batch_steps = batch_steps
+        self.amp = device.type == "cuda" and self.cfg.train.amp in ("auto", "on")
+
+    def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
+        feats, _ = self.data.load(chrom, start, end)
+        return np.ascontiguousarray(feats[:, self.columns], dtype=np.float32)
+
+    @torch.no_grad()
+    def _encode(self, x: np.ndarray, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        xt = torch.from_numpy(x).to(self.device)
+        lt = torch.tensor(lengths, dtype=torch.int64, device=self.device)
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
+                            enabled=self.amp):
+            em, hid, _ = self.model(xt, lt)
+        return em.float(), (hid.float() if hid is not None else None)
+
+    def emissions(self, item: Item) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Emissions (S, C) and hidden states (S, H) or None for one long sequence, from
+        overlapping encoder windows whose centres are kept."""
+        L = item.end - item.start
+        S = -(-L // self.res)
+        core = self.window - 2 * self.context
+        if L <= self.window or core <= 0:
+            x = self._load(item.chrom, item.start, item.end)
+            em, hid = self._encode(x[None], [len(x)])
+            return em[0, :S], (hid[0, :S] if hid is not None else None)
+        em_out = hid_out = None
+        for cs in range(0, L, core):  # core [cs, ce) in bp relative to item.start
+            ce = min(cs + core, L)
+            ws, we = max(0, cs - self.context), min(L, ce + self.context)
+            x = self._load(item.chrom, item.start + ws, item.start + we)
+            em, hid = self._encode(x[None], [len(x)])
+            a, b = (cs - ws) // self.res, (cs - ws) // self.res + -(-(ce - cs) // self.res)
+            if em_out is None:
+                em_out = em.new_empty(S, em.shape[-1])
+                hid_out = hid.new_empty(S, hid.shape[-1]) if hid is not None else None
+            s0 = cs // self.res
+            em_out[s0:s0 + b - a] = em[0, a:b]
+            if hid is not None:
+                hid_out[s0:s0 + b - a] = hid[0, a:b]
+        return em_out, hid_out
+
+    @torch.no_grad()
+    def decode(self, em: torch.Tensor, hid, lengths: torch.Tensor):
+        """Viterbi labels (B, S), label posteriors (B, S, C), boundary posteriors (B, S)."""
+        seg = self.model.crf.decode(em, lengths, hidden=hid)
+        post, bnd = self.model.crf.marginals(em, lengths, hidden=hid)
+        return seg.labels, post, bnd
+
+    def decode_long(self, em: torch.Tensor, hid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres."""
+        S = em.shape[0]
+        W = self.max_steps
+        ov = max(1, W // 4) if W < S else 0
+        core = W - 2 * (ov // 2) if ov else W
+        half = (W - core) // 2
+        labels = np.empty(S, np.int64)
+        post = np.empty((S, em.shape[1]), np.float32)
+        bnd = np.empty(S, np.float32)
+        for cs in range(0, S, core):
+            ce = min(cs + core, S)
+            ws, we = max(0, cs - half), min(S, ce + half)
+            lab, p, b = self.decode(em[None, ws:we], None if hid is None else hid[None, ws:we],
+                                    torch.tensor([we - ws], device=em.device))
+            labels[cs:ce] = lab[0, cs - ws:ce - ws].cpu().numpy()
+            post[cs:ce] = p[0, cs - ws:ce - ws].cpu().numpy()
+            bnd[cs:ce] = b[0, cs - ws:ce - ws].cpu().numpy()
+            if cs > 0:
+                bnd[cs] = max(bnd[cs], float(labels[cs] != labels[cs - 1]))
+        return labels, post, bnd
+
+    def run_long(self, item: Item):
+        em, hid = self.emissions(item)
+        S = em.shape[0]
+        if S <= self.max_steps:
+            lab, post, bnd = self.decode(em[None], None if hid is None else hid[None],
+                                         torch.tensor([S], device=em.device))
+            return lab[0].cpu().numpy(), post[0].cpu().numpy(), bnd[0].cpu().numpy(), True
+        lab, post, bnd = self.decode_long(em, hid)
+        return lab, post, bnd, False
+
+    def run_batch(self, items: list[Item]):
+        """Several short sequences in one batch (each fits one encoder window)."""
+        xs = [self._load(it.chrom, it.start, it.end) for it in items]
+        T = max(len(x) for x in xs)
+        x = np.zeros((len(xs), T, xs[0].shape[1]), np.float32)
+        for i, xi in enumerate(xs):
+            x[i, :len(xi)] = xi
+        em, hid = self._encode(x, [len(xi) for xi in xs])
+        steps = torch.tensor([-(-(it.end - it.start) // self.res) for it in items],
+                             device=self.device)
+        lab, post, bnd = self.decode(em, hid, steps)
+        out = []
+        for i, n in enumerate(steps.tolist()):
+            out.append((lab[i, :n].cpu().numpy(), post[i, :n].cpu().numpy(),
+                        bnd[i, :n].cpu().numpy()))
+        return out
+
+
+def _groups(items: list[Item], res: int, window: int, max_steps: int, batch_steps: int):
+    """Consecutive short items batched together; long items alone."""
+    group: list[Item] = []
+    total = 0
+    for it in items:
+        L = it.end - it.start
+        steps = -(-L // res)
+        short = L <= window and steps <= max_steps and steps <= batch_steps
+        if not short:
+            if group:
+                yield group
+                group, total = [], 0
+            yield [it]
+            continue
+        if group and (len(group) + 1) * max(total, steps) > batch_steps:
+            yield group
+            group, total = [], 0
+        group.append(it)
+        total = max(total, steps)
+    if group:
+        yield group
+
+
+def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None:
+    """PREFIX.summary.tsv: segments and bp per label (written atomically)."""
+    total_bp = sum(c["bp"] for c in counts.values()) or 1
+    lines = [f"# semiseg {meta['version']} model {meta['model_hash']} resolution "
+             f"{meta['resolution']} bp", "label\tsegments\tbp\tfraction"]
+    for n in names:
+        c = counts.get(n, {"segments": 0, "bp": 0})
+        lines.append(f"{n}\t{c['segments']}\t{c['bp']}\t{c['bp'] / total_bp:.6f}")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
+             regions: str | None = None, chroms: list[str] | None = None,
+             device: str = "auto", window: int | None = None, context: int | None = None,
+             max_decode_steps: int | None = None, batch_steps: int | None = None,
+             alias: dict | None = None, threads: int | None = None) -> list[str]:
+    """Annotate `fasta` with the model checkpoint `model`; returns the files written."""
+    from .genome import Fasta, GenomeData, LabelScheme, OutputWriter, labels_to_segments
+
+    if threads:
+        torch.set_num_threads(threads)
+    ckpt = load_checkpoint(model)
+    dev = pick_device(device)
+    if not os.path.isfile(fasta):
+        raise SemisegError(f"--fasta: file not found: {fasta}")
+    scheme = LabelScheme.from_dict(ckpt["labels"])
+    given = parse_tracks(list(tracks))
+    trained = [t["name"] for t in ckpt["genome"].get("tracks", [])]
+    if sorted(given) != sorted(trained):
+        raise SemisegError(
+            f"the model was trained with tracks [{', '.join(trained) or 'none'}] but "
+            f"[{', '.join(given) or 'none'}] were given (use --track NAME=PATH for each)")
+    fa = Fasta(fasta)
+    data = GenomeData.from_config(ckpt["genome"], fa, track_paths=given or None, alias=alias)
+    sizes = dict(fa.chrom_sizes)
+    if chroms:
+        missing = [c for c in chroms if c not in sizes]
+        if missing:
+            raise SemisegError(f"--chroms: {', '.join(missing)} not in {fasta} "
+                               f"({', '.join(list(sizes)[:8])})")
+    res = build_model(ckpt)[1].model.resolution
+    if regions:
+        items = read_regions(regions, sizes, res)
+        if chroms:
+            items = [it for it in items if it.chrom in chroms]
+    else:
+        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in chroms]
+    if not items:
+        raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
+    out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
+
+    acfg = build_model(ckpt)[1].annotate
+    ann = Annotator(ckpt, data, dev, window or acfg.window, acfg.context if context is None
+                    else context, max_decode_steps or acfg.max_decode_steps,
+                    batch_steps or acfg.batch_steps)
+    if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
+        raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
+                           f"multiples of the resolution ({res} bp), window > 2 * context")
+    names = list(scheme.names)
+    counts = {n: {"segments": 0, "bp": 0} for n in names}
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
+    ui.log(f"model {model} ({ckpt['model_hash']}), {len(items)} sequence(s) on "
+           f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}")
+    total_bp = sum(it.end - it.start for it in items)
+    t0 = time.perf_counter()
+    by_chrom: dict[str, list] = {}
+    pending = {c: sum(1 for it in items if it.chrom == c) for c in out_sizes}
+    written = []
+    with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
+                      model_hash=ckpt["model_hash"]) as writer, ui.progress() as bar:
+        task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
+        for group in _groups(items, res, ann.window, ann.max_steps, ann.batch_steps):
+            if len(group) == 1:
+                it = group[0]
+                lab, post, bnd, whole = ann.run_long(it)
+                how = ("as one sequence" if whole else
+                       f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
+                ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
+                results = [(it, lab, post, bnd)]
+            else:
+                ui.log(f"{len(group)} short sequences decoded together in one batch")
+                results = [(it, *r) for it, r in zip(group, ann.run_batch(group))]
+            for it, lab, post, bnd in results:
+                by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd))
+                pending[it.chrom] -= 1
+                bar.update(task, advance=it.end - it.start, info=it.chrom)
+            for chrom in list(pending):
+                if pending[chrom]:
+                    break
+                _emit(writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res,
+                      names, counts, fa, labels_to_segments)
+                del pending[chrom]
+        summary = f"{out}.summary.tsv"
+        write_summary(summary, names, counts, meta)
+        written.append(summary)
+    secs = time.perf_counter() - t0
+    ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s ({total_bp / max(secs, 1e-9):,.0f} bp/s)")
+    for suffix in ["bed", "browser.bed", "gff3", "boundary.bw"] + [
+            f"posterior.{n}.bw" for n in names]:
+        p = f"{out}.{suffix}"
+        if os.path.exists(p):
+            written.append(p)
+    return written
+
+
+def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[str],
+          counts: dict, fa, labels_to_segments) -> None:
+    """Assemble one chromosome from its decoded parts and hand it to the writer. Positions
+    outside the decoded regions are written as gaps."""
+    S = -(-length // res)
+    C = len(names)
+    lab = np.full(S, -1, np.int64)
+    post = np.zeros((S, C), np.float32)
+    bnd = np.zeros(S, np.float32)
+    gaps = []
+    prev_end = 0
+    for it, l, p, b in sorted(parts, key=lambda r: r[0].start):
+        s0 = it.start // res
+        lab[s0:s0 + len(l)] = l
+        post[s0:s0 + len(l)] = p
+        bnd[s0:s0 + len(l)] = b
+        if it.start > prev_end:
+            gaps.append((prev_end, it.start))
+        prev_end = it.end
+    if prev_end < length:
+        gaps.append((prev_end, length))
+    n_runs = fa.n_runs(chrom, min_length=max(100, res))
+    all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)
+    if len(n_runs):
+        all_gaps = np.concatenate([all_gaps, np.asarray(n_runs, np.int64).reshape(-1, 2)])
+        all_gaps = all_gaps[np.argsort(all_gaps[:, 0], kind="stable")]
+    segments = labels_to_segments(lab, start=0, resolution=res, end=length)
+    for s, e, c in segments.tolist():
+        if c >= 0:
+            counts[names[c]]["segments"] += 1
+            counts[names[c]]["bp"] += e - s
+    writer.add(chrom, segments, posteriors=post, boundary=bnd,
+               gaps=all_gaps if len(all_gaps) else None)

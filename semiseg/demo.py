@@ -1,0 +1,130 @@
+"""`semiseg demo OUTDIR`: train on yeast chrII, annotate chrI, evaluate against SGD.
+
+Writes OUTDIR/model/ (a training run), OUTDIR/annotation.* (as `semiseg annotate` with
+PREFIX OUTDIR/annotation), OUTDIR/evaluation.{tsv,json} and OUTDIR/example.png (a region
+of chrI: truth, prediction, posteriors). Re-running continues an interrupted run.
+
+The settings are those of configs/demo.yaml (a test keeps the two equal); they are kept
+here too so the demo also runs after `pip install .`, where configs/ is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from . import ui
+from .config import Config, from_dict
+from .errors import SemisegError
+
+DATA_FILES = ("chrI.fa", "chrII.fa", "yeast_chrI_chrII.gff3")
+
+SCHEME = {
+    "name": "cds",
+    "kind": "gene_structure",
+    "background": "intergenic",
+    "labels": [
+        {"name": "intergenic", "strand": ".", "color": [200, 200, 200]},
+        {"name": "CDS+", "role": "CDS", "strand": "+", "color": [0, 90, 200]},
+        {"name": "CDS-", "role": "CDS", "strand": "-", "color": [200, 40, 40]},
+    ],
+}
+
+SETTINGS = {
+    "inputs": {"sequence": True, "bin_size": 1},
+    "labels": {"scheme": SCHEME},
+    "windows": {"chroms": ["chrII"], "size": 5000, "overlap": 0, "valid_fraction": 0.15},
+    "model": {"encoder": "cnn", "channels": 32, "layers": 6, "kernel_size": 5,
+              "stem_kernel": 9, "max_dilation": 16, "dropout": 0.1, "resolution": 20},
+    "crf": {"max_duration": 64, "duration": "learned", "boundaries": True, "start_end": True,
+            "centering": "none"},
+    "train": {"epochs": 20, "batch_size": 16, "lr": 0.003, "weight_decay": 0.01,
+              "warmup_epochs": 1, "grad_clip": 1.0, "patience": 5, "seed": 0},
+    "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000},
+    "device": "auto",
+}
+
+
+def find_data(data: str | os.PathLike | None = None) -> Path:
+    """The folder holding the demo files: --data, $SEMISEG_DATA, ./data/yeast, or the
+    repository's data/yeast next to the installed package (editable installs)."""
+    if data is not None:
+        candidates = [Path(data), Path(data) / "yeast"]
+    else:
+        candidates = []
+        if os.environ.get("SEMISEG_DATA"):
+            candidates += [Path(os.environ["SEMISEG_DATA"])]
+        candidates += [Path.cwd() / "data" / "yeast",
+                       Path(__file__).resolve().parent.parent / "data" / "yeast"]
+    for folder in candidates:
+        if all((folder / f).is_file() for f in DATA_FILES):
+            return folder.resolve()
+    raise SemisegError(
+        f"demo data not found (looked for {', '.join(DATA_FILES)} in "
+        f"{', '.join(str(c) for c in candidates)}); run from the repository root or pass "
+        "--data path/to/semiseg/data/yeast")
+
+
+def demo_config(data_dir: Path, overrides: dict | None = None) -> Config:
+    """The demo's Config with the data files of `data_dir`."""
+    import copy
+
+    d = copy.deepcopy(SETTINGS)
+    d["inputs"]["fasta"] = [str(data_dir / "chrI.fa"), str(data_dir / "chrII.fa")]
+    d["labels"]["annotation"] = str(data_dir / "yeast_chrI_chrII.gff3")
+    for key, value in (overrides or {}).items():
+        section, _, name = key.partition(".")
+        if name:
+            d[section][name] = value
+        else:
+            d[section] = value
+    return from_dict(d, data_dir)
+
+
+def run(outdir: str | os.PathLike, data=None, device: str | None = None,
+        epochs: int | None = None) -> dict:
+    """The whole demo; returns the evaluation result."""
+    from rich.console import Console
+
+    from .annotate import annotate
+    from .evaluate import evaluate, render_table, write_report
+    from .genome import LabelScheme
+    from .plot import plot_region
+    from .train import train
+
+    data_dir = find_data(data)
+    over = {}
+    if device:
+        over["device"] = device
+    if epochs:
+        over["train.epochs"] = epochs
+    cfg = demo_config(data_dir, over)
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    model_dir = out / "model"
+    resume = (model_dir / "last.pt").is_file()
+    ui.log(f"demo: data {data_dir}; output {out}")
+    ui.log("step 1/3: train on chrII" + (" (resuming)" if resume else ""))
+    train(cfg, model_dir, resume=resume)
+    t1 = time.perf_counter()
+    ui.log("step 2/3: annotate chrI")
+    prefix = str(out / "annotation")
+    annotate(str(model_dir / "best.pt"), str(data_dir / "chrI.fa"), prefix,
+             device=cfg.device)
+    t2 = time.perf_counter()
+    ui.log("step 3/3: evaluate against the SGD annotation of chrI")
+    scheme = LabelScheme.from_dict(SCHEME)
+    result = evaluate(f"{prefix}.bed", str(data_dir / "yeast_chrI_chrII.gff3"), scheme=scheme,
+                      tolerance=cfg.model.resolution)
+    result["seconds"] = {"train": t1 - t0, "annotate": t2 - t1,
+                         "total": time.perf_counter() - t0}
+    write_report(result, str(out / "evaluation"))
+    plot_region(f"{prefix}.bed", "chrI:130000-160000", str(out / "example.png"),
+                truth=str(data_dir / "yeast_chrI_chrII.gff3"), scheme=scheme,
+                posteriors=prefix)
+    Console().print(render_table(result, title="semiseg demo: chrI vs SGD"))
+    ui.log(f"demo done in {time.perf_counter() - t0:.0f} s: {out}/evaluation.tsv, "
+           f"{prefix}.bed, {out}/example.png")
+    return result
