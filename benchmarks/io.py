@@ -6,8 +6,9 @@ Makes 4 small tracks over yeast chrI + chrII in a temporary folder (a bigWig, a 
 and two BAM coverage tracks: all reads with MAPQ >= 10, and minus-strand reads), opens
 them with the FASTA and the SGD GFF3 labels, and times GenomeData.load over 1,000,000 bp
 (chrII whole + the first 186,822 bp of chrI), as 2 regions and as 10 windows of 100 kb,
-at 1 bp and 10 bp resolution. Median of the repeats after one warm-up run. Appends the
-table to benchmarks/RESULTS.md.
+at 1 bp and 10 bp resolution; then times the writers on the same 1 Mb (the annotation as
+a segmentation, noisy posteriors). Median of the repeats after one warm-up run (writers:
+at most 3). Appends the table to benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ sys.path.insert(0, ROOT)
 from semiseg.genome import (
     Fasta,
     GenomeData,
+    OutputWriter,
     TrackSpec,
     load_scheme,
+    labels_to_segments,
     make_windows,
     read_annotation,
 )
@@ -134,6 +137,29 @@ def main() -> None:
                          resolution, timed(load_regions, args.repeats)))
             rows.append((f"load 1 Mb as {len(windows)} x 100 kb windows",
                          resolution, timed(load_windows, args.repeats)))
+        # writers: the annotation as a decoded segmentation with noisy posteriors
+        rng = np.random.default_rng(1)
+        for resolution in (1, 10):
+            lab = {c: ann.labels(c, s, e, resolution) for c, s, e in regions}
+            post = {}
+            for c, v in lab.items():
+                p = rng.random((len(v), len(scheme)), dtype=np.float32) * 0.2
+                p[np.arange(len(v)), v] += 1.0
+                post[c] = p / p.sum(1, keepdims=True)
+            sizes_out = {c: e for c, _, e in regions}
+
+            def write(formats, resolution=resolution, lab=lab, post=post, sizes_out=sizes_out):
+                with OutputWriter(os.path.join(tmp, "out"), scheme, sizes_out,
+                                  resolution=resolution, formats=formats, fasta=fa) as w:
+                    for c in sizes_out:
+                        seg = labels_to_segments(lab[c], 0, resolution, end=sizes_out[c])
+                        w.add(c, seg, post[c], post[c][:, 0])
+
+            reps = min(3, args.repeats)
+            rows.append(("write BED9 + browser BED + GFF3 (1 Mb)", resolution,
+                         timed(lambda: write(("bed", "gff3")), reps)))
+            rows.append((f"write {len(scheme) + 1} bigWigs (1 Mb)", resolution,
+                         timed(lambda: write(("bigwig",)), reps)))
         data.close()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

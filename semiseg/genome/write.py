@@ -265,14 +265,12 @@ class OutputWriter:
         score = np.zeros(len(s), dtype=np.int64)
         mean = np.full(len(s), np.nan)
         if post is not None:
-            cs = np.zeros((len(post) + 1, n), dtype=np.float64)
-            np.cumsum(post, axis=0, out=cs[1:])
+            # per segment (no (T, C) float64 copy: posteriors may be a whole chromosome)
             j0 = (s - lo) // r
             j1 = -(-(e - lo) // r)
             ok = lab >= 0
-            li = np.where(ok, lab, 0)
-            mean = (cs[j1, li] - cs[j0, li]) / (j1 - j0)
-            mean[~ok] = np.nan
+            for i in np.flatnonzero(ok).tolist():
+                mean[i] = post[j0[i]:j1[i], lab[i]].mean(dtype=np.float64)
             score = np.where(ok, np.clip(np.rint(1000 * mean), 0, 1000), 0).astype(np.int64)
         if "bed" in self.formats:
             self._write_bed(chrom, s, e, lab, score)
@@ -411,7 +409,7 @@ class OutputWriter:
     def _write_signal(self, key, chrom, lo, hi, values, valid) -> None:
         r = self.resolution
         t = len(values)
-        v = np.asarray(values, dtype=np.float64)
+        v = np.asarray(values)
         ok = valid & ~np.isnan(v)
         edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
         run_s, run_e = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -420,15 +418,17 @@ class OutputWriter:
             for a, b in zip(run_s.tolist(), run_e.tolist()):
                 # the last step may be shorter than the resolution (chromosome end)
                 full_b = b - 1 if (b == t and lo + t * r > hi) else b
-                if full_b > a:
-                    bw.addEntries(chrom, lo + a * r, values=v[a:full_b], span=r, step=r)
+                for c in range(a, full_b, 1 << 20):  # float64 copies of 1M steps at most
+                    d = min(full_b, c + (1 << 20))
+                    bw.addEntries(chrom, lo + c * r, values=v[c:d].astype(np.float64),
+                                  span=r, step=r)
                 if full_b < b:
                     bw.addEntries([chrom], [lo + full_b * r], ends=[hi], values=[float(v[full_b])])
         fh = self._fh.get(f"bg:{key}")
         if fh is not None:
             lines = []
             for a, b in zip(run_s.tolist(), run_e.tolist()):
-                seg = v[a:b]
+                seg = v[a:b].astype(np.float64)
                 change = np.flatnonzero(seg[1:] != seg[:-1]) + 1
                 starts = np.concatenate([[0], change])
                 ends = np.concatenate([change, [b - a]])
