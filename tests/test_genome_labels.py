@@ -248,6 +248,24 @@ def test_non_coding_transcript_kinds(tmp_path):
     assert (ann.labels("chr2")[4:9] == s.index("ncRNA-")).all()
 
 
+def test_exon_shared_by_two_transcripts(tmp_path):
+    p = tmp_path / "shared.gff3"
+    p.write_text(
+        "chr1\tt\tgene\t1\t90\t.\t+\t.\tID=g\n"
+        "chr1\tt\tmRNA\t1\t90\t.\t+\t.\tID=m1;Parent=g\n"
+        "chr1\tt\tmRNA\t1\t60\t.\t+\t.\tID=m2;Parent=g\n"
+        "chr1\tt\tCDS\t1\t30\t.\t+\t0\tParent=m1,m2\n"
+        "chr1\tt\tCDS\t61\t90\t.\t+\t0\tParent=m1\n"
+        "chr1\tt\tCDS\t51\t60\t.\t+\t0\tParent=m2\n")
+    s = load_scheme("gene_structure")
+    rows, gtf = read_gff_rows(p, SIZES)
+    ts = {t.id: t for t in gff_transcripts(rows, gtf, s)}
+    assert ts["m1"].introns.tolist() == [[30, 60]]
+    assert ts["m2"].introns.tolist() == [[30, 50]]  # needs the shared first CDS row
+    x = read_annotation(p, s, SIZES).labels("chr1")
+    assert (x[30:50] == s.index("intron+")).all() and (x[50:60] == s.index("CDS+")).all()
+
+
 def test_gtf(tmp_path):
     p = tmp_path / "a.gtf"
     p.write_text(

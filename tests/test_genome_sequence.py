@@ -113,6 +113,16 @@ def test_missing_index_in_read_only_folder(tmp_path, monkeypatch):
     assert not os.path.exists(path + ".fai")
 
 
+def test_stale_index_is_rebuilt(tmp_path):
+    path = write_fasta(tmp_path / "s.fa", {"x": "ACGT" * 10})
+    Fasta(path).close()
+    write_fasta(path, {"x": "ACGT" * 10, "y": "GGGG" * 30}, width=13)  # FASTA changed
+    os.utime(path + ".fai", (1, 1))  # the old index is older than the FASTA
+    with Fasta(path) as fa:
+        assert fa.chrom_sizes == {"x": 40, "y": 120}
+        assert fa.fetch("y", 10, 20) == ("GGGG" * 30)[10:20]
+
+
 def test_read_chrom_sizes(tmp_path):
     p = tmp_path / "g.sizes"
     p.write_text("chr1\t100\nchr2\t50\n")

@@ -546,7 +546,7 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
                     path: str = "annotation") -> list[Transcript]:
     """Group CDS/exon/UTR/intron rows into transcripts and derive introns.
 
-    GFF3: rows are grouped by their (first) Parent; a Parent may be an mRNA or,
+    GFF3: rows are grouped by Parent (each, if several); a Parent may be an mRNA or,
     as in SGD, a gene. GTF: by ``transcript_id``. A feature of an ncRNA type
     (``scheme.gff['ncrna_types']``, or any ``*RNA`` type but mRNA) without parts is a
     one-exon non-coding transcript.
@@ -568,17 +568,18 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
             key = r.attrs.get("transcript_id")
             if not key:
                 raise SemisegError(f"{path}:{r.lineno}: GTF {r.type} row has no transcript_id")
-        else:
-            parent = r.attrs.get("Parent")
-            if parent is None:
-                key = f"\0line{r.lineno}"  # a part with no parent stands alone
-            else:
-                key = parent.split(",")[0]
-                if key not in ids:
-                    raise SemisegError(
-                        f"{path}:{r.lineno}: Parent {key!r} is not the ID of any feature"
-                    )
-        groups.setdefault(key, []).append(r)
+            groups.setdefault(key, []).append(r)
+            continue
+        parent = r.attrs.get("Parent")
+        if parent is None:  # a part with no parent stands alone
+            groups.setdefault(f"\0line{r.lineno}", []).append(r)
+            continue
+        for key in parent.split(","):  # an exon may be shared by several transcripts
+            if key not in ids:
+                raise SemisegError(
+                    f"{path}:{r.lineno}: Parent {key!r} is not the ID of any feature"
+                )
+            groups.setdefault(key, []).append(r)
     out: list[Transcript] = []
     ncrna = set(g["ncrna_types"])
     for key, parts in groups.items():

@@ -115,14 +115,20 @@ class _FastaFile:
                 "recompress it with 'bgzip' (or decompress it) so it can be indexed"
             )
         needed = [path + ".fai"] + ([path + ".gzi"] if kind == "bgzip" else [])
-        missing = [p for p in needed if not os.path.exists(p)]
+        # a missing index, or one older than the FASTA, is (re)built
+        stale = [p for p in needed
+                 if not os.path.exists(p) or os.path.getmtime(p) < os.path.getmtime(path)]
         folder = os.path.dirname(os.path.abspath(path))
-        if missing and not os.access(folder, os.W_OK):
+        if stale and not os.access(folder, os.W_OK):
+            what = "no index" if not os.path.exists(stale[0]) else "an index older than itself"
             raise SemisegError(
-                f"{path} has no index ({os.path.basename(missing[0])}) and its folder "
+                f"{path} has {what} ({os.path.basename(stale[0])}) and its folder "
                 f"{folder} is read-only; run 'samtools faidx' where it can be written, "
                 "or copy the FASTA to a writable folder"
             )
+        for p in stale:
+            if os.path.exists(p):
+                os.remove(p)
         self.kind = kind
         try:
             if kind == "plain":
@@ -130,7 +136,7 @@ class _FastaFile:
 
                 self.handle = pyfaidx.Fasta(
                     path, as_raw=True, sequence_always_upper=False,
-                    rebuild=bool(missing), build_index=True,
+                    rebuild=bool(stale), build_index=True,
                 )
                 self.chrom_sizes = {name: len(rec) for name, rec in self.handle.records.items()}
             else:
