@@ -191,6 +191,13 @@ def test_alias_map(tmp_path):
     bed.write_text("1\t10\t20\tactive\n")
     ann = read_annotation(bed, LabelScheme.from_dict(SCHEME), SIZES, alias={"1": "chr1"})
     assert (ann.labels("chr1")[10:20] == 0).all()
+    bed.write_text("1\t10\t20\tactive\nchrM\t1\t5\trepressed\n")
+    with pytest.raises(SemisegError, match="chrM not in FASTA names"):
+        read_annotation(bed, LabelScheme.from_dict(SCHEME), SIZES, alias={"1": "chr1"})
+    # an empty alias drops a chromosome on purpose
+    ann = read_annotation(bed, LabelScheme.from_dict(SCHEME), SIZES,
+                          alias={"1": "chr1", "chrM": ""})
+    assert (ann.labels("chr1")[10:20] == 0).all()
 
 
 GFF_SMALL = """##gff-version 3

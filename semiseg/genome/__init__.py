@@ -14,7 +14,10 @@ Conventions (everywhere in this package)
   majority label of the bin (ties -> lowest label index; masked only if the whole bin is).
 - Chromosome sizes are a ``dict[str, int]`` in FASTA order (that order is the output
   order). Names are never renamed silently: a mismatch raises SemisegError listing both
-  sides, unless an alias map ``{name_in_file: name_in_fasta}`` is given.
+  sides, unless an alias map ``{name_in_file: name_in_fasta}`` is given (an empty
+  ``name_in_fasta`` drops that chromosome's lines on purpose, e.g. ``{"chrM": ""}``).
+  Annotations must match fully; a track needs at least one matching chromosome (the
+  others read as missing).
 - Every user-input problem raises ``semiseg.errors.SemisegError`` with one line (file and
   line number where there is one). Writers never leave partial output.
 

@@ -37,7 +37,8 @@ class ChromMatcher:
     """Maps chromosome names of an input file to the FASTA's names.
 
     A name is used as is when the FASTA has it, else through ``alias`` (file name ->
-    FASTA name). Names that match neither are collected so one error can list both sides.
+    FASTA name; an empty name or None drops that chromosome's lines on purpose). Names
+    that match neither are collected so one error can list both sides.
     """
 
     def __init__(self, chrom_sizes: Mapping[str, int], alias: Mapping[str, str] | None = None):
@@ -48,9 +49,12 @@ class ChromMatcher:
     def __call__(self, name: str, line: int = 0) -> str | None:
         if name in self.chrom_sizes:
             return name
-        target = self.alias.get(name)
-        if target is not None and target in self.chrom_sizes:
-            return target
+        if name in self.alias:
+            target = self.alias[name]
+            if not target:
+                return None  # dropped on purpose
+            if target in self.chrom_sizes:
+                return target
         self.unknown.setdefault(name, line)
         return None
 
