@@ -64,6 +64,17 @@ def test_bedgraph_errors(tmp_path, rows, msg):
         Track(TrackSpec("s", path), SIZES)
 
 
+def test_files_of_the_wrong_kind(tmp_path):
+    (tmp_path / "x.bw").write_text("chr1\t0\t10\t1\n")
+    with pytest.raises(SemisegError, match="is not a bigWig"):
+        Track(TrackSpec("x", tmp_path / "x.bw"), SIZES)
+    (tmp_path / "x.bam").write_text("not a bam\n")
+    with pytest.raises(SemisegError, match="cannot read BAM"):
+        Track(TrackSpec("x", tmp_path / "x.bam"), SIZES)
+    with pytest.raises(SemisegError, match="file not found"):
+        Track(TrackSpec("x", tmp_path / "nothere.bw"), SIZES)
+
+
 def test_track_spec_checks(tmp_path):
     with pytest.raises(SemisegError, match="cannot tell the type"):
         TrackSpec("x", "a.txt")
