@@ -5,8 +5,8 @@ Conventions (everywhere in this package)
 - Coordinates are 0-based half-open ``[start, end)`` in bp. GFF3 is 1-based closed only
   inside the GFF3 reader/writer.
 - A *label array* is ``(T,) int64``, one label index per position (per bp, or per bin at
-  ``resolution > 1``); ``-1`` = masked (unlabelled with no background label, or inside an
-  N gap when asked) and must be ignored by the loss and by evaluation.
+  ``resolution > 1``); ``-1`` = masked (unlabelled with no background label, or a ``gap`` row
+  of a semiseg output read back) and must be ignored by the loss and by evaluation.
 - Features are ``(T, F) float32``; posteriors ``(T, C) float32`` (C = number of labels),
   the boundary posterior ``(T,) float32``. At ``resolution = r`` bin ``i`` covers bp
   ``[start + i*r, min(start + (i+1)*r, end))``; ``T = ceil((end - start) / r)`` (the last
@@ -79,21 +79,29 @@ labels.py
       priority: [active, quiet]  # highest first; default: label order
       # gene_structure only: role per label (CDS, UTR, intron, ncRNA), min_intron,
       # gff: {cds_types, exon_types, utr_types, intron_types, ncrna_types}
-``Annotation``: non-overlapping labelled intervals per chromosome (priority applied).
+``Annotation(intervals {chrom: (starts, ends, labels)}, scheme, chrom_sizes)``:
+  non-overlapping labelled intervals per chromosome (overlaps resolved by priority on
+  construction; label -1 beats all).
   - ``.labels(chrom, start, end, resolution=1) -> (T,) int64`` (background or -1 where
     unlabelled)
   - ``.intervals(chrom) -> (starts, ends, labels)`` int64 arrays, sorted.
 ``read_annotation(path, scheme, chrom_sizes, alias=None) -> Annotation``: BED (name column
   -> label via the scheme's names/aliases; BED9 written by semiseg reads back, ``gap``
-  -> -1) or GFF3/GTF (gene-structure scheme: genes/transcripts, CDS/exon/UTR rows, introns
-  from gaps >= min_intron between a transcript's exons/CDS; non-gene schemes: one
-  feature per interval, label from the ``label``/``Name`` attribute or the type).
+  -> -1; lines in any order) or GFF3/GTF (by extension). Gene-structure scheme:
+  transcripts from CDS/exon/UTR/intron rows grouped by Parent (an mRNA, or the gene as
+  in SGD) or GTF transcript_id; introns = gaps >= min_intron between a transcript's
+  exonic blocks (or explicit intron rows); shorter gaps take the exon label (CDS
+  between two CDS rows: Ty frameshifts); transcripts without CDS are ncRNA when their
+  type/biotype is an RNA (ncrna_types, or ``*RNA`` but mRNA), else unlabelled
+  (pseudogenic transcripts); childless ncRNA-type features are one exon. Non-gene
+  schemes: one interval per row whose ``label=`` attribute (must be known) or type
+  names a label; other rows ignored. ``gap`` rows -> -1.
   Also the reader of truth files for evaluation.
 ``read_bed_labels``, ``read_gff_labels``: the two halves of ``read_annotation``.
-``read_gff_rows(path, chrom_sizes, alias) -> (rows, is_gtf)``,
+``read_gff_rows(path, chrom_sizes, alias=None) -> (rows, is_gtf)``,
 ``gff_transcripts(rows, is_gtf, scheme) -> list[Transcript]`` (``.cds``, ``.exons``,
-  ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.strand``,
-  ``.type``) and ``transcript_parts(t) -> [(start, end, role)]``: the gene model itself.
+  ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.ncrna``,
+  ``.strand``, ``.type``, ``.id``) and ``transcript_parts(t) -> [(start, end, role)]``: the gene model itself.
 
 windows.py (windows, splits and the loader)
 -------------------------------------------
