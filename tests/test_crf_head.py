@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 
+import bruteforce as bf
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bruteforce as bf
 from semiseg.crf import SemiCRF, log_partition, marginals, viterbi
 from semiseg.crf.durations import FAMILIES, make_duration
 

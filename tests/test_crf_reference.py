@@ -10,12 +10,11 @@ from __future__ import annotations
 import math
 import zlib
 
+import bruteforce as bf
 import pytest
 import torch
 
-import bruteforce as bf
-from semiseg.crf import log_partition, marginals, viterbi
-from semiseg.crf import reference
+from semiseg.crf import log_partition, marginals, reference, viterbi
 
 F64 = torch.float64
 TOL = dict(atol=1e-10, rtol=1e-10)

@@ -137,36 +137,43 @@ def _chunk_terms(x: CRFInputs, t0: int, t1: int):
 
 
 class _Forward:
-    """The alpha recursion, one step at a time, with its ring state (see module doc)."""
+    """The alpha recursion, one step at a time, with its ring state (see module doc).
+
+    Rings are (B, C, 2K), durations last (reductions over the last dimension are the
+    fast ones); slot s % K holds position s, written twice (slots j and j + K), so the
+    window of step t is the slice [t % K, t % K + K), ordered s = t-K..t-1 (d = K..1).
+    """
 
     def __init__(self, x: CRFInputs, m: _Model):
         self.x, self.m = x, m
         B, C, K = m.B, m.C, m.K
         dev = x.scores.device
-        self.db_rev = m.db.flip(0)  # window index k <-> duration K - k
+        self.db_rev = m.db.flip(0).T.contiguous()  # (C, K): window index k <-> d = K - k
         if m.dd:
-            self.tr_rev = m.tr.flip(0)
-            self.abuf = torch.full((B, 2 * K, C + 1), NEG, dtype=WORK, device=dev)
-            self.pbuf = torch.full((B, 2 * K, C), NEG, dtype=WORK, device=dev)
+            self.tr_rev = m.tr.flip(0).permute(1, 2, 0).contiguous()  # (C+1, C, K)
+            self.abuf = torch.full((B, C + 1, 2 * K), NEG, dtype=WORK, device=dev)
+            self.pbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
             self.phantom = torch.full((B, C + 1), NEG, dtype=WORK, device=dev)
             self.phantom[:, C] = 0.0
         else:
-            self.gbuf = torch.full((B, 2 * K, C), NEG, dtype=WORK, device=dev)
+            self.tr_t = m.tr.T.contiguous()  # [dst, src]
+            self.gbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
 
     def state(self):
+        K = self.m.K
         if self.m.dd:
-            return (self.abuf[:, :self.m.K].clone(), self.pbuf[:, :self.m.K].clone())
-        return (self.gbuf[:, :self.m.K].clone(),)
+            return (self.abuf[:, :, :K].clone(), self.pbuf[:, :, :K].clone())
+        return (self.gbuf[:, :, :K].clone(),)
 
     def restore(self, state):
         K = self.m.K
         bufs = (self.abuf, self.pbuf) if self.m.dd else (self.gbuf,)
         for buf, s in zip(bufs, state):
-            buf[:, :K] = s
-            buf[:, K:] = s
+            buf[:, :, :K] = s
+            buf[:, :, K:] = s
 
     def rebase(self, D: Tensor):
-        (self.pbuf if self.m.dd else self.gbuf).add_(D[:, None, :])
+        (self.pbuf if self.m.dd else self.gbuf).add_(D[:, :, None])
 
     def step(self, t: int, A_t: Tensor, P_t: Tensor, viterbi: bool = False):
         """Advance over boundary t: returns alpha_t (None at t = 0) and, for Viterbi,
@@ -177,51 +184,53 @@ class _Forward:
         if m.dd:
             if t > 0:
                 if m.bad is not None:
-                    self.pbuf.masked_fill_(m.bad[:, t - 1, None, :], NEG)
+                    self.pbuf.masked_fill_(m.bad[:, t - 1, :, None], NEG)
                 j = t % K
-                pre = self.abuf[:, j:j + K, :, None] + self.tr_rev  # (B, K, C+1, C)
-                open_ = self.pbuf[:, j:j + K] + self.db_rev  # (B, K, C)
+                pre = self.abuf[:, :, None, j:j + K] + self.tr_rev  # (B, C+1, C, K)
+                open_ = self.pbuf[:, :, j:j + K] + self.db_rev  # (B, C, K)
                 if viterbi:
-                    g, gi = pre.max(dim=2)
-                    v, k = (g + open_).max(dim=1)
-                    bp = (K - k, gi.gather(1, k[:, None, :]).squeeze(1))
-                    alpha = A_t + v
+                    gi = pre.argmax(dim=1)  # (B, C, K)
+                    win = pre.amax(dim=1) + open_
+                    k = win.argmax(dim=2)
+                    bp = (K - k, gi.gather(2, k[:, :, None]).squeeze(2))
+                    alpha = A_t + win.amax(dim=2)
                 else:
-                    alpha = A_t + torch.logsumexp(torch.logsumexp(pre, dim=2) + open_, dim=1)
+                    alpha = A_t + torch.logsumexp(torch.logsumexp(pre, dim=1) + open_, dim=2)
                 if t == m.T:
                     return alpha, bp
-                new_a = torch.cat([alpha, self.phantom[:, :1].expand(-1, 1)], dim=1)
+                new_a = torch.cat([alpha, self.phantom[:, :1]], dim=1)
             else:
                 new_a = self.phantom
             j = t % K
-            self.abuf[:, j] = new_a
-            self.abuf[:, j + K] = new_a
-            self.pbuf[:, j] = P_t
-            self.pbuf[:, j + K] = P_t
+            self.abuf[:, :, j] = new_a
+            self.abuf[:, :, j + K] = new_a
+            self.pbuf[:, :, j] = P_t
+            self.pbuf[:, :, j + K] = P_t
             return alpha, bp
         if t > 0:
             if m.bad is not None:
-                self.gbuf.masked_fill_(m.bad[:, t - 1, None, :], NEG)
+                self.gbuf.masked_fill_(m.bad[:, t - 1, :, None], NEG)
             j = t % K
-            win = self.gbuf[:, j:j + K] + self.db_rev
+            win = self.gbuf[:, :, j:j + K] + self.db_rev  # (B, C, K)
             if viterbi:
-                v, k = win.max(dim=1)
-                alpha = A_t + v
+                k = win.argmax(dim=2)
+                alpha = A_t + win.amax(dim=2)
                 if t == m.T:
                     return alpha, (K - k, None)
-                gamma, gi = (alpha[:, :, None] + m.tr).max(dim=1)
-                bp = (K - k, gi)
+                pre = alpha[:, None, :] + self.tr_t  # (B, dst, src)
+                bp = (K - k, pre.argmax(dim=2))
+                gamma = pre.amax(dim=2)
             else:
-                alpha = A_t + torch.logsumexp(win, dim=1)
+                alpha = A_t + torch.logsumexp(win, dim=2)
                 if t == m.T:
                     return alpha, None
-                gamma = torch.logsumexp(alpha[:, :, None] + m.tr, dim=1)
+                gamma = torch.logsumexp(alpha[:, None, :] + self.tr_t, dim=2)
         else:
             gamma = m.start.expand(m.B, m.C)
         g = gamma + P_t
         j = t % K
-        self.gbuf[:, j] = g
-        self.gbuf[:, j + K] = g
+        self.gbuf[:, :, j] = g
+        self.gbuf[:, :, j + K] = g
         return alpha, bp
 
 
@@ -270,13 +279,16 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     g_scores = torch.empty(B, T, C, dtype=out_dtype, device=dev)
     g_ps = torch.empty(B, T, C, dtype=out_dtype, device=dev)
     g_pe = torch.empty(B, T, C, dtype=out_dtype, device=dev)
-    g_tr = torch.zeros_like(m.tr)
-    g_db = torch.zeros(B, K, C, dtype=WORK, device=dev)
+    g_db = torch.zeros(B, C, K, dtype=WORK, device=dev)
     g_start = torch.zeros(C, dtype=WORK, device=dev)
     g_end = (torch.exp(alpha_end + m.end - lz) * w).sum(0)
 
     fw = _Forward(x, m)
-    hbuf = torch.full((B, 2 * K, C), NEG, dtype=WORK, device=dev)
+    hbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
+    db_t = m.db.T.contiguous()  # (C, K), d = k + 1
+    if m.dd:
+        tr_p = m.tr.permute(1, 2, 0).contiguous()  # (C+1, C, K)
+    g_tr = torch.zeros_like(tr_p) if m.dd else torch.zeros_like(m.tr)
     none_start = torch.full((B, C), NEG, dtype=WORK, device=dev)
     beyond = torch.tensor([0.0 if n >= T else NEG for n in m.lengths], dtype=WORK,
                           device=dev)[:, None]  # -inf for sequences with L_b < t
@@ -288,7 +300,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         n = t1 - t0
         A, P, D = _chunk_terms(x, t0, t1)
         if D is not None:
-            hbuf.add_(D[:, None, :])  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+            hbuf.add_(D[:, :, None])  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
 
         # recompute this chunk's alphas (and gamma_s + P_s for static transitions)
         fw.restore(checkpoints[ci])
@@ -302,7 +314,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             if alpha is not None:
                 alphas[i] = alpha
             if opens is not None and t < T:
-                opens[i] = fw.gbuf[:, t % K]
+                opens[i] = fw.gbuf[:, :, t % K]
 
         betas = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_t (closing)
         bgs = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_gamma_s (static)
@@ -311,29 +323,28 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             t = t0 + i
             if t < T:
                 if m.bad is not None:
-                    hbuf.masked_fill_(m.bad[:, t, None, :], NEG)
+                    hbuf.masked_fill_(m.bad[:, t, :, None], NEG)
                 j = (t + 1) % K
-                close = hbuf[:, j:j + K]  # h_{t+d}, d = 1..K
+                close = hbuf[:, :, j:j + K]  # h_{t+d}, d = 1..K
                 if m.dd:
-                    u = P[i][:, None, :] + m.db + close  # (B, K, C)
-                    z = m.tr + u[:, :, None, :]  # (B, K, C+1, C)
-                    beta = torch.logsumexp(z, dim=(1, 3))[:, :C]
-                    a = alphas[i] if t > 0 else None
+                    u = P[i][:, :, None] + db_t + close  # (B, C, K)
+                    z = tr_p + u[:, None]  # (B, C+1, C, K)
+                    beta = torch.logsumexp(z, dim=(2, 3))[:, :C]
                     a_aug = (fw.phantom if t == 0 else
-                             torch.cat([a, none_start[:, :1]], dim=1))
-                    seg = torch.exp(z + (a_aug - lz)[:, None, :, None]) * w[:, :, None, None]
+                             torch.cat([alphas[i], none_start[:, :1]], dim=1))
+                    seg = torch.exp(z + (a_aug - lz)[:, :, None, None]) * w[:, :, None, None]
                     g_tr += seg.sum(0)
-                    seg_c = seg.sum(2)  # (B, K, C)
+                    seg_c = seg.sum(1)  # (B, C, K)
                     g_db += seg_c
-                    starts[i] = seg_c.sum(1)
+                    starts[i] = seg_c.sum(2)
                 else:
-                    v = close + m.db
-                    mx = v.amax(dim=1).clamp_(min=_TINY)
-                    e = torch.exp(v - mx[:, None, :])
-                    tot = e.sum(dim=1)
+                    v = close + db_t
+                    mx = v.amax(dim=2).clamp_(min=_TINY)
+                    e = torch.exp(v - mx[:, :, None])
+                    tot = e.sum(dim=2)
                     bgs[i] = P[i] + torch.log(tot) + mx
                     fac = torch.exp(opens[i] + mx - lz) * w  # (B, C)
-                    g_db.addcmul_(e, fac[:, None, :])
+                    g_db.addcmul_(e, fac[:, :, None])
                     starts[i] = tot * fac
                     beta = (torch.logsumexp(m.tr + bgs[i][:, None, :], dim=2)
                             if t > 0 else None)
@@ -351,8 +362,8 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             betas[i] = beta
             h = A[i] + beta
             j = t % K
-            hbuf[:, j] = h
-            hbuf[:, j + K] = h
+            hbuf[:, :, j] = h
+            hbuf[:, :, j + K] = h
 
         # vectorised per-chunk gradients
         ends = torch.exp(alphas + betas - lz) * w  # P(segment of c ends at boundary t)
@@ -376,6 +387,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         carry = carry + rev[0]
 
     if m.dd:
+        g_tr = g_tr.permute(2, 0, 1)  # (K, C+1, C)
         g_start = g_tr[:, C].sum(0)
         g_tr = g_tr[:, :C]
     g_tr_full = torch.zeros_like(x.transition, dtype=out_dtype)
@@ -384,7 +396,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     else:
         g_tr_full.copy_(g_tr)
     g_db_full = torch.zeros_like(x.duration_bias, dtype=out_dtype)
-    g_db_full[:K] = g_db.sum(0).to(out_dtype)
+    g_db_full[:K] = g_db.sum(0).T.to(out_dtype)
     return {
         "scores": g_scores,
         "transition": g_tr_full,
