@@ -115,6 +115,21 @@ def annotate(
 
 
 @app.command()
+def merge(
+    parts: list[str] = typer.Argument(..., help="Annotation prefixes to join, in order."),
+    out: str = typer.Option(..., "--out", "-o", help="Output prefix."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Join per-chromosome annotations (from annotate --chroms) into one set of files."""
+    from . import ui
+    from .annotate import merge as run
+
+    ui.set_quiet(quiet)
+    for path in run(parts, out):
+        ui.log(f"wrote {path}")
+
+
+@app.command()
 def evaluate(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
     truth: Path = typer.Option(..., "--truth", "-t", help="Truth BED or GFF3/GTF."),

@@ -100,22 +100,43 @@ def scheme_from_checkpoint(path: str):
     return LabelScheme.from_dict(load_checkpoint(path)["labels"])
 
 
-def _gff_extents(path: str) -> dict[str, int]:
-    """Furthest end per sequence name in a GFF3/GTF (its chromosomes, in file order)."""
+def annotation_extents(path: str) -> dict[str, int]:
+    """Furthest end per chromosome name in a BED or GFF3/GTF file (names in file order).
+
+    The genome readers require every chromosome of an annotation to be in the FASTA; a
+    genome-wide annotation used with a FASTA of some chromosomes is common, so callers
+    read it against the FASTA's sizes plus these extents and keep the FASTA's chromosomes.
+    """
+    gff = _is_gff(path)
     ext: dict[str, int] = {}
     with _open(path) as fh:
         for line in fh:
             if line.startswith("##FASTA"):
                 break
-            if line.startswith("#") or not line.strip():
+            if line.startswith(("#", "track", "browser")) or not line.strip():
                 continue
             f = line.split("\t")
-            if len(f) >= 5:
+            col = 4 if gff else 2
+            if len(f) > col:
                 try:
-                    ext[f[0]] = max(ext.get(f[0], 0), int(f[4]))
+                    ext[f[0]] = max(ext.get(f[0], 0), int(f[col]))
                 except ValueError:
                     continue
     return ext
+
+
+def sizes_with_extras(path: str, sizes: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+    """`sizes` plus the annotation's other chromosomes (at their furthest end), and the
+    list of those others. If no chromosome of the annotation is in `sizes` there is
+    nothing to add: the reader then reports the mismatch, listing both sides."""
+    ext = annotation_extents(path)
+    extras = [c for c in ext if c not in sizes]
+    if len(extras) == len(ext):
+        return dict(sizes), []
+    out = dict(sizes)
+    for c in extras:
+        out[c] = ext[c]
+    return out, extras
 
 
 def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
@@ -130,11 +151,8 @@ def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
         scheme = load_scheme("gene_structure")
     from .genome import read_annotation
 
-    # the truth may cover more chromosomes than were predicted (a genome annotation vs
-    # one chromosome): read all of them, keep the predicted ones
-    all_sizes = dict(sizes)
-    for chrom, end in _gff_extents(path).items() if _is_gff(path) else ():
-        all_sizes.setdefault(chrom, end)
+    # the truth may cover more chromosomes than were predicted: keep the predicted ones
+    all_sizes, _ = sizes_with_extras(path, sizes)
     ann = read_annotation(path, scheme, all_sizes)
     out = {}
     for chrom in sizes:

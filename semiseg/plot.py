@@ -40,7 +40,9 @@ def _colors(names: list[str], scheme) -> dict[str, tuple]:
     return out
 
 
-def _draw_segments(ax, intervals, chrom, start, end, colors, label):
+def _draw_segments(ax, intervals, chrom, start, end, colors, label, background=None):
+    if background is not None:  # positions no interval covers
+        ax.broken_barh([(start, end - start)], (0, 1), facecolors=colors[background])
     if chrom in intervals:
         s, e, names = intervals[chrom]
         for a, b, n in zip(s.tolist(), e.tolist(), names):
@@ -95,7 +97,9 @@ def plot_region(pred: str, region: str, out: str, truth: str | None = None, sche
     axes = np.atleast_1d(axes)
     i = 0
     if t:
-        _draw_segments(axes[i], t.intervals, chrom, start, end, colors, "truth")
+        bg = (scheme.names[scheme.background]
+              if scheme is not None and scheme.background is not None else None)
+        _draw_segments(axes[i], t.intervals, chrom, start, end, colors, "truth", bg)
         i += 1
     _draw_segments(axes[i], p.intervals, chrom, start, end, colors, "semiseg")
     i += 1

@@ -177,9 +177,18 @@ def prepare(cfg: Config):
         raise SemisegError(f"labels.annotation: file not found: {cfg.labels.annotation}")
     scheme = load_scheme(cfg.labels.scheme)
     fasta = Fasta(cfg.inputs.fasta)
-    annotation = read_annotation(cfg.labels.annotation, scheme, fasta.chrom_sizes,
-                                 alias=cfg.inputs.alias)
-    data = GenomeData(fasta, tracks=track_specs(cfg.inputs.tracks), annotation=annotation,
+    from .evaluate import sizes_with_extras
+
+    sizes, extras = sizes_with_extras(cfg.labels.annotation, fasta.chrom_sizes)
+    if extras and not cfg.inputs.alias:
+        ui.log(f"annotation chromosome(s) not in the FASTA, ignored: {', '.join(extras[:8])}"
+               + (f" ... ({len(extras)})" if len(extras) > 8 else ""))
+    elif cfg.inputs.alias:
+        sizes = fasta.chrom_sizes  # with an alias map every name must resolve
+    annotation = read_annotation(cfg.labels.annotation, scheme, sizes, alias=cfg.inputs.alias)
+    # labels are read from `annotation` directly (at the CRF resolution), so GenomeData
+    # gets none: it only builds features
+    data = GenomeData(fasta, tracks=track_specs(cfg.inputs.tracks), annotation=None,
                       resolution=cfg.inputs.bin_size, softmask=cfg.inputs.softmask,
                       alias=cfg.inputs.alias)
     columns = feature_columns(data.feature_names, cfg.inputs.sequence)

@@ -1,0 +1,293 @@
+"""End to end on a slice of the yeast data: train -> annotate -> evaluate, the outputs'
+validity, resume, windowed vs whole-chromosome decoding, batching of short contigs, and
+the Snakemake pipeline (dry run and a real local run).
+
+A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data" / "yeast"
+TRAIN_BP = 120_000  # chrII[0:120 kb] for training
+TEST_BP = 45_000  # chrI[0:45 kb] for annotation
+
+pytest.importorskip("pyBigWig")
+
+
+def _fasta_slice(src: Path, name: str, length: int) -> str:
+    seq = "".join(line.strip() for line in open(src) if not line.startswith(">"))[:length]
+    return f">{name}\n" + "\n".join(seq[i:i + 60] for i in range(0, len(seq), 60)) + "\n"
+
+
+def _gff_slice(dst: Path, limits: dict[str, int]) -> None:
+    with open(DATA / "yeast_chrI_chrII.gff3") as src, open(dst, "w") as out:
+        for line in src:
+            if line.startswith("#"):
+                out.write(line)
+                continue
+            f = line.split("\t")
+            if len(f) == 9 and f[0] in limits and int(f[4]) <= limits[f[0]]:
+                out.write(line)
+
+
+def run_cli(*args, check=True):
+    """`semiseg ARGS` in a fresh process (as a user runs it)."""
+    proc = subprocess.run([sys.executable, "-m", "semiseg.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"semiseg {' '.join(map(str, args))} failed "
+                             f"({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    d = tmp_path_factory.mktemp("e2e")
+    (d / "train.fa").write_text(_fasta_slice(DATA / "chrII.fa", "chrII", TRAIN_BP))
+    # the test genome: a chrI slice plus three short contigs (batched together)
+    chrI = _fasta_slice(DATA / "chrI.fa", "chrI", TEST_BP)
+    seq = "".join(chrI.splitlines()[1:])
+    contigs = "".join(f">ctg{i}\n{seq[5000 * i + 1234: 5000 * i + 1234 + n]}\n"
+                      for i, n in enumerate((3000, 1777, 2501)))
+    (d / "test.fa").write_text(chrI + contigs)
+    _gff_slice(d / "truth.gff3", {"chrI": TEST_BP, "chrII": TRAIN_BP})
+    cfg = yaml.safe_load(open(ROOT / "configs" / "demo.yaml"))
+    cfg["inputs"]["fasta"] = "train.fa"
+    cfg["labels"]["annotation"] = "truth.gff3"
+    cfg["windows"].update({"chroms": None, "size": 4000, "valid_fraction": 0.2})
+    cfg["model"].update({"channels": 16, "layers": 2, "max_dilation": 2})
+    cfg["crf"]["max_duration"] = 32
+    cfg["train"].update({"epochs": 2, "batch_size": 8, "patience": 0})
+    cfg["annotate"].update({"window": 20000, "context": 2000})
+    (d / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    return d
+
+
+@pytest.fixture(scope="module")
+def trained(work):
+    run_cli("train", "--config", work / "tiny.yaml", "--out", work / "run", "--quiet")
+    return work / "run"
+
+
+@pytest.fixture(scope="module")
+def annotated(work, trained):
+    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+            "--out", work / "ann" / "a", "--quiet")
+    return work / "ann" / "a"
+
+
+def _read_bed(path):
+    rows = []
+    for line in open(path):
+        if line.startswith(("#", "track", "browser")):
+            continue
+        f = line.rstrip("\n").split("\t")
+        rows.append(f)
+    return rows
+
+
+def test_train_outputs(trained):
+    for name in ("best.pt", "last.pt", "config.yaml", "metrics.tsv"):
+        assert (trained / name).is_file()
+    ckpt = torch.load(trained / "best.pt", map_location="cpu", weights_only=True)
+    assert ckpt["labels"]["labels"][1]["name"] == "CDS+"
+    assert isinstance(ckpt["model"]["emit.weight"], torch.Tensor)
+    rows = (trained / "metrics.tsv").read_text().splitlines()
+    assert rows[0].split("\t")[:5] == ["epoch", "lr", "train_loss", "val_loss", "val_f1"]
+    assert len(rows) == 3  # header + 2 epochs
+    assert not list(trained.glob("*.tmp"))
+
+
+def test_annotation_outputs_valid(work, annotated):
+    import pyBigWig
+
+    sizes = {"chrI": TEST_BP, "ctg0": 3000, "ctg1": 1777, "ctg2": 2501}
+    names = ["intergenic", "CDS+", "CDS-"]
+    rows = _read_bed(f"{annotated}.bed")
+    assert all(len(r) == 9 for r in rows)
+    by_chrom = {}
+    for r in rows:
+        by_chrom.setdefault(r[0], []).append((int(r[1]), int(r[2]), r[3]))
+    assert list(by_chrom) == list(sizes)  # FASTA order
+    for chrom, segs in by_chrom.items():
+        assert segs[0][0] == 0 and segs[-1][1] == sizes[chrom]  # covers the chromosome
+        for (s0, e0, _), (s1, e1, _) in zip(segs, segs[1:]):
+            assert s0 < e0 == s1 < e1  # sorted, contiguous, non-overlapping
+        assert {n for _, _, n in segs} <= set(names)
+    # GFF3 parses: 9 columns, 1-based closed coordinates inside the chromosome, parents exist
+    ids = set()
+    lines = [ln for ln in open(f"{annotated}.gff3") if ln.strip()]
+    assert lines[0].startswith("##gff-version 3")
+    for ln in lines:
+        if ln.startswith("#"):
+            continue
+        f = ln.rstrip("\n").split("\t")
+        assert len(f) == 9
+        assert 1 <= int(f[3]) <= int(f[4]) <= sizes[f[0]]
+        attrs = dict(kv.split("=", 1) for kv in f[8].split(";") if kv)
+        if "Parent" in attrs:
+            assert attrs["Parent"] in ids
+        if "ID" in attrs:
+            assert attrs["ID"] not in ids
+            ids.add(attrs["ID"])
+    # bigWigs: right chromosome lengths; label posteriors sum to 1 everywhere
+    total = {c: np.zeros(n) for c, n in sizes.items()}
+    for n in names:
+        bw = pyBigWig.open(f"{annotated}.posterior.{n}.bw")
+        assert bw.chroms() == sizes
+        for c, L in sizes.items():
+            v = np.asarray(bw.values(c, 0, L), dtype=float)
+            assert np.isfinite(v).all() and (v >= -1e-6).all() and (v <= 1 + 1e-6).all()
+            total[c] += v
+        bw.close()
+    for c in sizes:
+        np.testing.assert_allclose(total[c], 1.0, atol=1e-3)
+    bw = pyBigWig.open(f"{annotated}.boundary.bw")
+    assert bw.chroms() == sizes
+    b = np.asarray(bw.values("chrI", 0, TEST_BP))
+    assert b[0] == pytest.approx(1.0, abs=1e-4) and (b >= -1e-6).all() and (b <= 1 + 1e-6).all()
+    bw.close()
+    # the summary adds up to the genome
+    summ = [ln.split("\t") for ln in open(f"{annotated}.summary.tsv")
+            if not ln.startswith("#")][1:]
+    assert sum(int(r[2]) for r in summ) == sum(sizes.values())
+    assert sum(int(r[1]) for r in summ) == len(rows)
+
+
+def test_evaluate_outputs(work, annotated):
+    proc = run_cli("evaluate", "--pred", f"{annotated}.bed", "--truth", work / "truth.gff3",
+                   "--scheme", work / "tiny.yaml", "--out", work / "ev", "--tolerance", "20")
+    assert "CDS+" in proc.stdout and "macro" in proc.stdout
+    res = json.loads((work / "ev.json").read_text())
+    assert [r["label"] for r in res["labels"]] == ["intergenic", "CDS+", "CDS-"]
+    assert res["bp_evaluated"] == TEST_BP + 3000 + 1777 + 2501
+    for r in res["labels"]:
+        assert 0 <= r["f1"] <= 1
+    assert (work / "ev.tsv").read_text().splitlines()[0].startswith("label\tbp_truth")
+
+
+def test_whole_vs_windowed_decoding(work, trained, annotated):
+    """Encoder windows with enough context give the same emissions as one pass, so the
+    stitched annotation equals the whole-sequence one; windowed Viterbi (forced by a small
+    --max-decode-steps) stays valid and agrees almost everywhere."""
+    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+            "--chroms", "chrI", "--window", "6000", "--context", "1000",
+            "--out", work / "ann" / "w", "--quiet")
+    whole = [r[:4] for r in _read_bed(f"{annotated}.bed") if r[0] == "chrI"]
+    assert [r[:4] for r in _read_bed(work / "ann" / "w.bed")] == whole
+    proc = run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                   "--chroms", "chrI", "--max-decode-steps", "400",
+                   "--out", work / "ann" / "d")
+    assert "overlapping windows" in proc.stderr
+    rows = _read_bed(work / "ann" / "d.bed")
+    assert int(rows[0][1]) == 0 and int(rows[-1][2]) == TEST_BP
+    assert all(int(a[2]) == int(b[1]) for a, b in zip(rows, rows[1:]))
+
+    def per_bp(rows):
+        out = np.empty(TEST_BP, object)
+        for r in rows:
+            out[int(r[1]):int(r[2])] = r[3]
+        return out
+
+    agree = (per_bp(rows) == per_bp(whole)).mean()
+    assert agree > 0.9
+
+
+def test_short_contigs_batched_equal_single(work, trained, annotated):
+    """Batched short contigs (variable lengths) give what each alone gives."""
+    for c in ("ctg0", "ctg1", "ctg2"):
+        run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                "--chroms", c, "--out", work / "ann" / c, "--quiet")
+        single = _read_bed(work / "ann" / f"{c}.bed")
+        batched = [r for r in _read_bed(f"{annotated}.bed") if r[0] == c]
+        assert [r[:4] for r in single] == [r[:4] for r in batched]
+        assert [int(r[4]) for r in single] == pytest.approx([int(r[4]) for r in batched],
+                                                            abs=1)
+
+
+def test_resume_equals_uninterrupted(work):
+    """On CPU, stopping after epoch 1 and resuming gives bitwise the same model."""
+    from semiseg import ui
+    from semiseg.config import load_config
+    from semiseg.train import train
+
+    ui.set_quiet(True)
+    cfg = load_config(work / "tiny.yaml", ["train.epochs=2", "windows.valid_fraction=0.1"])
+    torch.set_num_threads(1)
+    train(cfg, work / "full")
+    train(cfg, work / "part", stop_after=1)
+    first = torch.load(work / "part" / "last.pt", weights_only=True)
+    assert first["epoch"] == 1
+    train(cfg, work / "part", resume=True)
+    a = torch.load(work / "full" / "last.pt", weights_only=True)
+    b = torch.load(work / "part" / "last.pt", weights_only=True)
+    assert b["epoch"] == 2
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
+    assert (work / "full" / "metrics.tsv").read_text() .split("\n")[0] == \
+        (work / "part" / "metrics.tsv").read_text().split("\n")[0]
+
+
+@pytest.fixture(scope="module")
+def pipeline(work):
+    """A pipeline config for the tiny model: two chromosomes scattered."""
+    pytest.importorskip("snakemake")
+    if shutil.which("snakemake") is None or shutil.which("semiseg") is None:
+        pytest.skip("needs the snakemake and semiseg commands on PATH (pip install -e .)")
+    cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
+    cfg.update({
+        "train_config": str(work / "tiny.yaml"),
+        "train_set": ["train.epochs=1"],
+        "fasta": str(work / "test.fa"),
+        "chroms": ["chrI", "ctg1"],
+        "truth": str(work / "truth.gff3"),
+        "outdir": str(work / "pipe"),
+    })
+    path = work / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _snakemake(configfile, *extra):
+    return subprocess.run(
+        ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--configfile", str(configfile),
+         "--cores", "2", "--directory", str(configfile.parent), *extra],
+        capture_output=True, text=True, timeout=600)
+
+
+def test_snakemake_dry_run(pipeline):
+    proc = _snakemake(pipeline, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    for rule in ("train", "annotate", "merge", "evaluate"):
+        assert f"rule {rule}:" in out or f"\n{rule} " in out
+
+
+def test_snakemake_local_run(work, pipeline):
+    proc = _snakemake(pipeline)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = work / "pipe"
+    rows = _read_bed(out / "annotation.bed")
+    assert [r[0] for r in rows][0] == "chrI" and rows[-1][0] == "ctg1"
+    assert int(rows[-1][2]) == 1777
+    import pyBigWig
+
+    bw = pyBigWig.open(str(out / "annotation.boundary.bw"))
+    assert bw.chroms() == {"chrI": TEST_BP, "ctg1": 1777}
+    bw.close()
+    res = json.loads((out / "evaluation.json").read_text())
+    assert set(res["chromosomes"]) == {"chrI", "ctg1"}
