@@ -213,14 +213,12 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("semiseg: interrupted", err=True)
         sys.exit(130)
-    except Exception as err:  # click usage errors and the like
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
+    except Exception as err:  # usage errors (missing option, bad value) and the like
+        show = getattr(err, "show", None)
+        if callable(show) and hasattr(err, "exit_code"):  # click's or typer's own click
+            show()
             sys.exit(2)
         raise
-
 
 if __name__ == "__main__":
     main()

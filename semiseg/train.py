@@ -218,9 +218,17 @@ def load_checkpoint(path: str | Path) -> dict:
         path = path / "best.pt"
     if not path.is_file():
         raise SemisegError(f"model checkpoint not found: {path}")
+    import pickle
+    import warnings
+
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated file, not a checkpoint, unsafe content
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise SemisegError(f"{path}: not a readable semiseg checkpoint (it holds more than "
+                           "tensors and plain data; refusing to load it)") from None
+    except Exception as err:  # truncated or not a torch file
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise SemisegError(f"{path}: not a readable semiseg checkpoint ({first})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:

@@ -291,3 +291,13 @@ def test_snakemake_local_run(work, pipeline):
     bw.close()
     res = json.loads((out / "evaluation.json").read_text())
     assert set(res["chromosomes"]) == {"chrI", "ctg1"}
+
+
+def test_annotate_with_tracks_the_model_lacks(work, trained):
+    proc = run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                   "--track", f"dnase={work / 'test.fa'}", "--out", work / "bad" / "x",
+                   check=False)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "trained with tracks [none]" in lines[0] and "dnase" in lines[0]
+    assert not (work / "bad").exists() or not list((work / "bad").iterdir())

@@ -1,0 +1,108 @@
+"""The command line: bad input gives one clear line on stderr, exit code 2, no output files."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "semiseg.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("semiseg: error: ")
+    for n in needles:
+        assert n in lines[0], lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_version_and_help():
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("semiseg ")
+    proc = cli("--help")
+    for cmd in ("train", "annotate", "evaluate", "demo", "merge", "plot"):
+        assert cmd in proc.stdout
+
+
+def test_train_bad_key(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("train:\n  epoks: 3\n")
+    proc = cli("train", "--config", cfg, "--out", tmp_path / "run")
+    one_line_error(proc, "unknown config key 'train.epoks'", "did you mean 'epochs'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_missing_files_leave_nothing(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("inputs:\n  fasta: nowhere.fa\nlabels:\n  annotation: a.gff3\n")
+    proc = cli("train", "--config", cfg, "--out", tmp_path / "run")
+    one_line_error(proc, "file not found", "nowhere.fa")
+    assert not (tmp_path / "run").exists()
+    proc = cli("train", "--config", cfg, "--out", tmp_path / "run", "--set", "train.lr=oops")
+    one_line_error(proc, "train.lr: expected a number")
+
+
+def test_resume_without_a_run(tmp_path):
+    proc = cli("train", "--config", ROOT / "configs" / "demo.yaml", "--out", tmp_path / "r",
+               "--resume")
+    one_line_error(proc, "--resume", "last.pt")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message without CUDA")
+def test_cuda_asked_but_absent(tmp_path):
+    proc = cli("train", "--config", ROOT / "configs" / "demo.yaml", "--out", tmp_path / "r",
+               "--device", "cuda")
+    one_line_error(proc, "cuda", "no CUDA device")
+    assert not (tmp_path / "r").exists()
+
+
+def test_annotate_bad_model_files(tmp_path):
+    proc = cli("annotate", "--model", tmp_path / "none.pt", "--fasta",
+               ROOT / "data" / "yeast" / "chrI.fa", "--out", tmp_path / "a")
+    one_line_error(proc, "model checkpoint not found")
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    evil = tmp_path / "evil.pt"
+    with open(evil, "wb") as fh:
+        pickle.dump({"format": "semiseg.checkpoint/1", "x": Evil()}, fh)
+    proc = cli("annotate", "--model", evil, "--fasta", ROOT / "data" / "yeast" / "chrI.fa",
+               "--out", tmp_path / "a")
+    one_line_error(proc, "not a readable semiseg checkpoint")
+    assert "this must never run" not in proc.stdout + proc.stderr
+    torch.save({"something": torch.zeros(2)}, tmp_path / "other.pt")
+    proc = cli("annotate", "--model", tmp_path / "other.pt", "--fasta",
+               ROOT / "data" / "yeast" / "chrI.fa", "--out", tmp_path / "a")
+    one_line_error(proc, "not a semiseg checkpoint")
+    assert not list(tmp_path.glob("a.*"))
+
+
+def test_evaluate_missing_truth(tmp_path):
+    pred = tmp_path / "p.bed"
+    pred.write_text("chrI\t0\t100\tCDS+\n")
+    proc = cli("evaluate", "--pred", pred, "--truth", tmp_path / "t.bed")
+    one_line_error(proc, "file not found")
+
+
+def test_demo_without_data(tmp_path):
+    proc = cli("demo", tmp_path / "out", "--data", tmp_path / "nothing", cwd=tmp_path)
+    one_line_error(proc, "demo data not found")
+
+
+def test_usage_error_exit_code(tmp_path):
+    proc = cli("train", "--out", tmp_path / "x")  # --config missing
+    assert proc.returncode == 2
