@@ -139,6 +139,9 @@ class TrainConfig:
     patience:          early stopping after this many epochs without a better
                        validation F1 (0 = off)
     seed:              seeds everything (window order, initialisation, dropout)
+    reverse_complement: augment by reverse-complementing half the windows each epoch
+                       (stranded labels swap with their other-strand twins; tracks are
+                       reversed, so use it with unstranded tracks only)
     amp:               auto | on | off; mixed precision (bfloat16) for the encoder on
                        CUDA; the CRF always runs in float32
     """
@@ -151,6 +154,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     patience: int = 5
     seed: int = 0
+    reverse_complement: bool = False
     amp: str = "auto"
 
 

@@ -40,7 +40,8 @@ SETTINGS = {
     "crf": {"max_duration": 64, "duration": "learned", "boundaries": True, "start_end": True,
             "centering": "none"},
     "train": {"epochs": 20, "batch_size": 16, "lr": 0.003, "weight_decay": 0.01,
-              "warmup_epochs": 1, "grad_clip": 1.0, "patience": 5, "seed": 0},
+              "warmup_epochs": 1, "grad_clip": 1.0, "patience": 5, "seed": 0,
+              "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000},
     "device": "auto",
 }

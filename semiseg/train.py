@@ -94,8 +94,10 @@ class Dataset:
     resolution), loaded once and kept in memory as numpy arrays."""
 
     def __init__(self, data, annotation, windows: list[Window], columns: list[int],
-                 resolution: int):
+                 resolution: int, rc_columns: list[int] | None = None,
+                 rc_labels: np.ndarray | None = None, pool: int = 1):
         self.windows = windows
+        self.rc_columns, self.rc_labels, self.pool = rc_columns, rc_labels, pool
         self.x, self.y = [], []
         for w in windows:
             feats, _ = data.load(w.chrom, w.start, w.end)
@@ -105,10 +107,21 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.windows)
 
-    def batch(self, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Padded features (B, T, F), lengths (B,), labels (B, S) with -1 padding."""
+    def batch(self, idx, flip=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Padded features (B, T, F), lengths (B,), labels (B, S) with -1 padding.
+
+        flip: per item, whether to reverse-complement it (training augmentation): the
+        window is reversed, A<->T and C<->G swap, and each stranded label becomes its
+        other-strand twin. Only windows of whole CRF steps are flipped (so bins align).
+        """
         xs = [self.x[i] for i in idx]
         ys = [self.y[i] for i in idx]
+        if flip is not None and self.rc_columns is not None:
+            for b, f in enumerate(flip):
+                if f and len(xs[b]) % self.pool == 0:
+                    xs[b] = xs[b][::-1, self.rc_columns]
+                    y = ys[b][::-1]
+                    ys[b] = np.where(y >= 0, self.rc_labels[np.maximum(y, 0)], -1)
         T, S = max(len(x) for x in xs), max(len(y) for y in ys)
         F = xs[0].shape[1]
         x = np.zeros((len(xs), T, F), np.float32)
@@ -118,6 +131,34 @@ class Dataset:
             y[b, :len(yi)] = yi
         lengths = torch.tensor([len(xi) for xi in xs], dtype=torch.int64)
         return torch.from_numpy(x), lengths, torch.from_numpy(y)
+
+
+def strand_swap(scheme) -> np.ndarray:
+    """For each label, its twin on the other strand (itself for unstranded labels): by
+    role (gene_structure schemes), else by the name with its +/- suffix swapped."""
+    out = []
+    for i, (name, strand, role) in enumerate(zip(scheme.names, scheme.strands, scheme.roles)):
+        if strand not in ("+", "-"):
+            out.append(i)
+            continue
+        other = "-" if strand == "+" else "+"
+        twins = [j for j, (n2, s2, r2) in enumerate(zip(scheme.names, scheme.strands,
+                                                        scheme.roles))
+                 if s2 == other and ((role is not None and r2 == role)
+                                     or (role is None and name.endswith(strand)
+                                         and n2 == name[:-1] + other))]
+        if len(twins) != 1:
+            raise SemisegError(f"train.reverse_complement: label {name!r} ({strand}) has no "
+                               "unique twin on the other strand in the label scheme")
+        out.append(twins[0])
+    return np.asarray(out, np.int64)
+
+
+def rc_columns(feature_names: list[str]) -> list[int]:
+    """Column permutation that complements the sequence channels (A<->T, C<->G)."""
+    pos = {n: i for i, n in enumerate(feature_names)}
+    swap = {"A": "T", "T": "A", "C": "G", "G": "C"}
+    return [pos[swap[n]] if n in swap else i for i, n in enumerate(feature_names)]
 
 
 def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
@@ -386,7 +427,11 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
     with ui.progress() as bar:
         t_load = bar.add_task("loading windows", total=len(tr) + len(va), unit="windows",
                               info="")
-        train_ds = Dataset(data, annotation, tr, columns, res)
+        rc = {}
+        if cfg.train.reverse_complement:
+            rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
+                  "rc_labels": strand_swap(scheme), "pool": res // cfg.inputs.bin_size}
+        train_ds = Dataset(data, annotation, tr, columns, res, **rc)
         bar.advance(t_load, len(tr))
         valid_ds = Dataset(data, annotation, va, columns, res)
         bar.advance(t_load, len(va))
@@ -453,13 +498,15 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                 model.train()
                 gen = torch.Generator().manual_seed(cfg.train.seed * 100003 + epoch)
                 order = torch.randperm(len(train_ds), generator=gen).tolist()
+                flips = (torch.rand(len(train_ds), generator=gen) < 0.5).tolist()
                 loss_sum, n_steps = 0.0, 0
                 lr = cfg.train.lr
                 for i in range(0, len(order), bs):
                     lr = learning_rate(step, total, warmup, cfg.train.lr)
                     for g in opt.param_groups:
                         g["lr"] = lr
-                    x, lengths, y = train_ds.batch(order[i:i + bs])
+                    x, lengths, y = train_ds.batch(order[i:i + bs],
+                                                   flip=[flips[j] for j in order[i:i + bs]])
                     em, hid, steps = _forward(model, x, lengths, device, amp)
                     y = y[:, :em.shape[1]].to(device)
                     nll = model.crf.nll(em, y, steps, hidden=hid)

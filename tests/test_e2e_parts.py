@@ -1,0 +1,107 @@
+"""Pieces of train/annotate checked on their own: the encoder's batch invariance, the
+schedule, reverse-complement augmentation, region parsing and the checkpoint format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.config import from_dict
+from semiseg.errors import SemisegError
+
+
+def test_encoder_output_does_not_depend_on_the_batch():
+    """Padding and batch neighbours leave a sequence's emissions unchanged (per-position
+    normalisation, masked pooling), including a last partial bin."""
+    from semiseg.model import Segmenter
+
+    torch.manual_seed(0)
+    cfg = from_dict({"model": {"resolution": 10, "channels": 16, "layers": 3,
+                               "encoder": "cnn_lstm", "lstm_hidden": 8},
+                     "crf": {"max_duration": 8}})
+    m = Segmenter(4, 3, cfg).eval()
+    x = torch.randn(3, 1000, 4)
+    lengths = torch.tensor([1000, 731, 95])
+    with torch.no_grad():
+        em, hid, steps = m(x, lengths)
+        assert steps.tolist() == [100, 74, 10]
+        for b in range(3):
+            L = int(lengths[b])
+            e1, h1, s1 = m(x[b:b + 1, :L], lengths[b:b + 1])
+            torch.testing.assert_close(em[b, :s1[0]], e1[0], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(hid[b, :s1[0]], h1[0], atol=1e-5, rtol=1e-5)
+            assert (hid[b, s1[0]:] == 0).all()
+
+
+def test_learning_rate_schedule():
+    from semiseg.train import learning_rate
+
+    lrs = [learning_rate(s, 100, 10, 1.0) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # cosine decay after warm-up
+    assert lrs[-1] < 0.01
+
+
+def test_strand_swap_and_reverse_complement():
+    from semiseg.genome import LabelScheme, load_scheme
+    from semiseg.train import Dataset, rc_columns, strand_swap
+
+    gs = load_scheme("gene_structure")
+    swap = strand_swap(gs)
+    for i, n in enumerate(gs.names):
+        twin = gs.names[swap[i]]
+        assert twin == (n if n == "intergenic" else n[:-1] + {"+": "-", "-": "+"}[n[-1]])
+    with pytest.raises(SemisegError, match="no unique twin"):
+        strand_swap(LabelScheme.from_dict({"labels": [{"name": "a"},
+                                                      {"name": "fwd", "strand": "+"}]}))
+    assert rc_columns(["A", "C", "G", "T", "dnase", "dnase.missing"]) == [3, 2, 1, 0, 4, 5]
+
+    ds = Dataset.__new__(Dataset)
+    seq = "AACGTTTGCA" * 2 + "ACG"  # 23 bp, resolution 5 -> 5 steps, last one partial
+    onehot = np.eye(4, dtype=np.float32)[["ACGT".index(c) for c in seq]]
+    ds.x = [onehot[:20], onehot]
+    ds.y = [np.array([0, 1, 1, -1]), np.array([0, 1, 2, 2, 0])]
+    ds.rc_columns, ds.rc_labels, ds.pool = [3, 2, 1, 0], np.array([0, 2, 1]), 5
+    x, lengths, y = ds.batch([0, 1], flip=[True, True])
+    rc = "".join({"A": "T", "C": "G", "G": "C", "T": "A"}[c] for c in reversed(seq[:20]))
+    assert "".join("ACGT"[i] for i in x[0, :20].argmax(1).tolist()) == rc
+    assert y[0, :4].tolist() == [-1, 2, 2, 0]
+    # 23 bp is not a whole number of steps: left as it is
+    assert torch.equal(x[1], torch.from_numpy(onehot)) and y[1].tolist() == [0, 1, 2, 2, 0]
+    assert lengths.tolist() == [20, 23]
+
+
+def test_read_regions(tmp_path):
+    from semiseg.annotate import read_regions
+
+    bed = tmp_path / "r.bed"
+    bed.write_text("b\t5\t17\n#c\na\t0\t10\na\t8\t30\n")
+    items = read_regions(str(bed), {"a": 100, "b": 20}, res=10)
+    assert [(i.chrom, i.start, i.end) for i in items] == [("a", 0, 30), ("b", 0, 20)]
+    bed.write_text("z\t0\t10\n")
+    with pytest.raises(SemisegError, match="not in the FASTA"):
+        read_regions(str(bed), {"a": 100})
+    bed.write_text("a\t50\t200\n")
+    with pytest.raises(SemisegError, match="outside"):
+        read_regions(str(bed), {"a": 100})
+
+
+def test_groups_batch_consecutive_short_items():
+    from semiseg.annotate import Item, _groups
+
+    items = [Item("big", 0, 10_000), Item("s1", 0, 300), Item("s2", 0, 200),
+             Item("s3", 0, 250), Item("big2", 0, 9_000), Item("s4", 0, 100)]
+    groups = list(_groups(items, res=10, window=1000, max_steps=10_000, batch_steps=80))
+    assert [[i.chrom for i in g] for g in groups] == [["big"], ["s1", "s2"], ["s3"],
+                                                      ["big2"], ["s4"]]
+
+
+def test_model_hash_changes_with_weights():
+    from semiseg.model import model_hash
+
+    sd = {"a": torch.zeros(3), "b": torch.ones(2, 2)}
+    h = model_hash(sd)
+    assert len(h) == 12 and h == model_hash(dict(sd))
+    sd2 = dict(sd, a=torch.tensor([0.0, 0.0, 1e-7]))
+    assert model_hash(sd2) != h
