@@ -156,7 +156,7 @@ def bench(B, T, K, C, reps, with_torch, ceil):
     return row
 
 
-HEADER = ("| date | commit | device | B, T, K, C | fwd ms | fwd+bwd ms | Viterbi ms | "
+HEADER = ("| date | commit | device | B, T, K, C | warps | fwd ms | fwd+bwd ms | Viterbi ms | "
           "us/step fwd | peak MB (fwd+bwd) | positions/s | torch fwd+bwd | "
           "exp frac fwd / fwd+bwd | FMA frac fwd / fwd+bwd |")
 
@@ -169,6 +169,7 @@ def fmt(r, device, commit, date):
     else:
         tt = "not run"
     return (f"| {date} | {commit} | {device} | {r['B']}, {r['T']}, {r['K']}, {r['C']} | "
+            f"{r['warps']} | "
             f"{r['fwd_ms']:.2f} | {r['fwdbwd_ms']:.2f} | {r['vit_ms']:.2f} | "
             f"{r['us_step_fwd']:.2f} | {r['peak_mb']:.0f} | {r['pos_s']:.3g} | {tt} | "
             f"{r['exp_frac_fwd']:.3f} / {r['exp_frac_fb']:.3f} | "
@@ -181,6 +182,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--torch", action="store_true", help="also time the torch backend")
     ap.add_argument("--rows", default=None, help="append markdown rows to this file")
+    ap.add_argument("--warps", default=None,
+                    help="comma-separated warps per program to compare (default: by shape)")
     args = ap.parse_args()
     configs = CONFIGS if args.configs == "all" else [
         tuple(int(v) for v in c.split(",")) for c in args.configs.split(";")]
@@ -190,11 +193,17 @@ def main():
     ceil = ceilings()
     print(f"# {device}: exp ceiling {ceil[0]:.3g}/s, fp32 FMA ceiling {ceil[1]:.3g}/s", flush=True)
     lines = []
+    warps = [None] if args.warps is None else [int(w) for w in args.warps.split(",")]
     for cfg in configs:
         reps = args.reps if cfg[0] * cfg[1] < 1_000_000 else 3
-        r = bench(*cfg, reps=reps, with_torch=args.torch, ceil=ceil)
-        lines.append(fmt(r, device, commit, date))
-        print(lines[-1], flush=True)
+        for i, w in enumerate(warps):
+            kn.WARPS = w
+            KP, CP = kn._shape(make(1, cfg[1], cfg[2], cfg[3]))
+            r = bench(*cfg, reps=reps, with_torch=args.torch and i == 0, ceil=ceil)
+            r["warps"] = kn._warps(KP, CP)
+            lines.append(fmt(r, device, commit, date))
+            print(lines[-1], flush=True)
+    kn.WARPS = None
     print()
     print(HEADER)
     print("|" + "---|" * HEADER.count(" |"))

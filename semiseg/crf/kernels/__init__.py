@@ -59,8 +59,13 @@ def _check(x: CRFInputs):
         raise ValueError(f'backend="triton": {why}; use backend="torch"')
 
 
+WARPS: int | None = None  # fixed warps per program (benchmarks set it); None = by shape
+
+
 def _warps(KP: int, CP: int) -> int:
-    n = KP * CP
+    if WARPS is not None:
+        return WARPS
+    n = max(KP * CP, 2 * CP * CP)
     if n <= 2048:
         return 4
     if n <= 8192:
@@ -134,13 +139,12 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     db = x.duration_bias.contiguous()
     f32 = dict(device=dev, dtype=torch.float32)
     f64 = dict(device=dev, dtype=torch.float64)
-    rows_gam = torch.empty(B, P, CP, **f32)
-    rows_alp = torch.empty(B, P, CP, **f32)
-    rows_n = torch.empty(B, P, **f64)
+    # two row buffers: the recompute of segment k-1 (side stream) overlaps the reversed
+    # chain of segment k (current stream); see _Overlap
+    rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, CP, **f32),
+             torch.empty(B, P, **f64)) for _ in range(2 if nseg > 1 else 1)]
     st_ring = torch.empty(B, KP, CP, **f32)
     st_gam = torch.empty(B, CP, **f32)
-    st_pend = torch.empty(B, CP, **f32)
-    st_run = torch.empty(B, CP, **f64)
     st_n = torch.empty(B, **f64)
     st_m = torch.empty(B, **f32)
     g_scores = torch.zeros(B, T, C, **f32)
@@ -148,32 +152,34 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     g_pe = torch.zeros(B, T, C, **f32)
     g_db = torch.zeros(B, KP, CP, **f64)
     g_tr = torch.zeros(B, CP, CP, **f64)
+    g = grad_log_z.to(torch.float64)
+    g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
+    g32 = g.to(torch.float32).contiguous()
     nw = _warps(KP, CP)
-    for seg in range(nseg - 1, -1, -1):
+
+    def recompute(seg):
         chain._fwd_kernel[(B,)](
             scores, allowed, ps, pe, trans, db, start, x.lengths,
             ck_ring, ck_gam, ck_alp, ck_n,
-            rows_gam, rows_alp, rows_n,
+            *rows[seg % len(rows)],
             dummy, dummy, dummy, dummy,
             T, C, K, P, nseg, seg,
             KP=KP, CP=CP, MODE=1, num_warps=nw, **flags)
+
+    def reverse(seg):
         chain._bwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, end, x.lengths,
-            rows_gam, rows_alp, rows_n, saved["fin_alp"], saved["fin_n"], saved["log_z64"],
-            st_ring, st_gam, st_pend, st_run, st_n, st_m,
+            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
+            ck_ring, ck_alp, ck_n,
+            *rows[seg % len(rows)], saved["fin_alp"], saved["fin_n"], saved["log_z64"],
+            st_ring, st_gam, st_n, st_m,
             g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, seg,
+            T, C, K, P, nseg, seg,
             KP=KP, CP=CP, num_warps=nw, **flags)
-    g = grad_log_z.to(torch.float64)
-    finite = torch.isfinite(saved["log_z64"])
-    g = torch.where(finite, g, torch.zeros_like(g))
-    g32 = g.to(torch.float32)[:, None, None]
-    g_scores = g_scores * g32
-    g_ps = g_ps * g32
-    g_pe = g_pe * g32
+
+    _Overlap(dev, nseg).run(recompute, reverse)
     last = (x.lengths - 1).clamp(min=0)
     dt = x.scores.dtype
-    grads = {
+    return {
         "scores": g_scores,
         "proj_start": g_ps,
         "proj_end": g_pe,
@@ -182,7 +188,51 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         "start": g_ps[:, 0, :].double().sum(0).to(dt),
         "end": g_pe[torch.arange(B, device=dev), last, :].double().sum(0).to(dt),
     }
-    return grads
+
+
+class _Overlap:
+    """Run recompute(k) then reverse(k) for k = nseg-1..0, recompute(k-1) beside reverse(k).
+
+    On CUDA, recomputes go to a side stream: recompute(k-1) waits only for reverse(k+1)
+    (which last read its row buffer, k-1 and k+1 sharing one), and reverse(k) waits for
+    recompute(k). The arithmetic and its order are the same as running them in turn.
+    """
+
+    _streams: dict = {}
+
+    def __init__(self, device, nseg):
+        self.cuda = device.type == "cuda" and nseg > 1
+        self.nseg = nseg
+        if self.cuda:
+            key = (device.index if device.index is not None else torch.cuda.current_device())
+            if key not in self._streams:
+                self._streams[key] = torch.cuda.Stream(device=device)
+            self.side = self._streams[key]
+            self.main = torch.cuda.current_stream(device)
+
+    def run(self, recompute, reverse):
+        n = self.nseg
+        if not self.cuda:
+            for k in range(n - 1, -1, -1):
+                recompute(k)
+                reverse(k)
+            return
+        ev_rec = [torch.cuda.Event() for _ in range(n)]
+        ev_rev = [torch.cuda.Event() for _ in range(n)]
+        self.side.wait_stream(self.main)  # inputs, checkpoints and zeroed gradients
+        with torch.cuda.stream(self.side):
+            recompute(n - 1)
+            ev_rec[n - 1].record(self.side)
+        for k in range(n - 1, -1, -1):
+            if k >= 1:
+                with torch.cuda.stream(self.side):
+                    if k + 1 < n:
+                        self.side.wait_event(ev_rev[k + 1])
+                    recompute(k - 1)
+                    ev_rec[k - 1].record(self.side)
+            self.main.wait_event(ev_rec[k])
+            reverse(k)
+            ev_rev[k].record(self.main)
 
 
 def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:

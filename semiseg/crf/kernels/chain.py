@@ -115,8 +115,20 @@ def _fwd_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
+    # rows of position p are loaded one step ahead (off the recursion's critical path)
+    pn = tl.minimum(t0 + tl.zeros((), tl.int64), L - 1)
+    f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
+    ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
+    pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
     for i in range(t0, t1):
         p = i + tl.zeros((), tl.int64)
+        f = f_n
+        psr = ps_n
+        per = pe_n
+        pn = tl.minimum(p + 1, t1 - 1)
+        f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
+        ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
+        pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
         if MODE == 0:
             if i % P == 0:
                 k = i // P
@@ -130,8 +142,7 @@ def _fwd_kernel(
             tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)
         # blend the new start into its slot, shift the others, add the scores of p
-        ins = gam + _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        ins = gam + psr
         R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
         d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
         v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
@@ -140,7 +151,7 @@ def _fwd_kernel(
             best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
         else:
             alp = _lse0(v)
-        alp = alp + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        alp = alp + per
         m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
@@ -160,20 +171,30 @@ def _fwd_kernel(
 
 @triton.jit
 def _bwd_kernel(
-    scores, allowed, ps, pe, trans, db, final, lengths,
+    scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z,
+    ck_ring, ck_alp, ck_n,
     rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
-    st_ring, st_gam, st_pend, st_run, st_n, st_m,
+    st_ring, st_gam, st_n, st_m,
     g_scores, g_ps, g_pe, g_db, g_tr,
-    T, C, K, P, seg,
+    T, C, K, P, NSEG, seg,
     KP: tl.constexpr, CP: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
 ):
     """Reversed chain (beta) over checkpoint segment `seg` of one sequence, with gradients.
 
-    Writes d logZ_b / d (scores, proj_start, proj_end) for the positions of the segment and
-    adds this segment's d logZ_b / d (duration_bias, transition) into the program's own
-    float64 partials g_db (B, KP, CP) and g_tr (B, CP, CP). The ring and carries pass from
-    one segment launch to the next through st_*.
+    Writes g_b * d logZ_b / d (scores, proj_start, proj_end) for the positions of the
+    segment and adds this segment's d logZ_b / d (duration_bias, transition) into the
+    program's own float64 partials g_db (B, KP, CP) and g_tr (B, CP, CP). The ring passes
+    from one segment launch to the next through st_*.
+
+    Local normaliser: forward and reversed chains round differently, and over 1e6 steps
+    their fp32 drifts would put posteriors off by ~1e-3 against a single log Z. So each
+    segment [t0, t1) uses log Z recomputed at its right boundary t1 from the very values it
+    multiplies: the forward checkpoint ring at t1 and the reversed ring there,
+        Z = sum_c exp(alpha[t1,c] + beta_alpha[t1,c])                  (a boundary at t1)
+          + sum_{s < t1 < e, e-s <= K, c} P~(s, e, c)                  (segments across t1)
+    and the label-marginal carry restarts there from the exact crossing probabilities, so
+    no sum runs over more than one segment's positions.
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
@@ -188,44 +209,88 @@ def _bwd_kernel(
         rs = tl.arange(0, CP)[:, None]
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
-        lz = tl.load(log_z + b)
-        lz_ok = lz > float("-inf")
+        gl = tl.load(grad_log_z + b)
         if t1 == L:  # first segment of this sequence in the reversed order
+            lz = tl.load(log_z + b)
             R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
             n = tl.zeros((), tl.float64)
             base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
-            base0 = tl.where(lz_ok, base0, NEG)
+            base0 = tl.where(lz > float("-inf"), base0, NEG)
             pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
             run = tl.zeros((CP,), tl.float64)
             mprev = tl.zeros((), tl.float32)
         else:
             R = tl.load(st_ring + (b * KP + js) * CP + cs)
-            gam = tl.load(st_gam + b * CP + cs1)
-            pend = tl.load(st_pend + b * CP + cs1)
-            run = tl.load(st_run + b * CP + cs1)
+            gam = tl.load(st_gam + b * CP + cs1)  # beta_alpha[t1]
             n = tl.load(st_n + b)
             mprev = tl.load(st_m + b)
+            ckb = b * NSEG + seg + 1  # the forward checkpoint at t1
+            nf1 = tl.load(ck_n + ckb)
+            bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
+            Rb = R - mprev
+            i1 = L - 1 - t1  # reversed step that processed position t1
+            db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
+            cm = tl.full((CP,), NEG, tl.float32)
+            csum = tl.zeros((CP,), tl.float32)
+            for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
+                s = t1 - a
+                Fa = tl.load(ck_ring + (ckb * KP + (s & (KP - 1))) * CP + cs1)
+                dd = a + db_r
+                v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
+                                                mask=(dd <= K) & cmask, other=NEG)
+                newm = tl.maximum(cm, tl.max(v2, 0))
+                newms = tl.where(newm == NEG, 0.0, newm)
+                csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
+                cm = newm
+            cross = tl.where(cm == NEG, NEG, cm + tl.log(csum))
+            zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
+            zms = tl.where(zm == NEG, 0.0, zm)
+            zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+            lz = nf1 + n + zq.to(tl.float64)
+            run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses t1)
+            pend = tl.exp(bnd - zq)  # P_end[t1]
+            run = tl.where(zq > float("-inf"), run, 0.0)
+            pend = tl.where(zq > float("-inf"), pend, 0.0)
+        lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
         acc_tr = tl.zeros((CP, CP), tl.float32)
+        # rows of position p are loaded one step ahead (off the recursion's critical path)
+        pn = (t1 - 1).to(tl.int64)
+        f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
+        ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
+        pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
+        rn = b * P + (pn - t0)
+        gF_n = tl.load(rows_gam + rn * CP + cs1)
+        aF_n = tl.load(rows_alp + rn * CP + cs1)
+        nF_n = tl.load(rows_n + rn)
         for q in range(0, t1 - t0):
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
-            ins = gam + _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
-            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            f = f_n
+            psr = ps_n
+            per = pe_n
+            gF = gF_n
+            aF = aF_n
+            nF = nF_n
+            pn = tl.maximum(p - 1, t0)
+            f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
+            ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
+            pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
+            rn = b * P + (pn - t0)
+            gF_n = tl.load(rows_gam + rn * CP + cs1)
+            aF_n = tl.load(rows_alp + rn * CP + cs1)
+            nF_n = tl.load(rows_n + rn)
+            ins = gam + per
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1
             v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
-            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
             bg = _lse0(v) + psr  # beta_gamma[p]
             m = _safe_max(bg)
             bg = bg - m
             n = n + m.to(tl.float64)
             mprev = m
-            r = b * P + (p - t0)
-            gF = tl.load(rows_gam + r * CP + cs1)
-            aF = tl.load(rows_alp + r * CP + cs1)
-            base = (tl.load(rows_n + r) + n - lz).to(tl.float32)
+            base = (nF + n - lz).to(tl.float32)
             base = tl.where(lz_ok, base, NEG)
             pstart = tl.exp(gF + bg + base)
             # P(p, d, c) for every slot, gathered into duration order
@@ -236,16 +301,14 @@ def _bwd_kernel(
             acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
             pe_next = pend  # P_end[p + 1]
             run = run + pe_next.to(tl.float64)
-            tl.store(g_scores + seq + p * C + cs1, run.to(tl.float32), mask=cmask1)
+            tl.store(g_scores + seq + p * C + cs1, gl * run.to(tl.float32), mask=cmask1)
             run = run - pstart.to(tl.float64)
-            tl.store(g_ps + seq + p * C + cs1, pstart, mask=cmask1)
-            tl.store(g_pe + seq + p * C + cs1, pe_next, mask=cmask1)
+            tl.store(g_ps + seq + p * C + cs1, gl * pstart, mask=cmask1)
+            tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
         tl.store(st_ring + (b * KP + js) * CP + cs, R)
         tl.store(st_gam + b * CP + cs1, gam)
-        tl.store(st_pend + b * CP + cs1, pend)
-        tl.store(st_run + b * CP + cs1, run)
         tl.store(st_n + b, n)
         tl.store(st_m + b, mprev)
         gdb_ptr = g_db + (b * KP + js) * CP + cs
