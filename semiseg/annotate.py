@@ -357,11 +357,11 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     bnd = np.zeros(S, np.float32)
     gaps = []
     prev_end = 0
-    for it, l, p, b in sorted(parts, key=lambda r: r[0].start):
+    for it, lb, p, b in sorted(parts, key=lambda r: r[0].start):
         s0 = it.start // res
-        lab[s0:s0 + len(l)] = l
-        post[s0:s0 + len(l)] = p
-        bnd[s0:s0 + len(l)] = b
+        lab[s0:s0 + len(lb)] = lb
+        post[s0:s0 + len(lb)] = p
+        bnd[s0:s0 + len(lb)] = b
         if it.start > prev_end:
             gaps.append((prev_end, it.start))
         prev_end = it.end
@@ -446,8 +446,8 @@ def merge(parts: list[str], out: str) -> list[str]:
         total = sum(c[1] for c in counts.values()) or 1
         with open(target("summary.tsv"), "w") as fh:
             fh.write(comment + "label\tsegments\tbp\tfraction\n")
-            for n, (segs, bp) in counts.items():
-                fh.write(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n")
+            fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
+                          for n, (segs, bp) in counts.items())
         for suffix in ["boundary.bw"] + [f"posterior.{n}.bw" for n in labels]:
             sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
             try:

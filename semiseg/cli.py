@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -44,8 +43,8 @@ _THREADS = typer.Option(
     None, "--threads", min=1,
     help="CPU threads for torch (default 1 on CPU: the semi-CRF runs many small "
          "operations, which extra threads slow down on small or shared machines).")
-_DEVICE = typer.Option(None, "--device", help="auto, cpu or cuda (default: from the config "
-                                             "/ checkpoint, else auto).")
+_DEVICE = typer.Option(None, "--device", help="auto, cpu or cuda (train: default the "
+                                             "config's device key; others: auto).")
 
 
 def _setup(quiet: bool, threads: int | None) -> None:
@@ -62,12 +61,12 @@ def train(
     config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Overrides train.seed."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Overrides train.epochs."),
-    device: Optional[str] = _DEVICE,
+    seed: int | None = typer.Option(None, "--seed", help="Overrides train.seed."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Overrides train.epochs."),
+    device: str | None = _DEVICE,
     set_: list[str] = typer.Option([], "--set", help="Override any key: --set train.lr=1e-3 "
                                                      "(repeatable)."),
-    threads: Optional[int] = _THREADS,
+    threads: int | None = _THREADS,
     quiet: bool = _QUIET,
 ) -> None:
     """Train a model; writes OUT/best.pt, OUT/last.pt, OUT/config.yaml, OUT/metrics.tsv."""
@@ -84,23 +83,24 @@ def train(
 
 @app.command()
 def annotate(
-    model: Path = typer.Option(..., "--model", "-m", help="Checkpoint (DIR/best.pt) or run folder."),
+    model: Path = typer.Option(..., "--model", "-m",
+                               help="Checkpoint (DIR/best.pt) or run folder."),
     fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA to annotate."),
     out: str = typer.Option(..., "--out", "-o", help="Output prefix (PREFIX.bed, ...)."),
     track: list[str] = typer.Option([], "--track", "-t",
                                     help="NAME=PATH for each track the model was trained "
                                          "with (bigWig, bedGraph or BAM; repeatable)."),
-    regions: Optional[Path] = typer.Option(None, "--regions", help="BED of regions to annotate "
+    regions: Path | None = typer.Option(None, "--regions", help="BED of regions to annotate "
                                                                    "(default: everything)."),
     chroms: list[str] = typer.Option([], "--chroms", help="Chromosomes to annotate "
                                                           "(repeatable or comma-separated)."),
-    window: Optional[int] = typer.Option(None, "--window", help="Encoder window, bp."),
-    context: Optional[int] = typer.Option(None, "--context", help="Context dropped at each "
+    window: int | None = typer.Option(None, "--window", help="Encoder window, bp."),
+    context: int | None = typer.Option(None, "--context", help="Context dropped at each "
                                                                   "side of a window, bp."),
-    max_decode_steps: Optional[int] = typer.Option(
+    max_decode_steps: int | None = typer.Option(
         None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
-    device: Optional[str] = _DEVICE,
-    threads: Optional[int] = _THREADS,
+    device: str | None = _DEVICE,
+    threads: int | None = _THREADS,
     quiet: bool = _QUIET,
 ) -> None:
     """Segment a genome: PREFIX.bed, .browser.bed, .gff3, .posterior.LABEL.bw, .boundary.bw,
@@ -133,13 +133,13 @@ def merge(
 def evaluate(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
     truth: Path = typer.Option(..., "--truth", "-t", help="Truth BED or GFF3/GTF."),
-    scheme: Optional[str] = typer.Option(
+    scheme: str | None = typer.Option(
         None, "--scheme", help="Label scheme: a training config, a scheme YAML or a built-in "
                                "name; maps GFF3 features to labels (default gene_structure)."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write PREFIX.tsv and "
+    out: str | None = typer.Option(None, "--out", "-o", help="Write PREFIX.tsv and "
                                                                 "PREFIX.json."),
     tolerance: int = typer.Option(10, "--tolerance", min=0, help="Boundary tolerance, bp."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Take the scheme from this "
+    model: Path | None = typer.Option(None, "--model", help="Take the scheme from this "
                                                                "checkpoint."),
     quiet: bool = _QUIET,
 ) -> None:
@@ -161,11 +161,11 @@ def evaluate(
 @app.command()
 def demo(
     outdir: Path = typer.Argument(..., help="Output folder."),
-    data: Optional[Path] = typer.Option(None, "--data", help="Folder with chrI.fa, chrII.fa "
+    data: Path | None = typer.Option(None, "--data", help="Folder with chrI.fa, chrII.fa "
                                                              "and yeast_chrI_chrII.gff3."),
-    device: Optional[str] = _DEVICE,
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Overrides the demo's epochs."),
-    threads: Optional[int] = _THREADS,
+    device: str | None = _DEVICE,
+    epochs: int | None = typer.Option(None, "--epochs", help="Overrides the demo's epochs."),
+    threads: int | None = _THREADS,
     quiet: bool = _QUIET,
 ) -> None:
     """Train on yeast chrII, annotate chrI, evaluate against the SGD annotation."""
@@ -180,11 +180,11 @@ def plot(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
     region: str = typer.Option(..., "--region", "-r", help="chrom:start-end (0-based, bp)."),
     out: Path = typer.Option(..., "--out", "-o", help="PNG (or PDF/SVG) to write."),
-    truth: Optional[Path] = typer.Option(None, "--truth", "-t", help="Truth BED or GFF3."),
-    scheme: Optional[str] = typer.Option(None, "--scheme", help="As for evaluate."),
-    posteriors: Optional[str] = typer.Option(
+    truth: Path | None = typer.Option(None, "--truth", "-t", help="Truth BED or GFF3."),
+    scheme: str | None = typer.Option(None, "--scheme", help="As for evaluate."),
+    posteriors: str | None = typer.Option(
         None, "--posteriors", help="Annotation PREFIX whose posterior bigWigs to draw."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Take the scheme from this "
+    model: Path | None = typer.Option(None, "--model", help="Take the scheme from this "
                                                                "checkpoint."),
     quiet: bool = _QUIET,
 ) -> None:

@@ -137,7 +137,10 @@ class TrainConfig:
     warmup_epochs:     linear warm-up (in epochs, fractions allowed), then cosine decay
     grad_clip:         maximum gradient norm (0 = off)
     patience:          early stopping after this many epochs without a better
-                       validation F1 (0 = off)
+                       validation score (0 = off)
+    select:            the validation score that picks best.pt and drives early
+                       stopping: "loss" (negative log-likelihood per CRF step; smooth) or
+                       "f1" (macro F1 of the Viterbi labels; noisier)
     seed:              seeds everything (window order, initialisation, dropout)
     reverse_complement: augment by reverse-complementing half the windows each epoch
                        (stranded labels swap with their other-strand twins; tracks are
@@ -153,6 +156,7 @@ class TrainConfig:
     warmup_epochs: float = 1.0
     grad_clip: float = 1.0
     patience: int = 5
+    select: str = "loss"
     seed: int = 0
     reverse_complement: bool = False
     amp: str = "auto"
@@ -195,6 +199,7 @@ CHOICES = {
     "crf.duration": ("learned", "geometric", "negative_binomial", "poisson", "uniform"),
     "crf.centering": ("none", "mean"),
     "train.amp": ("auto", "on", "off"),
+    "train.select": ("loss", "f1"),
     "device": ("auto", "cpu", "cuda"),
 }
 POSITIVE = {

@@ -94,7 +94,7 @@ class Encoder(nn.Module):
 
     def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
         """x (B, T, F), lengths (B,) -> hidden (B, S, H), step lengths (B,)."""
-        B, T, _ = x.shape
+        T = x.shape[1]
         pos = torch.arange(T, device=x.device)
         mask = (pos[None, :] < lengths[:, None]).to(x.dtype)[:, None, :]  # (B, 1, T)
         h = x.transpose(1, 2) * mask

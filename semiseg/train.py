@@ -328,6 +328,18 @@ def f1_scores(conf: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- training
+def _better(row: dict, best: dict, select: str) -> bool:
+    """Whether this epoch beats the best so far: lower validation loss ("loss") or higher
+    validation F1 ("f1", ties to the lower loss); without validation data, lower
+    training loss."""
+    if math.isnan(row["val_loss"]):
+        return row["train_loss"] < best.get("train_loss", float("inf"))
+    if select == "f1":
+        return row["val_f1"] > best["val_f1"] or (row["val_f1"] == best["val_f1"]
+                                                  and row["val_loss"] < best["val_loss"])
+    return row["val_loss"] < best["val_loss"]
+
+
 def _amp_enabled(cfg: Config, device: torch.device) -> bool:
     return device.type == "cuda" and cfg.train.amp in ("auto", "on")
 
@@ -449,7 +461,7 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
     bs = cfg.train.batch_size
     per_epoch = math.ceil(len(train_ds) / bs)
     total = per_epoch * cfg.train.epochs
-    warmup = int(round(cfg.train.warmup_epochs * per_epoch))
+    warmup = round(cfg.train.warmup_epochs * per_epoch)
     step, epoch0, history = 0, 0, []
     best = {"epoch": 0, "val_f1": -1.0, "val_loss": float("inf")}
     bad_epochs = 0
@@ -512,7 +524,8 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                     nll = model.crf.nll(em, y, steps, hidden=hid)
                     loss = (nll / steps.to(nll.dtype)).mean()
                     if not torch.isfinite(loss):
-                        raise SemisegError(f"training diverged at epoch {epoch} (loss {loss.item()}); "
+                        raise SemisegError(f"training diverged at epoch {epoch} "
+                                           f"(loss {loss.item()}); "
                                            "lower train.lr")
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
@@ -531,11 +544,10 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                     row.update({"val_loss": float("nan"), "val_f1": float("nan"),
                                 "val_accuracy": float("nan"), "val_f1_per_label": []})
                 row["seconds"] = time.perf_counter() - t0
-                f1 = row["val_f1"] if not math.isnan(row["val_f1"]) else -row["train_loss"]
-                improved = f1 > best["val_f1"] or (f1 == best["val_f1"]
-                                                   and row["val_loss"] < best["val_loss"])
+                improved = _better(row, best, cfg.train.select)
                 if improved:
-                    best = {"epoch": epoch, "val_f1": f1, "val_loss": row["val_loss"]}
+                    best = {"epoch": epoch, "val_f1": row["val_f1"], "val_loss": row["val_loss"],
+                            "train_loss": row["train_loss"]}
                     bad_epochs = 0
                 else:
                     bad_epochs += 1
@@ -554,8 +566,10 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         raise SemisegError(f"interrupted; {last_path} holds the last complete epoch: continue "
                            "with --resume") from None
     if stopped_early:
-        ui.log(f"early stopping: no better validation F1 for {cfg.train.patience} epochs")
-    ui.log(f"best epoch {best['epoch']} (val F1 {best['val_f1']:.4f}); model {best_path}")
+        ui.log(f"early stopping: no better validation {cfg.train.select} for "
+               f"{cfg.train.patience} epochs")
+    ui.log(f"best epoch {best['epoch']} (val loss {best['val_loss']:.4f}, val F1 "
+           f"{best['val_f1']:.4f}); model {best_path}")
     return {"best_epoch": best["epoch"], "best_val_f1": best["val_f1"],
             "best": str(best_path), "last": str(last_path), "epochs_run": len(history)}
 

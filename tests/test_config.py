@@ -19,7 +19,8 @@ def test_defaults_validate():
 
 
 def test_unknown_key_suggests_the_closest():
-    with pytest.raises(SemisegError, match=r"unknown config key 'train.epoch'.*did you mean 'epochs'"):
+    with pytest.raises(SemisegError,
+                       match=r"unknown config key 'train.epoch'.*did you mean 'epochs'"):
         from_dict({"train": {"epoch": 3}})
     with pytest.raises(SemisegError, match=r"unknown config key 'modle'.*did you mean 'model'"):
         from_dict({"modle": {}})

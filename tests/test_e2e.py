@@ -8,7 +8,6 @@ A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 sl
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
