@@ -211,8 +211,8 @@ def main() -> None:
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("semiseg: interrupted", err=True)
-        sys.exit(130)
+        typer.echo("semiseg: error: interrupted; only complete output files were kept", err=True)
+        sys.exit(2)
     except Exception as err:  # usage errors (missing option, bad value) and the like
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's or typer's own click

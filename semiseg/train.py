@@ -248,8 +248,12 @@ def learning_rate(step: int, total: int, warmup: int, base: float) -> float:
 # ----------------------------------------------------------------------------- checkpoints
 def save_checkpoint(state: dict, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:  # interrupted or disk full: leave no partial file behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_checkpoint(path: str | Path) -> dict:

@@ -300,3 +300,31 @@ def test_annotate_with_tracks_the_model_lacks(work, trained):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "trained with tracks [none]" in lines[0] and "dnase" in lines[0]
     assert not (work / "bad").exists() or not list((work / "bad").iterdir())
+
+
+def test_interrupted_training_resumes(work):
+    """Ctrl-C during training: one line, exit 2, no partial files; --resume finishes."""
+    import signal
+    import time
+
+    out = work / "intr"
+    proc = subprocess.Popen([sys.executable, "-m", "semiseg.cli", "train", "--config",
+                             str(work / "tiny.yaml"), "--out", str(out), "--epochs", "4",
+                             "--quiet"], stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not (out / "last.pt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("training finished before the interrupt arrived")
+    assert proc.returncode == 2
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "interrupted" in lines[0] and "--resume" in lines[0]
+    assert not list(out.glob("*.tmp"))
+    done = torch.load(out / "last.pt", weights_only=True)["epoch"]
+    assert 1 <= done < 4
+    run_cli("train", "--config", work / "tiny.yaml", "--out", out, "--epochs", "4",
+            "--resume", "--quiet")
+    assert torch.load(out / "last.pt", weights_only=True)["epoch"] == 4
+    assert len((out / "metrics.tsv").read_text().splitlines()) == 5
