@@ -157,11 +157,15 @@ def test_matches_bruteforce(shape, terms, dd):
 @pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_matches_bruteforce_small_chunks(shape, dd, monkeypatch):
-    """Chunks of 1 and 2 steps: every ring rebase and checkpoint restore is exercised."""
+    """Chunks of 1, 2 and 3 steps, recomputed all at once, one at a time and two at a
+    time: every ring rebase, checkpoint restore and ring roll is exercised."""
     B, T, C, K = shape
     kw = make(B, T, C, K, dd=dd, terms=TERMS["all"], seed=_seed(shape, dd, "chunks"))
-    for size in (1, 2):
+    ring = B * (C + 1) * C * K if dd else B * C * K
+    for size, group in ((1, None), (2, 1), (3, 2)):
         monkeypatch.setattr(reference, "CHUNK", size)
+        if group is not None:
+            monkeypatch.setattr(reference, "RECOMPUTE_RING", group * ring)
         check_against_bruteforce(kw, check_marginals=size == 2)
 
 

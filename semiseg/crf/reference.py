@@ -65,6 +65,11 @@ _TINY = torch.finfo(WORK).min  # stands in for a -inf maximum in hand-written lo
 # Steps per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set it
 # small to exercise the chunk boundaries.
 CHUNK: int | None = None
+# The backward pass recomputes several chunks side by side: at most RECOMPUTE_ROWS
+# steps x sequences at once, and rings of at most RECOMPUTE_RING elements (beyond that,
+# torch's intra-op threading and memory traffic cost more than the Python overhead saved).
+RECOMPUTE_ROWS = 1 << 15
+RECOMPUTE_RING = 1 << 15
 
 
 @dataclass
@@ -137,108 +142,123 @@ def _chunk_terms(x: CRFInputs, t0: int, t1: int):
 
 
 class _Forward:
-    """The alpha recursion, one step at a time, with its ring state (see module doc).
+    """The alpha recursion, one boundary at a time, with its ring state (see module doc).
 
-    Rings are (B, C, 2K), durations last (reductions over the last dimension are the
+    Rings are (rows, C, 2K), durations last (reductions over the last dimension are the
     fast ones); slot s % K holds position s, written twice (slots j and j + K), so the
-    window of step t is the slice [t % K, t % K + K), ordered s = t-K..t-1 (d = K..1).
+    window of boundary t is the slice [t % K, t % K + K), ordered s = t-K..t-1 (d = K..1).
+    `rows` is B, or G * B when the backward pass recomputes G chunks side by side.
     """
 
-    def __init__(self, x: CRFInputs, m: _Model):
-        self.x, self.m = x, m
-        B, C, K = m.B, m.C, m.K
-        dev = x.scores.device
+    def __init__(self, m: _Model, rows: int):
+        self.m, self.rows = m, rows
+        C, K = m.C, m.K
+        dev = m.db.device
         self.db_rev = m.db.flip(0).T.contiguous()  # (C, K): window index k <-> d = K - k
         if m.dd:
             self.tr_rev = m.tr.flip(0).permute(1, 2, 0).contiguous()  # (C+1, C, K)
-            self.abuf = torch.full((B, C + 1, 2 * K), NEG, dtype=WORK, device=dev)
-            self.pbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
-            self.phantom = torch.full((B, C + 1), NEG, dtype=WORK, device=dev)
+            self.abuf = torch.full((rows, C + 1, 2 * K), NEG, dtype=WORK, device=dev)
+            self.pbuf = torch.full((rows, C, 2 * K), NEG, dtype=WORK, device=dev)
+            self.phantom = torch.full((rows, C + 1), NEG, dtype=WORK, device=dev)
             self.phantom[:, C] = 0.0
+            self.no_phantom = torch.full((rows, 1), NEG, dtype=WORK, device=dev)
         else:
             self.tr_t = m.tr.T.contiguous()  # [dst, src]
-            self.gbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
+            self.gbuf = torch.full((rows, C, 2 * K), NEG, dtype=WORK, device=dev)
+            self.start = m.start.expand(rows, C)
+
+    def _bufs(self):
+        return (self.abuf, self.pbuf) if self.m.dd else (self.gbuf,)
 
     def state(self):
-        K = self.m.K
-        if self.m.dd:
-            return (self.abuf[:, :, :K].clone(), self.pbuf[:, :, :K].clone())
-        return (self.gbuf[:, :, :K].clone(),)
+        return tuple(buf[:, :, :self.m.K].clone() for buf in self._bufs())
 
     def restore(self, state):
         K = self.m.K
-        bufs = (self.abuf, self.pbuf) if self.m.dd else (self.gbuf,)
-        for buf, s in zip(bufs, state):
+        for buf, s in zip(self._bufs(), state):
             buf[:, :, :K] = s
             buf[:, :, K:] = s
 
     def rebase(self, D: Tensor):
         (self.pbuf if self.m.dd else self.gbuf).add_(D[:, :, None])
 
-    def step(self, t: int, A_t: Tensor, P_t: Tensor, viterbi: bool = False):
-        """Advance over boundary t: returns alpha_t (None at t = 0) and, for Viterbi,
-        the backpointers (duration, predecessor label) of alpha_t's best segment."""
+    @staticmethod
+    def _push(buf: Tensor, j: int, v: Tensor):
+        K = buf.shape[2] // 2
+        buf.view(buf.shape[0], buf.shape[1], 2, K)[:, :, :, j] = v[:, :, None]
+
+    def step(self, j: int, A_t: Tensor, P_t: Tensor, *, kill=None, first=None,
+             last: bool = False, viterbi: bool = False):
+        """Advance over one boundary, whose ring slot is j (t % K).
+
+        kill:  (rows, C) bool or None: labels disallowed at the position before the boundary.
+        first: None, True, or (rows, 1) bool: the rows for which this boundary is t = 0
+               (their first segment opens from `start`, no predecessor).
+        last:  the boundary is t = T for every row: nothing opens there.
+        Returns alpha_t (rows, C) (-inf at t = 0) and, for Viterbi, the backpointers
+        (duration, predecessor label) of alpha_t's best segment.
+        """
         m = self.m
         K = m.K
-        alpha = bp = None
+        bp = None
         if m.dd:
-            if t > 0:
-                if m.bad is not None:
-                    self.pbuf.masked_fill_(m.bad[:, t - 1, :, None], NEG)
-                j = t % K
-                pre = self.abuf[:, :, None, j:j + K] + self.tr_rev  # (B, C+1, C, K)
-                open_ = self.pbuf[:, :, j:j + K] + self.db_rev  # (B, C, K)
-                if viterbi:
-                    gi = pre.argmax(dim=1)  # (B, C, K)
-                    win = pre.amax(dim=1) + open_
-                    k = win.argmax(dim=2)
-                    bp = (K - k, gi.gather(2, k[:, :, None]).squeeze(2))
-                    alpha = A_t + win.amax(dim=2)
-                else:
-                    alpha = A_t + torch.logsumexp(torch.logsumexp(pre, dim=1) + open_, dim=2)
-                if t == m.T:
-                    return alpha, bp
-                new_a = torch.cat([alpha, self.phantom[:, :1]], dim=1)
-            else:
-                new_a = self.phantom
-            j = t % K
-            self.abuf[:, :, j] = new_a
-            self.abuf[:, :, j + K] = new_a
-            self.pbuf[:, :, j] = P_t
-            self.pbuf[:, :, j + K] = P_t
-            return alpha, bp
-        if t > 0:
-            if m.bad is not None:
-                self.gbuf.masked_fill_(m.bad[:, t - 1, :, None], NEG)
-            j = t % K
-            win = self.gbuf[:, :, j:j + K] + self.db_rev  # (B, C, K)
+            if kill is not None:
+                self.pbuf.masked_fill_(kill[:, :, None], NEG)
+            pre = self.abuf[:, :, None, j:j + K] + self.tr_rev  # (rows, C+1, C, K)
+            open_ = self.pbuf[:, :, j:j + K] + self.db_rev  # (rows, C, K)
             if viterbi:
+                gi = pre.argmax(dim=1)  # (rows, C, K)
+                win = pre.amax(dim=1) + open_
                 k = win.argmax(dim=2)
+                bp = (K - k, gi.gather(2, k[:, :, None]).squeeze(2))
                 alpha = A_t + win.amax(dim=2)
-                if t == m.T:
-                    return alpha, (K - k, None)
-                pre = alpha[:, None, :] + self.tr_t  # (B, dst, src)
-                bp = (K - k, pre.argmax(dim=2))
-                gamma = pre.amax(dim=2)
             else:
-                alpha = A_t + torch.logsumexp(win, dim=2)
-                if t == m.T:
-                    return alpha, None
-                gamma = torch.logsumexp(alpha[:, None, :] + self.tr_t, dim=2)
+                alpha = A_t + torch.logsumexp(torch.logsumexp(pre, dim=1) + open_, dim=2)
+            if last:
+                return alpha, bp
+            new_a = torch.cat([alpha, self.no_phantom], dim=1)
+            if first is True:
+                new_a = self.phantom
+            elif first is not None:
+                new_a = torch.where(first, self.phantom, new_a)
+            self._push(self.abuf, j, new_a)
+            self._push(self.pbuf, j, P_t)
+            return alpha, bp
+        if kill is not None:
+            self.gbuf.masked_fill_(kill[:, :, None], NEG)
+        win = self.gbuf[:, :, j:j + K] + self.db_rev  # (rows, C, K)
+        if viterbi:
+            k = win.argmax(dim=2)
+            alpha = A_t + win.amax(dim=2)
+            if last:
+                return alpha, (K - k, None)
+            pre = alpha[:, None, :] + self.tr_t  # (rows, dst, src)
+            bp = (K - k, pre.argmax(dim=2))
+            gamma = pre.amax(dim=2)
         else:
-            gamma = m.start.expand(m.B, m.C)
-        g = gamma + P_t
-        j = t % K
-        self.gbuf[:, :, j] = g
-        self.gbuf[:, :, j + K] = g
+            alpha = A_t + torch.logsumexp(win, dim=2)
+            if last:
+                return alpha, None
+            gamma = torch.logsumexp(alpha[:, None, :] + self.tr_t, dim=2)
+        if first is True:
+            gamma = self.start
+        elif first is not None:
+            gamma = torch.where(first, self.start, gamma)
+        self._push(self.gbuf, j, gamma + P_t)
         return alpha, bp
+
+
+def _step_args(m: _Model, t: int) -> dict:
+    """Keyword arguments of _Forward.step for boundary t of the plain (unbatched) pass."""
+    kill = m.bad[:, t - 1] if (m.bad is not None and t > 0) else None
+    return {"kill": kill, "first": True if t == 0 else None, "last": t == m.T}
 
 
 def forward(x: CRFInputs):
     """log Z (B,) in the dtype of scores, and the checkpoints for `backward`."""
     with torch.no_grad():
         m = _model(x)
-        fw = _Forward(x, m)
+        fw = _Forward(m, m.B)
         log_z = torch.full((m.B,), NEG, dtype=WORK, device=x.scores.device)
         alpha_end = torch.full((m.B, m.C), NEG, dtype=WORK, device=x.scores.device)
         checkpoints = []
@@ -247,7 +267,7 @@ def forward(x: CRFInputs):
             checkpoints.append(fw.state())
             for i in range(t1 - t0):
                 t = t0 + i
-                alpha, _ = fw.step(t, A[i], P[i])
+                alpha, _ = fw.step(t % m.K, A[i], P[i], **_step_args(m, t))
                 idx = m.at_len.get(t)
                 if idx is not None:
                     a = alpha[idx]
@@ -268,6 +288,62 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         return _backward(x, saved, grad_log_z)
 
 
+def _recompute(m: _Model, spans, states, terms):
+    """The alphas (and, static, gamma_s + P_s) of the chunks `spans`, recomputed from their
+    checkpoints side by side: one pass of the longest chunk's length over G * B rows.
+    Each ring is rolled so that every chunk's first boundary sits in slot 0."""
+    G, B, C, K, T = len(spans), m.B, m.C, m.K, m.T
+    dev = m.db.device
+    n = max(t1 - t0 for t0, t1 in spans)
+    fw = _Forward(m, G * B)
+    rolled = [tuple(torch.roll(s, -(t0 % K), dims=2) for s in st)
+              for (t0, _), st in zip(spans, states)]
+    fw.restore(tuple(torch.cat(parts) for parts in zip(*rolled)))
+    A = torch.zeros(n, G * B, C, dtype=WORK, device=dev)
+    P = torch.zeros(n, G * B, C, dtype=WORK, device=dev)
+    kill = None if m.bad is None else torch.zeros(n, G * B, C, dtype=torch.bool, device=dev)
+    first = None
+    for g, ((t0, t1), (A_g, P_g, _)) in enumerate(zip(spans, terms)):
+        rows = slice(g * B, (g + 1) * B)
+        A[:t1 - t0, rows] = A_g
+        P[:t1 - t0, rows] = P_g
+        if kill is not None:  # boundary t > 0 closes segments over position t - 1
+            lo = max(t0, 1)
+            kill[lo - t0:t1 - t0, rows] = m.bad[:, lo - 1:t1 - 1].transpose(0, 1)
+        if t0 == 0:
+            first = torch.zeros(G * B, 1, dtype=torch.bool, device=dev)
+            first[rows] = True
+    alphas = torch.empty(n, G * B, C, dtype=WORK, device=dev)
+    opens = None if m.dd else torch.empty(n, G * B, C, dtype=WORK, device=dev)
+    for i in range(n):
+        j = i % K
+        alpha, _ = fw.step(j, A[i], P[i], kill=None if kill is None else kill[i],
+                           first=first if i == 0 else None)
+        alphas[i] = alpha
+        if opens is not None:
+            opens[i] = fw.gbuf[:, :, j]
+    out = []
+    for g, (t0, t1) in enumerate(spans):
+        rows = slice(g * B, (g + 1) * B)
+        out.append((alphas[:t1 - t0, rows], None if opens is None else opens[:t1 - t0, rows]))
+    return out
+
+
+def _bad_counts(m: _Model, t0: int, n: int) -> Tensor | None:
+    """cnt[i] = number of disallowed positions in [t0, t0 + i) per (b, c), for i = 0..n+K-1
+    (positions past T count as allowed): segment [s, s + d) is allowed iff
+    cnt[s + d - t0] == cnt[s - t0]."""
+    if m.bad is None:
+        return None
+    hi = min(t0 + n + m.K - 1, m.T)
+    cnt = torch.zeros(n + m.K, m.B, m.C, dtype=torch.int32, device=m.bad.device)
+    if hi > t0:
+        c = m.bad[:, t0:hi].transpose(0, 1).to(torch.int32).cumsum(0)
+        cnt[1:hi - t0 + 1] = c
+        cnt[hi - t0 + 1:] = c[-1]
+    return cnt
+
+
 def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     m, checkpoints, log_z, alpha_end = saved
     B, T, C, K = m.B, m.T, m.C, m.K
@@ -279,79 +355,84 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     g_scores = torch.empty(B, T, C, dtype=out_dtype, device=dev)
     g_ps = torch.empty(B, T, C, dtype=out_dtype, device=dev)
     g_pe = torch.empty(B, T, C, dtype=out_dtype, device=dev)
-    g_db = torch.zeros(B, C, K, dtype=WORK, device=dev)
+    g_db = torch.zeros(C, K, dtype=WORK, device=dev)
+    g_db_b = torch.zeros(B, C, K, dtype=WORK, device=dev)  # static: accumulated per step
     g_start = torch.zeros(C, dtype=WORK, device=dev)
     g_end = (torch.exp(alpha_end + m.end - lz) * w).sum(0)
 
-    fw = _Forward(x, m)
     hbuf = torch.full((B, C, 2 * K), NEG, dtype=WORK, device=dev)
     db_t = m.db.T.contiguous()  # (C, K), d = k + 1
     if m.dd:
-        tr_p = m.tr.permute(1, 2, 0).contiguous()  # (C+1, C, K)
-    g_tr = torch.zeros_like(tr_p) if m.dd else torch.zeros_like(m.tr)
-    none_start = torch.full((B, C), NEG, dtype=WORK, device=dev)
+        tr_p = m.tr.permute(1, 2, 0).contiguous()  # (C+1, C, K): [src, dst, d-1]
+        g_tr = torch.zeros_like(tr_p)
+        # per-step segment marginals are (B, C+1, C, K): this many steps at a time
+        blk = max(1, (1 << 21) // (B * (C + 1) * C * K))
+    else:
+        g_tr = torch.zeros_like(m.tr)
+        blk = max(1, (1 << 20) // (B * C * C))
+    none = torch.full((B, C), NEG, dtype=WORK, device=dev)
     beyond = torch.tensor([0.0 if n >= T else NEG for n in m.lengths], dtype=WORK,
                           device=dev)[:, None]  # -inf for sequences with L_b < t
     min_len = min(m.lengths)
     carry = torch.zeros(B, C, dtype=WORK, device=dev)  # label marginal after the chunk
+    h_tail = torch.full((K, B, C), NEG, dtype=WORK, device=dev)  # h_{t1..t1+K-1} (dd)
     chunks = m.chunks()
+    ring = B * (C + 1) * C * K if m.dd else B * C * K
+    group = max(1, min(RECOMPUTE_ROWS // (B * (chunks[0][1] - chunks[0][0])),
+                       RECOMPUTE_RING // ring))
+    recomputed, terms = {}, {}
     for ci in range(len(chunks) - 1, -1, -1):
         t0, t1 = chunks[ci]
         n = t1 - t0
-        A, P, D = _chunk_terms(x, t0, t1)
+        if ci not in recomputed:
+            # recompute the alphas (and gamma_s + P_s, static) of this chunk and of the
+            # group - 1 before it, side by side from their checkpoints
+            ids = list(range(max(0, ci - group + 1), ci + 1))
+            terms = {cj: _chunk_terms(x, *chunks[cj]) for cj in ids}
+            out = _recompute(m, [chunks[cj] for cj in ids], [checkpoints[cj] for cj in ids],
+                             [terms[cj] for cj in ids])
+            recomputed = dict(zip(ids, out))
+        alphas, opens = recomputed.pop(ci)
+        A, P, D = terms.pop(ci)
         if D is not None:
-            hbuf.add_(D[:, :, None])  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+            # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+            hbuf.add_(D[:, :, None])
+            if m.dd:
+                h_tail.add_(D)
 
-        # recompute this chunk's alphas (and gamma_s + P_s for static transitions)
-        fw.restore(checkpoints[ci])
-        alphas = torch.full((n, B, C), NEG, dtype=WORK, device=dev)
-        opens = None
-        if not m.dd:
-            opens = torch.empty(n, B, C, dtype=WORK, device=dev)
-        for i in range(n):
-            t = t0 + i
-            alpha, _ = fw.step(t, A[i], P[i])
-            if alpha is not None:
-                alphas[i] = alpha
-            if opens is not None and t < T:
-                opens[i] = fw.gbuf[:, :, t % K]
-
+        # the beta recursion, backwards through the chunk
         betas = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_t (closing)
         bgs = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_gamma_s (static)
         starts = torch.zeros(n, B, C, dtype=WORK, device=dev)  # P(segment of c starts at s)
         for i in range(n - 1, -1, -1):
             t = t0 + i
             if t < T:
-                if m.bad is not None:
+                if m.bad is not None:  # segments over position t: gone
                     hbuf.masked_fill_(m.bad[:, t, :, None], NEG)
                 j = (t + 1) % K
                 close = hbuf[:, :, j:j + K]  # h_{t+d}, d = 1..K
+                if t == 0 and m.dd:
+                    break  # the starts at 0 (phantom predecessor) come below
                 if m.dd:
                     u = P[i][:, :, None] + db_t + close  # (B, C, K)
-                    z = tr_p + u[:, None]  # (B, C+1, C, K)
-                    beta = torch.logsumexp(z, dim=(2, 3))[:, :C]
-                    a_aug = (fw.phantom if t == 0 else
-                             torch.cat([alphas[i], none_start[:, :1]], dim=1))
-                    seg = torch.exp(z + (a_aug - lz)[:, :, None, None]) * w[:, :, None, None]
-                    g_tr += seg.sum(0)
-                    seg_c = seg.sum(1)  # (B, C, K)
-                    g_db += seg_c
-                    starts[i] = seg_c.sum(2)
+                    beta = torch.logsumexp(tr_p[:C] + u[:, None], dim=(2, 3))
                 else:
+                    # beta_gamma_t by a logsumexp whose exponentials also give the
+                    # marginals of the segments starting at t (duration_bias gradient)
                     v = close + db_t
                     mx = v.amax(dim=2).clamp_(min=_TINY)
                     e = torch.exp(v - mx[:, :, None])
                     tot = e.sum(dim=2)
-                    bgs[i] = P[i] + torch.log(tot) + mx
-                    fac = torch.exp(opens[i] + mx - lz) * w  # (B, C)
-                    g_db.addcmul_(e, fac[:, :, None])
-                    starts[i] = tot * fac
-                    beta = (torch.logsumexp(m.tr + bgs[i][:, None, :], dim=2)
-                            if t > 0 else None)
+                    bg = torch.log(tot).add_(mx).add_(P[i])
+                    bgs[i] = bg
+                    fac = torch.exp(opens[i] + mx - lz).mul_(w)  # (B, C)
+                    g_db_b.addcmul_(e, fac[:, :, None])
+                    starts[i] = tot.mul_(fac)
+                    if t == 0:
+                        break
+                    beta = torch.logsumexp(m.tr + bg[:, None, :], dim=2)
             else:
-                beta = none_start
-            if t == 0:
-                break
+                beta = none
             if t > min_len:
                 beta = beta + beyond
             idx = m.at_len.get(t)
@@ -365,12 +446,37 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             hbuf[:, :, j] = h
             hbuf[:, :, j + K] = h
 
-        # vectorised per-chunk gradients
+        if m.dd:
+            # segment marginals, vectorised over blocks of steps: for a segment (s, d, c)
+            # after c', exp(alpha_s(c') + transition[d-1, c', c] + P_s(c)
+            #               + duration_bias[d-1, c] + h_{s+d}(c) - log Z),  h = A + beta
+            # (unmasked h; disallowed segments are dropped with the prefix counts)
+            h_ext = torch.cat([A + betas, h_tail])  # h_{t0..t1+K-1}
+            cnt = _bad_counts(m, t0, n)
+            for i0 in range(0, min(n, T - t0), blk):
+                i1 = min(i0 + blk, n, T - t0)
+                hw = h_ext[i0 + 1:i1 + K].unfold(0, K, 1)  # (r, B, C, K): h_{s+d}, d = k+1
+                if cnt is not None:
+                    ok = cnt[i0 + 1:i1 + K].unfold(0, K, 1) == cnt[i0:i1, :, :, None]
+                    hw = torch.where(ok, hw, torch.full_like(hw, NEG))
+                u = (P[i0:i1, :, :, None] + db_t) + hw  # (r, B, C, K)
+                a_aug = torch.cat([alphas[i0:i1], none[None, :, :1].expand(i1 - i0, B, 1)], 2)
+                if t0 + i0 == 0:  # the first segment's predecessor: the phantom label
+                    a_aug[0] = NEG
+                    a_aug[0, :, C] = 0.0
+                seg = torch.exp(tr_p + u[:, :, None] + (a_aug - lz)[:, :, :, None, None])
+                seg = seg * w[:, :, None, None]
+                g_tr += seg.sum((0, 1))
+                seg_c = seg.sum(2)  # (r, B, C, K)
+                g_db += seg_c.sum((0, 1))
+                starts[i0:i1] = seg_c.sum(3)
+            h_tail = h_ext[:K].clone()
+
+        # the other marginals, vectorised over the chunk
         ends = torch.exp(alphas + betas - lz) * w  # P(segment of c ends at boundary t)
         if not m.dd:
             if t0 == 0:
                 g_start += starts[0].sum(0)
-            blk = max(1, (1 << 20) // (B * C * C))
             for a0 in range(0, n, blk):
                 a, bg = alphas[a0:a0 + blk], bgs[a0:a0 + blk]
                 g_tr += (torch.exp(a[:, :, :, None] + m.tr + bg[:, :, None, :]
@@ -396,7 +502,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     else:
         g_tr_full.copy_(g_tr)
     g_db_full = torch.zeros_like(x.duration_bias, dtype=out_dtype)
-    g_db_full[:K] = g_db.sum(0).T.to(out_dtype)
+    g_db_full[:K] = (g_db + g_db_b.sum(0)).T.to(out_dtype)
     return {
         "scores": g_scores,
         "transition": g_tr_full,
@@ -420,7 +526,7 @@ def viterbi(x: CRFInputs):
         m = _model(x)
         B, T, C, K = m.B, m.T, m.C, m.K
         dev = x.scores.device
-        fw = _Forward(x, m)
+        fw = _Forward(m, B)
         d_type = torch.int16 if K < 2**15 else torch.int32
         c_type = torch.int16 if C < 2**15 else torch.int32
         bp_d = torch.zeros(T + 1, B, C, dtype=d_type, device=dev)
@@ -431,7 +537,7 @@ def viterbi(x: CRFInputs):
             A, P, D = _chunk_terms(x, t0, t1)
             for i in range(t1 - t0):
                 t = t0 + i
-                alpha, bp = fw.step(t, A[i], P[i], viterbi=True)
+                alpha, bp = fw.step(t % K, A[i], P[i], viterbi=True, **_step_args(m, t))
                 if bp is not None:
                     bp_d[t] = bp[0]
                     if bp[1] is not None:
