@@ -114,8 +114,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="timings only; append nothing")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     ap.add_argument("--memory-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     if a.memory_child:
         memory_child(*map(int, a.memory_child.split(",")))
         return
