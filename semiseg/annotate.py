@@ -103,7 +103,7 @@ class Annotator:
     """A trained model ready to annotate: encoder windows, decoding, posteriors."""
 
     def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
-                 max_decode_steps: int, batch_steps: int):
+                 max_decode_steps: int, batch_steps: int, reverse_complement: bool = False):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
@@ -117,6 +117,14 @@ class Annotator:
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
         self.amp = device.type == "cuda" and self.cfg.train.amp in ("auto", "on")
+        self.rc = None
+        if reverse_complement:
+            from .genome import LabelScheme
+            from .train import rc_columns, strand_swap
+
+            self.rc = (rc_columns(ckpt["feature_names"]),
+                       torch.as_tensor(strand_swap(LabelScheme.from_dict(ckpt["labels"])),
+                                       device=device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
         feats, _ = self.data.load(chrom, start, end)
@@ -128,8 +136,32 @@ class Annotator:
         lt = torch.tensor(lengths, dtype=torch.int64, device=self.device)
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
                             enabled=self.amp):
-            em, hid, _ = self.model(xt, lt)
-        return em.float(), (hid.float() if hid is not None else None)
+            em, hid, steps = self.model(xt, lt)
+        em = em.float()
+        if self.rc is not None:
+            em = (em + self._encode_rc(x, lengths, steps, em.shape[1])) / 2
+        return em, (hid.float() if hid is not None else None)
+
+    def _encode_rc(self, x: np.ndarray, lengths: list[int], steps, S: int) -> torch.Tensor:
+        """Emissions of the reverse complement, mapped back to the forward strand (steps
+        reversed, stranded labels swapped). Each sequence is padded to whole CRF steps
+        first, so its steps line up with the forward ones."""
+        columns, swap = self.rc
+        pool = self.model.pool
+        padded = [int(n) * pool for n in steps.tolist()]
+        xr = np.zeros((len(lengths), max(padded), x.shape[2]), np.float32)
+        for b, (L, P) in enumerate(zip(lengths, padded)):
+            xr[b, P - L:P] = x[b, :L][::-1][:, columns]
+        xt = torch.from_numpy(xr).to(self.device)
+        lt = torch.tensor(padded, dtype=torch.int64, device=self.device)
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
+                            enabled=self.amp):
+            em_rc, _, _ = self.model(xt, lt)
+        em_rc = em_rc.float()[..., swap]
+        out = torch.zeros(len(lengths), S, em_rc.shape[-1], device=em_rc.device)
+        for b, n in enumerate(steps.tolist()):
+            out[b, :n] = em_rc[b, :n].flip(0)
+        return out
 
     def emissions(self, item: Item) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Emissions (S, C) and hidden states (S, H) or None for one long sequence, from
@@ -255,7 +287,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              regions: str | None = None, chroms: list[str] | None = None,
              device: str = "auto", window: int | None = None, context: int | None = None,
              max_decode_steps: int | None = None, batch_steps: int | None = None,
-             alias: dict | None = None, threads: int | None = None) -> list[str]:
+             alias: dict | None = None, threads: int | None = None,
+             reverse_complement: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written."""
     from .genome import Fasta, GenomeData, LabelScheme, OutputWriter, labels_to_segments
 
@@ -291,10 +324,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
     out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
 
-    acfg = build_model(ckpt)[1].annotate
+    mcfg = build_model(ckpt)[1]
+    acfg = mcfg.annotate
+    rc_mode = reverse_complement or acfg.reverse_complement
+    if rc_mode not in ("auto", "on", "off"):
+        raise SemisegError(f"--reverse-complement: expected auto, on or off, got {rc_mode!r}")
+    use_rc = rc_mode == "on" or (rc_mode == "auto" and mcfg.train.reverse_complement)
     ann = Annotator(ckpt, data, dev, window or acfg.window, acfg.context if context is None
                     else context, max_decode_steps or acfg.max_decode_steps,
-                    batch_steps or acfg.batch_steps)
+                    batch_steps or acfg.batch_steps, reverse_complement=use_rc)
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
                            f"multiples of the resolution ({res} bp), window > 2 * context")
@@ -303,7 +341,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
     ui.log(f"model {model} ({ckpt['model_hash']}), {len(items)} sequence(s) on "
-           f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}")
+           f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
+           + ("; emissions averaged over both strands" if use_rc else ""))
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}

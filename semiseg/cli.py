@@ -99,6 +99,9 @@ def annotate(
                                                                   "side of a window, bp."),
     max_decode_steps: int | None = typer.Option(
         None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
+    reverse_complement: str | None = typer.Option(
+        None, "--reverse-complement", help="auto, on or off: average emissions over both "
+                                           "strands (auto: if trained with augmentation)."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
@@ -111,7 +114,7 @@ def annotate(
     names = [c for item in chroms for c in item.split(",") if c]
     run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
-        max_decode_steps=max_decode_steps)
+        max_decode_steps=max_decode_steps, reverse_complement=reverse_complement)
 
 
 @app.command()

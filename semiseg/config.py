@@ -171,12 +171,16 @@ class AnnotateConfig:
     max_decode_steps: decode a chromosome as one sequence up to this many CRF steps,
              otherwise in overlapping windows of this many steps, stitched at centres
     batch_steps: CRF steps per batch when many short contigs are decoded together
+    reverse_complement: auto | on | off; average the emissions of each sequence and of
+             its reverse complement (stranded labels swapped); auto = on when the model
+             was trained with train.reverse_complement
     """
 
     window: int = 100000
     context: int = 5000
     max_decode_steps: int = 2_000_000
     batch_steps: int = 200_000
+    reverse_complement: str = "auto"
 
 
 @dataclass
@@ -200,6 +204,7 @@ CHOICES = {
     "crf.centering": ("none", "mean"),
     "train.amp": ("auto", "on", "off"),
     "train.select": ("loss", "f1"),
+    "annotate.reverse_complement": ("auto", "on", "off"),
     "device": ("auto", "cpu", "cuda"),
 }
 POSITIVE = {

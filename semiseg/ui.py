@@ -43,12 +43,13 @@ def console() -> Console:
 
 
 class _RateColumn(ProgressColumn):
-    """Items per second, with the task's unit (task field "unit")."""
+    """Items per second since the task started, with the task's unit (field "unit")."""
 
     def render(self, task) -> Text:
-        speed = task.finished_speed or task.speed
+        elapsed = task.finished_time if task.finished else task.elapsed
+        speed = task.completed / elapsed if elapsed else None
         unit = task.fields.get("unit", "it")
-        if speed is None:
+        if not speed:
             return Text(f"-- {unit}/s", style="progress.data.speed")
         return Text(f"{speed:,.1f} {unit}/s", style="progress.data.speed")
 
