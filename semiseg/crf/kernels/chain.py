@@ -81,8 +81,12 @@ def _fwd_kernel(
     T, C, K, P, NSEG, seg,
     KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
+    LEAVE_OUT: tl.constexpr = 0,
 ):
     """Forward chain of one sequence (program id = b).
+
+    LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
+    logsumexp (alpha = one slot), 3 the duration-bias gather, 4 the shift.
 
     MODE 0: log Z pass from t = 0; checkpoint (ring, gamma, alpha, N) every P positions.
     MODE 1: recompute checkpoint segment `seg` and write its rows (gamma, alpha, N).
@@ -115,20 +119,11 @@ def _fwd_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
-    # rows of position p are loaded one step ahead (off the recursion's critical path)
-    pn = tl.minimum(t0 + tl.zeros((), tl.int64), L - 1)
-    f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
-    ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
-    pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
     for i in range(t0, t1):
         p = i + tl.zeros((), tl.int64)
-        f = f_n
-        psr = ps_n
-        per = pe_n
-        pn = tl.minimum(p + 1, t1 - 1)
-        f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
-        ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
-        pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
         if MODE == 0:
             if i % P == 0:
                 k = i // P
@@ -145,25 +140,38 @@ def _fwd_kernel(
         ins = gam + psr
         R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
         d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
-        v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        if LEAVE_OUT == 3:
+            v = R + tl.where(d <= K, 0.0, NEG)
+        else:
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if MODE == 2:
             alp = tl.max(v, 0)
             best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
+        elif LEAVE_OUT == 2:
+            alp = tl.sum(tl.where(js == 0, v, 0.0), 0)
         else:
             alp = _lse0(v)
         alp = alp + per
-        m = _safe_max(alp)
+        if LEAVE_OUT == 4:
+            m = tl.zeros((), tl.float32)
+        else:
+            m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g2 = alp[:, None] + tr
-        if MODE == 2:
-            gam = tl.max(g2, 0)
-            best_c = tl.argmax(g2, 0)
-            tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty), mask=cmask1)
-            tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty), mask=cmask1)
+        if LEAVE_OUT == 1:
+            gam = alp
         else:
-            gam = _lse0(g2)
+            g2 = alp[:, None] + tr
+            if MODE == 2:
+                gam = tl.max(g2, 0)
+                best_c = tl.argmax(g2, 0)
+                tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
+                         mask=cmask1)
+                tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
+                         mask=cmask1)
+            else:
+                gam = _lse0(g2)
     if MODE != 1:
         tl.store(out_alp + b * CP + cs1, alp)
         tl.store(out_n + b, n)
@@ -255,32 +263,16 @@ def _bwd_kernel(
         lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
         acc_tr = tl.zeros((CP, CP), tl.float32)
-        # rows of position p are loaded one step ahead (off the recursion's critical path)
-        pn = (t1 - 1).to(tl.int64)
-        f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
-        ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
-        pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
-        rn = b * P + (pn - t0)
-        gF_n = tl.load(rows_gam + rn * CP + cs1)
-        aF_n = tl.load(rows_alp + rn * CP + cs1)
-        nF_n = tl.load(rows_n + rn)
         for q in range(0, t1 - t0):
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
-            f = f_n
-            psr = ps_n
-            per = pe_n
-            gF = gF_n
-            aF = aF_n
-            nF = nF_n
-            pn = tl.maximum(p - 1, t0)
-            f_n = _emission(scores + seq, allowed + seq, pn, C, cs1, cmask1, HAS_ALLOWED)
-            ps_n = _load_row(ps + seq, pn, C, cs1, cmask1, HAS_PS)
-            pe_n = _load_row(pe + seq, pn, C, cs1, cmask1, HAS_PE)
-            rn = b * P + (pn - t0)
-            gF_n = tl.load(rows_gam + rn * CP + cs1)
-            aF_n = tl.load(rows_alp + rn * CP + cs1)
-            nF_n = tl.load(rows_n + rn)
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+            r = b * P + (p - t0)
+            gF = tl.load(rows_gam + r * CP + cs1)
+            aF = tl.load(rows_alp + r * CP + cs1)
+            nF = tl.load(rows_n + r)
             ins = gam + per
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1
