@@ -50,7 +50,8 @@ def commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "semiseg/crf"],
+        mine = ["semiseg/crf/reference.py", "semiseg/crf/inputs.py", "semiseg/crf/dispatch.py"]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *mine],
                                cwd=ROOT, capture_output=True, text=True).stdout.strip()
         return out + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -146,9 +147,11 @@ def main():
         table.append(f"| {cfg} | {what} | {med:.3f} | "
                      f"{', '.join(f'{t:.3f}' for t in all_)} | {peak:.0f} |")
     for t, r in mem:
+        grads = 3 * (4 * t * 8) * 4 / 2**20  # B*T*C float32: scores, proj_start, proj_end
         table.append(f"| B=4 T={t:,} K=256 C=8 | forward+backward, memory (fresh process, 1 run) "
-                     f"| {r['secs']:.3f} | - | {r['peak']:.0f} (growth during the call: "
-                     f"{r['peak'] - r['before']:.0f}) |")
+                     f"| {r['secs']:.3f} | - | {r['peak']:.0f} (growth during the call "
+                     f"{r['peak'] - r['before']:.0f}, of which {grads:.0f} the O(T C) float32 "
+                     f"gradients of scores, proj_start, proj_end) |")
     if mem:
         big = 4 * 100_000 * 256 * 8 * 8 / 2**20
         note = (f"An O(T K C) float64 buffer at T=100,000, K=256 would be {big:,.0f} MB; "

@@ -327,3 +327,23 @@ def test_long_float32_accuracy():
     for b in range(B):
         assert abs(own[b] - float(seg64.score[b])) <= 1e-6 * abs(float(seg64.score[b]))
         assert sum(d for _, d, _ in seg.segments[b]) == int(lengths[b])
+
+
+@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+def test_forward_keeps_only_checkpoints(dd):
+    """What the forward pass keeps for the backward pass is O(sqrt(T K) K C) checkpoints,
+    far below one (T, C) array, let alone O(T K C)."""
+    from semiseg.crf.inputs import check_inputs
+
+    B, T, C, K = 2, 4000, 3, 16
+    kw = make(B, T, C, K, dd=dd, seed=13, lengths=[T, T - 7])
+    args, opts = split(kw)
+    x = check_inputs(*args, **opts)
+    _, saved = reference.forward(x)
+    tensors = [t for st in saved[1] for t in st] + [saved[2], saved[3]]
+    kept = sum(t.numel() for t in tensors)
+    per_ring = B * (2 * C + 1) * K if dd else B * C * K
+    n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))
+    assert len(saved[1]) == n_chunks
+    assert kept <= n_chunks * per_ring + 2 * B * C
+    assert kept < B * T * C

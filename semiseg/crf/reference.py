@@ -30,21 +30,32 @@ and the ring is rebased by the chunk's sum, so they stay small and accurate at a
 The `allowed` mask costs nothing extra: when position t-1 is disallowed for label c,
 every ring entry of label c (every segment that would cover t-1) is set to -inf.
 
-The backward pass is hand-written. The forward pass keeps the ring at the start of
-each chunk (a checkpoint; log space needs no separate normaliser); the backward pass
-walks the chunks from the end, recomputes each chunk's alphas from its checkpoint, and
-runs the beta recursion through a second ring of the closing terms
+The backward pass is hand-written (no autograd graph through the loop). The forward
+pass keeps the ring at the start of each chunk (a checkpoint; log space needs no
+separate normaliser); the backward pass walks the chunks from the end, recomputes their
+alphas from the checkpoints (several chunks side by side, as extra rows of one batched
+pass, each ring rolled so that its chunk starts in slot 0), and runs the beta recursion
+through a second ring of the closing terms
 
     h_t(c)          = A_t(c) + beta_t(c)                 (beta_L = end, -inf beyond L)
     beta_gamma_s(c) = P_s(c) + logsumexp_d duration_bias[d-1, c] + h_{s+d}(c)
-    beta_t(c')      = logsumexp_c transition[c', c] + beta_gamma_t(c)     t < L.
+    beta_t(c')      = logsumexp_c transition[c', c] + beta_gamma_t(c)     t < L
+                      (duration-dependent: logsumexp_{d,c} transition[d-1, c', c]
+                       + P_t(c) + duration_bias[d-1, c] + h_{t+d}(c)),
 
-Segment marginals exp(gamma_s + P_s + duration_bias + h_{s+d} - log Z) give the
-duration_bias gradient; start/end marginals of segments give proj_start/proj_end; the
-label marginal (the scores gradient, the adjoint of the prefix sums) is the number of
-segments started minus the number ended before t, accumulated backwards. Working memory
-is O(K C + C^2) per sequence (O(K C^2) with duration-dependent transitions) plus the
-checkpoints and one chunk of per-step values; nothing is O(T K C).
+killed by `allowed` like the forward ring. Segment marginals
+exp(gamma_s + P_s + duration_bias + h_{s+d} - log Z) give the duration_bias gradient
+(per step from the exponentials of the beta logsumexp; duration-dependent, per block
+of steps, with prefix counts of disallowed positions); start/end marginals of segments
+give proj_start/proj_end; the label marginal (the scores gradient, the adjoint of the
+prefix sums) is the number of segments started minus the number ended before t,
+accumulated backwards. Working memory is O(K C + C^2) per sequence (O(K C^2)
+duration-dependent) plus the checkpoints and a bounded number of chunks of per-step
+values; nothing is O(T K C). A sequence whose log Z is -inf gets zero gradients.
+
+Viterbi runs the same recursion with max, keeps (T+1, B, C) int16 backpointers
+(duration, predecessor label) and traces back on the CPU. All loops run on one CPU
+thread (see `_one_thread`).
 """
 
 from __future__ import annotations
@@ -383,10 +394,10 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         tr_p = m.tr.permute(1, 2, 0).contiguous()  # (C+1, C, K): [src, dst, d-1]
         g_tr = torch.zeros_like(tr_p)
         # per-step segment marginals are (B, C+1, C, K): this many steps at a time
-        blk = max(1, (1 << 21) // (B * (C + 1) * C * K))
+        blk = max(1, (1 << 19) // (B * (C + 1) * C * K))
     else:
         g_tr = torch.zeros_like(m.tr)
-        blk = max(1, (1 << 20) // (B * C * C))
+        blk = max(1, (1 << 18) // (B * C * C))
     none = torch.full((B, C), NEG, dtype=WORK, device=dev)
     beyond = torch.tensor([0.0 if n >= T else NEG for n in m.lengths], dtype=WORK,
                           device=dev)[:, None]  # -inf for sequences with L_b < t
