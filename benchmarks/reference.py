@@ -2,6 +2,7 @@
 
     python benchmarks/reference.py           # timings + memory at two T; appends to RESULTS.md
     python benchmarks/reference.py --quick   # timings only, printed, nothing appended
+    python benchmarks/reference.py --variants  # also fwd+bwd with each optimisation undone
 
 Timings: B=4, T=10,000, K=64, C=8, float32 scores ~ N(0, 3^2), static transitions;
 forward+backward (log Z and every gradient) and Viterbi, median of --runs after a
@@ -26,9 +27,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import contextlib  # noqa: E402
+
 import torch  # noqa: E402
 
-from semiseg.crf import log_partition, viterbi  # noqa: E402
+from semiseg.crf import log_partition, reference, viterbi  # noqa: E402
 
 
 def cpu_model() -> str:
@@ -116,6 +119,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="timings only; append nothing")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--variants", action="store_true",
+                    help="also time forward+backward without each optimisation")
     ap.add_argument("--memory-child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.threads:
@@ -133,6 +138,23 @@ def main():
     med, all_ = timed(vit, args, a.runs)
     rows.append(("viterbi", f"B={B} T={T:,} K={K} C={C}", med, all_, peak_rss_mb()))
     print(f"viterbi  median {med:.3f} s  runs {[round(t, 3) for t in all_]}", flush=True)
+
+    if a.variants:
+        # the same fwd+bwd with one optimisation undone at a time, in this run
+        variants = [
+            ("forward+backward, chunks recomputed one at a time", "RECOMPUTE_RING", 1),
+            ("forward+backward, torch's default threads in the loops", "_one_thread",
+             lambda device: contextlib.nullcontext()),
+        ]
+        for what, name, value in variants:
+            old = getattr(reference, name)
+            setattr(reference, name, value)
+            try:
+                med, all_ = timed(fwd_bwd, args, a.runs)
+            finally:
+                setattr(reference, name, old)
+            rows.append((what, f"B={B} T={T:,} K={K} C={C}", med, all_, peak_rss_mb()))
+            print(f"{what}: median {med:.3f} s  runs {[round(t, 3) for t in all_]}", flush=True)
 
     mem = []
     if not a.quick:
