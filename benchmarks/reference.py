@@ -176,8 +176,9 @@ def main():
                      f"gradients of scores, proj_start, proj_end) |")
     if mem:
         big = 4 * 100_000 * 256 * 8 * 8 / 2**20
-        note = (f"An O(T K C) float64 buffer at T=100,000, K=256 would be {big:,.0f} MB; "
-                "the growth left is the O(T C) inputs, gradients and prefix sums per chunk.")
+        note = (f"An O(T K C) float64 buffer at T=100,000, K=256 would be {big:,.0f} MB. "
+                "Memory growth = the O(T C) gradients + one chunk of per-step float64 values "
+                "(chunks of ~sqrt(T K) steps, so this part grows like sqrt(T)) + checkpoints.")
     else:
         note = ""
     print("\n".join(table))
