@@ -182,6 +182,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--torch", action="store_true", help="also time the torch backend")
     ap.add_argument("--rows", default=None, help="append markdown rows to this file")
+    ap.add_argument("--leave-out", action="store_true",
+                    help="also time forward variants that leave one stage out")
     ap.add_argument("--warps", default=None,
                     help="comma-separated warps per program to compare (default: by shape)")
     args = ap.parse_args()
@@ -204,6 +206,18 @@ def main():
             lines.append(fmt(r, device, commit, date))
             print(lines[-1], flush=True)
     kn.WARPS = None
+    if args.leave_out:
+        # where a forward step's time goes: time variants that leave one stage out
+        print("\n| B, T, K, C | us/step full | no gamma | no ring LSE | no db load | no shift |")
+        print("|---|---|---|---|---|---|")
+        for cfg in configs:
+            x = make(*cfg)
+            us = []
+            for lo in range(5):
+                kn.LEAVE_OUT = lo
+                us.append(_events(lambda: kn.forward(x), 3) / cfg[1] * 1e6)
+            kn.LEAVE_OUT = 0
+            print(f"| {', '.join(map(str, cfg))} | " + " | ".join(f"{u:.2f}" for u in us) + " |")
     print()
     print(HEADER)
     print("|" + "---|" * HEADER.count(" |"))
