@@ -432,6 +432,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         betas = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_t (closing)
         bgs = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_gamma_s (static)
         starts = torch.zeros(n, B, C, dtype=WORK, device=dev)  # P(segment of c starts at s)
+        opens_lz = None if m.dd else opens - lz  # gamma_s + P_s - log Z
         for i in range(n - 1, -1, -1):
             t = t0 + i
             if t < T:
@@ -451,11 +452,10 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                     mx = v.amax(dim=2).clamp_(min=_TINY)
                     e = torch.exp(v - mx[:, :, None])
                     tot = e.sum(dim=2)
-                    bg = torch.log(tot).add_(mx).add_(P[i])
-                    bgs[i] = bg
-                    fac = torch.exp(opens[i] + mx - lz).mul_(w)  # (B, C)
+                    bg = torch.log(tot, out=bgs[i]).add_(mx).add_(P[i])
+                    fac = torch.exp(opens_lz[i] + mx).mul_(w)  # (B, C)
                     g_db_b.addcmul_(e, fac[:, :, None])
-                    starts[i] = tot.mul_(fac)
+                    torch.mul(tot, fac, out=starts[i])
                     if t == 0:
                         break
                     beta = torch.logsumexp(m.tr + bg[:, None, :], dim=2)
@@ -469,10 +469,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 beta[idx] = m.end
                 beyond[idx] = 0.0
             betas[i] = beta
-            h = A[i] + beta
-            j = t % K
-            hbuf[:, :, j] = h
-            hbuf[:, :, j + K] = h
+            _Forward._push(hbuf, t % K, A[i] + beta)
 
         if m.dd:
             # segment marginals, vectorised over blocks of steps: for a segment (s, d, c)
