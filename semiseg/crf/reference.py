@@ -320,7 +320,7 @@ def _recompute(m: _Model, spans, states, terms):
     """The alphas (and, static, gamma_s + P_s) of the chunks `spans`, recomputed from their
     checkpoints side by side: one pass of the longest chunk's length over G * B rows.
     Each ring is rolled so that every chunk's first boundary sits in slot 0."""
-    G, B, C, K, T = len(spans), m.B, m.C, m.K, m.T
+    G, B, C, K = len(spans), m.B, m.C, m.K
     dev = m.db.device
     n = max(t1 - t0 for t0, t1 in spans)
     fw = _Forward(m, G * B)
