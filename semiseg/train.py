@@ -417,7 +417,9 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         if not last_path.is_file():
             raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is missing)")
         ckpt = load_checkpoint(last_path)
-        diff = _config_diff(ckpt["config"], cfg.to_dict())
+        # the device and the annotation settings may change; everything else must match
+        diff = [k for k in _config_diff(ckpt["config"], cfg.to_dict())
+                if k != "device" and not k.startswith("annotate.")]
         if diff:
             raise SemisegError(f"--resume: the config differs from the run in {out} "
                                f"({', '.join(diff[:6])})")
