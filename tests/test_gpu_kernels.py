@@ -133,23 +133,36 @@ def test_long_sequence_accuracy_and_no_nan():
     assert torch.isfinite(score).all() and (labels >= 0).all()
 
 
+@pytest.mark.slow
 def test_genome_scale_memory():
     """B=1, T=1e6, K=1000, C=24 forward+backward: no NaN, peak memory under 10 GB."""
+    import time
+
     kn = _kn()
     T, K, C = 1_000_000, 1000, 24
     p, extra = problem(1, T, K, C, seed=1, proj=False)
     x = inputs(p, extra, torch.float32)
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
     lz, saved = kn.forward(x)
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
     g = kn.backward(x, saved, torch.ones_like(lz))
     torch.cuda.synchronize()
+    t2 = time.perf_counter()
     peak = torch.cuda.max_memory_allocated()
+    print(f"B=1 T=1e6 K=1000 C=24: forward {t1 - t0:.2f} s, backward {t2 - t1:.2f} s, "
+          f"peak {peak / 2**30:.2f} GiB")
     assert torch.isfinite(lz).all() and torch.isfinite(g["scores"]).all()
     assert peak < 10e9
 
 
 def _extra_peak(kn, T, K=100, C=24, B=2):
+    import gc
+
+    gc.collect()  # nothing left from an earlier test may be freed inside the window
+    torch.cuda.synchronize()
     p, extra = problem(B, T, K, C, seed=T, proj=False)
     x = inputs(p, extra, torch.float32)
     del p

@@ -35,8 +35,8 @@ def _pow2(n: int) -> int:
 
 def _shape(x: CRFInputs):
     K_eff = min(x.K, x.T)
+    KP = max(2, _pow2(K_eff))
     CP = max(2, _pow2(x.C))
-    KP = max(4, _pow2(K_eff), CP)  # at least as many slots as labels (see chain.py)
     return KP, CP
 
 
@@ -94,26 +94,6 @@ def _common(x: CRFInputs):
     return scores, allowed, ps, pe, start, end, flags, dummy
 
 
-def _db_ring(db: Tensor, KP: int, CP: int) -> Tensor:
-    """(4, CP, 2 KP): [r, c, u] = db[(u + r) mod KP, c]; -inf where that is >= K or c >= C."""
-    K, C = db.shape
-    out = torch.full((CP, 2 * KP), float("-inf"), device=db.device, dtype=torch.float32)
-    u = torch.arange(2 * KP, device=db.device) % KP
-    ok = u < K
-    out[:C, ok] = db[u[ok]].t().to(torch.float32)
-    out = torch.cat([out, torch.full_like(out[:, :4], float("-inf"))], dim=1)
-    # four copies shifted by 0..3 slots (aligned vector loads in chain._db_slots)
-    return torch.stack([out[:, r:r + 2 * KP] for r in range(4)]).contiguous()
-
-
-def _pad_wide(m: Tensor, CP: int, KP: int) -> Tensor:
-    """(CP, KP) float32 copy of a (C, C) matrix, -inf elsewhere."""
-    C = m.shape[0]
-    out = torch.full((CP, KP), float("-inf"), device=m.device, dtype=torch.float32)
-    out[:C, :C] = m
-    return out
-
-
 def _log_z(fin_alp: Tensor, fin_n: Tensor, end: Tensor, C: int) -> Tensor:
     """float64 log Z = N + logsumexp_c(alpha_rel[L, c] + end[c])."""
     return fin_n + torch.logsumexp(fin_alp[:, :C].double() + end.double(), dim=1)
@@ -127,16 +107,16 @@ def forward(x: CRFInputs):
     P = _segment_length(T, K)
     nseg = math.ceil(T / P)
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _pad_wide(x.transition.t(), CP, KP)  # [dst, src]
-    dbR = _db_ring(x.duration_bias, KP, CP)
-    ck_ring = torch.empty(B, nseg, CP, KP, device=dev, dtype=torch.float32)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
     ck_gam = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
     ck_alp = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
     ck_n = torch.empty(B, nseg, device=dev, dtype=torch.float64)
     fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
     fin_n = torch.empty(B, device=dev, dtype=torch.float64)
     chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, dbR, start, x.lengths,
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
         ck_ring, ck_gam, ck_alp, ck_n,
         dummy, dummy, dummy, dummy, dummy,
         fin_alp, fin_n,
@@ -156,25 +136,23 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     P, nseg = saved["P"], saved["nseg"]
     ck_ring, ck_gam, ck_alp, ck_n = saved["ck"]
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    transT = _pad_wide(x.transition.t(), CP, KP)  # [dst, src] for the recompute
-    trans = _pad_wide(x.transition, CP, KP)  # [src, dst] for the reversed chain
+    trans = x.transition.contiguous()
     db = x.duration_bias.contiguous()
-    dbR = _db_ring(db, KP, CP)
     f32 = dict(device=dev, dtype=torch.float32)
     f64 = dict(device=dev, dtype=torch.float64)
     # two row buffers: the recompute of segment k-1 (side stream) overlaps the reversed
     # chain of segment k (current stream); see _Overlap
     rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, CP, **f32),
              torch.empty(B, P, **f64)) for _ in range(2 if nseg > 1 else 1)]
-    st_ring = torch.empty(B, CP, KP, **f32)
+    st_ring = torch.empty(B, KP, CP, **f32)
     st_gam = torch.empty(B, CP, **f32)
     st_n = torch.empty(B, **f64)
     st_m = torch.empty(B, **f32)
     g_scores = torch.zeros(B, T, C, **f32)
     g_ps = torch.zeros(B, T, C, **f32)
     g_pe = torch.zeros(B, T, C, **f32)
-    g_db = torch.zeros(B, CP, KP, **f64)  # [c, d-1]
-    g_tr = torch.zeros(B, CP, KP, **f64)
+    g_db = torch.zeros(B, KP, CP, **f64)
+    g_tr = torch.zeros(B, CP, CP, **f64)
     g = grad_log_z.to(torch.float64)
     g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
     g32 = g.to(torch.float32).contiguous()
@@ -182,7 +160,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     def recompute(seg):
         chain._fwd_kernel[(B,)](
-            scores, allowed, ps, pe, transT, dbR, start, x.lengths,
+            scores, allowed, ps, pe, trans, db, start, x.lengths,
             ck_ring, ck_gam, ck_alp, ck_n,
             *rows[seg % len(rows)],
             dummy, dummy, dummy, dummy,
@@ -191,7 +169,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     def reverse(seg):
         chain._bwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, dbR, end, x.lengths, g32,
+            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck_ring, ck_alp, ck_n,
             *rows[seg % len(rows)], saved["fin_alp"], saved["fin_n"], saved["log_z64"],
             st_ring, st_gam, st_n, st_m,
@@ -260,9 +238,9 @@ class _Overlap:
 
 def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:
     """sum_b g_b * partial_b in float64 (fixed order); durations beyond the ring (> T) get 0."""
-    n = min(K, g_db.shape[2])
+    n = min(K, g_db.shape[1])
     out = torch.zeros(K, C, device=g_db.device, dtype=torch.float64)
-    out[:n] = (g_db[:, :C, :n] * g[:, None, None]).sum(0).t()
+    out[:n] = (g_db[:, :n, :C] * g[:, None, None]).sum(0)
     return out.to(dt)
 
 
@@ -272,14 +250,14 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _pad_wide(x.transition.t(), CP, KP)  # [dst, src]
-    dbR = _db_ring(x.duration_bias, KP, CP)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
     fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
     fin_n = torch.empty(B, device=dev, dtype=torch.float64)
     chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, dbR, start, x.lengths,
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
         dummy, dummy, dummy, dummy,
         dummy, dummy, dummy,
         bp_d, bp_c,

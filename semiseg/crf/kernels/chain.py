@@ -7,8 +7,8 @@ that starts at s (gamma[0] = start, gamma[s] = logsumexp_c' alpha[s, c'] + trans
     alpha[t, c] = logsumexp_{d=1..min(K,t)} R_t[t-d, c] + db[d-1, c] + pe[t-1, c]
     R_t[s, c]   = gamma[s, c] + ps[s, c] + sum_{u=s}^{t-1} f[u, c]     (-inf if not allowed)
 
-The ring R holds R_t[s] for the last KP (>= K, a power of two) starts s as a register
-tensor (CP, KP) (layout below). Each step t-1 -> t blends the new start into its slot, adds the
+The ring R holds R_t[s] for the last KP (>= K, a power of two) starts s, slot s % KP, as a
+register tensor (KP, CP). Each step t-1 -> t blends the new start into its slot, adds the
 scores of position t-1 to every slot (so segment sums are fp32 sums of <= K terms: no
 long prefix sums), reads alpha with the duration biases gathered in slot order from the
 cache, then shifts alpha and the ring by m = max_c alpha[t] and adds m to a float64
@@ -33,8 +33,15 @@ NEG = tl.constexpr(float("-inf"))
 
 
 @triton.jit
+def _lse0(v):
+    """logsumexp over axis 0 of a (KP, CP) or (CP, CP) tensor; -inf where all are -inf."""
+    mx = tl.max(v, 0)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.exp(v - mxs[None, :]), 0))
+
+
+@triton.jit
 def _lse1(v):
-    """logsumexp over axis 1 of a 2-D tensor; -inf where a row is all -inf."""
     mx = tl.max(v, 1)
     mxs = tl.where(mx == NEG, 0.0, mx)
     return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, None]), 1))
@@ -47,52 +54,26 @@ def _safe_max(x):
 
 
 @triton.jit
-def _load_row(base, p, C, c1, cmask1, HAS: tl.constexpr):
+def _load_row(base, p, C, cs1, cmask1, HAS: tl.constexpr):
     """Row p (int64) of a (T, C) slice, or zeros when the input is absent."""
     if HAS:
-        return tl.load(base + p * C + c1, mask=cmask1, other=0.0)
+        return tl.load(base + p * C + cs1, mask=cmask1, other=0.0)
     else:
-        return tl.zeros(c1.shape, tl.float32)
+        return tl.zeros(cs1.shape, tl.float32)
 
 
 @triton.jit
-def _emission(scores, allowed, p, C, c1, cmask1, HAS_ALLOWED: tl.constexpr):
-    f = tl.load(scores + p * C + c1, mask=cmask1, other=0.0)
+def _emission(scores, allowed, p, C, cs1, cmask1, HAS_ALLOWED: tl.constexpr):
+    f = tl.load(scores + p * C + cs1, mask=cmask1, other=0.0)
     if HAS_ALLOWED:
-        ok = tl.load(allowed + p * C + c1, mask=cmask1, other=0)
+        ok = tl.load(allowed + p * C + cs1, mask=cmask1, other=0)
         f = tl.where(ok != 0, f, NEG)
     return f
 
 
 @triton.jit
-def _to_columns(x, cr, jc):
-    """A per-label vector (rows) laid along the columns of the ring: out[j] = x[j], j < CP."""
-    return tl.max(tl.where(cr == jc, x[:, None], NEG), 0)
-
-
-@triton.jit
-def _db_slots(dbR4, ib, cr, jc, KP: tl.constexpr, CP: tl.constexpr):
-    """Duration biases of every slot at step i (ib = i mod KP), a (CP, KP) tensor.
-
-    dbR4[r] is the doubled table shifted by r, so the load starts at a multiple of 4
-    elements: 16-byte vector loads along the slots.
-    """
-    r = ib & 3
-    off = tl.multiple_of(ib - r, 4)
-    return tl.load(dbR4 + (r * CP + cr) * (2 * KP) + off + jc)
-
-
-# Ring layout: a (CP, KP) register tensor, labels x slots. The start s lives in slot
-# j = (-s) mod KP, so at step i (segments ending at position i) slot j holds duration
-# d = ((i + j) mod KP) + 1 and the duration biases of all slots are one contiguous load
-# from the doubled table dbR[c, u] = db[u mod KP, c] (-inf beyond K or C) at
-# u = (i mod KP) + j (stored four times, shifted, for aligned vector loads). Reductions over slots (axis 1) stay inside a warp when the lanes
-# run along the slots, which this contiguity asks of the compiler.
-
-
-@triton.jit
 def _fwd_kernel(
-    scores, allowed, ps, pe, trans, dbR, init, lengths,
+    scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_gam, ck_alp, ck_n,
     rows_gam, rows_alp, rows_n,
     bp_d, bp_c,
@@ -104,105 +85,101 @@ def _fwd_kernel(
 ):
     """Forward chain of one sequence (program id = b).
 
+    LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
+    logsumexp (alpha = one slot), 3 the duration-bias gather, 4 the shift.
+
     MODE 0: log Z pass from t = 0; checkpoint (ring, gamma, alpha, N) every P positions.
     MODE 1: recompute checkpoint segment `seg` and write its rows (gamma, alpha, N).
     MODE 2: Viterbi (max instead of logsumexp), backpointers for every position.
     MODE 0 and 2 write the final alpha[L] (relative) and N.
-    LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
-    logsumexp (alpha = one slot), 3 the duration-bias load, 4 the shift.
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    cr = tl.arange(0, CP)[:, None]  # label rows
-    jc = tl.arange(0, KP)[None, :]  # ring slots
-    cc = tl.arange(0, CP)[None, :]  # label columns
-    c1 = tl.arange(0, CP)
-    cmask1 = c1 < C
-    # trans here is the host's padded transpose, trT[c, c'] = transition[c', c], as wide
-    # as the ring (KP >= CP columns, -inf beyond C): same shape, same layout, so gamma
-    # reduces inside a warp and lands where the ring needs it
-    trT = tl.load(trans + cr * KP + jc)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask1 = cs1 < C
+    cmask = cs < C
+    rs = tl.arange(0, CP)[:, None]
+    tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
     seq = b * T * C
     ck = b * NSEG
     if MODE == 1:
         t0 = seg * P
         t1 = tl.minimum(t0 + P, L)
-        R = tl.load(ck_ring + ((ck + seg) * CP + cr) * KP + jc)
-        gam = tl.load(ck_gam + (ck + seg) * CP + c1)
-        alp = tl.load(ck_alp + (ck + seg) * CP + c1)
+        R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        gam = tl.load(ck_gam + (ck + seg) * CP + cs1)
+        alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
         n = tl.load(ck_n + ck + seg)
     else:
         t0 = 0
         t1 = L
-        R = tl.full((CP, KP), NEG, tl.float32)
-        gam = tl.load(init + c1, mask=cmask1, other=NEG)
+        R = tl.full((KP, CP), NEG, tl.float32)
+        gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
     for i in range(t0, t1):
         p = i + tl.zeros((), tl.int64)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
         if MODE == 0:
             if i % P == 0:
                 k = i // P
-                tl.store(ck_ring + ((ck + k) * CP + cr) * KP + jc, R - mprev)
-                tl.store(ck_gam + (ck + k) * CP + c1, gam)
-                tl.store(ck_alp + (ck + k) * CP + c1, alp)
+                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
+                tl.store(ck_gam + (ck + k) * CP + cs1, gam)
+                tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
         if MODE == 1:
             r = b * P + (i - t0)
-            tl.store(rows_gam + r * CP + c1, gam)
-            tl.store(rows_alp + r * CP + c1, alp)
+            tl.store(rows_gam + r * CP + cs1, gam)
+            tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)
-        f = _emission(scores + seq, allowed + seq, p, C, c1, cmask1, HAS_ALLOWED)
-        psr = _load_row(ps + seq, p, C, c1, cmask1, HAS_PS)
-        per = _load_row(pe + seq, p, C, c1, cmask1, HAS_PE)
         # blend the new start into its slot, shift the others, add the scores of p
-        R = tl.where(jc == ((-i) & (KP - 1)), (gam + psr)[:, None], R - mprev) + f[:, None]
-        ib = i & (KP - 1)
+        ins = gam + psr
+        R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+        d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
         if LEAVE_OUT == 3:
-            v = R
+            v = R + tl.where(d <= K, 0.0, NEG)
         else:
-            v = R + _db_slots(dbR, ib, cr, jc, KP, CP)
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if MODE == 2:
-            alp = tl.max(v, 1)
-            dur = ((ib + jc) & (KP - 1)) + 1
-            best_d = tl.min(tl.where(v == alp[:, None], dur, KP + 1), 1)
+            alp = tl.max(v, 0)
+            best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
         elif LEAVE_OUT == 2:
-            alp = tl.sum(tl.where(jc == 0, v, 0.0), 1)
+            alp = tl.sum(tl.where(js == 0, v, 0.0), 0)
         else:
-            alp = _lse1(v)
+            alp = _lse0(v)
         alp = alp + per
-        # alpha laid along the columns (the one exchange between warps per step); the
-        # shift is its maximum, taken there inside each warp
-        alc = _to_columns(alp, cr, jc)
         if LEAVE_OUT == 4:
             m = tl.zeros((), tl.float32)
         else:
-            m = _safe_max(alc)
+            m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
         if LEAVE_OUT == 1:
             gam = alp
         else:
-            g2 = trT + (alc - m)[None, :]
+            g2 = alp[:, None] + tr
             if MODE == 2:
-                gam = tl.max(g2, 1)
-                best_c = tl.argmax(g2, 1)
-                tl.store(bp_d + seq + p * C + c1, best_d.to(bp_d.dtype.element_ty),
+                gam = tl.max(g2, 0)
+                best_c = tl.argmax(g2, 0)
+                tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
                          mask=cmask1)
-                tl.store(bp_c + seq + p * C + c1, best_c.to(bp_c.dtype.element_ty),
+                tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                          mask=cmask1)
             else:
-                gam = _lse1(g2)
+                gam = _lse0(g2)
     if MODE != 1:
-        tl.store(out_alp + b * CP + c1, alp)
+        tl.store(out_alp + b * CP + cs1, alp)
         tl.store(out_n + b, n)
 
 
 @triton.jit
 def _bwd_kernel(
-    scores, allowed, ps, pe, trans, db, dbR, final, lengths, grad_log_z,
+    scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z,
     ck_ring, ck_alp, ck_n,
     rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
     st_ring, st_gam, st_n, st_m,
@@ -215,8 +192,8 @@ def _bwd_kernel(
 
     Writes g_b * d logZ_b / d (scores, proj_start, proj_end) for the positions of the
     segment and adds this segment's d logZ_b / d (duration_bias, transition) into the
-    program's own float64 partials g_db (B, CP, KP) [c, d-1] and g_tr (B, CP, KP)
-    [src, dst]. The ring passes from one segment launch to the next through st_*.
+    program's own float64 partials g_db (B, KP, CP) and g_tr (B, CP, CP). The ring passes
+    from one segment launch to the next through st_*.
 
     Local normaliser: forward and reversed chains round differently, and over 1e6 steps
     their fp32 drifts would put posteriors off by ~1e-3 against a single log Z. So each
@@ -232,48 +209,47 @@ def _bwd_kernel(
     t0 = seg * P
     if t0 < L:  # this sequence has a segment `seg`
         t1 = tl.minimum(t0 + P, L)
-        cr = tl.arange(0, CP)[:, None]
-        jc = tl.arange(0, KP)[None, :]
-        cc = tl.arange(0, CP)[None, :]
-        c1 = tl.arange(0, CP)
-        cmask1 = c1 < C
-        # trans here is the host's padded copy M[c', c] = transition[c', c] (-inf pad):
-        # beta_alpha[c'] reduces over the columns
-        M = tl.load(trans + cr * KP + jc)  # as wide as the ring, -inf beyond C
+        js = tl.arange(0, KP)[:, None]
+        cs = tl.arange(0, CP)[None, :]
+        cs1 = tl.arange(0, CP)
+        cmask1 = cs1 < C
+        cmask = cs < C
+        rs = tl.arange(0, CP)[:, None]
+        tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
         if t1 == L:  # first segment of this sequence in the reversed order
             lz = tl.load(log_z + b)
-            R = tl.full((CP, KP), NEG, tl.float32)
-            gam = tl.load(final + c1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
+            R = tl.full((KP, CP), NEG, tl.float32)
+            gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
             n = tl.zeros((), tl.float64)
             base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
             base0 = tl.where(lz > float("-inf"), base0, NEG)
-            pend = tl.exp(tl.load(fin_alp + b * CP + c1) + gam + base0)  # P_end[L]
+            pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
             run = tl.zeros((CP,), tl.float64)
             mprev = tl.zeros((), tl.float32)
         else:
-            R = tl.load(st_ring + (b * CP + cr) * KP + jc)
-            gam = tl.load(st_gam + b * CP + c1)  # beta_alpha[t1]
+            R = tl.load(st_ring + (b * KP + js) * CP + cs)
+            gam = tl.load(st_gam + b * CP + cs1)  # beta_alpha[t1]
             n = tl.load(st_n + b)
             mprev = tl.load(st_m + b)
             ckb = b * NSEG + seg + 1  # the forward checkpoint at t1
             nf1 = tl.load(ck_n + ckb)
-            bnd = tl.load(ck_alp + ckb * CP + c1) + gam
+            bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
             Rb = R - mprev
             i1 = L - 1 - t1  # reversed step that processed position t1
-            e_t1 = ((i1 + jc) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
+            db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
             cm = tl.full((CP,), NEG, tl.float32)
             csum = tl.zeros((CP,), tl.float32)
             for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
                 s = t1 - a
-                Fa = tl.load(ck_ring + (ckb * CP + c1) * KP + ((-s) & (KP - 1)))
-                dd = a + e_t1
-                v2 = Fa[:, None] + Rb + tl.load(db + (dd - 1) * C + cr,
-                                                mask=(dd <= K) & (cr < C), other=NEG)
-                newm = tl.maximum(cm, tl.max(v2, 1))
+                Fa = tl.load(ck_ring + (ckb * KP + (s & (KP - 1))) * CP + cs1)
+                dd = a + db_r
+                v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
+                                                mask=(dd <= K) & cmask, other=NEG)
+                newm = tl.maximum(cm, tl.max(v2, 0))
                 newms = tl.where(newm == NEG, 0.0, newm)
-                csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[:, None]), 1)
+                csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
                 cm = newm
             cross = tl.where(cm == NEG, NEG, cm + tl.log(csum))
             zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
@@ -285,52 +261,51 @@ def _bwd_kernel(
             run = tl.where(zq > float("-inf"), run, 0.0)
             pend = tl.where(zq > float("-inf"), pend, 0.0)
         lz_ok = lz > float("-inf")
-        acc_db = tl.zeros((CP, KP), tl.float32)
-        acc_tr = tl.zeros((CP, KP), tl.float32)
+        acc_db = tl.zeros((KP, CP), tl.float32)
+        acc_tr = tl.zeros((CP, CP), tl.float32)
         for q in range(0, t1 - t0):
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
-            f = _emission(scores + seq, allowed + seq, p, C, c1, cmask1, HAS_ALLOWED)
-            psr = _load_row(ps + seq, p, C, c1, cmask1, HAS_PS)
-            per = _load_row(pe + seq, p, C, c1, cmask1, HAS_PE)
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
             r = b * P + (p - t0)
-            gF = tl.load(rows_gam + r * CP + c1)
-            aF = tl.load(rows_alp + r * CP + c1)
+            gF = tl.load(rows_gam + r * CP + cs1)
+            aF = tl.load(rows_alp + r * CP + cs1)
             nF = tl.load(rows_n + r)
-            R = tl.where(jc == ((-i) & (KP - 1)), (gam + per)[:, None], R - mprev) + f[:, None]
-            ib = i & (KP - 1)
-            v = R + _db_slots(dbR, ib, cr, jc, KP, CP)
-            bg = _lse1(v) + psr  # beta_gamma[p]
-            bgc = _to_columns(bg, cr, jc)  # laid along the columns
-            m = _safe_max(bgc)
+            ins = gam + per
+            R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+            d = ((i - js) & (KP - 1)) + 1
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+            bg = _lse0(v) + psr  # beta_gamma[p]
+            m = _safe_max(bg)
             bg = bg - m
-            bgc = bgc - m
             n = n + m.to(tl.float64)
             mprev = m
             base = (nF + n - lz).to(tl.float32)
             base = tl.where(lz_ok, base, NEG)
             pstart = tl.exp(gF + bg + base)
-            # P(p, d, c) for every slot, gathered into duration order: acc_db[c, d-1]
-            w = tl.exp(v + (psr + gF + base - m)[:, None])
-            acc_db += tl.gather(w, (cr * 0 + jc - ib) & (KP - 1), 1)
-            # beta_alpha[p, c'] = logsumexp_c transition[c', c] + beta_gamma[p, c]
-            ba = _lse1(M + bgc[None, :])
-            acc_tr += tl.exp(aF[:, None] + M + (bgc + base)[None, :])
+            # P(p, d, c) for every slot, gathered into duration order
+            w = tl.exp(v + (psr + gF + base - m)[None, :])
+            acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+            # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
+            ba = _lse1(tr + bg[None, :])
+            acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
             pe_next = pend  # P_end[p + 1]
             run = run + pe_next.to(tl.float64)
-            tl.store(g_scores + seq + p * C + c1, gl * run.to(tl.float32), mask=cmask1)
+            tl.store(g_scores + seq + p * C + cs1, gl * run.to(tl.float32), mask=cmask1)
             run = run - pstart.to(tl.float64)
-            tl.store(g_ps + seq + p * C + c1, gl * pstart, mask=cmask1)
-            tl.store(g_pe + seq + p * C + c1, gl * pe_next, mask=cmask1)
+            tl.store(g_ps + seq + p * C + cs1, gl * pstart, mask=cmask1)
+            tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
-        tl.store(st_ring + (b * CP + cr) * KP + jc, R)
-        tl.store(st_gam + b * CP + c1, gam)
+        tl.store(st_ring + (b * KP + js) * CP + cs, R)
+        tl.store(st_gam + b * CP + cs1, gam)
         tl.store(st_n + b, n)
         tl.store(st_m + b, mprev)
-        gdb_ptr = g_db + (b * CP + cr) * KP + jc
+        gdb_ptr = g_db + (b * KP + js) * CP + cs
         tl.store(gdb_ptr, tl.load(gdb_ptr) + acc_db.to(tl.float64))
-        gtr_ptr = g_tr + (b * CP + cr) * KP + jc
+        gtr_ptr = g_tr + (b * CP + rs) * CP + cs
         tl.store(gtr_ptr, tl.load(gtr_ptr) + acc_tr.to(tl.float64))
 
 
