@@ -347,3 +347,84 @@ def test_forward_keeps_only_checkpoints(dd):
     assert len(saved[1]) == n_chunks
     assert kept <= n_chunks * per_ring + 2 * B * C
     assert kept < B * T * C
+
+
+def _lse(x, dim):
+    """logsumexp whose gradient is 0, not NaN, where every term is -inf."""
+    dead = torch.isneginf(x).all(dim, keepdim=True)
+    safe = torch.where(dead, torch.zeros_like(x), x)
+    out = torch.logsumexp(safe, dim, keepdim=True)
+    return torch.where(dead, torch.full_like(out, -math.inf), out).squeeze(dim)
+
+
+def naive_dp(scores, tr, db, lengths, *, start=None, end=None, proj_start=None,
+             proj_end=None, allowed=None, reduce=_lse):
+    """A plain O(T K C^2) dynamic programme written straight from SPEC.md, with autograd:
+    an oracle for long sequences (many chunks) where enumeration is impossible.
+    The default reduce gives log Z; a max gives the Viterbi score."""
+    B, T, C = scores.shape
+    K = db.shape[0]
+    out = []
+    for b in range(B):
+        L = int(lengths[b])
+        alpha = [None] * (L + 1)  # alpha[t][c]: segmentations of [0, t) ending in label c
+        for t in range(1, L + 1):
+            terms = []
+            for d in range(1, min(K, t) + 1):
+                s = t - d
+                seg = scores[b, s:t].sum(0) + db[d - 1]
+                if proj_start is not None:
+                    seg = seg + proj_start[b, s]
+                if proj_end is not None:
+                    seg = seg + proj_end[b, t - 1]
+                if allowed is not None:
+                    seg = torch.where(allowed[b, s:t].all(0), seg, torch.full_like(seg, -math.inf))
+                if s == 0:
+                    prev = start if start is not None else torch.zeros_like(seg)
+                else:
+                    trd = tr[d - 1] if tr.dim() == 3 else tr
+                    prev = reduce(alpha[s][:, None] + trd, 0)
+                terms.append(prev + seg)
+            alpha[t] = reduce(torch.stack(terms), 0)
+        last = alpha[L] + (end if end is not None else 0.0)
+        out.append(reduce(last, 0))
+    return torch.stack(out)
+
+
+def _max(x, dim):
+    return x.amax(dim)
+
+
+@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("chunking", ["auto", "small"])
+def test_long_sequences_against_naive_dp(dd, chunking, monkeypatch):
+    """T = 150 (several chunks, several recompute groups): log Z, every gradient and the
+    Viterbi score against the plain dynamic programme, with every optional term."""
+    B, T, C, K = 2, 150, 3, 6
+    if chunking == "small":
+        monkeypatch.setattr(reference, "CHUNK", 7)
+        monkeypatch.setattr(reference, "RECOMPUTE_RING", 3 * B * (C + 1) * C * K)
+    kw = make(B, T, C, K, dd=dd, terms=TERMS["all"], seed=21, allowed_p=0.03,
+              lengths=[T, 97])
+    kw["scores"] = kw["scores"] * 3
+    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+    args, opts = split({**kw, **leaves})
+    names = list(leaves)
+    want = naive_dp(*args, **opts)
+    got = log_partition(*args, **opts, backend="torch")
+    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
+    w = torch.tensor([0.7, -1.3], dtype=F64)
+    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
+    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
+    for n, a, b in zip(names, g_got, g_want):
+        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
+
+    args_d, opts_d = split(kw)
+    seg = viterbi(*args_d, **opts_d, backend="torch")
+    best = naive_dp(*args_d, **opts_d, reduce=_max)
+    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+    for b in range(B):
+        own = bf.path_score(b, seg.segments[b], *args_d[:3],
+                            **{k: v for k, v in opts_d.items() if k != "allowed"})
+        assert abs(float(own) - float(best[b])) <= 1e-9 * abs(float(best[b]))
+        assert bf.is_allowed(b, seg.segments[b], kw["allowed"])

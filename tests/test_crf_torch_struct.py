@@ -34,7 +34,8 @@ def edges(scores, transition, duration_bias):
     return edge
 
 
-@pytest.mark.parametrize("B, T, C, K", [(2, 6, 3, 3), (3, 9, 2, 4), (2, 5, 4, 2), (1, 7, 2, 7)])
+@pytest.mark.parametrize("B, T, C, K", [(2, 6, 3, 3), (3, 9, 2, 4), (2, 5, 4, 2), (1, 7, 2, 7),
+                                        (2, 240, 3, 8)])  # the last: several chunks
 def test_log_partition_and_marginals_match_torch_struct(B, T, C, K):
     g = torch.Generator().manual_seed(B * 100 + T)
     scores = torch.randn(B, T, C, generator=g, dtype=F64)
