@@ -31,7 +31,7 @@ import contextlib  # noqa: E402
 
 import torch  # noqa: E402
 
-from semiseg.crf import log_partition, reference, viterbi  # noqa: E402
+from semiseg.crf import SemiCRF, log_partition, reference, viterbi  # noqa: E402
 
 
 def cpu_model() -> str:
@@ -73,6 +73,12 @@ def fwd_bwd(scores, tr, db):
     for x in (scores, tr, db):
         x.grad = None
     log_partition(scores, tr, db, backend="torch").sum().backward()
+
+
+def nll_fwd_bwd(head, scores, labels):
+    scores.grad = None
+    head.zero_grad()
+    head.nll(scores, labels, backend="torch").sum().backward()
 
 
 def vit(scores, tr, db):
@@ -135,6 +141,14 @@ def main():
     med, all_ = timed(fwd_bwd, args, a.runs)
     rows.append(("forward+backward", f"B={B} T={T:,} K={K} C={C}", med, all_, peak_rss_mb()))
     print(f"fwd+bwd  median {med:.3f} s  runs {[round(t, 3) for t in all_]}", flush=True)
+    head = SemiCRF(C, K)
+    labels = torch.randint(0, C, (B, T // 50), generator=torch.Generator().manual_seed(1))
+    labels = labels.repeat_interleave(50, dim=1)
+    labels[:, ::7] = -1  # some unknown positions
+    med, all_ = timed(nll_fwd_bwd, (head, args[0], labels), a.runs)
+    rows.append(("SemiCRF.nll forward+backward (runs of 50, every 7th label unknown)",
+                 f"B={B} T={T:,} K={K} C={C}", med, all_, peak_rss_mb()))
+    print(f"nll      median {med:.3f} s  runs {[round(t, 3) for t in all_]}", flush=True)
     med, all_ = timed(vit, args, a.runs)
     rows.append(("viterbi", f"B={B} T={T:,} K={K} C={C}", med, all_, peak_rss_mb()))
     print(f"viterbi  median {med:.3f} s  runs {[round(t, 3) for t in all_]}", flush=True)
