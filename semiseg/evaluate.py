@@ -322,7 +322,10 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
                 "segment_f1_overlap50", "boundary_f1"):
         vals = [r[key] for r in rows if (r["bp_truth"] or r["bp_pred"]) and not math.isnan(r[key])]
         macro[key] = float(np.mean(vals)) if vals else float("nan")
+    from . import __version__
+
     return {
+        "semiseg_version": __version__,
         "pred": str(pred), "truth": str(truth), "tolerance_bp": tolerance,
         "chromosomes": {c: sizes[c] for c in chroms},
         "bp_evaluated": int(total),
