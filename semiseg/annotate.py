@@ -214,8 +214,6 @@ class Annotator:
             labels[cs:ce] = lab[0, cs - ws:ce - ws].cpu().numpy()
             post[cs:ce] = p[0, cs - ws:ce - ws].cpu().numpy()
             bnd[cs:ce] = b[0, cs - ws:ce - ws].cpu().numpy()
-            if cs > 0:
-                bnd[cs] = max(bnd[cs], float(labels[cs] != labels[cs - 1]))
         return labels, post, bnd
 
     def run_long(self, item: Item):
