@@ -215,6 +215,53 @@ def _boundary_matches(p: np.ndarray, t: np.ndarray, tol: int) -> int:
     return n
 
 
+def new_segment_counts(C: int) -> dict[str, np.ndarray]:
+    """Zeroed per-label counters for `add_segment_counts`."""
+    return {k: np.zeros(C, np.int64) for k in ("n_pred", "n_true", "exact", "ov_pred",
+                                               "ov_true", "b_pred", "b_true", "b_hit")}
+
+
+def add_segment_counts(seg: dict, truth: np.ndarray, pred: np.ndarray, tolerance: int) -> None:
+    """Add the segment and boundary counts of one sequence (label arrays of equal length,
+    -1 = unlabelled) to `seg`: segments, exact matches, >= 50% reciprocal-overlap matches,
+    boundaries and boundaries matched within `tolerance` positions, per label."""
+    L = len(truth)
+    trs, tre, trv = runs(truth)
+    prs, pre, prv = runs(pred)
+    for c in range(len(seg["n_pred"])):
+        ts, te = trs[trv == c], tre[trv == c]
+        ps, pe = prs[prv == c], pre[prv == c]
+        seg["n_pred"][c] += len(ps)
+        seg["n_true"][c] += len(ts)
+        seg["exact"][c] += len(set(zip(ps.tolist(), pe.tolist()))
+                               & set(zip(ts.tolist(), te.tolist())))
+        hp, ht = _overlap_matches(ps, pe, ts, te)
+        seg["ov_pred"][c] += hp
+        seg["ov_true"][c] += ht
+        pb = np.unique(np.concatenate([ps, pe]))
+        tb = np.unique(np.concatenate([ts, te]))
+        pb = pb[(pb > 0) & (pb < L)]
+        tb = tb[(tb > 0) & (tb < L)]
+        seg["b_pred"][c] += len(pb)
+        seg["b_true"][c] += len(tb)
+        seg["b_hit"][c] += _boundary_matches(pb, tb, tolerance)
+
+
+def segment_f1(seg: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Per-label F1 of >= 50% reciprocal-overlap segment matches and of boundaries
+    (nan where a label has no segments on either side)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = seg["ov_pred"] / seg["n_pred"]
+        r = seg["ov_true"] / seg["n_true"]
+        ov = np.where((p + r) > 0, 2 * p * r / (p + r), 0.0)
+        ov = np.where((seg["n_pred"] + seg["n_true"]) > 0, ov, np.nan)
+        ov = np.where((seg["n_pred"] > 0) & (seg["n_true"] > 0), ov,
+                      np.where((seg["n_pred"] + seg["n_true"]) > 0, 0.0, np.nan))
+        nb = seg["b_pred"] + seg["b_true"]
+        bf = np.where(nb > 0, 2 * seg["b_hit"] / nb, np.nan)
+    return ov, bf
+
+
 def _prf(tp: float, n_pred: float, n_true: float) -> tuple[float, float, float]:
     p = tp / n_pred if n_pred else float("nan")
     r = tp / n_true if n_true else float("nan")
@@ -267,33 +314,14 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
     C = len(names)
     fill = index[background] if background is not None else -1
     conf = np.zeros((C, C), np.int64)  # [truth, pred]
-    seg = {k: np.zeros(C, np.int64) for k in ("n_pred", "n_true", "exact", "ov_pred",
-                                               "ov_true", "b_pred", "b_true", "b_hit")}
+    seg = new_segment_counts(C)
     for chrom in chroms:
         L = sizes[chrom]
         ta = _fill(L, t, chrom, index, fill)
         pa = _fill(L, p, chrom, index, fill)
         ok = (ta >= 0) & (pa >= 0)
         conf += np.bincount(ta[ok] * C + pa[ok], minlength=C * C).reshape(C, C)
-        trs, tre, trv = runs(ta)
-        prs, pre, prv = runs(pa)
-        for c in range(C):
-            ts, te = trs[trv == c], tre[trv == c]
-            ps, pe = prs[prv == c], pre[prv == c]
-            seg["n_pred"][c] += len(ps)
-            seg["n_true"][c] += len(ts)
-            seg["exact"][c] += len(set(zip(ps.tolist(), pe.tolist()))
-                                   & set(zip(ts.tolist(), te.tolist())))
-            hp, ht = _overlap_matches(ps, pe, ts, te)
-            seg["ov_pred"][c] += hp
-            seg["ov_true"][c] += ht
-            pb = np.unique(np.concatenate([ps, pe]))
-            tb = np.unique(np.concatenate([ts, te]))
-            pb = pb[(pb > 0) & (pb < L)]
-            tb = tb[(tb > 0) & (tb < L)]
-            seg["b_pred"][c] += len(pb)
-            seg["b_true"][c] += len(tb)
-            seg["b_hit"][c] += _boundary_matches(pb, tb, tolerance)
+        add_segment_counts(seg, ta, pa, tolerance)
     total = conf.sum()
     rows = []
     for c, name in enumerate(names):

@@ -356,8 +356,11 @@ def _forward(model, x, lengths, device, amp: bool):
 
 def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int) -> dict:
     """Mean NLL per CRF step and per-label F1 of the Viterbi labels, at model resolution."""
+    from .evaluate import add_segment_counts, new_segment_counts, segment_f1
+
     model.eval()
     conf = np.zeros((C, C), np.int64)
+    seg_counts = new_segment_counts(C)
     nll_sum, steps_sum = 0.0, 0
     bs = cfg.train.batch_size
     with torch.no_grad():
@@ -370,16 +373,27 @@ def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int) -> dict
             steps_sum += int(steps.sum())
             seg = model.crf.decode(em, steps, hidden=hid)
             conf += confusion(seg.labels.to(device), y, C)
+            pred_np, true_np = seg.labels.cpu().numpy(), y.cpu().numpy()
+            for b, n in enumerate(steps.tolist()):
+                add_segment_counts(seg_counts, true_np[b, :n], pred_np[b, :n], tolerance=1)
     f1 = f1_scores(conf)
     present = (conf.sum(0) + conf.sum(1)) > 0
+    seg_f1, bnd_f1 = segment_f1(seg_counts)
+
+    def macro(v):
+        v = v[~np.isnan(v)]
+        return float(v.mean()) if len(v) else float("nan")
+
     return {"val_loss": nll_sum / max(1, steps_sum),
             "val_f1": float(np.nanmean(f1[present])) if present.any() else float("nan"),
             "val_accuracy": float(np.trace(conf) / max(1, conf.sum())),
+            "val_segment_f1": macro(seg_f1), "val_boundary_f1": macro(bnd_f1),
             "val_f1_per_label": [float(v) for v in f1]}
 
 
 def _write_metrics(history: list[dict], names: list[str], path: Path) -> None:
-    cols = ["epoch", "lr", "train_loss", "val_loss", "val_f1", "val_accuracy"]
+    cols = ["epoch", "lr", "train_loss", "val_loss", "val_f1", "val_accuracy",
+            "val_segment_f1", "val_boundary_f1"]
     cols += [f"val_f1_{n}" for n in names] + ["seconds", "best"]
     lines = ["\t".join(cols)]
     for row in history:
@@ -548,7 +562,8 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                     row.update(validate(model, valid_ds, cfg, device, amp, C))
                 else:
                     row.update({"val_loss": float("nan"), "val_f1": float("nan"),
-                                "val_accuracy": float("nan"), "val_f1_per_label": []})
+                                "val_accuracy": float("nan"), "val_segment_f1": float("nan"),
+                                "val_boundary_f1": float("nan"), "val_f1_per_label": []})
                 row["seconds"] = time.perf_counter() - t0
                 improved = _better(row, best, cfg.train.select)
                 if improved:
@@ -566,7 +581,8 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                 _write_metrics(history, names, out / "metrics.tsv")
                 done_here += 1
                 ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
-                       f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}"
+                       f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "
+                       f"{row['val_segment_f1']:.4f}"
                        f"{' (best)' if improved else ''}, {row['seconds']:.1f} s")
     except KeyboardInterrupt:
         raise SemisegError(f"interrupted; {last_path} holds the last complete epoch: continue "

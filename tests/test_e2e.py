@@ -105,8 +105,13 @@ def test_train_outputs(trained):
     assert ckpt["labels"]["labels"][1]["name"] == "CDS+"
     assert isinstance(ckpt["model"]["emit.weight"], torch.Tensor)
     rows = (trained / "metrics.tsv").read_text().splitlines()
-    assert rows[0].split("\t")[:5] == ["epoch", "lr", "train_loss", "val_loss", "val_f1"]
+    head = rows[0].split("\t")
+    assert head[:5] == ["epoch", "lr", "train_loss", "val_loss", "val_f1"]
     assert len(rows) == 3  # header + 2 epochs
+    for row in rows[1:]:
+        vals = dict(zip(head, row.split("\t")))
+        for key in ("val_f1", "val_segment_f1", "val_boundary_f1", "val_f1_CDS+"):
+            assert 0 <= float(vals[key]) <= 1, (key, vals[key])
     assert not list(trained.glob("*.tmp"))
 
 

@@ -116,3 +116,23 @@ def test_bad_inputs(tmp_path, pair):
     other = _bed(tmp_path / "o.bed", [("zz", 0, 10, "A")])
     with pytest.raises(SemisegError, match="no truth intervals on the predicted"):
         evaluate(other, pair[1])
+
+
+def test_segment_counts_on_arrays_match_the_file_evaluation(pair):
+    """The helpers training uses for validation give evaluate()'s segment/boundary F1."""
+    import numpy as np
+
+    from semiseg.evaluate import add_segment_counts, new_segment_counts, segment_f1
+
+    res = evaluate(*pair, tolerance=5)
+    truth = np.array([0] * 100 + [1] * 100 + [0] * 100)
+    pred = np.array([0] * 105 + [1] * 85 + [0] * 110)
+    seg = new_segment_counts(2)
+    add_segment_counts(seg, truth, pred, tolerance=5)
+    add_segment_counts(seg, np.array([1] * 50), np.array([0] * 50), tolerance=5)
+    ov, bf = segment_f1(seg)
+    rows = {r["label"]: r for r in res["labels"]}
+    assert ov[0] == pytest.approx(rows["A"]["segment_f1_overlap50"])
+    assert ov[1] == pytest.approx(rows["B"]["segment_f1_overlap50"])
+    assert bf[0] == pytest.approx(rows["A"]["boundary_f1"])
+    assert bf[1] == pytest.approx(rows["B"]["boundary_f1"])
