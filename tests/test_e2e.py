@@ -333,3 +333,16 @@ def test_interrupted_training_resumes(work):
             "--resume", "--quiet")
     assert torch.load(out / "last.pt", weights_only=True)["epoch"] == 4
     assert len((out / "metrics.tsv").read_text().splitlines()) == 5
+
+
+def test_annotate_regions(work, trained):
+    """--regions: only those regions are segmented (widened to the resolution); the rest
+    of their chromosomes is `gap`; other chromosomes are not written."""
+    (work / "regions.bed").write_text("chrI\t1005\t9000\nchrI\t20000\t30013\n")
+    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+            "--regions", work / "regions.bed", "--out", work / "ann" / "r", "--quiet")
+    rows = _read_bed(work / "ann" / "r.bed")
+    assert {r[0] for r in rows} == {"chrI"}
+    gaps = [(int(r[1]), int(r[2])) for r in rows if r[3] == "gap"]
+    assert gaps == [(0, 1000), (9000, 20000), (30020, TEST_BP)]
+    assert int(rows[0][1]) == 0 and int(rows[-1][2]) == TEST_BP

@@ -73,3 +73,21 @@ def test_tracks_only_model_finds_the_segments(synthetic):
     assert res["bp_evaluated"] == 60_000
     assert rows["on"]["f1"] > 0.9 and rows["off"]["f1"] > 0.9
     assert rows["on"]["boundary_f1"] > 0.5
+
+
+def test_mean_centering_decodes_in_training_windows(synthetic):
+    """A model with crf.centering: mean depends on the window, so annotation decodes in
+    windows of the training size (and says so); the result is still right."""
+    d = synthetic
+    cfg = yaml.safe_load((d / "cfg.yaml").read_text())
+    cfg["crf"]["centering"] = "mean"
+    cfg["windows"]["size"] = 20_000
+    (d / "mean.yaml").write_text(yaml.safe_dump(cfg))
+    cli("train", "--config", d / "mean.yaml", "--out", d / "run_mean", "--quiet")
+    proc = cli("annotate", "--model", d / "run_mean" / "best.pt", "--fasta", d / "g.fa",
+               "--chroms", "s2", "--track", f"sig={d / 'sig.bw'}", "--out", d / "ann_mean")
+    assert "overlapping windows of 200 steps" in proc.stderr
+    cli("evaluate", "--pred", d / "ann_mean.bed", "--truth", d / "truth.bed", "--out",
+        d / "ev_mean", "--quiet")
+    res = json.loads((d / "ev_mean.json").read_text())
+    assert res["macro"]["f1"] > 0.8
