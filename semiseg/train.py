@@ -95,7 +95,7 @@ class Dataset:
 
     def __init__(self, data, annotation, windows: list[Window], columns: list[int],
                  resolution: int, rc_columns: list[int] | None = None,
-                 rc_labels: np.ndarray | None = None, pool: int = 1):
+                 rc_labels: np.ndarray | None = None, pool: int = 1, on_load=None):
         self.windows = windows
         self.rc_columns, self.rc_labels, self.pool = rc_columns, rc_labels, pool
         self.x, self.y = [], []
@@ -103,6 +103,8 @@ class Dataset:
             feats, _ = data.load(w.chrom, w.start, w.end)
             self.x.append(np.ascontiguousarray(feats[:, columns], dtype=np.float32))
             self.y.append(annotation.labels(w.chrom, w.start, w.end, resolution=resolution))
+            if on_load is not None:
+                on_load()
 
     def __len__(self) -> int:
         return len(self.windows)
@@ -463,10 +465,11 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         if cfg.train.reverse_complement:
             rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
                   "rc_labels": strand_swap(scheme), "pool": res // cfg.inputs.bin_size}
-        train_ds = Dataset(data, annotation, tr, columns, res, **rc)
-        bar.advance(t_load, len(tr))
-        valid_ds = Dataset(data, annotation, va, columns, res)
-        bar.advance(t_load, len(va))
+        def tick():
+            bar.advance(t_load, 1)
+
+        train_ds = Dataset(data, annotation, tr, columns, res, on_load=tick, **rc)
+        valid_ds = Dataset(data, annotation, va, columns, res, on_load=tick)
     ui.log(f"{len(tr)} training windows, {len(va)} validation windows of "
            f"{cfg.windows.size:,} bp")
 
