@@ -37,7 +37,7 @@ SETTINGS = {
     "windows": {"chroms": ["chrII"], "size": 5000, "overlap": 0, "valid_fraction": 0.15},
     "model": {"encoder": "cnn", "channels": 64, "layers": 8, "kernel_size": 5,
               "stem_kernel": 9, "max_dilation": 16, "dropout": 0.05, "resolution": 20},
-    "crf": {"max_duration": 64, "duration": "learned", "boundaries": True, "start_end": True,
+    "crf": {"max_duration": 128, "duration": "learned", "boundaries": True, "start_end": True,
             "centering": "none"},
     "train": {"epochs": 40, "batch_size": 16, "lr": 0.002, "weight_decay": 0.01,
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 8, "seed": 0,
