@@ -116,7 +116,7 @@ def forward(x: CRFInputs):
     fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
     fin_n = torch.empty(B, device=dev, dtype=torch.float64)
     chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, db, start, x.lengths, 1,
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
         ck_ring, ck_gam, ck_alp, ck_n,
         dummy, dummy, dummy, dummy, dummy,
         fin_alp, fin_n,
@@ -160,7 +160,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     def recompute(seg):
         chain._fwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, start, x.lengths, 1,
+            scores, allowed, ps, pe, trans, db, start, x.lengths,
             ck_ring, ck_gam, ck_alp, ck_n,
             *rows[seg % len(rows)],
             dummy, dummy, dummy, dummy,
@@ -169,7 +169,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     def reverse(seg):
         chain._bwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, end, x.lengths, g32, 1,
+            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck_ring, ck_alp, ck_n,
             *rows[seg % len(rows)], saved["fin_alp"], saved["fin_n"], saved["log_z64"],
             st_ring, st_gam, st_n, st_m,
@@ -257,7 +257,7 @@ def viterbi(x: CRFInputs):
     fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
     fin_n = torch.empty(B, device=dev, dtype=torch.float64)
     chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, db, start, x.lengths, 1,
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
         dummy, dummy, dummy, dummy,
         dummy, dummy, dummy,
         bp_d, bp_c,

@@ -55,10 +55,7 @@ def _safe_max(x):
 
 @triton.jit
 def _load_row(base, p, C, cs1, cmask1, HAS: tl.constexpr):
-    """Row p (int64) of a (T, C) slice, or zeros when the input is absent.
-
-    cs1 comes multiplied by a runtime 1 (see _db_gather), so the row is loaded straight
-    in the layout its consumer needs instead of a coalesced one plus a conversion."""
+    """Row p (int64) of a (T, C) slice, or zeros when the input is absent."""
     if HAS:
         return tl.load(base + p * C + cs1, mask=cmask1, other=0.0)
     else:
@@ -75,20 +72,8 @@ def _emission(scores, allowed, p, C, cs1, cmask1, HAS_ALLOWED: tl.constexpr):
 
 
 @triton.jit
-def _db_gather(db, d, K, C, cs, cmask, ONE):
-    """duration_bias[d-1, c] for every slot (d: (KP, 1) durations), -inf beyond K.
-
-    ONE is a runtime 1 (not specialised): with it the compiler cannot prove the label
-    axis contiguous, so it does not vectorise this load into a layout of its own; with a
-    vectorised layout it converted the whole ring between two layouts every step (seen
-    in the TTGIR compiled for sm_90 with 16-byte-aligned pointers, as on the GPU).
-    """
-    return tl.load(db + (d - 1) * C + cs * ONE, mask=(d <= K) & cmask, other=NEG)
-
-
-@triton.jit(do_not_specialize=["ONE"])
 def _fwd_kernel(
-    scores, allowed, ps, pe, trans, db, init, lengths, ONE,
+    scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_gam, ck_alp, ck_n,
     rows_gam, rows_alp, rows_n,
     bp_d, bp_c,
@@ -113,7 +98,6 @@ def _fwd_kernel(
     js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    cs1u = cs1 * ONE
     cmask1 = cs1 < C
     cmask = cs < C
     rs = tl.arange(0, CP)[:, None]
@@ -123,7 +107,7 @@ def _fwd_kernel(
     if MODE == 1:
         t0 = seg * P
         t1 = tl.minimum(t0 + P, L)
-        R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs * ONE)
+        R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
         gam = tl.load(ck_gam + (ck + seg) * CP + cs1)
         alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
         n = tl.load(ck_n + ck + seg)
@@ -137,13 +121,13 @@ def _fwd_kernel(
     mprev = tl.zeros((), tl.float32)
     for i in range(t0, t1):
         p = i + tl.zeros((), tl.int64)
-        f = _emission(scores + seq, allowed + seq, p, C, cs1u, cmask1, HAS_ALLOWED)
-        psr = _load_row(ps + seq, p, C, cs1u, cmask1, HAS_PS)
-        per = _load_row(pe + seq, p, C, cs1u, cmask1, HAS_PE)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
         if MODE == 0:
             if i % P == 0:
                 k = i // P
-                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs * ONE, R - mprev)
+                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
@@ -159,7 +143,7 @@ def _fwd_kernel(
         if LEAVE_OUT == 3:
             v = R + tl.where(d <= K, 0.0, NEG)
         else:
-            v = R + _db_gather(db, d, K, C, cs, cmask, ONE)
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if MODE == 2:
             alp = tl.max(v, 0)
             best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
@@ -193,9 +177,9 @@ def _fwd_kernel(
         tl.store(out_n + b, n)
 
 
-@triton.jit(do_not_specialize=["ONE"])
+@triton.jit
 def _bwd_kernel(
-    scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z, ONE,
+    scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z,
     ck_ring, ck_alp, ck_n,
     rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
     st_ring, st_gam, st_n, st_m,
@@ -228,7 +212,6 @@ def _bwd_kernel(
         js = tl.arange(0, KP)[:, None]
         cs = tl.arange(0, CP)[None, :]
         cs1 = tl.arange(0, CP)
-        cs1u = cs1 * ONE
         cmask1 = cs1 < C
         cmask = cs < C
         rs = tl.arange(0, CP)[:, None]
@@ -246,7 +229,7 @@ def _bwd_kernel(
             run = tl.zeros((CP,), tl.float64)
             mprev = tl.zeros((), tl.float32)
         else:
-            R = tl.load(st_ring + (b * KP + js) * CP + cs * ONE)
+            R = tl.load(st_ring + (b * KP + js) * CP + cs)
             gam = tl.load(st_gam + b * CP + cs1)  # beta_alpha[t1]
             n = tl.load(st_n + b)
             mprev = tl.load(st_m + b)
@@ -262,7 +245,8 @@ def _bwd_kernel(
                 s = t1 - a
                 Fa = tl.load(ck_ring + (ckb * KP + (s & (KP - 1))) * CP + cs1)
                 dd = a + db_r
-                v2 = Fa[None, :] + Rb + _db_gather(db, dd, K, C, cs, cmask, ONE)
+                v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
+                                                mask=(dd <= K) & cmask, other=NEG)
                 newm = tl.maximum(cm, tl.max(v2, 0))
                 newms = tl.where(newm == NEG, 0.0, newm)
                 csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
@@ -282,9 +266,9 @@ def _bwd_kernel(
         for q in range(0, t1 - t0):
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
-            f = _emission(scores + seq, allowed + seq, p, C, cs1u, cmask1, HAS_ALLOWED)
-            psr = _load_row(ps + seq, p, C, cs1u, cmask1, HAS_PS)
-            per = _load_row(pe + seq, p, C, cs1u, cmask1, HAS_PE)
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
             r = b * P + (p - t0)
             gF = tl.load(rows_gam + r * CP + cs1)
             aF = tl.load(rows_alp + r * CP + cs1)
@@ -292,7 +276,7 @@ def _bwd_kernel(
             ins = gam + per
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1
-            v = R + _db_gather(db, d, K, C, cs, cmask, ONE)
+            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
             bg = _lse0(v) + psr  # beta_gamma[p]
             m = _safe_max(bg)
             bg = bg - m
@@ -315,7 +299,7 @@ def _bwd_kernel(
             tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
-        tl.store(st_ring + (b * KP + js) * CP + cs * ONE, R)
+        tl.store(st_ring + (b * KP + js) * CP + cs, R)
         tl.store(st_gam + b * CP + cs1, gam)
         tl.store(st_n + b, n)
         tl.store(st_m + b, mprev)
