@@ -87,6 +87,8 @@ CASES = {
     "K_gt_T": dict(B=2, T=4, K=7, C=2, lengths=[4, 3]),
     "allowed_neginf": dict(B=3, T=6, K=3, C=3, lengths=[6, 5, 3], allowed=True, neg_inf=True),
     "C1": dict(B=2, T=5, K=3, C=1, lengths=[5, 2]),
+    "T1": dict(B=2, T=1, K=3, C=2),
+    "all_length_1": dict(B=3, T=3, K=2, C=2, lengths=[1, 1, 1]),
 }
 
 
