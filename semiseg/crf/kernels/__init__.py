@@ -94,6 +94,14 @@ def _common(x: CRFInputs):
     return scores, allowed, ps, pe, start, end, flags, dummy
 
 
+def _transposed(tr: Tensor, CP: int) -> Tensor:
+    """(CP, CP) float32 [dst, src] copy of a (C, C) [src, dst] transition, -inf padded."""
+    C = tr.shape[0]
+    out = torch.full((CP, CP), float("-inf"), device=tr.device, dtype=torch.float32)
+    out[:C, :C] = tr.t()
+    return out
+
+
 def _log_z(fin_alp: Tensor, fin_n: Tensor, end: Tensor, C: int) -> Tensor:
     """float64 log Z = N + logsumexp_c(alpha_rel[L, c] + end[c])."""
     return fin_n + torch.logsumexp(fin_alp[:, :C].double() + end.double(), dim=1)
@@ -107,7 +115,7 @@ def forward(x: CRFInputs):
     P = _segment_length(T, K)
     nseg = math.ceil(T / P)
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = x.transition.contiguous()
+    trans = _transposed(x.transition, CP)
     db = x.duration_bias.contiguous()
     ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
     ck_gam = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
@@ -137,6 +145,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     ck_ring, ck_gam, ck_alp, ck_n = saved["ck"]
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     trans = x.transition.contiguous()
+    transT = _transposed(x.transition, CP)
     db = x.duration_bias.contiguous()
     f32 = dict(device=dev, dtype=torch.float32)
     f64 = dict(device=dev, dtype=torch.float64)
@@ -160,7 +169,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     def recompute(seg):
         chain._fwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, start, x.lengths,
+            scores, allowed, ps, pe, transT, db, start, x.lengths,
             ck_ring, ck_gam, ck_alp, ck_n,
             *rows[seg % len(rows)],
             dummy, dummy, dummy, dummy,
@@ -250,7 +259,7 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = x.transition.contiguous()
+    trans = _transposed(x.transition, CP)
     db = x.duration_bias.contiguous()
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)

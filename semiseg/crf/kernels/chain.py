@@ -101,7 +101,9 @@ def _fwd_kernel(
     cmask1 = cs1 < C
     cmask = cs < C
     rs = tl.arange(0, CP)[:, None]
-    tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
+    # trans here is the host's padded transpose trT[dst, src] (CP x CP, -inf pad): gamma
+    # reduces over the columns, inside a warp
+    trT = tl.load(trans + rs * CP + cs)
     seq = b * T * C
     ck = b * NSEG
     if MODE == 1:
@@ -162,16 +164,16 @@ def _fwd_kernel(
         if LEAVE_OUT == 1:
             gam = alp
         else:
-            g2 = alp[:, None] + tr
+            g2 = trT + alp[None, :]
             if MODE == 2:
-                gam = tl.max(g2, 0)
-                best_c = tl.argmax(g2, 0)
+                gam = tl.max(g2, 1)
+                best_c = tl.argmax(g2, 1)
                 tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
                          mask=cmask1)
                 tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                          mask=cmask1)
             else:
-                gam = _lse0(g2)
+                gam = _lse1(g2)
     if MODE != 1:
         tl.store(out_alp + b * CP + cs1, alp)
         tl.store(out_n + b, n)
