@@ -93,7 +93,7 @@ def ceilings():
 
 def make(B, T, K, C, seed=0):
     g = torch.Generator(device="cuda").manual_seed(seed)
-    r = lambda *s: torch.randn(*s, device="cuda", generator=g)  # noqa: E731
+    r = lambda *s: torch.randn(*s, device="cuda", generator=g)
     return check_inputs(3 * r(B, T, C), r(C, C), r(K, C), None, start=r(C), end=r(C))
 
 
@@ -143,11 +143,11 @@ def bench(B, T, K, C, reps, with_torch, ceil):
     peak = torch.cuda.max_memory_allocated() - base
     t_v = _events(vit, reps)
     fe, fo, fbe, fbo = work(B, T, K, C)
-    row = dict(B=B, T=T, K=K, C=C, fwd_ms=t_f * 1e3, fwdbwd_ms=t_fb * 1e3, vit_ms=t_v * 1e3,
-               peak_mb=peak / 2**20, pos_s=B * T / t_fb,
-               us_step_fwd=t_f / T * 1e6,
-               exp_frac_fwd=fe / t_f / ceil[0], fma_frac_fwd=fo / t_f / ceil[1],
-               exp_frac_fb=fbe / t_fb / ceil[0], fma_frac_fb=fbo / t_fb / ceil[1])
+    row = {"B": B, "T": T, "K": K, "C": C, "fwd_ms": t_f * 1e3, "fwdbwd_ms": t_fb * 1e3, "vit_ms": t_v * 1e3,
+               "peak_mb": peak / 2**20, "pos_s": B * T / t_fb,
+               "us_step_fwd": t_f / T * 1e6,
+               "exp_frac_fwd": fe / t_f / ceil[0], "fma_frac_fwd": fo / t_f / ceil[1],
+               "exp_frac_fb": fbe / t_fb / ceil[0], "fma_frac_fb": fbo / t_fb / ceil[1]}
     row["torch_ms"] = None
     if with_torch:
         t, pred = torch_time(x)
@@ -191,7 +191,7 @@ def main():
         tuple(int(v) for v in c.split(",")) for c in args.configs.split(";")]
     device = torch.cuda.get_device_name(0)
     commit = os.environ.get("COMMIT", "unknown")
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     ceil = ceilings()
     print(f"# {device}: exp ceiling {ceil[0]:.3g}/s, fp32 FMA ceiling {ceil[1]:.3g}/s", flush=True)
     lines = []
@@ -215,7 +215,7 @@ def main():
             us = []
             for lo in range(5):
                 kn.LEAVE_OUT = lo
-                us.append(_events(lambda: kn.forward(x), 3) / cfg[1] * 1e6)
+                us.append(_events(lambda x=x: kn.forward(x), 3) / cfg[1] * 1e6)
             kn.LEAVE_OUT = 0
             print(f"| {', '.join(map(str, cfg))} | " + " | ".join(f"{u:.2f}" for u in us) + " |")
     print()

@@ -21,9 +21,9 @@ def _kn():
 
 def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda"):
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
-    p = dict(scores=3 * r(B, T, C), transition=r(C, C), duration_bias=r(K, C),
-             start=r(C), end=r(C))
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+    p = {"scores": 3 * r(B, T, C), "transition": r(C, C), "duration_bias": r(K, C),
+             "start": r(C), "end": r(C)}
     if proj:
         p.update(proj_start=r(B, T, C), proj_end=r(B, T, C))
     p = {k: v.to(device) for k, v in p.items()}

@@ -11,14 +11,14 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import pytest  # noqa: E402
+import pytest
 
 triton = pytest.importorskip("triton")
 
-import bruteforce as bf  # noqa: E402
+import bruteforce as bf
 
-from semiseg.crf import kernels as kn  # noqa: E402
-from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs  # noqa: E402
+from semiseg.crf import kernels as kn
+from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -30,8 +30,8 @@ NEG = float("-inf")
 def make(B, T, K, C, *, seed, lengths=None, optional=True, allowed=False, neg_inf=False):
     """Random float64 problem (dict of leaves) with scores ~ N(0, 3^2)."""
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
-    p = dict(scores=3 * r(B, T, C), transition=r(C, C), duration_bias=r(K, C))
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+    p = {"scores": 3 * r(B, T, C), "transition": r(C, C), "duration_bias": r(K, C)}
     if optional:
         p.update(start=r(C), end=r(C), proj_start=r(B, T, C), proj_end=r(B, T, C))
     if neg_inf:
@@ -63,12 +63,15 @@ def brute(p, extra):
     lz = bf.log_partition(*args, **kw)
     # sequences one at a time, so that one with log Z = -inf (NaN gradient) stays out
     total = 0
+    def one(t, b):
+        return t[b:b + 1] if t is not None and t.dim() == 3 else t
+
     for b in range(lz.shape[0]):
         if torch.isfinite(lz[b]):
-            sl = lambda t: t[b:b + 1] if t is not None and t.dim() == 3 else t  # noqa: E731
             L = None if args[3] is None else args[3][b:b + 1]
             total = total + bf.log_partition(
-                sl(args[0]), args[1], args[2], L, **{k: sl(v) for k, v in kw.items()}).sum()
+                one(args[0], b), args[1], args[2], L,
+                **{k: one(v, b) for k, v in kw.items()}).sum()
     grads = {}
     if torch.is_tensor(total):
         gs = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
@@ -81,14 +84,14 @@ def brute(p, extra):
 
 
 CASES = {
-    "all_terms": dict(B=3, T=6, K=3, C=2, lengths=[6, 4, 1]),
-    "no_optional": dict(B=2, T=5, K=2, C=3, optional=False),
-    "K1": dict(B=2, T=4, K=1, C=3, lengths=[4, 2]),
-    "K_gt_T": dict(B=2, T=4, K=7, C=2, lengths=[4, 3]),
-    "allowed_neginf": dict(B=3, T=6, K=3, C=3, lengths=[6, 5, 3], allowed=True, neg_inf=True),
-    "C1": dict(B=2, T=5, K=3, C=1, lengths=[5, 2]),
-    "T1": dict(B=2, T=1, K=3, C=2),
-    "all_length_1": dict(B=3, T=3, K=2, C=2, lengths=[1, 1, 1]),
+    "all_terms": {"B": 3, "T": 6, "K": 3, "C": 2, "lengths": [6, 4, 1]},
+    "no_optional": {"B": 2, "T": 5, "K": 2, "C": 3, "optional": False},
+    "K1": {"B": 2, "T": 4, "K": 1, "C": 3, "lengths": [4, 2]},
+    "K_gt_T": {"B": 2, "T": 4, "K": 7, "C": 2, "lengths": [4, 3]},
+    "allowed_neginf": {"B": 3, "T": 6, "K": 3, "C": 3, "lengths": [6, 5, 3], "allowed": True, "neg_inf": True},
+    "C1": {"B": 2, "T": 5, "K": 3, "C": 1, "lengths": [5, 2]},
+    "T1": {"B": 2, "T": 1, "K": 3, "C": 2},
+    "all_length_1": {"B": 3, "T": 3, "K": 2, "C": 2, "lengths": [1, 1, 1]},
 }
 
 
@@ -98,9 +101,16 @@ PARAMS = [(c, None) for c in CASES] + [(c, n) for c in ("all_terms", "allowed_ne
                                        for n in (1, 2)]
 
 
+@pytest.fixture(params=[False, True], ids=["gamma_cols", "gamma_rows"])
+def gamma_variant(request, monkeypatch):
+    """Both forward gamma variants (kernels picks one by shape; tiny shapes get one)."""
+    monkeypatch.setattr(kn, "GAMMA_ROWS", request.param)
+    return request.param
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
 @pytest.mark.parametrize("case,seg_len", PARAMS)
-def test_against_bruteforce(case, seg_len, monkeypatch):
+def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
     if seg_len is not None:
         monkeypatch.setattr(kn, "_segment_length", lambda T, K: seg_len)
     spec = dict(CASES[case])

@@ -19,6 +19,7 @@ a ValueError.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -81,7 +82,7 @@ def _segment_length(T: int, K: int) -> int:
 
 def _common(x: CRFInputs):
     dev = x.scores.device
-    f32 = dict(device=dev, dtype=torch.float32)
+    f32 = {"device": dev, "dtype": torch.float32}
     dummy = torch.zeros(1, **f32)
     scores = x.scores.contiguous()
     allowed = x.allowed.contiguous().view(torch.uint8) if x.allowed is not None else dummy
@@ -89,13 +90,26 @@ def _common(x: CRFInputs):
     pe = x.proj_end.contiguous() if x.proj_end is not None else dummy
     start = x.start.contiguous() if x.start is not None else torch.zeros(x.C, **f32)
     end = x.end.contiguous() if x.end is not None else torch.zeros(x.C, **f32)
-    flags = dict(HAS_ALLOWED=x.allowed is not None, HAS_PS=x.proj_start is not None,
-                 HAS_PE=x.proj_end is not None)
+    flags = {"HAS_ALLOWED": x.allowed is not None, "HAS_PS": x.proj_start is not None,
+             "HAS_PE": x.proj_end is not None}
     return scores, allowed, ps, pe, start, end, flags, dummy
 
 
-def _transposed(tr: Tensor, CP: int) -> Tensor:
-    """(CP, CP) float32 [dst, src] copy of a (C, C) [src, dst] transition, -inf padded."""
+GAMMA_ROWS: bool | None = None  # force the forward's gamma variant (tests); None = by shape
+
+
+def _gamma_rows(CP: int) -> bool:
+    """Which forward gamma variant (chain._fwd_kernel's docstring). Measured on an H200:
+    reducing over the columns of the padded transpose is faster at C = 24 and C = 6
+    (1.91 vs 2.39 and 2.17 vs 2.64 us per step), over the rows faster at C = 39 (3.08 vs
+    3.72 us per step, padded to 64)."""
+    return CP >= 64 if GAMMA_ROWS is None else GAMMA_ROWS
+
+
+def _fwd_transition(tr: Tensor, CP: int) -> Tensor:
+    """The forward kernel's transition operand: as given, or the -inf padded transpose."""
+    if _gamma_rows(CP):
+        return tr.contiguous()
     C = tr.shape[0]
     out = torch.full((CP, CP), float("-inf"), device=tr.device, dtype=torch.float32)
     out[:C, :C] = tr.t()
@@ -115,7 +129,7 @@ def forward(x: CRFInputs):
     P = _segment_length(T, K)
     nseg = math.ceil(T / P)
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _transposed(x.transition, CP)
+    trans = _fwd_transition(x.transition, CP)
     db = x.duration_bias.contiguous()
     ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
     ck_gam = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
@@ -129,10 +143,11 @@ def forward(x: CRFInputs):
         dummy, dummy, dummy, dummy, dummy,
         fin_alp, fin_n,
         T, C, K, P, nseg, 0,
-        KP=KP, CP=CP, MODE=0, num_warps=_warps(KP, CP), LEAVE_OUT=LEAVE_OUT, **flags)
+        KP=KP, CP=CP, MODE=0, GAMMA_ROWS=_gamma_rows(CP), num_warps=_warps(KP, CP),
+        LEAVE_OUT=LEAVE_OUT, **flags)
     log_z64 = _log_z(fin_alp, fin_n, end, C)
-    saved = dict(ck=(ck_ring, ck_gam, ck_alp, ck_n), fin_alp=fin_alp, fin_n=fin_n,
-                 log_z64=log_z64, P=P, nseg=nseg)
+    saved = {"ck": (ck_ring, ck_gam, ck_alp, ck_n), "fin_alp": fin_alp, "fin_n": fin_n,
+             "log_z64": log_z64, "P": P, "nseg": nseg}
     return log_z64.to(x.scores.dtype), saved
 
 
@@ -145,10 +160,10 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     ck_ring, ck_gam, ck_alp, ck_n = saved["ck"]
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     trans = x.transition.contiguous()
-    transT = _transposed(x.transition, CP)
+    transT = _fwd_transition(x.transition, CP)
     db = x.duration_bias.contiguous()
-    f32 = dict(device=dev, dtype=torch.float32)
-    f64 = dict(device=dev, dtype=torch.float64)
+    f32 = {"device": dev, "dtype": torch.float32}
+    f64 = {"device": dev, "dtype": torch.float64}
     # two row buffers: the recompute of segment k-1 (side stream) overlaps the reversed
     # chain of segment k (current stream); see _Overlap
     rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, CP, **f32),
@@ -174,7 +189,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             *rows[seg % len(rows)],
             dummy, dummy, dummy, dummy,
             T, C, K, P, nseg, seg,
-            KP=KP, CP=CP, MODE=1, num_warps=nw, **flags)
+            KP=KP, CP=CP, MODE=1, GAMMA_ROWS=_gamma_rows(CP), num_warps=nw, **flags)
 
     def reverse(seg):
         chain._bwd_kernel[(B,)](
@@ -208,7 +223,7 @@ class _Overlap:
     recompute(k). The arithmetic and its order are the same as running them in turn.
     """
 
-    _streams: dict = {}
+    _streams: ClassVar[dict] = {}  # one side stream per device, reused
 
     def __init__(self, device, nseg):
         self.cuda = device.type == "cuda" and nseg > 1
@@ -259,7 +274,7 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _transposed(x.transition, CP)
+    trans = _fwd_transition(x.transition, CP)
     db = x.duration_bias.contiguous()
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
@@ -272,7 +287,7 @@ def viterbi(x: CRFInputs):
         bp_d, bp_c,
         fin_alp, fin_n,
         T, C, K, 1, 1, 0,
-        KP=KP, CP=CP, MODE=2, num_warps=_warps(KP, CP), **flags)
+        KP=KP, CP=CP, MODE=2, GAMMA_ROWS=_gamma_rows(CP), num_warps=_warps(KP, CP), **flags)
     last = fin_alp[:, :C].double() + end.double()
     best, best_c = last.max(dim=1)
     score = fin_n + best

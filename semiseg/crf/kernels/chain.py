@@ -81,12 +81,15 @@ def _fwd_kernel(
     T, C, K, P, NSEG, seg,
     KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
-    LEAVE_OUT: tl.constexpr = 0,
+    LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
 ):
     """Forward chain of one sequence (program id = b).
 
     LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
     logsumexp (alpha = one slot), 3 the duration-bias gather, 4 the shift.
+    GAMMA_ROWS: `trans` is the (C, C) [src, dst] matrix and gamma reduces over its rows
+    (measured faster at C = 39); else `trans` is the host's padded (CP, CP) transpose and
+    gamma reduces over its columns (measured faster at C <= 24).
 
     MODE 0: log Z pass from t = 0; checkpoint (ring, gamma, alpha, N) every P positions.
     MODE 1: recompute checkpoint segment `seg` and write its rows (gamma, alpha, N).
@@ -101,9 +104,12 @@ def _fwd_kernel(
     cmask1 = cs1 < C
     cmask = cs < C
     rs = tl.arange(0, CP)[:, None]
-    # trans here is the host's padded transpose trT[dst, src] (CP x CP, -inf pad): gamma
-    # reduces over the columns, inside a warp
-    trT = tl.load(trans + rs * CP + cs)
+    if GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
+        tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)
+    else:
+        # the host's padded transpose tr[dst, src] (CP x CP, -inf pad): gamma reduces over
+        # the columns, inside a warp
+        tr = tl.load(trans + rs * CP + cs)
     seq = b * T * C
     ck = b * NSEG
     if MODE == 1:
@@ -126,7 +132,7 @@ def _fwd_kernel(
         f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
         psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
         per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
-        if MODE == 0:
+        if MODE == 0:  # noqa: SIM102 (a constexpr test, then a runtime one)
             if i % P == 0:
                 k = i // P
                 tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
@@ -164,16 +170,25 @@ def _fwd_kernel(
         if LEAVE_OUT == 1:
             gam = alp
         else:
-            g2 = trT + alp[None, :]
+            if GAMMA_ROWS:
+                g2 = alp[:, None] + tr
+                if MODE == 2:
+                    gam = tl.max(g2, 0)
+                    best_c = tl.argmax(g2, 0)
+                else:
+                    gam = _lse0(g2)
+            else:
+                g2 = tr + alp[None, :]
+                if MODE == 2:
+                    gam = tl.max(g2, 1)
+                    best_c = tl.argmax(g2, 1)
+                else:
+                    gam = _lse1(g2)
             if MODE == 2:
-                gam = tl.max(g2, 1)
-                best_c = tl.argmax(g2, 1)
                 tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
                          mask=cmask1)
                 tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                          mask=cmask1)
-            else:
-                gam = _lse1(g2)
     if MODE != 1:
         tl.store(out_alp + b * CP + cs1, alp)
         tl.store(out_n + b, n)
@@ -265,7 +280,7 @@ def _bwd_kernel(
         lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
         acc_tr = tl.zeros((CP, CP), tl.float32)
-        for q in range(0, t1 - t0):
+        for q in range(0, t1 - t0):  # noqa: PIE808 (Triton's range)
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
             f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
