@@ -19,11 +19,12 @@ def _kn():
     return kernels
 
 
-def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda"):
+def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda",
+            dd=False):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    p = {"scores": 3 * r(B, T, C), "transition": r(C, C), "duration_bias": r(K, C),
-             "start": r(C), "end": r(C)}
+    p = {"scores": 3 * r(B, T, C), "transition": r(K, C, C) if dd else r(C, C),
+         "duration_bias": r(K, C), "start": r(C), "end": r(C)}
     if proj:
         p.update(proj_start=r(B, T, C), proj_end=r(B, T, C))
     p = {k: v.to(device) for k, v in p.items()}
@@ -87,9 +88,46 @@ def path_score(p, extra, b, labels, seg_start):
             assert bool(extra["allowed"][b, s:e, c].all())
         total += float(cs[e, c] - cs[s, c]) + float(p["duration_bias"][e - s - 1, c])
         total += float(p["proj_start"][b, s, c] + p["proj_end"][b, e - 1, c])
-        total += float(p["transition"][prev, c]) if prev is not None else float(p["start"][c])
+        tr = p["transition"][e - s - 1] if p["transition"].dim() == 3 else p["transition"]
+        total += float(tr[prev, c]) if prev is not None else float(p["start"][c])
         prev = c
     return total + float(p["end"][prev])
+
+
+@pytest.mark.parametrize("B,T,K,C", [(4, 3000, 50, 8), (2, 1500, 100, 24), (3, 800, 1, 12)])
+def test_duration_dependent_against_float64(B, T, K, C):
+    """The (K, C, C) kernels (chain._fwd_dd_kernel etc.), only interpreter-tested when
+    written: log Z, every gradient, Viterbi and its path, determinism, at realistic shapes.
+    Once this passes (and they are timed), kernels.supports may accept them for "auto"."""
+    kn = _kn()
+    p, extra = problem(B, T, K, C, seed=B * T + K + 1, dd=True, allowed=True,
+                       lengths=[T] + [T - 11 * i for i in range(1, B)])
+    p["transition"][:, 0, C - 1] = float("-inf")  # a forbidden transition at every duration
+    p["transition"][K // 2, :, C // 2] = float("-inf")
+    x64, x32 = inputs(p, extra, torch.float64), inputs(p, extra, torch.float32)
+    assert x32.duration_dependent and kn.supports(x32) is not None  # "auto": torch for now
+    lz_ref, saved = reference.forward(x64)
+    g_ref = reference.backward(x64, saved, torch.ones_like(lz_ref))
+    lz, sv = kn.forward(x32)
+    assert (lz.double() - lz_ref).abs().max() <= 1e-6 * max(1.0, lz_ref.abs().max().item())
+    g = kn.backward(x32, sv, torch.ones_like(lz))
+    for name in ("scores", "proj_start", "proj_end"):
+        assert (g[name].double() - g_ref[name]).abs().max() <= 1e-4, name
+    for name in ("transition", "duration_bias", "start", "end"):
+        assert rel_norm(g[name], g_ref[name]) <= 1e-4, name
+    lz2, sv2 = kn.forward(x32)
+    g2 = kn.backward(x32, sv2, torch.ones_like(lz2))
+    assert torch.equal(lz, lz2)
+    for name in FLOAT_FIELDS:
+        assert torch.equal(g[name], g2[name]), name  # bitwise
+    score, labels, seg_start = kn.viterbi(x32)
+    s_ref, _, _ = reference.viterbi(x64)
+    assert (score.double() - s_ref).abs().max() <= 1e-6 * max(1.0, s_ref.abs().max().item())
+    pc = {k: v.cpu() for k, v in p.items()}
+    ec = {k: v.cpu() for k, v in extra.items()}
+    for b in range(B):
+        own = path_score(pc, ec, b, labels[b].cpu(), seg_start[b].cpu())
+        assert abs(own - s_ref[b].item()) <= 1e-6 * max(1.0, abs(s_ref[b].item()))
 
 
 def float64_log_z(f, tr, db, start, end):

@@ -27,14 +27,22 @@ if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
 NEG = float("-inf")
 
 
-def make(B, T, K, C, *, seed, lengths=None, optional=True, allowed=False, neg_inf=False):
-    """Random float64 problem (dict of leaves) with scores ~ N(0, 3^2)."""
+def make(B, T, K, C, *, seed, lengths=None, optional=True, allowed=False, neg_inf=False,
+         dd=False):
+    """Random float64 problem (dict of leaves) with scores ~ N(0, 3^2); dd: (K, C, C)
+    duration-dependent transitions."""
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    p = {"scores": 3 * r(B, T, C), "transition": r(C, C), "duration_bias": r(K, C)}
+    p = {"scores": 3 * r(B, T, C), "transition": r(K, C, C) if dd else r(C, C),
+         "duration_bias": r(K, C)}
     if optional:
         p.update(start=r(C), end=r(C), proj_start=r(B, T, C), proj_end=r(B, T, C))
-    if neg_inf:
+    if neg_inf and dd:
+        p["transition"][0, 0, C - 1] = NEG
+        p["transition"][K - 1, C - 1, 0] = NEG
+        # no segment of label 1 % C and duration min(2, K) may follow another segment
+        p["transition"][min(1, K - 1), :, 1 % C] = NEG
+    elif neg_inf:
         p["transition"][0, C - 1] = NEG
         p["duration_bias"][K - 1, 0] = NEG
         if optional:
@@ -115,6 +123,11 @@ def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
         monkeypatch.setattr(kn, "_segment_length", lambda T, K: seg_len)
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=7, **spec)
+    check_against_brute(p, extra)
+
+
+def check_against_brute(p, extra):
+    """log Z, every gradient, Viterbi score and the path's own score against brute force."""
     lz_ref, g_ref, vit_ref = brute(p, extra)
     x = as_inputs(p, extra)
     lz, saved = kn.forward(x)
@@ -215,13 +228,102 @@ def test_dispatch_marginals_and_autograd():
     torch.testing.assert_close(tr.grad.cpu().double(), trr.grad, rtol=1e-4, atol=2e-5)
 
 
-def test_unsupported_inputs_are_refused():
+def test_unsupported_inputs_are_refused(monkeypatch):
     from semiseg.crf import dispatch
 
     p, extra = make(1, 4, 2, 2, seed=1, optional=False)
-    p["transition"] = torch.randn(2, 2, 2, dtype=torch.float64)
     x = as_inputs(p, extra)
+    monkeypatch.setattr(kn, "MAX_RING", 2)  # a ring of 2 x 2 elements: too large now
     assert kn.supports(x) is not None
     with pytest.raises(ValueError, match="torch"):
         kn.forward(x)
     assert dispatch._backend(x, "auto").__name__.endswith("reference")
+
+
+# ----- duration-dependent (K, C, C) transitions -----
+
+DD_CASES = {
+    "all_terms": {"B": 3, "T": 6, "K": 3, "C": 2, "lengths": [6, 4, 1]},
+    "K1": {"B": 2, "T": 4, "K": 1, "C": 3, "lengths": [4, 2]},
+    "K2_no_optional": {"B": 2, "T": 5, "K": 2, "C": 3, "optional": False, "lengths": [5, 3]},
+    "K_gt_T": {"B": 2, "T": 4, "K": 7, "C": 2, "lengths": [4, 3], "neg_inf": True},
+    "allowed_neginf": {"B": 3, "T": 5, "K": 3, "C": 3, "lengths": [5, 4, 2], "allowed": True,
+                       "neg_inf": True},
+    "C1": {"B": 2, "T": 5, "K": 3, "C": 1, "lengths": [5, 2]},
+}
+DD_PARAMS = [(c, None) for c in DD_CASES] + [(c, n) for c in ("all_terms", "allowed_neginf")
+                                             for n in (1, 2)] + [("K2_no_optional", 2), ("K1", 1)]
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case,seg_len", DD_PARAMS)
+def test_dd_against_bruteforce(case, seg_len, monkeypatch):
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda T, K: seg_len)
+    spec = dict(DD_CASES[case])
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=13,
+                    dd=True, **spec)
+    assert as_inputs(p, extra).duration_dependent
+    check_against_brute(p, extra)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_dd_no_allowed_segmentation():
+    p, extra = make(2, 4, 2, 2, seed=3, lengths=[4, 3], dd=True)
+    extra["allowed"] = torch.ones(2, 4, 2, dtype=torch.bool)
+    extra["allowed"][1, 1, :] = False
+    x = as_inputs(p, extra)
+    lz, saved = kn.forward(x)
+    assert lz[1].item() == NEG and torch.isfinite(lz[0])
+    grads = kn.backward(x, saved, torch.ones_like(lz))
+    assert all(torch.isfinite(g).all() for g in grads.values())
+    assert grads["scores"][1].abs().max() == 0
+    score, labels, seg_start = kn.viterbi(x)
+    assert score[1].item() == NEG and (labels[1] == -1).all() and not seg_start[1].any()
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_dd_against_torch_backend_and_determinism(monkeypatch):
+    from semiseg.crf import reference
+
+    monkeypatch.setattr(kn, "_segment_length", lambda T, K: 7)
+    p, extra = make(2, 24, 5, 3, seed=17, lengths=[24, 15], allowed=True, neg_inf=True,
+                    dd=True)
+    extra["allowed"][:, ::4] = True
+    x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
+    lz_ref, saved_ref = reference.forward(x64)
+    lz, saved = kn.forward(x32)
+    torch.testing.assert_close(lz.double(), lz_ref, rtol=1e-6, atol=1e-5)
+    w = torch.tensor([0.7, -1.5], device=DEV)
+    g1 = kn.backward(x32, saved, w)
+    for name in FLOAT_FIELDS:
+        want = reference.backward(x64, saved_ref, w.double())[name]
+        torch.testing.assert_close(g1[name].double(), want, rtol=1e-4, atol=1e-5, msg=name)
+    g2 = kn.backward(x32, kn.forward(x32)[1], w)
+    for name in FLOAT_FIELDS:
+        assert torch.equal(g1[name], g2[name]), name  # bitwise
+    s_ref, _, _ = reference.viterbi(x64)
+    score, _, _ = kn.viterbi(x32)
+    torch.testing.assert_close(score.double(), s_ref, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_dd_dispatch_marginals_and_auto():
+    from semiseg.crf import dispatch
+
+    p, extra = make(2, 5, 3, 2, seed=5, lengths=[5, 3], dd=True, allowed=True)
+    kw = {k: p[k] for k in ("start", "end", "proj_start", "proj_end")}
+    lab_ref, bnd_ref = bf.marginals(p["scores"], p["transition"], p["duration_bias"],
+                                    extra["lengths"], allowed=extra["allowed"], **kw)
+    q = {k: v.to(DEV, torch.float32) for k, v in p.items()}
+    qk = {k: q[k] for k in kw}
+    lab, bnd = dispatch.marginals(q["scores"], q["transition"], q["duration_bias"],
+                                  extra["lengths"], allowed=extra["allowed"].to(DEV), **qk,
+                                  backend="triton")
+    torch.testing.assert_close(lab.cpu().double(), lab_ref, rtol=0, atol=2e-5)
+    torch.testing.assert_close(bnd.cpu().double(), bnd_ref, rtol=0, atol=2e-5)
+    # not yet validated on a GPU: "auto" keeps the torch backend for (K, C, C) transitions
+    x = as_inputs(p, extra)
+    assert "duration-dependent" in kn.supports(x)
+    assert dispatch._backend(x, "auto").__name__.endswith("reference")
+    assert dispatch._backend(x, "triton") is kn

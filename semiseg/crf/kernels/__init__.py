@@ -9,11 +9,13 @@
 Kernels and their math: chain.py. Importing this package imports triton; on CPU tensors
 it needs TRITON_INTERPRET=1 set before triton is first imported.
 
-Scope: static (C, C) transitions with a ring of min(K, T) slots x C labels held in
-registers, up to MAX_RING ring elements (K = 1000 with C = 24 fits). Duration-dependent
-(K, C, C) transitions and larger rings are not implemented here: `supports(x)` says so,
-and dispatch's "auto" then picks the torch backend; asking for "triton" explicitly raises
-a ValueError.
+Scope: a ring of min(K, T) slots x C labels held in registers, up to MAX_RING ring
+elements (K = 1000 with C = 24 fits); larger rings are not implemented: `supports(x)` says
+so, dispatch's "auto" then picks the torch backend, and backend="triton" raises a
+ValueError. Duration-dependent (K, C, C) transitions run the *_dd kernels of chain.py
+(tested under the interpreter only, never compiled or timed on a GPU): backend="triton"
+runs them, but `supports(x)` still declines them so that "auto" keeps the torch backend
+until they have been validated and timed on a GPU (tests/test_gpu_kernels.py).
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ def _shape(x: CRFInputs):
 
 
 def supports(x: CRFInputs) -> str | None:
-    """None if these kernels compute x, else the reason they do not."""
+    """None if dispatch's "auto" should run these kernels on x, else the reason not."""
     if x.duration_dependent:
-        return "duration-dependent (K, C, C) transitions are not implemented in the Triton kernels"
+        return ("the Triton kernels for duration-dependent (K, C, C) transitions have not "
+                "been validated or timed on a GPU yet (backend='triton' runs them)")
+    return _scope(x)
+
+
+def _scope(x: CRFInputs) -> str | None:
+    """None if these kernels can compute x at all, else the reason they cannot."""
     KP, CP = _shape(x)
     if KP * CP > MAX_RING:
         return (f"ring of {KP} x {CP} (min(K, T) x C, padded to powers of two) exceeds "
@@ -55,7 +63,7 @@ def supports(x: CRFInputs) -> str | None:
 
 
 def _check(x: CRFInputs):
-    why = supports(x)
+    why = _scope(x)
     if why is not None:
         raise ValueError(f'backend="triton": {why}; use backend="torch"')
 
@@ -123,6 +131,8 @@ def _log_z(fin_alp: Tensor, fin_n: Tensor, end: Tensor, C: int) -> Tensor:
 
 def forward(x: CRFInputs):
     _check(x)
+    if x.duration_dependent:
+        return _forward_dd(x)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -153,6 +163,8 @@ def forward(x: CRFInputs):
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     _check(x)
+    if x.duration_dependent:
+        return _backward_dd(x, saved, grad_log_z)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -270,6 +282,8 @@ def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:
 
 def viterbi(x: CRFInputs):
     _check(x)
+    if x.duration_dependent:
+        return _viterbi_dd(x)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -304,3 +318,133 @@ def viterbi(x: CRFInputs):
     labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
     seg_start = seg_start & valid
     return score.to(x.scores.dtype), labels, seg_start
+
+
+# ----- duration-dependent (K, C, C) transitions: chain._fwd_dd_kernel and friends -----
+
+
+def _forward_dd(x: CRFInputs):
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P = _segment_length(T, K)
+    nseg = math.ceil(T / P)
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
+    ck_alp = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
+    ck_n = torch.empty(B, nseg, device=dev, dtype=torch.float64)
+    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
+    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
+    chain._fwd_dd_kernel[(B,)](
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
+        ck_ring, ck_alp, ck_n,
+        dummy, dummy,
+        dummy, dummy,
+        fin_alp, fin_n,
+        T, C, K, P, nseg, 0,
+        KP=KP, CP=CP, MODE=0, num_warps=_warps(KP, CP), **flags)
+    log_z64 = _log_z(fin_alp, fin_n, end, C)
+    saved = {"ck": (ck_ring, ck_alp, ck_n), "fin_alp": fin_alp, "fin_n": fin_n,
+             "log_z64": log_z64, "P": P, "nseg": nseg}
+    return log_z64.to(x.scores.dtype), saved
+
+
+def _backward_dd(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P, nseg = saved["P"], saved["nseg"]
+    ck_ring, ck_alp, ck_n = saved["ck"]
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    f32 = {"device": dev, "dtype": torch.float32}
+    f64 = {"device": dev, "dtype": torch.float64}
+    rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, **f64))
+            for _ in range(2 if nseg > 1 else 1)]
+    st_ring = torch.empty(B, KP, CP, **f32)
+    st_gam = torch.empty(B, CP, **f32)
+    st_n = torch.empty(B, **f64)
+    st_m = torch.empty(B, **f32)
+    g_scores = torch.zeros(B, T, C, **f32)
+    g_ps = torch.zeros(B, T, C, **f32)
+    g_pe = torch.zeros(B, T, C, **f32)
+    g_db = torch.zeros(B, KP, CP, **f64)
+    g_tr = torch.zeros(B, KP, C, C, **f64)
+    g = grad_log_z.to(torch.float64)
+    g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
+    g32 = g.to(torch.float32).contiguous()
+    nw = _warps(KP, CP)
+
+    def recompute(seg):
+        chain._fwd_dd_kernel[(B,)](
+            scores, allowed, ps, pe, trans, db, start, x.lengths,
+            ck_ring, ck_alp, ck_n,
+            *rows[seg % len(rows)],
+            dummy, dummy, dummy, dummy,
+            T, C, K, P, nseg, seg,
+            KP=KP, CP=CP, MODE=1, num_warps=nw, **flags)
+
+    def reverse(seg):
+        chain._bwd_dd_kernel[(B,)](
+            scores, allowed, ps, pe, trans, db, start, end, x.lengths, g32,
+            ck_ring, ck_alp, ck_n,
+            *rows[seg % len(rows)], saved["fin_alp"], saved["fin_n"], saved["log_z64"],
+            st_ring, st_gam, st_n, st_m,
+            g_scores, g_ps, g_pe, g_db, g_tr,
+            T, C, K, P, nseg, seg,
+            KP=KP, CP=CP, num_warps=nw, **flags)
+
+    _Overlap(dev, nseg).run(recompute, reverse)
+    last = (x.lengths - 1).clamp(min=0)
+    dt = x.scores.dtype
+    n = min(K, KP)  # durations beyond the ring (> T) get 0
+    g_trans = torch.zeros(K, C, C, **f64)
+    g_trans[:n] = (g_tr[:, :n] * g[:, None, None, None]).sum(0)
+    return {
+        "scores": g_scores,
+        "proj_start": g_ps,
+        "proj_end": g_pe,
+        "duration_bias": _duration_grad(g_db, g, K, C, dt),
+        "transition": g_trans.to(dt),
+        "start": g_ps[:, 0, :].double().sum(0).to(dt),
+        "end": g_pe[torch.arange(B, device=dev), last, :].double().sum(0).to(dt),
+    }
+
+
+def _viterbi_dd(x: CRFInputs):
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    trans = x.transition.contiguous()
+    db = x.duration_bias.contiguous()
+    bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
+    bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
+    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
+    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
+    chain._fwd_dd_kernel[(B,)](
+        scores, allowed, ps, pe, trans, db, start, x.lengths,
+        dummy, dummy, dummy,
+        dummy, dummy,
+        bp_d, bp_c,
+        fin_alp, fin_n,
+        T, C, K, 1, 1, 0,
+        KP=KP, CP=CP, MODE=2, num_warps=_warps(KP, CP), **flags)
+    last = fin_alp[:, :C].double() + end.double()
+    best, best_c = last.max(dim=1)
+    score = fin_n + best
+    ok = torch.isfinite(score)
+    best_c = torch.where(ok, best_c, torch.full_like(best_c, -1))
+    seg_label = torch.full((B, T), -1, device=dev, dtype=torch.int64)
+    chain._traceback_dd_kernel[(B,)](bp_d, bp_c, best_c, x.lengths, seg_label, T, C,
+                                     num_warps=1)
+    seg_start = seg_label >= 0
+    pos = torch.arange(T, device=dev).expand(B, T)
+    idx = torch.where(seg_start, pos, torch.zeros_like(pos)).cummax(dim=1).values
+    labels = seg_label.gather(1, idx)
+    valid = pos < x.lengths[:, None]
+    labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
+    return score.to(x.scores.dtype), labels, seg_start & valid
