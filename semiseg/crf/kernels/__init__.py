@@ -161,6 +161,45 @@ def forward(x: CRFInputs):
     return log_z64.to(x.scores.dtype), saved
 
 
+def _grad_weights(saved, grad_log_z: Tensor):
+    """grad_log_z in float64 and float32, zero where log Z is -inf (no gradient there)."""
+    g = grad_log_z.to(torch.float64)
+    g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
+    return g, g.to(torch.float32).contiguous()
+
+
+def _backward_buffers(x: CRFInputs, KP: int, CP: int, tr_shape: tuple):
+    """The reversed chain's state (ring, gamma, normaliser, max) and the zeroed gradient
+    accumulators: scores, proj_start, proj_end (float32, B x T x C), per-sequence duration
+    bias (B, KP, CP) and transition (B, *tr_shape) partial sums in float64."""
+    B, T, C, dev = x.batch, x.T, x.C, x.scores.device
+    f32 = {"device": dev, "dtype": torch.float32}
+    f64 = {"device": dev, "dtype": torch.float64}
+    state = (torch.empty(B, KP, CP, **f32), torch.empty(B, CP, **f32),
+             torch.empty(B, **f64), torch.empty(B, **f32))
+    grads = (torch.zeros(B, T, C, **f32), torch.zeros(B, T, C, **f32),
+             torch.zeros(B, T, C, **f32), torch.zeros(B, KP, CP, **f64),
+             torch.zeros(B, *tr_shape, **f64))
+    return state, grads
+
+
+def _gradients(x: CRFInputs, g: Tensor, g_scores, g_ps, g_pe, g_db, transition) -> dict:
+    """The backend contract's gradient dict; start/end gradients are the boundary
+    posteriors at the first / last position, summed over the batch."""
+    dt = x.scores.dtype
+    last = (x.lengths - 1).clamp(min=0)
+    rows = torch.arange(x.batch, device=x.scores.device)
+    return {
+        "scores": g_scores,
+        "proj_start": g_ps,
+        "proj_end": g_pe,
+        "duration_bias": _duration_grad(g_db, g, x.K, x.C, dt),
+        "transition": transition.to(dt),
+        "start": g_ps[:, 0, :].double().sum(0).to(dt),
+        "end": g_pe[rows, last, :].double().sum(0).to(dt),
+    }
+
+
 def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     _check(x)
     if x.duration_dependent:
@@ -180,18 +219,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     # chain of segment k (current stream); see _Overlap
     rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, CP, **f32),
              torch.empty(B, P, **f64)) for _ in range(2 if nseg > 1 else 1)]
-    st_ring = torch.empty(B, KP, CP, **f32)
-    st_gam = torch.empty(B, CP, **f32)
-    st_n = torch.empty(B, **f64)
-    st_m = torch.empty(B, **f32)
-    g_scores = torch.zeros(B, T, C, **f32)
-    g_ps = torch.zeros(B, T, C, **f32)
-    g_pe = torch.zeros(B, T, C, **f32)
-    g_db = torch.zeros(B, KP, CP, **f64)
-    g_tr = torch.zeros(B, CP, CP, **f64)
-    g = grad_log_z.to(torch.float64)
-    g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
-    g32 = g.to(torch.float32).contiguous()
+    (st_ring, st_gam, st_n, st_m), (g_scores, g_ps, g_pe, g_db, g_tr) = \
+        _backward_buffers(x, KP, CP, (CP, CP))
+    g, g32 = _grad_weights(saved, grad_log_z)
     nw = _warps(KP, CP)
 
     def recompute(seg):
@@ -214,17 +244,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             KP=KP, CP=CP, num_warps=nw, **flags)
 
     _Overlap(dev, nseg).run(recompute, reverse)
-    last = (x.lengths - 1).clamp(min=0)
-    dt = x.scores.dtype
-    return {
-        "scores": g_scores,
-        "proj_start": g_ps,
-        "proj_end": g_pe,
-        "duration_bias": _duration_grad(g_db, g, K, C, dt),
-        "transition": (g_tr[:, :C, :C] * g[:, None, None]).sum(0).to(dt),
-        "start": g_ps[:, 0, :].double().sum(0).to(dt),
-        "end": g_pe[torch.arange(B, device=dev), last, :].double().sum(0).to(dt),
-    }
+    transition = (g_tr[:, :C, :C] * g[:, None, None]).sum(0)
+    return _gradients(x, g, g_scores, g_ps, g_pe, g_db, transition)
 
 
 class _Overlap:
@@ -364,18 +385,9 @@ def _backward_dd(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     f64 = {"device": dev, "dtype": torch.float64}
     rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, **f64))
             for _ in range(2 if nseg > 1 else 1)]
-    st_ring = torch.empty(B, KP, CP, **f32)
-    st_gam = torch.empty(B, CP, **f32)
-    st_n = torch.empty(B, **f64)
-    st_m = torch.empty(B, **f32)
-    g_scores = torch.zeros(B, T, C, **f32)
-    g_ps = torch.zeros(B, T, C, **f32)
-    g_pe = torch.zeros(B, T, C, **f32)
-    g_db = torch.zeros(B, KP, CP, **f64)
-    g_tr = torch.zeros(B, KP, C, C, **f64)
-    g = grad_log_z.to(torch.float64)
-    g = torch.where(torch.isfinite(saved["log_z64"]), g, torch.zeros_like(g))
-    g32 = g.to(torch.float32).contiguous()
+    (st_ring, st_gam, st_n, st_m), (g_scores, g_ps, g_pe, g_db, g_tr) = \
+        _backward_buffers(x, KP, CP, (KP, C, C))
+    g, g32 = _grad_weights(saved, grad_log_z)
     nw = _warps(KP, CP)
 
     def recompute(seg):
@@ -398,20 +410,10 @@ def _backward_dd(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             KP=KP, CP=CP, num_warps=nw, **flags)
 
     _Overlap(dev, nseg).run(recompute, reverse)
-    last = (x.lengths - 1).clamp(min=0)
-    dt = x.scores.dtype
     n = min(K, KP)  # durations beyond the ring (> T) get 0
-    g_trans = torch.zeros(K, C, C, **f64)
-    g_trans[:n] = (g_tr[:, :n] * g[:, None, None, None]).sum(0)
-    return {
-        "scores": g_scores,
-        "proj_start": g_ps,
-        "proj_end": g_pe,
-        "duration_bias": _duration_grad(g_db, g, K, C, dt),
-        "transition": g_trans.to(dt),
-        "start": g_ps[:, 0, :].double().sum(0).to(dt),
-        "end": g_pe[torch.arange(B, device=dev), last, :].double().sum(0).to(dt),
-    }
+    transition = torch.zeros(K, C, C, device=dev, dtype=torch.float64)
+    transition[:n] = (g_tr[:, :n] * g[:, None, None, None]).sum(0)
+    return _gradients(x, g, g_scores, g_ps, g_pe, g_db, transition)
 
 
 def _viterbi_dd(x: CRFInputs):
