@@ -53,6 +53,13 @@ def test_realistic_against_float64(B, T, K, C):
     kn = _kn()
     p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
                        allowed=True)
+    check_against_float64(kn, p, extra)
+
+
+def check_against_float64(kn, p, extra, *, deterministic=False):
+    """The kernels on float32 inputs against the torch backend in float64 (SPEC bounds):
+    log Z, every gradient, Viterbi score and the returned path's own score; with
+    deterministic, also bitwise-equal log Z and gradients over two runs."""
     x64, x32 = inputs(p, extra, torch.float64), inputs(p, extra, torch.float32)
     lz_ref, saved = reference.forward(x64)
     g_ref = reference.backward(x64, saved, torch.ones_like(lz_ref))
@@ -63,16 +70,21 @@ def test_realistic_against_float64(B, T, K, C):
         assert (g[name].double() - g_ref[name]).abs().max() <= 1e-4, name
     for name in ("transition", "duration_bias", "start", "end"):
         assert rel_norm(g[name], g_ref[name]) <= 1e-4, name
+    if deterministic:
+        lz2, sv2 = kn.forward(x32)
+        g2 = kn.backward(x32, sv2, torch.ones_like(lz2))
+        assert torch.equal(lz, lz2)
+        for name in FLOAT_FIELDS:
+            assert torch.equal(g[name], g2[name]), name  # bitwise
     score, labels, seg_start = kn.viterbi(x32)
     s_ref, _, _ = reference.viterbi(x64)
     assert (score.double() - s_ref).abs().max() <= 1e-6 * max(1.0, s_ref.abs().max().item())
     # the returned path's own score (float64, from its labels and starts)
     pc = {k: v.cpu() for k, v in p.items()}
     ec = {k: v.cpu() for k, v in extra.items()}
-    for b in range(B):
+    for b in range(x32.batch):
         own = path_score(pc, ec, b, labels[b].cpu(), seg_start[b].cpu())
-        assert abs(own - s_ref[b].item()) \
-            <= 1e-6 * max(1.0, abs(s_ref[b].item()))
+        assert abs(own - s_ref[b].item()) <= 1e-6 * max(1.0, abs(s_ref[b].item()))
 
 
 def path_score(p, extra, b, labels, seg_start):
@@ -104,30 +116,9 @@ def test_duration_dependent_against_float64(B, T, K, C):
                        lengths=[T] + [T - 11 * i for i in range(1, B)])
     p["transition"][:, 0, C - 1] = float("-inf")  # a forbidden transition at every duration
     p["transition"][K // 2, :, C // 2] = float("-inf")
-    x64, x32 = inputs(p, extra, torch.float64), inputs(p, extra, torch.float32)
-    assert x32.duration_dependent and kn.supports(x32) is not None  # "auto": torch for now
-    lz_ref, saved = reference.forward(x64)
-    g_ref = reference.backward(x64, saved, torch.ones_like(lz_ref))
-    lz, sv = kn.forward(x32)
-    assert (lz.double() - lz_ref).abs().max() <= 1e-6 * max(1.0, lz_ref.abs().max().item())
-    g = kn.backward(x32, sv, torch.ones_like(lz))
-    for name in ("scores", "proj_start", "proj_end"):
-        assert (g[name].double() - g_ref[name]).abs().max() <= 1e-4, name
-    for name in ("transition", "duration_bias", "start", "end"):
-        assert rel_norm(g[name], g_ref[name]) <= 1e-4, name
-    lz2, sv2 = kn.forward(x32)
-    g2 = kn.backward(x32, sv2, torch.ones_like(lz2))
-    assert torch.equal(lz, lz2)
-    for name in FLOAT_FIELDS:
-        assert torch.equal(g[name], g2[name]), name  # bitwise
-    score, labels, seg_start = kn.viterbi(x32)
-    s_ref, _, _ = reference.viterbi(x64)
-    assert (score.double() - s_ref).abs().max() <= 1e-6 * max(1.0, s_ref.abs().max().item())
-    pc = {k: v.cpu() for k, v in p.items()}
-    ec = {k: v.cpu() for k, v in extra.items()}
-    for b in range(B):
-        own = path_score(pc, ec, b, labels[b].cpu(), seg_start[b].cpu())
-        assert abs(own - s_ref[b].item()) <= 1e-6 * max(1.0, abs(s_ref[b].item()))
+    assert inputs(p, extra, torch.float32).duration_dependent
+    assert kn.supports(inputs(p, extra, torch.float32)) is not None  # "auto": torch for now
+    check_against_float64(kn, p, extra, deterministic=True)
 
 
 def float64_log_z(f, tr, db, start, end):
