@@ -8,6 +8,7 @@ A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 sl
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -251,6 +252,8 @@ def pipeline(work):
     """A pipeline config for the tiny model: two chromosomes scattered."""
     pytest.importorskip("snakemake")
     if shutil.which("snakemake") is None or shutil.which("semiseg") is None:
+        if os.environ.get("CI"):  # .ci/run installs both: never skip there
+            pytest.fail("the snakemake and semiseg commands are not on PATH")
         pytest.skip("needs the snakemake and semiseg commands on PATH (pip install -e .)")
     cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
     cfg.update({
@@ -321,9 +324,9 @@ def test_interrupted_training_resumes(work):
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    if proc.returncode == 0:
-        pytest.skip("training finished before the interrupt arrived")
-    assert proc.returncode == 2
+    # the signal goes out as soon as epoch 1 is saved, with 3 epochs to go: exit code 0
+    # here means the interrupt was ignored, which is a failure, not a reason to skip
+    assert proc.returncode == 2, f"exit code {proc.returncode}: the interrupt had no effect"
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and "interrupted" in lines[0] and "--resume" in lines[0]
     assert not list(out.glob("*.tmp"))
