@@ -15,7 +15,6 @@ when given, else from the furthest interval end seen in either file.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import os
@@ -25,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SemisegError
+from .genome import GAP, bed_rows, open_text
 
-GAP = "gap"  # BED name semiseg uses for masked stretches (N runs); not a label
 
 
 @dataclass
@@ -36,33 +35,25 @@ class Track:
     intervals: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
 
 
-def _open(path: str):
-    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
-
-
 def read_bed_labels(path: str) -> Track:
     """Intervals and names of a BED file (name column = label; needs >= 4 columns)."""
     if not os.path.isfile(path):
         raise SemisegError(f"file not found: {path}")
     data: dict[str, tuple[list, list, list]] = {}
-    with _open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip() or line.startswith(("#", "track", "browser")):
-                continue
-            f = line.rstrip("\n").split("\t")
-            if len(f) < 4:
-                raise SemisegError(f"{path}:{n}: expected at least 4 tab-separated columns "
-                                   "(chrom, start, end, name)")
-            try:
-                s, e = int(f[1]), int(f[2])
-            except ValueError:
-                raise SemisegError(f"{path}:{n}: start and end must be integers") from None
-            if s < 0 or e <= s:
-                raise SemisegError(f"{path}:{n}: invalid interval [{s}, {e})")
-            starts, ends, names = data.setdefault(f[0], ([], [], []))
-            starts.append(s)
-            ends.append(e)
-            names.append(f[3])
+    for n, f in bed_rows(path):
+        if len(f) < 4:
+            raise SemisegError(f"{path}:{n}: expected at least 4 columns "
+                               "(chrom, start, end, name)")
+        try:
+            s, e = int(f[1]), int(f[2])
+        except ValueError:
+            raise SemisegError(f"{path}:{n}: start and end must be integers") from None
+        if s < 0 or e <= s:
+            raise SemisegError(f"{path}:{n}: invalid interval [{s}, {e})")
+        starts, ends, names = data.setdefault(f[0], ([], [], []))
+        starts.append(s)
+        ends.append(e)
+        names.append(f[3])
     if not data:
         raise SemisegError(f"{path}: no intervals")
     return Track({c: (np.asarray(s, np.int64), np.asarray(e, np.int64), nm)
@@ -109,7 +100,7 @@ def annotation_extents(path: str) -> dict[str, int]:
     """
     gff = _is_gff(path)
     ext: dict[str, int] = {}
-    with _open(path) as fh:
+    with open_text(path) as fh:
         for line in fh:
             if line.startswith("##FASTA"):
                 break

@@ -98,6 +98,8 @@ labels.py
   names a label; other rows ignored. ``gap`` rows -> -1.
   Also the reader of truth files for evaluation.
 ``read_bed_labels``, ``read_gff_labels``: the two halves of ``read_annotation``.
+``bed_rows(path)``: (line number, fields) of the data lines of a BED-like file (comments,
+``track`` and ``browser`` lines skipped); ``open_text(path)`` opens plain or gzip text.
 ``read_gff_rows(path, chrom_sizes, alias=None) -> (rows, is_gtf)``,
 ``gff_transcripts(rows, is_gtf, scheme) -> list[Transcript]`` (``.cds``, ``.exons``,
   ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.ncrna``,
@@ -168,6 +170,7 @@ from .labels import (
     Annotation,
     LabelScheme,
     Transcript,
+    bed_rows,
     gff_transcripts,
     load_scheme,
     read_annotation,
@@ -176,6 +179,7 @@ from .labels import (
     read_gff_rows,
     transcript_parts,
 )
+from ._util import open_text
 from .sequence import Fasta, onehot, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 from .windows import GenomeData, Window, make_windows, parse_region, split_windows
@@ -199,12 +203,14 @@ __all__ = [
     "TrackStats",
     "Transcript",
     "Window",
+    "bed_rows",
     "fit_track_stats",
     "gff_transcripts",
     "labels_to_segments",
     "load_scheme",
     "make_windows",
     "onehot",
+    "open_text",
     "parse_region",
     "read_annotation",
     "read_bed_labels",

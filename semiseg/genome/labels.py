@@ -329,7 +329,7 @@ def _resolve(s, e, lab, rank) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- BED
 
 
-def _bed_rows(path: str):
+def bed_rows(path: str | os.PathLike):
     """Yield (lineno, fields) of data lines of a BED-like file (tab or space separated)."""
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
@@ -375,7 +375,7 @@ def read_bed_labels(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
     rows: dict[str, list[tuple[int, int, int]]] = {}
     unknown: dict[str, int] = {}
     n = 0
-    for lineno, f in _bed_rows(path):
+    for lineno, f in bed_rows(path):
         n += 1
         if len(f) < 4:
             raise SemisegError(
