@@ -134,7 +134,7 @@ def main():
     configs = CONFIGS if args.configs is None else [
         tuple(int(v) for v in c.split(",")) for c in args.configs.split(";") if c.strip()]
     device = torch.cuda.get_device_name() if CUDA else "CPU (TRITON_INTERPRET=1, wall clock)"
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"# duration-dependent kernels: {device}, {date}, commit {args.commit}, "
           f"torch {torch.__version__}, {args.reps} reps", flush=True)
     lines = []
