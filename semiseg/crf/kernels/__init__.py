@@ -1,21 +1,23 @@
 """Triton backend of semiseg.crf (the contract: dispatch.py's docstring and SPEC.md).
 
-    forward(x)  -> (log_z (B,), saved)       one launch: the chain with checkpoints
-    backward(x, saved, grad_log_z) -> grads  per checkpoint segment, last first: recompute
-                                             the forward rows, run the reversed chain
-    viterbi(x)  -> (score, labels, seg_start) max-product chain with small-integer
-                                             backpointers, then a traceback kernel
+Static (C, C) transitions (chain.py's docstring has the schedule and the math):
+    forward(x)  -> (log_z (B,), saved)       forward and reversed chains over one half of
+                                             each sequence, side by side; log Z at the join
+    backward(x, saved, grad_log_z) -> grads  both chains over their other halves, then all
+                                             checkpoint segments at once (recompute forward
+                                             rows, reversed chain with the gradients)
+    viterbi(x)  -> (score, labels, seg_start) both max-product halves with small-integer
+                                             backpointers, the join, the traceback
+Duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain, then
+segment by segment from the end (recompute beside the reversed chain, _Overlap).
 
-Kernels and their math: chain.py. Importing this package imports triton; on CPU tensors
-it needs TRITON_INTERPRET=1 set before triton is first imported.
+Importing this package imports triton; on CPU tensors it needs TRITON_INTERPRET=1 set
+before triton is first imported.
 
 Scope: a ring of min(K, T) slots x C labels held in registers, up to MAX_RING ring
 elements (K = 1000 with C = 24 fits); larger rings are not implemented: `supports(x)` says
 so, dispatch's "auto" then picks the torch backend, and backend="triton" raises a
-ValueError. Duration-dependent (K, C, C) transitions run the *_dd kernels of chain.py
-(tested under the interpreter only, never compiled or timed on a GPU): backend="triton"
-runs them, but `supports(x)` still declines them so that "auto" keeps the torch backend
-until they have been validated and timed on a GPU (tests/test_gpu_kernels.py).
+ValueError.
 """
 
 from __future__ import annotations
@@ -45,9 +47,6 @@ def _shape(x: CRFInputs):
 
 def supports(x: CRFInputs) -> str | None:
     """None if dispatch's "auto" should run these kernels on x, else the reason not."""
-    if x.duration_dependent:
-        return ("the Triton kernels for duration-dependent (K, C, C) transitions have not "
-                "been validated or timed on a GPU yet (backend='triton' runs them)")
     return _scope(x)
 
 
@@ -83,9 +82,20 @@ def _warps(KP: int, CP: int) -> int:
     return 16
 
 
-def _segment_length(T: int, K: int) -> int:
-    """Checkpoint spacing ~ sqrt(T K): checkpoints (T/P) K C and rows P C balance."""
-    return max(1, min(T, math.ceil(math.sqrt(T * min(K, T)))))
+MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
+
+
+def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
+    """Checkpoint spacing P. ~sqrt(T K) balances checkpoints ((T/P) K C) against one
+    segment's rows (P C). On a GPU the backward runs every segment of every sequence at
+    once (its depth is ~2P steps plus a join of ~K), so P shrinks until B x T/P programs
+    fill every SM twice, but not below MIN_SEGMENT positions."""
+    P = math.ceil(math.sqrt(T * min(K, T)))
+    if device is not None and device.type == "cuda":
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        per_seq = math.ceil(2 * sms / B)
+        P = min(P, max(MIN_SEGMENT, math.ceil(T / per_seq)))
+    return max(1, min(T, P))
 
 
 def _common(x: CRFInputs):
@@ -129,38 +139,6 @@ def _log_z(fin_alp: Tensor, fin_n: Tensor, end: Tensor, C: int) -> Tensor:
     return fin_n + torch.logsumexp(fin_alp[:, :C].double() + end.double(), dim=1)
 
 
-def forward(x: CRFInputs):
-    _check(x)
-    if x.duration_dependent:
-        return _forward_dd(x)
-    B, T, C, K = x.batch, x.T, x.C, x.K
-    KP, CP = _shape(x)
-    dev = x.scores.device
-    P = _segment_length(T, K)
-    nseg = math.ceil(T / P)
-    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _fwd_transition(x.transition, CP)
-    db = x.duration_bias.contiguous()
-    ck_ring = torch.empty(B, nseg, KP, CP, device=dev, dtype=torch.float32)
-    ck_gam = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
-    ck_alp = torch.empty(B, nseg, CP, device=dev, dtype=torch.float32)
-    ck_n = torch.empty(B, nseg, device=dev, dtype=torch.float64)
-    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
-    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
-    chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, db, start, x.lengths,
-        ck_ring, ck_gam, ck_alp, ck_n,
-        dummy, dummy, dummy, dummy, dummy,
-        fin_alp, fin_n,
-        T, C, K, P, nseg, 0,
-        KP=KP, CP=CP, MODE=0, GAMMA_ROWS=_gamma_rows(CP), num_warps=_warps(KP, CP),
-        LEAVE_OUT=LEAVE_OUT, **flags)
-    log_z64 = _log_z(fin_alp, fin_n, end, C)
-    saved = {"ck": (ck_ring, ck_gam, ck_alp, ck_n), "fin_alp": fin_alp, "fin_n": fin_n,
-             "log_z64": log_z64, "P": P, "nseg": nseg}
-    return log_z64.to(x.scores.dtype), saved
-
-
 def _grad_weights(saved, grad_log_z: Tensor):
     """grad_log_z in float64 and float32, zero where log Z is -inf (no gradient there)."""
     g = grad_log_z.to(torch.float64)
@@ -198,54 +176,6 @@ def _gradients(x: CRFInputs, g: Tensor, g_scores, g_ps, g_pe, g_db, transition) 
         "start": g_ps[:, 0, :].double().sum(0).to(dt),
         "end": g_pe[rows, last, :].double().sum(0).to(dt),
     }
-
-
-def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
-    _check(x)
-    if x.duration_dependent:
-        return _backward_dd(x, saved, grad_log_z)
-    B, T, C, K = x.batch, x.T, x.C, x.K
-    KP, CP = _shape(x)
-    dev = x.scores.device
-    P, nseg = saved["P"], saved["nseg"]
-    ck_ring, ck_gam, ck_alp, ck_n = saved["ck"]
-    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = x.transition.contiguous()
-    transT = _fwd_transition(x.transition, CP)
-    db = x.duration_bias.contiguous()
-    f32 = {"device": dev, "dtype": torch.float32}
-    f64 = {"device": dev, "dtype": torch.float64}
-    # two row buffers: the recompute of segment k-1 (side stream) overlaps the reversed
-    # chain of segment k (current stream); see _Overlap
-    rows = [(torch.empty(B, P, CP, **f32), torch.empty(B, P, CP, **f32),
-             torch.empty(B, P, **f64)) for _ in range(2 if nseg > 1 else 1)]
-    (st_ring, st_gam, st_n, st_m), (g_scores, g_ps, g_pe, g_db, g_tr) = \
-        _backward_buffers(x, KP, CP, (CP, CP))
-    g, g32 = _grad_weights(saved, grad_log_z)
-    nw = _warps(KP, CP)
-
-    def recompute(seg):
-        chain._fwd_kernel[(B,)](
-            scores, allowed, ps, pe, transT, db, start, x.lengths,
-            ck_ring, ck_gam, ck_alp, ck_n,
-            *rows[seg % len(rows)],
-            dummy, dummy, dummy, dummy,
-            T, C, K, P, nseg, seg,
-            KP=KP, CP=CP, MODE=1, GAMMA_ROWS=_gamma_rows(CP), num_warps=nw, **flags)
-
-    def reverse(seg):
-        chain._bwd_kernel[(B,)](
-            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
-            ck_ring, ck_alp, ck_n,
-            *rows[seg % len(rows)], saved["fin_alp"], saved["fin_n"], saved["log_z64"],
-            st_ring, st_gam, st_n, st_m,
-            g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, nseg, seg,
-            KP=KP, CP=CP, num_warps=nw, **flags)
-
-    _Overlap(dev, nseg).run(recompute, reverse)
-    transition = (g_tr[:, :C, :C] * g[:, None, None]).sum(0)
-    return _gradients(x, g, g_scores, g_ps, g_pe, g_db, transition)
 
 
 class _Overlap:
@@ -301,7 +231,152 @@ def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:
     return out.to(dt)
 
 
+def _sides(x: CRFInputs, CP: int, scores, allowed, ps, pe, start, end, flags):
+    """Kernel arguments of the two directions: (inputs..., flags) forward and reversed.
+
+    The reversed chain reads the same scores and mask, the transposed transition, proj_end
+    where the forward reads proj_start (and the reverse), and starts from `end`."""
+    fwd = (scores, allowed, ps, pe, _fwd_transition(x.transition, CP),
+           x.duration_bias.contiguous(), start)
+    rev = (scores, allowed, pe, ps, _fwd_transition(x.transition.t(), CP),
+           x.duration_bias.contiguous(), end)
+    rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
+    return (fwd, flags), (rev, rflags)
+
+
+def _chain_state(B: int, n: int, KP: int, CP: int, dev):
+    """Ring, gamma, alpha (float32) and normaliser (float64) for B sequences x n slots."""
+    return (torch.empty(B, n, KP, CP, device=dev, dtype=torch.float32),
+            torch.empty(B, n, CP, device=dev, dtype=torch.float32),
+            torch.empty(B, n, CP, device=dev, dtype=torch.float32),
+            torch.empty(B, n, device=dev, dtype=torch.float64))
+
+
+class _Both:
+    """Launch two independent chains side by side: the first on the current stream, the
+    second on a side stream (on CUDA; one after the other elsewhere)."""
+
+    _streams: ClassVar[dict] = {}  # one side stream per device, reused
+
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            key = (device.index if device.index is not None else torch.cuda.current_device())
+            if key not in self._streams:
+                self._streams[key] = torch.cuda.Stream(device=device)
+            self.side = self._streams[key]
+            self.main = torch.cuda.current_stream(device)
+
+    def run(self, first, second):
+        if not self.cuda:
+            first()
+            second()
+            return
+        self.side.wait_stream(self.main)  # inputs and buffers are ready
+        with torch.cuda.stream(self.side):
+            second()
+        first()
+        self.main.wait_stream(self.side)
+
+
+def forward(x: CRFInputs):
+    """Both chains at once, each over half of every sequence, then log Z where they meet."""
+    _check(x)
+    if x.duration_dependent:
+        return _forward_dd(x)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P = _segment_length(T, K, B, dev)
+    nck = math.ceil(T / P) + 1  # boundaries 0, P, ..., and T when P divides it
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    ck = {"f": _chain_state(B, nck, KP, CP, dev), "r": _chain_state(B, nck, KP, CP, dev)}
+    mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
+    nw = _warps(KP, CP)
+    rows = _gamma_rows(CP)
+
+    def half(side, args, fl, rev):
+        def go():
+            chain._fwd_kernel[(B,)](
+                *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
+                dummy, dummy, T, C, K, P, nck, 0,
+                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=0, GAMMA_ROWS=rows, num_warps=nw,
+                LEAVE_OUT=LEAVE_OUT, **fl)
+        return go
+
+    _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
+    log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
+    (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
+    chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
+                             log_z64, C, K, P, KP=KP, CP=CP, num_warps=nw)
+    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck}
+    return log_z64.to(x.scores.dtype), saved
+
+
+ROWS_BUDGET = 256 << 20  # bytes of recomputed forward rows the backward holds at once
+
+
+def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+    """The other half of both chains (every checkpoint), then every checkpoint segment of
+    every sequence at once: recompute its forward rows, run the reversed chain over it."""
+    _check(x)
+    if x.duration_dependent:
+        return _backward_dd(x, saved, grad_log_z)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
+    nseg = math.ceil(T / P)
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    f32 = {"device": dev, "dtype": torch.float32}
+    f64 = {"device": dev, "dtype": torch.float64}
+    fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
+           "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
+    nw = _warps(KP, CP)
+    gr = _gamma_rows(CP)
+
+    def other_half(side, args, fl, rev):
+        def go():
+            chain._fwd_kernel[(B,)](
+                *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
+                *fin[side], T, C, K, P, nck, 0,
+                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, num_warps=nw, **fl)
+        return go
+
+    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
+    fin_alp, fin_n = fin["f"]
+    lz_end = _log_z(fin_alp, fin_n, end, C)  # the forward chain's own log Z at L
+    g, g32 = _grad_weights(saved, grad_log_z)
+    g_scores, g_ps, g_pe = (torch.zeros(B, T, C, **f32) for _ in range(3))
+    g_db = torch.zeros(B, nck, KP, CP, **f32)
+    g_tr = torch.zeros(B, nck, CP, CP, **f32)
+    per_seg = B * P * (2 * CP * 4 + 8)
+    W = max(1, min(nseg, ROWS_BUDGET // per_seg))
+    rows = (torch.empty(B, W, P, CP, **f32), torch.empty(B, W, P, CP, **f32),
+            torch.empty(B, W, P, **f64))
+    trans = x.transition.contiguous()
+    for k0 in range(0, nseg, W):
+        w = min(W, nseg - k0)
+        chain._fwd_kernel[(B, w)](
+            *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
+            dummy, dummy, T, C, K, P, nck, k0,
+            KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
+        chain._bwd_kernel[(B, w)](
+            scores, allowed, ps, pe, trans, fa[5], end, x.lengths, g32,
+            ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
+            *rows, fin_alp, fin_n, lz_end,
+            g_scores, g_ps, g_pe, g_db, g_tr,
+            T, C, K, P, nck, k0,
+            KP=KP, CP=CP, num_warps=nw, **flags)
+    transition = (g_tr[:, :, :C, :C].double().sum(1) * g[:, None, None]).sum(0)
+    return _gradients(x, g, g_scores, g_ps, g_pe, g_db.double().sum(1), transition)
+
+
 def viterbi(x: CRFInputs):
+    """Both Viterbi halves at once, then the best path across their meeting point and its
+    traceback to either side."""
     _check(x)
     if x.duration_dependent:
         return _viterbi_dd(x)
@@ -309,27 +384,36 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    trans = _fwd_transition(x.transition, CP)
-    db = x.duration_bias.contiguous()
+    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
-    fin_alp = torch.empty(B, CP, device=dev, dtype=torch.float32)
-    fin_n = torch.empty(B, device=dev, dtype=torch.float64)
-    chain._fwd_kernel[(B,)](
-        scores, allowed, ps, pe, trans, db, start, x.lengths,
-        dummy, dummy, dummy, dummy,
-        dummy, dummy, dummy,
-        bp_d, bp_c,
-        fin_alp, fin_n,
-        T, C, K, 1, 1, 0,
-        KP=KP, CP=CP, MODE=2, GAMMA_ROWS=_gamma_rows(CP), num_warps=_warps(KP, CP), **flags)
-    last = fin_alp[:, :C].double() + end.double()
-    best, best_c = last.max(dim=1)
-    score = fin_n + best
-    ok = torch.isfinite(score)
-    best_c = torch.where(ok, best_c, torch.full_like(best_c, -1))
+    nw = _warps(KP, CP)
+    gr = _gamma_rows(CP)
+
+    def half(side, args, fl, rev):
+        def go():
+            chain._fwd_kernel[(B,)](
+                *args, x.lengths, dummy, dummy, dummy, dummy, *mid[side],
+                dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
+                KP=KP, CP=CP, MODE=2, REV=rev, GAMMA_ROWS=gr, num_warps=nw, **fl)
+        return go
+
+    _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
+    score = torch.empty(B, device=dev, dtype=torch.float64)
     seg_label = torch.full((B, T), -1, device=dev, dtype=torch.int64)
-    chain._traceback_kernel[(B,)](bp_d, bp_c, best_c, x.lengths, seg_label, T, C, num_warps=1)
+    (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
+    chain._viterbi_join_kernel[(B, 2)](
+        f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths, bp_d, bp_c, score,
+        seg_label, T, C, K, KP=KP, CP=CP, num_warps=nw)
+    return _segmentation(x, score, seg_label)
+
+
+def _segmentation(x: CRFInputs, score: Tensor, seg_label: Tensor):
+    """(score, labels, seg_start) from the float64 best score and the segment starts'
+    labels (-1 elsewhere); a sequence with nothing allowed gets labels -1."""
+    B, T, dev = x.batch, x.T, x.scores.device
+    ok = torch.isfinite(score)
     seg_start = seg_label >= 0
     # label of each position = label of the latest segment start at or before it
     pos = torch.arange(T, device=dev).expand(B, T)
@@ -337,8 +421,7 @@ def viterbi(x: CRFInputs):
     labels = seg_label.gather(1, idx)
     valid = pos < x.lengths[:, None]
     labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
-    seg_start = seg_start & valid
-    return score.to(x.scores.dtype), labels, seg_start
+    return score.to(x.scores.dtype), labels, seg_start & valid
 
 
 # ----- duration-dependent (K, C, C) transitions: chain._fwd_dd_kernel and friends -----
@@ -438,15 +521,8 @@ def _viterbi_dd(x: CRFInputs):
     last = fin_alp[:, :C].double() + end.double()
     best, best_c = last.max(dim=1)
     score = fin_n + best
-    ok = torch.isfinite(score)
-    best_c = torch.where(ok, best_c, torch.full_like(best_c, -1))
+    best_c = torch.where(torch.isfinite(score), best_c, torch.full_like(best_c, -1))
     seg_label = torch.full((B, T), -1, device=dev, dtype=torch.int64)
     chain._traceback_dd_kernel[(B,)](bp_d, bp_c, best_c, x.lengths, seg_label, T, C,
                                      num_warps=1)
-    seg_start = seg_label >= 0
-    pos = torch.arange(T, device=dev).expand(B, T)
-    idx = torch.where(seg_start, pos, torch.zeros_like(pos)).cummax(dim=1).values
-    labels = seg_label.gather(1, idx)
-    valid = pos < x.lengths[:, None]
-    labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
-    return score.to(x.scores.dtype), labels, seg_start & valid
+    return _segmentation(x, score, seg_label)

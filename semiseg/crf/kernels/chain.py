@@ -1,4 +1,5 @@
-"""Triton kernels of the semi-CRF chain (static (C, C) transitions), one program per sequence.
+"""Triton kernels of the semi-CRF chain, one program per sequence (and per checkpoint segment
+in the backward).
 
 Notation (SPEC.md): alpha[t, c] = log-weight of all segmentations of [0, t) whose last
 segment has label c; gamma[s, c] = log-weight of everything before a segment of label c
@@ -14,11 +15,20 @@ long prefix sums), reads alpha with the duration biases gathered in slot order f
 cache, then shifts alpha and the ring by m = max_c alpha[t] and adds m to a float64
 normaliser N. Values are kept relative to N, so they stay O(1) at any T.
 
-The backward pass is the same chain run on the reversed sequence (transition transposed,
-ps <-> pe, start <-> end): its "alpha" is beta_gamma[s] (weight of a segment starting at s
+The same chain run on the reversed sequence (transition transposed, ps <-> pe,
+start <-> end) gives beta: its "alpha" is beta_gamma[s] (weight of a segment starting at s
 and all after it) and its "gamma" is beta_alpha[t] (weight of everything after a segment
-ending at t). Forward rows (gamma, alpha, N) of one checkpoint segment are recomputed
-from the checkpoint and read back by the reversed chain, which forms the posteriors
+ending at t). A step is latency-bound (one program per sequence uses B of the SMs), so
+the schedule cuts sequential steps (static transitions):
+  forward:  the forward chain over [0, M) and the reversed one over [M, L) side by side,
+            then log Z where they meet (a boundary at M or a segment across it): L/2 steps;
+  backward: each chain over its other half (every checkpoint of both directions exists
+            then), then every checkpoint segment of every sequence at once: recompute its
+            forward rows (gamma, alpha, N) from the forward checkpoint at its start, run
+            the reversed chain from the reversed checkpoint at its end: L/2 + ~2P steps;
+  Viterbi:  both halves side by side with backpointers, the best path across M, and the
+            traceback from M to either side.
+The reversed chain, reading the recomputed forward rows, forms the posteriors
     P_start[s, c] = exp(gamma[s,c] + beta_gamma[s,c] - log Z)
     P_end[t, c]   = exp(alpha[t,c] + beta_alpha[t,c] - log Z)
     P(s, d, c)    = exp(gamma[s,c] + ps[s,c] + (sum f) + db[d-1,c] + pe + beta_alpha[s+d,c] - log Z)
@@ -72,18 +82,31 @@ def _emission(scores, allowed, p, C, cs1, cmask1, HAS_ALLOWED: tl.constexpr):
 
 
 @triton.jit
+def _split(L, P):
+    """Where the two directions meet: M = the first half of the checkpoint segments of a
+    sequence of length L (segments of P positions), at least 1 position, at most L."""
+    nb = (L + P - 1) // P
+    return tl.minimum(((nb + 1) // 2) * P, L)
+
+
+@triton.jit
 def _fwd_kernel(
     scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_gam, ck_alp, ck_n,
+    mid_ring, mid_gam, mid_alp, mid_n,
     rows_gam, rows_alp, rows_n,
     bp_d, bp_c,
     out_alp, out_n,
-    T, C, K, P, NSEG, seg,
-    KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr,
-    HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
+    T, C, K, P, NCK, seg0,
+    KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr, REV: tl.constexpr = False,
+    PHASE: tl.constexpr = 0,
+    HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
+    HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
 ):
-    """Forward chain of one sequence (program id = b).
+    """The chain of one sequence (program id 0 = b), left to right, or right to left when
+    REV (the host then passes the transposed transition, ps and pe swapped and `end` as
+    `init`; step i reads position L - 1 - i, and "alpha" is beta_gamma, "gamma" beta_alpha).
 
     LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
     logsumexp (alpha = one slot), 3 the duration-bias gather, 4 the shift.
@@ -91,13 +114,21 @@ def _fwd_kernel(
     (measured faster at C = 39); else `trans` is the host's padded (CP, CP) transpose and
     gamma reduces over its columns (measured faster at C <= 24).
 
-    MODE 0: log Z pass from t = 0; checkpoint (ring, gamma, alpha, N) every P positions.
-    MODE 1: recompute checkpoint segment `seg` and write its rows (gamma, alpha, N).
-    MODE 2: Viterbi (max instead of logsumexp), backpointers for every position.
-    MODE 0 and 2 write the final alpha[L] (relative) and N.
+    The two directions meet at M = _split(L, P). Checkpoints (ring, gamma, alpha, N) are
+    stored at every boundary t = k P the chain passes (t = i forward, L - i reversed),
+    before the step that leaves it, in slot k of (B, NCK, ...).
+    MODE 0, PHASE 0: the half up to M from the start (forward [0, M), reversed [M, L)),
+                     state at M -> mid_*.
+    MODE 0, PHASE 1: the other half, resumed from mid_* (the backward pass needs every
+                     checkpoint); final alpha (relative) and N -> out_*.
+    MODE 1: recompute checkpoint segment seg0 + program id 1 (forward only) and write its
+            rows (gamma, alpha, N) into block program id 1 of rows_* (B, W, P, ...).
+    MODE 2: Viterbi half up to M (P = 1: M = ceil(L / 2)), max instead of logsumexp,
+            backpointers for every position it passes, state at M -> mid_*.
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
@@ -111,36 +142,56 @@ def _fwd_kernel(
         # the columns, inside a warp
         tr = tl.load(trans + rs * CP + cs)
     seq = b * T * C
-    ck = b * NSEG
+    ck = b * NCK
+    if REV:
+        half = L - M
+    else:
+        half = M
     if MODE == 1:
+        seg = seg0 + tl.program_id(1)
         t0 = seg * P
-        t1 = tl.minimum(t0 + P, L)
+        i0 = t0
+        i1 = tl.minimum(t0 + P, L)
         R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
         gam = tl.load(ck_gam + (ck + seg) * CP + cs1)
         alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
         n = tl.load(ck_n + ck + seg)
+    elif PHASE == 1:
+        i0 = half
+        i1 = L
+        R = tl.load(mid_ring + (b * KP + js) * CP + cs)
+        gam = tl.load(mid_gam + b * CP + cs1)
+        alp = tl.load(mid_alp + b * CP + cs1)
+        n = tl.load(mid_n + b)
     else:
-        t0 = 0
-        t1 = L
+        i0 = 0
+        i1 = half
         R = tl.full((KP, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
-    for i in range(t0, t1):
-        p = i + tl.zeros((), tl.int64)
+    for i in range(i0, i1):
+        if REV:
+            p = (L - 1 - i).to(tl.int64)
+        else:
+            p = i + tl.zeros((), tl.int64)
         f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
         psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
         per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
-        if MODE == 0:  # noqa: SIM102 (a constexpr test, then a runtime one)
-            if i % P == 0:
-                k = i // P
+        if MODE == 0:
+            if REV:
+                tb = L - i
+            else:
+                tb = i
+            if tb % P == 0:
+                k = tb // P
                 tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
         if MODE == 1:
-            r = b * P + (i - t0)
+            r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
             tl.store(rows_gam + r * CP + cs1, gam)
             tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)
@@ -189,28 +240,81 @@ def _fwd_kernel(
                          mask=cmask1)
                 tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                          mask=cmask1)
-    if MODE != 1:
+    if MODE == 2 or (MODE == 0 and PHASE == 0):
+        tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
+        tl.store(mid_gam + b * CP + cs1, gam)
+        tl.store(mid_alp + b * CP + cs1, alp)
+        tl.store(mid_n + b, n)
+    if MODE == 0 and PHASE == 1:
         tl.store(out_alp + b * CP + cs1, alp)
         tl.store(out_n + b, n)
 
 
 @triton.jit
+def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
+              KP: tl.constexpr, CP: tl.constexpr):
+    """logsumexp, per label c, of every segment [s, e) of c with s < t1 < e, e - s <= K:
+    F = the forward ring at t1 (slot s % KP: gamma[s] + ps[s] + f[s..t1-1], relative),
+    Rb = the reversed ring at t1 (slot of end e: f[t1..e-1] + pe[e-1] + beta_alpha[e],
+    relative; i1 = the reversed step that read position t1)."""
+    db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
+    cm = tl.full((CP,), NEG, tl.float32)
+    csum = tl.zeros((CP,), tl.float32)
+    for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
+        s = t1 - a
+        Fa = tl.load(F + (s & (KP - 1)) * CP + cs1)
+        dd = a + db_r
+        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
+                                        mask=(dd <= K) & cmask, other=NEG)
+        newm = tl.maximum(cm, tl.max(v2, 0))
+        newms = tl.where(newm == NEG, 0.0, newm)
+        csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
+        cm = newm
+    return tl.where(cm == NEG, NEG, cm + tl.log(csum))
+
+
+@triton.jit
+def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, K, P,
+                 KP: tl.constexpr, CP: tl.constexpr):
+    """log Z of one sequence where the two halves meet (M = _split(L, P)): a boundary at M
+    (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers."""
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask = cs < C
+    Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
+    cross = _crossing(f_ring + b * KP * CP, Rb, M, L - 1 - M, K, db, C, js, cs, cs1, cmask,
+                      KP, CP)
+    bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
+    zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
+    zms = tl.where(zm == NEG, 0.0, zm)
+    zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+    lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
+    tl.store(log_z + b, tl.where(zq == NEG, float("-inf"), lz))
+
+
+@triton.jit
 def _bwd_kernel(
     scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z,
-    ck_ring, ck_alp, ck_n,
+    ck_ring, ck_alp, ck_n, rk_ring, rk_gam, rk_n,
     rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
-    st_ring, st_gam, st_n, st_m,
     g_scores, g_ps, g_pe, g_db, g_tr,
-    T, C, K, P, NSEG, seg,
+    T, C, K, P, NCK, seg0,
     KP: tl.constexpr, CP: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
 ):
-    """Reversed chain (beta) over checkpoint segment `seg` of one sequence, with gradients.
+    """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
+    b = program id 0, with gradients; every segment of every sequence runs at once.
 
-    Writes g_b * d logZ_b / d (scores, proj_start, proj_end) for the positions of the
-    segment and adds this segment's d logZ_b / d (duration_bias, transition) into the
-    program's own float64 partials g_db (B, KP, CP) and g_tr (B, CP, CP). The ring passes
-    from one segment launch to the next through st_*.
+    Starts from the reversed checkpoint at the segment's right end t1 (rk_*; at t1 = L the
+    chain's own start) and reads the forward rows recomputed for this segment (block
+    program id 1 of rows_*). Writes g_b * d logZ_b / d (scores, proj_start, proj_end) for
+    the segment's positions and this segment's unweighted d logZ_b / d (duration_bias,
+    transition) into its own slot of g_db (B, NCK, KP, CP) and g_tr (B, NCK, CP, CP),
+    float32; the host sums the slots in a fixed order (no atomics).
 
     Local normaliser: forward and reversed chains round differently, and over 1e6 steps
     their fp32 drifts would put posteriors off by ~1e-3 against a single log Z. So each
@@ -219,9 +323,11 @@ def _bwd_kernel(
         Z = sum_c exp(alpha[t1,c] + beta_alpha[t1,c])                  (a boundary at t1)
           + sum_{s < t1 < e, e-s <= K, c} P~(s, e, c)                  (segments across t1)
     and the label-marginal carry restarts there from the exact crossing probabilities, so
-    no sum runs over more than one segment's positions.
+    no sum runs over more than one segment's positions. The last segment (t1 = L) uses the
+    forward chain's own log Z at L (`log_z`).
     """
     b = tl.program_id(0).to(tl.int64)
+    seg = seg0 + tl.program_id(1)
     L = tl.load(lengths + b).to(tl.int32)
     t0 = seg * P
     if t0 < L:  # this sequence has a segment `seg`
@@ -235,7 +341,7 @@ def _bwd_kernel(
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
-        if t1 == L:  # first segment of this sequence in the reversed order
+        if t1 == L:  # the chain's own start: nothing after L
             lz = tl.load(log_z + b)
             R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
@@ -244,49 +350,34 @@ def _bwd_kernel(
             base0 = tl.where(lz > float("-inf"), base0, NEG)
             pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
             run = tl.zeros((CP,), tl.float64)
-            mprev = tl.zeros((), tl.float32)
         else:
-            R = tl.load(st_ring + (b * KP + js) * CP + cs)
-            gam = tl.load(st_gam + b * CP + cs1)  # beta_alpha[t1]
-            n = tl.load(st_n + b)
-            mprev = tl.load(st_m + b)
-            ckb = b * NSEG + seg + 1  # the forward checkpoint at t1
-            nf1 = tl.load(ck_n + ckb)
+            ckb = b * NCK + seg + 1  # both chains' checkpoints at t1
+            R = tl.load(rk_ring + (ckb * KP + js) * CP + cs)
+            gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[t1]
+            n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            Rb = R - mprev
-            i1 = L - 1 - t1  # reversed step that processed position t1
-            db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
-            cm = tl.full((CP,), NEG, tl.float32)
-            csum = tl.zeros((CP,), tl.float32)
-            for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
-                s = t1 - a
-                Fa = tl.load(ck_ring + (ckb * KP + (s & (KP - 1))) * CP + cs1)
-                dd = a + db_r
-                v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
-                                                mask=(dd <= K) & cmask, other=NEG)
-                newm = tl.maximum(cm, tl.max(v2, 0))
-                newms = tl.where(newm == NEG, 0.0, newm)
-                csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
-                cm = newm
-            cross = tl.where(cm == NEG, NEG, cm + tl.log(csum))
+            cross = _crossing(ck_ring + ckb * KP * CP, R, t1, L - 1 - t1, K, db, C,
+                              js, cs, cs1, cmask, KP, CP)
             zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
             zms = tl.where(zm == NEG, 0.0, zm)
             zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
-            lz = nf1 + n + zq.to(tl.float64)
+            lz = tl.load(ck_n + ckb) + n + zq.to(tl.float64)
             run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses t1)
             pend = tl.exp(bnd - zq)  # P_end[t1]
             run = tl.where(zq > float("-inf"), run, 0.0)
             pend = tl.where(zq > float("-inf"), pend, 0.0)
+        mprev = tl.zeros((), tl.float32)
         lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
         acc_tr = tl.zeros((CP, CP), tl.float32)
+        rbase = (b * tl.num_programs(1) + tl.program_id(1)) * P - t0
         for q in range(0, t1 - t0):  # noqa: PIE808 (Triton's range)
             p = (t1 - 1 - q).to(tl.int64)
             i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
             f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
             psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
             per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
-            r = b * P + (p - t0)
+            r = rbase + p
             gF = tl.load(rows_gam + r * CP + cs1)
             aF = tl.load(rows_alp + r * CP + cs1)
             nF = tl.load(rows_n + r)
@@ -316,35 +407,98 @@ def _bwd_kernel(
             tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
-        tl.store(st_ring + (b * KP + js) * CP + cs, R)
-        tl.store(st_gam + b * CP + cs1, gam)
-        tl.store(st_n + b, n)
-        tl.store(st_m + b, mprev)
-        gdb_ptr = g_db + (b * KP + js) * CP + cs
-        tl.store(gdb_ptr, tl.load(gdb_ptr) + acc_db.to(tl.float64))
-        gtr_ptr = g_tr + (b * CP + rs) * CP + cs
-        tl.store(gtr_ptr, tl.load(gtr_ptr) + acc_tr.to(tl.float64))
+        slot = b * NCK + seg
+        tl.store(g_db + (slot * KP + js) * CP + cs, acc_db)
+        tl.store(g_tr + (slot * CP + rs) * CP + cs, acc_tr)
 
 
 @triton.jit
-def _traceback_kernel(bp_d, bp_c, best_c, lengths, seg_label, T, C):
-    """Follow the backpointers of one sequence from its end; mark segment starts.
-
-    seg_label[b, s] = label of the best path's segment starting at s (else untouched, -1).
-    """
+def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
+                         bp_d, bp_c, score, seg_label, T, C, K,
+                         KP: tl.constexpr, CP: tl.constexpr):
+    """Best path of one sequence from the two Viterbi halves (meeting at M = ceil(L / 2)):
+    the best of a boundary at M and every segment across M, then the traceback to the left
+    through the forward backpointers (bp_d[t-1, c]: duration of the best segment of c
+    ending at t; bp_c[s-1, c]: the label before a segment of c starting at s) and to the
+    right through the reversed ones (bp_d[s, c]: duration of the best segment of c starting
+    at s; bp_c[e, c]: the label after a segment of c ending at e). Writes the score
+    (float64, -inf if nothing is allowed) and seg_label[b, s] = label of each segment
+    starting at s (else untouched, -1)."""
     b = tl.program_id(0).to(tl.int64)
-    t = tl.load(lengths + b).to(tl.int64)
-    c = tl.load(best_c + b).to(tl.int64)
-    if c < 0:
-        t = t * 0
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, 1)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask = cs < C
+    Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
+    F = f_ring + b * KP * CP
+    i1 = L - 1 - M
+    db_r = ((i1 - js) & (KP - 1)) + 1  # e - M for the end in each reversed slot
+    best_v = tl.full((CP,), NEG, tl.float32)
+    best_a = tl.zeros((CP,), tl.int32)
+    best_j = tl.zeros((CP,), tl.int32)
+    for a in range(1, tl.minimum(K, M + 1)):  # segments [M - a, e) across M
+        Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
+        dd = a + db_r
+        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
+                                        mask=(dd <= K) & cmask, other=NEG)
+        colmax = tl.max(v2, 0)
+        colarg = tl.argmax(v2, 0).to(tl.int32)
+        up = colmax > best_v
+        best_v = tl.where(up, colmax, best_v)
+        best_a = tl.where(up, a, best_a)
+        best_j = tl.where(up, colarg, best_j)
+    bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
+    bv = tl.max(bnd, 0)
+    bc = tl.argmax(bnd, 0).to(tl.int64)
+    cv = tl.max(best_v, 0)
+    cc = tl.argmax(best_v, 0).to(tl.int64)
+    top = tl.maximum(bv, cv)
+    total = tl.load(f_n + b) + tl.load(r_n + b) + top.to(tl.float64)
     base = b * T * C
-    while t > 0:
-        d = tl.load(bp_d + base + (t - 1) * C + c).to(tl.int64)
-        s = t - d
-        tl.store(seg_label + b * T + s, c)
-        if s > 0:
-            c = tl.load(bp_c + base + (s - 1) * C + c).to(tl.int64)
-        t = s
+    lab = b * T
+    left = tl.program_id(1) == 0  # program 0 traces to the left of M, program 1 right
+    if left:
+        tl.store(score + b, tl.where(top == NEG, float("-inf"), total))
+    if top > NEG:
+        if cv > bv:  # a segment [s, e) of cc across M
+            a_s = tl.sum(tl.where(cs1 == cc, best_a, 0), 0)
+            j_s = tl.sum(tl.where(cs1 == cc, best_j, 0), 0)
+            s = (M - a_s).to(tl.int64)
+            e = (M + ((i1 - j_s) & (KP - 1)) + 1).to(tl.int64)
+            if left:
+                tl.store(seg_label + lab + s, cc)
+            t = s
+            c = cc
+            if s > 0:
+                c = tl.load(bp_c + base + (s - 1) * C + cc).to(tl.int64)
+            u = e
+            c2 = cc
+            if e < L:
+                c2 = tl.load(bp_c + base + e * C + cc).to(tl.int64)
+        else:  # a boundary at M between bc and its best successor
+            t = M.to(tl.int64)
+            c = bc
+            u = M.to(tl.int64)
+            c2 = bc
+            if M < L:
+                c2 = tl.load(bp_c + base + M * C + bc).to(tl.int64)
+        if left:
+            while t > 0:
+                d = tl.load(bp_d + base + (t - 1) * C + c).to(tl.int64)
+                s2 = t - d
+                tl.store(seg_label + lab + s2, c)
+                if s2 > 0:
+                    c = tl.load(bp_c + base + (s2 - 1) * C + c).to(tl.int64)
+                t = s2
+        else:
+            while u < L:
+                d = tl.load(bp_d + base + u * C + c2).to(tl.int64)
+                tl.store(seg_label + lab + u, c2)
+                u = u + d
+                if u < L:
+                    c2 = tl.load(bp_c + base + u * C + c2).to(tl.int64)
 
 
 # ---------------------------------------------------------------------------------------
