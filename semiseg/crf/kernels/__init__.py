@@ -101,7 +101,7 @@ def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
 def _common(x: CRFInputs):
     dev = x.scores.device
     f32 = {"device": dev, "dtype": torch.float32}
-    dummy = torch.zeros(1, **f32)
+    dummy = torch.empty(1, **f32)  # stands for absent inputs and unused outputs
     scores = x.scores.contiguous()
     allowed = x.allowed.contiguous().view(torch.uint8) if x.allowed is not None else dummy
     ps = x.proj_start.contiguous() if x.proj_start is not None else dummy
@@ -310,7 +310,8 @@ def forward(x: CRFInputs):
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
                              log_z64, C, K, P, KP=KP, CP=CP, num_warps=nw)
-    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck}
+    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
+             "sides": ((fa, ff), (ra, rf))}
     return log_z64.to(x.scores.dtype), saved
 
 
@@ -328,9 +329,11 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     dev = x.scores.device
     P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
     nseg = math.ceil(T / P)
-    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    (fa, ff), (ra, rf) = saved["sides"]
+    scores, allowed, ps, pe, start = fa[0], fa[1], fa[2], fa[3], fa[6]
+    end, flags = ra[6], ff
     f32 = {"device": dev, "dtype": torch.float32}
+    dummy = torch.empty(1, **f32)
     f64 = {"device": dev, "dtype": torch.float64}
     fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
            "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}

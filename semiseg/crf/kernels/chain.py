@@ -258,19 +258,23 @@ def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
     Rb = the reversed ring at t1 (slot of end e: f[t1..e-1] + pe[e-1] + beta_alpha[e],
     relative; i1 = the reversed step that read position t1)."""
     db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
-    cm = tl.full((CP,), NEG, tl.float32)
-    csum = tl.zeros((CP,), tl.float32)
+    # an online logsumexp per (end slot, label) over the starts: no reduction in the loop
+    em = tl.full((KP, CP), NEG, tl.float32)
+    es = tl.zeros((KP, CP), tl.float32)
     for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
         s = t1 - a
         Fa = tl.load(F + (s & (KP - 1)) * CP + cs1)
         dd = a + db_r
         v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
                                         mask=(dd <= K) & cmask, other=NEG)
-        newm = tl.maximum(cm, tl.max(v2, 0))
+        newm = tl.maximum(em, v2)
         newms = tl.where(newm == NEG, 0.0, newm)
-        csum = csum * tl.exp(cm - newms) + tl.sum(tl.exp(v2 - newms[None, :]), 0)
-        cm = newm
-    return tl.where(cm == NEG, NEG, cm + tl.log(csum))
+        es = es * tl.exp(em - newms) + tl.exp(v2 - newms)
+        em = newm
+    cm = tl.max(em, 0)
+    cms = tl.where(cm == NEG, 0.0, cm)
+    csum = tl.sum(es * tl.exp(em - cms[None, :]), 0)
+    return tl.where(cm == NEG, NEG, cms + tl.log(csum))
 
 
 @triton.jit
@@ -435,20 +439,19 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
     F = f_ring + b * KP * CP
     i1 = L - 1 - M
     db_r = ((i1 - js) & (KP - 1)) + 1  # e - M for the end in each reversed slot
-    best_v = tl.full((CP,), NEG, tl.float32)
-    best_a = tl.zeros((CP,), tl.int32)
-    best_j = tl.zeros((CP,), tl.int32)
+    bt = tl.full((KP, CP), NEG, tl.float32)  # best over the starts, per (end slot, label)
+    bt_a = tl.zeros((KP, CP), tl.int32)
     for a in range(1, tl.minimum(K, M + 1)):  # segments [M - a, e) across M
         Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
         dd = a + db_r
         v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
                                         mask=(dd <= K) & cmask, other=NEG)
-        colmax = tl.max(v2, 0)
-        colarg = tl.argmax(v2, 0).to(tl.int32)
-        up = colmax > best_v
-        best_v = tl.where(up, colmax, best_v)
-        best_a = tl.where(up, a, best_a)
-        best_j = tl.where(up, colarg, best_j)
+        up = v2 > bt
+        bt = tl.where(up, v2, bt)
+        bt_a = tl.where(up, a, bt_a)
+    best_v = tl.max(bt, 0)
+    best_j = tl.argmax(bt, 0).to(tl.int32)
+    best_a = tl.sum(tl.where(js == best_j[None, :], bt_a, 0), 0)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     bv = tl.max(bnd, 0)
     bc = tl.argmax(bnd, 0).to(tl.int64)
