@@ -83,17 +83,18 @@ def _warps(KP: int, CP: int) -> int:
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
+PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
 
 def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
     """Checkpoint spacing P. ~sqrt(T K) balances checkpoints ((T/P) K C) against one
     segment's rows (P C). On a GPU the backward runs every segment of every sequence at
-    once (its depth is ~2P steps plus a join of ~K), so P shrinks until B x T/P programs
-    fill every SM twice, but not below MIN_SEGMENT positions."""
+    once (its depth is ~2P steps plus a join of ~K), so P shrinks until there are
+    PROGRAMS_PER_SM x SMs programs (B x T/P), but not below MIN_SEGMENT positions."""
     P = math.ceil(math.sqrt(T * min(K, T)))
     if device is not None and device.type == "cuda":
         sms = torch.cuda.get_device_properties(device).multi_processor_count
-        per_seq = math.ceil(2 * sms / B)
+        per_seq = math.ceil(PROGRAMS_PER_SM * sms / B)
         P = min(P, max(MIN_SEGMENT, math.ceil(T / per_seq)))
     return max(1, min(T, P))
 
@@ -330,7 +331,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
     nseg = math.ceil(T / P)
     (fa, ff), (ra, rf) = saved["sides"]
-    scores, allowed, ps, pe, start = fa[0], fa[1], fa[2], fa[3], fa[6]
+    scores, allowed, ps, pe = fa[0], fa[1], fa[2], fa[3]
     end, flags = ra[6], ff
     f32 = {"device": dev, "dtype": torch.float32}
     dummy = torch.empty(1, **f32)

@@ -1,0 +1,91 @@
+"""Where the time of one Triton forward+backward goes: per-kernel GPU time (torch.profiler)
+and the wall time (CUDA events), for a few settings of the backward's segment schedule.
+
+    PYTHONPATH=. python benchmarks/kernel_phases.py --configs "32,300,30,39;64,1000,100,24"
+
+Prints a table per config; needs CUDA.
+"""
+
+import argparse
+import statistics
+
+import torch
+
+from semiseg.crf import kernels as kn
+from semiseg.crf.inputs import check_inputs
+
+
+def make(B, T, K, C, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=g)
+    return check_inputs((3 * r(B, T, C)).cuda(), r(C, C).cuda(), r(K, C).cuda(), None,
+                        start=r(C).cuda(), end=r(C).cuda())
+
+
+def step(x):
+    lz, saved = kn.forward(x)
+    return kn.backward(x, saved, torch.ones_like(lz))
+
+
+def wall_ms(fn, reps):
+    fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        out.append(a.elapsed_time(b))
+    return statistics.median(out)
+
+
+def kernel_ms(fn, reps):
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    rows = {}
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if t > 0:
+            rows[e.key] = (e.count / reps, t / 1e3 / reps)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--configs", default="32,300,30,39;64,1000,100,24")
+    ap.add_argument("--programs-per-sm", default="1,2,4")
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    print(f"# {torch.cuda.get_device_name(0)}")
+    for cfg in args.configs.split(";"):
+        B, T, K, C = (int(v) for v in cfg.split(","))
+        x = make(B, T, K, C)
+        print(f"\n## B, T, K, C = {B}, {T}, {K}, {C}")
+        print("| programs/SM | P | fwd ms | fwd+bwd ms |")
+        print("|---|---|---|---|")
+        for pps in (int(v) for v in args.programs_per_sm.split(",")):
+            kn.PROGRAMS_PER_SM = pps
+            P = kn._segment_length(T, K, B, x.scores.device)
+            f = wall_ms(lambda x=x: kn.forward(x), args.reps)
+            fb = wall_ms(lambda x=x: step(x), args.reps)
+            print(f"| {pps} | {P} | {f:.3f} | {fb:.3f} |")
+        kn.PROGRAMS_PER_SM = 2
+        rows = kernel_ms(lambda x=x: step(x), args.reps)
+        total = sum(ms for _, ms in rows.values())
+        print(f"\nGPU kernels of one fwd+bwd (programs/SM 2), sum {total:.3f} ms:")
+        print("| kernel | launches | ms |")
+        print("|---|---|---|")
+        for k, (n, ms) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:14]:
+            print(f"| {k[:60]} | {n:.0f} | {ms:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
