@@ -254,30 +254,35 @@ def _chain_state(B: int, n: int, KP: int, CP: int, dev):
 
 
 class _Both:
-    """Launch two independent chains side by side: the first on the current stream, the
-    second on a side stream (on CUDA; one after the other elsewhere)."""
+    """Launch independent kernels side by side: the first on the current stream, each
+    other on a side stream of its own (on CUDA; one after the other elsewhere)."""
 
-    _streams: ClassVar[dict] = {}  # one side stream per device, reused
+    _streams: ClassVar[dict] = {}  # side streams per device, reused
 
     def __init__(self, device):
         self.cuda = device.type == "cuda"
         if self.cuda:
-            key = (device.index if device.index is not None else torch.cuda.current_device())
-            if key not in self._streams:
-                self._streams[key] = torch.cuda.Stream(device=device)
-            self.side = self._streams[key]
+            self.key = (device.index if device.index is not None
+                        else torch.cuda.current_device())
+            self.device = device
             self.main = torch.cuda.current_stream(device)
 
-    def run(self, first, second):
+    def run(self, first, *others):
         if not self.cuda:
             first()
-            second()
+            for fn in others:
+                fn()
             return
-        self.side.wait_stream(self.main)  # inputs and buffers are ready
-        with torch.cuda.stream(self.side):
-            second()
+        sides = self._streams.setdefault(self.key, [])
+        while len(sides) < len(others):
+            sides.append(torch.cuda.Stream(device=self.device))
+        for side, fn in zip(sides, others, strict=False):
+            side.wait_stream(self.main)  # inputs and buffers are ready
+            with torch.cuda.stream(side):
+                fn()
         first()
-        self.main.wait_stream(self.side)
+        for side in sides[:len(others)]:
+            self.main.wait_stream(side)
 
 
 def forward(x: CRFInputs):
@@ -321,7 +326,13 @@ ROWS_BUDGET = 256 << 20  # bytes of recomputed forward rows the backward holds a
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     """The other half of both chains (every checkpoint), then every checkpoint segment of
-    every sequence at once: recompute its forward rows, run the reversed chain over it."""
+    every sequence at once.
+
+    When the rows of every position fit ROWS_BUDGET, the chains write them on their second
+    halves and each segment runs the chain that starts from the far side of the middle:
+    the reversed one (reading forward rows) right of M, the forward one (reading reversed
+    rows) left of M. Otherwise segments go in waves that fit the budget, each recomputing
+    its forward rows before the reversed chain runs over it."""
     _check(x)
     if x.duration_dependent:
         return _backward_dd(x, saved, grad_log_z)
@@ -331,11 +342,19 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
     nseg = math.ceil(T / P)
     (fa, ff), (ra, rf) = saved["sides"]
-    scores, allowed, ps, pe = fa[0], fa[1], fa[2], fa[3]
-    end, flags = ra[6], ff
+    scores, allowed, ps, pe, db, start, end = fa[0], fa[1], fa[2], fa[3], fa[5], fa[6], ra[6]
     f32 = {"device": dev, "dtype": torch.float32}
-    dummy = torch.empty(1, **f32)
     f64 = {"device": dev, "dtype": torch.float64}
+    dummy = torch.empty(1, **f32)
+    row_bytes = 2 * CP * 4 + 8
+    full = B * T * row_bytes <= ROWS_BUDGET
+    if full:
+        rows = (torch.empty(B, T, CP, **f32), torch.empty(B, T, CP, **f32),
+                torch.empty(B, T, **f64))
+    else:
+        W = max(1, min(nseg, ROWS_BUDGET // (B * P * row_bytes)))
+        rows = (torch.empty(B, W, P, CP, **f32), torch.empty(B, W, P, CP, **f32),
+                torch.empty(B, W, P, **f64))
     fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
            "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
     nw = _warps(KP, CP)
@@ -344,38 +363,64 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     def other_half(side, args, fl, rev):
         def go():
             chain._fwd_kernel[(B,)](
-                *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
-                *fin[side], T, C, K, P, nck, 0,
-                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, num_warps=nw, **fl)
+                *args, x.lengths, *ck[side], *mid[side], *(rows if full else (dummy,) * 3),
+                dummy, dummy, *fin[side], T, C, K, P, nck, 0,
+                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, WRITE_ROWS=full,
+                num_warps=nw, **fl)
         return go
 
-    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
-    fin_alp, fin_n = fin["f"]
-    lz_end = _log_z(fin_alp, fin_n, end, C)  # the forward chain's own log Z at L
+    g_cross = torch.zeros(B, KP, CP, **f32)
+
+    def crossing():  # segments across M (fused path: neither launch below counts them)
+        (f_ring, _, _, f_n), (r_ring, _, _, r_n) = mid["f"], mid["r"]
+        chain._crossing_db_kernel[(B,)](f_ring, f_n, r_ring, r_n, db, x.lengths,
+                                        saved["log_z64"], g_cross, C, K, P, KP=KP, CP=CP,
+                                        num_warps=nw)
+
+    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True),
+                   *((crossing,) if full else ()))
     g, g32 = _grad_weights(saved, grad_log_z)
     g_scores, g_ps, g_pe = (torch.zeros(B, T, C, **f32) for _ in range(3))
     g_db = torch.zeros(B, nck, KP, CP, **f32)
     g_tr = torch.zeros(B, nck, CP, CP, **f32)
-    per_seg = B * P * (2 * CP * 4 + 8)
-    W = max(1, min(nseg, ROWS_BUDGET // per_seg))
-    rows = (torch.empty(B, W, P, CP, **f32), torch.empty(B, W, P, CP, **f32),
-            torch.empty(B, W, P, **f64))
     trans = x.transition.contiguous()
-    for k0 in range(0, nseg, W):
-        w = min(W, nseg - k0)
-        chain._fwd_kernel[(B, w)](
-            *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
-            dummy, dummy, T, C, K, P, nck, k0,
-            KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
-        chain._bwd_kernel[(B, w)](
-            scores, allowed, ps, pe, trans, fa[5], end, x.lengths, g32,
-            ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
-            *rows, fin_alp, fin_n, lz_end,
-            g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, nck, k0,
-            KP=KP, CP=CP, num_warps=nw, **flags)
+    # the forward chain's own log Z at L and the reversed one's at 0 (the normalisers of
+    # the segments their chains start)
+    lz_end = _log_z(*fin["f"], end, C)
+
+    def right(k0, w):
+        def go():
+            chain._bwd_kernel[(B, w)](
+                scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
+                ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
+                *rows, *fin["f"], lz_end, g_scores, g_ps, g_pe, g_db, g_tr,
+                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, num_warps=nw, **flags)
+        return go
+
+    flags = ff
+    if full:
+        lz_start = _log_z(*fin["r"], start, C)
+
+        def left():
+            chain._bwd_kernel[(B, nseg)](
+                scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
+                ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
+                *rows, *fin["r"], lz_start, g_scores, g_pe, g_ps, g_db, g_tr,
+                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, num_warps=nw,
+                **rf)
+
+        _Both(dev).run(right(0, nseg), left)
+    else:
+        for k0 in range(0, nseg, W):
+            w = min(W, nseg - k0)
+            chain._fwd_kernel[(B, w)](
+                *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
+                dummy, dummy, T, C, K, P, nck, k0,
+                KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
+            right(k0, w)()
     transition = (g_tr[:, :, :C, :C].double().sum(1) * g[:, None, None]).sum(0)
-    return _gradients(x, g, g_scores, g_ps, g_pe, g_db.double().sum(1), transition)
+    return _gradients(x, g, g_scores, g_ps, g_pe, g_db.double().sum(1) + g_cross.double(),
+                      transition)
 
 
 def viterbi(x: CRFInputs):

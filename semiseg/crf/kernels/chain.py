@@ -103,6 +103,7 @@ def _fwd_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
+    WRITE_ROWS: tl.constexpr = False,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -120,7 +121,9 @@ def _fwd_kernel(
     MODE 0, PHASE 0: the half up to M from the start (forward [0, M), reversed [M, L)),
                      state at M -> mid_*.
     MODE 0, PHASE 1: the other half, resumed from mid_* (the backward pass needs every
-                     checkpoint); final alpha (relative) and N -> out_*.
+                     checkpoint); final alpha (relative) and N -> out_*; WRITE_ROWS: also
+                     the rows (gamma, alpha, N) of every position it reads, before the
+                     step, into rows_* (B, T, ...) at that position.
     MODE 1: recompute checkpoint segment seg0 + program id 1 (forward only) and write its
             rows (gamma, alpha, N) into block program id 1 of rows_* (B, W, P, ...).
     MODE 2: Viterbi half up to M (P = 1: M = ceil(L / 2)), max instead of logsumexp,
@@ -190,8 +193,11 @@ def _fwd_kernel(
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
-        if MODE == 1:
-            r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+        if MODE == 1 or WRITE_ROWS:
+            if WRITE_ROWS:
+                r = b * T + p
+            else:
+                r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
             tl.store(rows_gam + r * CP + cs1, gam)
             tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)
@@ -309,33 +315,62 @@ def _bwd_kernel(
     T, C, K, P, NCK, seg0,
     KP: tl.constexpr, CP: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
+    REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
 
     Starts from the reversed checkpoint at the segment's right end t1 (rk_*; at t1 = L the
-    chain's own start) and reads the forward rows recomputed for this segment (block
-    program id 1 of rows_*). Writes g_b * d logZ_b / d (scores, proj_start, proj_end) for
-    the segment's positions and this segment's unweighted d logZ_b / d (duration_bias,
-    transition) into its own slot of g_db (B, NCK, KP, CP) and g_tr (B, NCK, CP, CP),
-    float32; the host sums the slots in a fixed order (no atomics).
+    chain's own start) and reads the forward rows of the segment: rows_* (B, W, P, ...)
+    recomputed for this wave (block program id 1), or, ROWS_FULL, rows_* (B, T, ...) that
+    the chains wrote on their second halves. Writes g_b * d logZ_b / d (scores, proj_start,
+    proj_end) for the segment's positions and this segment's unweighted d logZ_b /
+    d (duration_bias, transition) into its own slot of g_db (B, NCK, KP, CP) and g_tr
+    (B, NCK, CP, CP), float32; the host sums the slots in a fixed order (no atomics).
+
+    REV (only with ROWS_FULL): the mirror image, for the segments left of M = _split(L, P):
+    the forward chain with gradients over [t0, t1), from the forward checkpoint at t0,
+    reading the rows the reversed chain wrote there. The host passes the reversed chain's
+    operands (ps <-> pe, g_ps <-> g_pe, transposed transition, `start` as `final`, the
+    checkpoints of the two directions swapped, the reversed chain's final state and log Z
+    at 0) and transposes g_tr. Without REV and with ROWS_FULL, the segments left of M
+    are left to the REV launch.
 
     Local normaliser: forward and reversed chains round differently, and over 1e6 steps
     their fp32 drifts would put posteriors off by ~1e-3 against a single log Z. So each
-    segment [t0, t1) uses log Z recomputed at its right boundary t1 from the very values it
-    multiplies: the forward checkpoint ring at t1 and the reversed ring there,
+    segment uses log Z recomputed at the boundary its chain starts from (t1; t0 when REV)
+    from the very values it multiplies: the other direction's checkpoint ring there and
+    the chain's own ring,
         Z = sum_c exp(alpha[t1,c] + beta_alpha[t1,c])                  (a boundary at t1)
           + sum_{s < t1 < e, e-s <= K, c} P~(s, e, c)                  (segments across t1)
     and the label-marginal carry restarts there from the exact crossing probabilities, so
-    no sum runs over more than one segment's positions. The last segment (t1 = L) uses the
-    forward chain's own log Z at L (`log_z`).
+    no sum runs over more than one segment's positions. The segment at the chain's own
+    start (t1 = L; t0 = 0 when REV) uses the other chain's own log Z there (`log_z`).
+    Below, positions and boundaries are in the chain's frame (mirrored when REV:
+    u -> L - 1 - u for positions, t -> L - t for boundaries).
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
     L = tl.load(lengths + b).to(tl.int32)
     t0 = seg * P
-    if t0 < L:  # this sequence has a segment `seg`
-        t1 = tl.minimum(t0 + P, L)
+    t1 = tl.minimum(t0 + P, L)
+    if ROWS_FULL:
+        M = _split(L, P)
+        if REV:
+            mine = (t0 < L) & (t1 <= M)
+        else:
+            mine = (t0 < L) & (t0 >= M)
+    else:
+        mine = t0 < L
+    if mine:  # this sequence has a segment `seg`, and it is this launch's
+        if REV:  # the mirror frame: [L - t1, L - t0), its chain starts at L - t0
+            u0 = L - t1
+            u1 = L - t0
+            kb = seg
+        else:
+            u0 = t0
+            u1 = t1
+            kb = seg + 1
         js = tl.arange(0, KP)[:, None]
         cs = tl.arange(0, CP)[None, :]
         cs1 = tl.arange(0, CP)
@@ -345,7 +380,7 @@ def _bwd_kernel(
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
-        if t1 == L:  # the chain's own start: nothing after L
+        if u1 == L:  # the chain's own start: nothing after L
             lz = tl.load(log_z + b)
             R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
@@ -355,29 +390,35 @@ def _bwd_kernel(
             pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
             run = tl.zeros((CP,), tl.float64)
         else:
-            ckb = b * NCK + seg + 1  # both chains' checkpoints at t1
+            ckb = b * NCK + kb  # both chains' checkpoints at u1
             R = tl.load(rk_ring + (ckb * KP + js) * CP + cs)
-            gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[t1]
+            gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            cross = _crossing(ck_ring + ckb * KP * CP, R, t1, L - 1 - t1, K, db, C,
+            cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
                               js, cs, cs1, cmask, KP, CP)
             zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
             zms = tl.where(zm == NEG, 0.0, zm)
             zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
             lz = tl.load(ck_n + ckb) + n + zq.to(tl.float64)
-            run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses t1)
-            pend = tl.exp(bnd - zq)  # P_end[t1]
+            run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses u1)
+            pend = tl.exp(bnd - zq)  # P_end[u1]
             run = tl.where(zq > float("-inf"), run, 0.0)
             pend = tl.where(zq > float("-inf"), pend, 0.0)
         mprev = tl.zeros((), tl.float32)
         lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
         acc_tr = tl.zeros((CP, CP), tl.float32)
-        rbase = (b * tl.num_programs(1) + tl.program_id(1)) * P - t0
-        for q in range(0, t1 - t0):  # noqa: PIE808 (Triton's range)
-            p = (t1 - 1 - q).to(tl.int64)
-            i = L - 1 - (t1 - 1 - q)  # step of the reversed chain
+        if ROWS_FULL:
+            rbase = b * T
+        else:
+            rbase = (b * tl.num_programs(1) + tl.program_id(1)) * P - t0
+        for q in range(0, u1 - u0):  # noqa: PIE808 (Triton's range)
+            i = L - u1 + q  # step of this chain; it reads position L - 1 - i of its frame
+            if REV:
+                p = i + tl.zeros((), tl.int64)
+            else:
+                p = (L - 1 - i).to(tl.int64)
             f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
             psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
             per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
@@ -389,7 +430,13 @@ def _bwd_kernel(
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1
             v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
-            bg = _lse0(v) + psr  # beta_gamma[p]
+            # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
+            # for the segment posteriors
+            mx = tl.max(v, 0)
+            mxs = tl.where(mx == NEG, 0.0, mx)
+            e = tl.exp(v - mxs[None, :])
+            esum = tl.sum(e, 0)
+            bg = tl.where(mx == NEG, NEG, mxs + tl.log(esum)) + psr
             m = _safe_max(bg)
             bg = bg - m
             n = n + m.to(tl.float64)
@@ -397,12 +444,19 @@ def _bwd_kernel(
             base = (nF + n - lz).to(tl.float32)
             base = tl.where(lz_ok, base, NEG)
             pstart = tl.exp(gF + bg + base)
-            # P(p, d, c) for every slot, gathered into duration order
-            w = tl.exp(v + (psr + gF + base - m)[None, :])
+            # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow), gathered
+            # into duration order
+            w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
             acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
             # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
             ba = _lse1(tr + bg[None, :])
-            acc_tr += tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+            # the transition at this chain's boundary u (position p, or p + 1 when REV):
+            # the REV launch's last one is M, which the other launch's first one skips
+            trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+            if ROWS_FULL and not REV:
+                acc_tr += tl.where(p == M, 0.0, trw)
+            else:
+                acc_tr += trw
             pe_next = pend  # P_end[p + 1]
             run = run + pe_next.to(tl.float64)
             tl.store(g_scores + seq + p * C + cs1, gl * run.to(tl.float32), mask=cmask1)
@@ -413,7 +467,42 @@ def _bwd_kernel(
             pend = tl.exp(aF + gam + base)  # P_end[p]
         slot = b * NCK + seg
         tl.store(g_db + (slot * KP + js) * CP + cs, acc_db)
-        tl.store(g_tr + (slot * CP + rs) * CP + cs, acc_tr)
+        if REV:  # the mirror frame's transition is the transpose
+            tl.store(g_tr + (slot * CP + cs) * CP + rs, acc_tr)
+        else:
+            tl.store(g_tr + (slot * CP + rs) * CP + cs, acc_tr)
+
+
+@triton.jit
+def _crossing_db_kernel(f_ring, f_n, r_ring, r_n, db, lengths, log_z, g_cross, C, K, P,
+                        KP: tl.constexpr, CP: tl.constexpr):
+    """d logZ_b / d duration_bias from the segments across the middle M = _split(L, P)
+    (the backward's two launches count a segment where its chain starts it, so these
+    belong to neither): P(s, e, c) for s < M < e from the two rings at M, summed per
+    duration e - s into g_cross[b] (KP, CP) (row d - 1), unweighted, float32."""
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask = cs < C
+    dbt = tl.load(db + js * C + cs, mask=(js < K) & cmask, other=NEG)  # row d - 1
+    lz = tl.load(log_z + b)
+    shift = (tl.load(f_n + b) + tl.load(r_n + b) - lz).to(tl.float32)
+    shift = tl.where(lz > float("-inf"), shift, NEG)
+    F = f_ring + b * KP * CP
+    Rr = r_ring + b * KP * CP
+    acc = tl.zeros((KP, CP), tl.float32)
+    for a in range(1, tl.minimum(K, M + 1)):  # start s = M - a
+        Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
+        # the reversed ring's slot of the end e = s + d for each duration d = row + 1:
+        # the reversed chain's step that read position e - 1 is L - e
+        e = M - a + js + 1
+        Re = tl.load(Rr + ((L - e) & (KP - 1)) * CP + cs, mask=(js >= a) & (e <= L) & cmask,
+                     other=NEG)
+        acc += tl.exp(Fa[None, :] + Re + dbt + shift)
+    tl.store(g_cross + (b * KP + js) * CP + cs, acc)
 
 
 @triton.jit
