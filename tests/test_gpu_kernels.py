@@ -48,9 +48,15 @@ def rel_norm(a, b):
     return float((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30))
 
 
-@pytest.mark.parametrize("B,T,K,C", [(4, 3000, 50, 8), (2, 1500, 300, 4), (3, 800, 1, 12)])
-def test_realistic_against_float64(B, T, K, C):
+@pytest.mark.parametrize("B,T,K,C,waves", [(4, 3000, 50, 8, False), (2, 1500, 300, 4, False),
+                                           (3, 800, 1, 12, False), (4, 3000, 50, 8, True)])
+def test_realistic_against_float64(B, T, K, C, waves, monkeypatch):
+    """waves: rows over the budget, so the backward recomputes them segment by segment
+    (two segments per wave) instead of the chains writing them."""
     kn = _kn()
+    if waves:
+        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"))
+                            * (2 * 8 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
                        allowed=True)
     check_against_float64(kn, p, extra)
