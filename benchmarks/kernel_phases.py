@@ -8,6 +8,7 @@ Prints a table per config; needs CUDA.
 
 import argparse
 import statistics
+import time
 
 import torch
 
@@ -41,6 +42,19 @@ def wall_ms(fn, reps):
     return statistics.median(out)
 
 
+def host_ms(fn, reps):
+    """CPU time per call while the GPU runs free (no synchronisation inside the loop):
+    close to the wall time per call when the host, not the GPU, sets the pace."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / reps * 1e3
+
+
 def kernel_ms(fn, reps):
     from torch.profiler import ProfilerActivity, profile
 
@@ -69,14 +83,18 @@ def main():
         B, T, K, C = (int(v) for v in cfg.split(","))
         x = make(B, T, K, C)
         print(f"\n## B, T, K, C = {B}, {T}, {K}, {C}")
-        print("| programs/SM | P | fwd ms | fwd+bwd ms |")
-        print("|---|---|---|---|")
+        print("| programs/SM | P | backward rows | fwd ms | fwd+bwd ms | host ms per fwd+bwd |")
+        print("|---|---|---|---|---|---|")
         for pps in (int(v) for v in args.programs_per_sm.split(",")):
-            kn.PROGRAMS_PER_SM = pps
-            P = kn._segment_length(T, K, B, x.scores.device)
-            f = wall_ms(lambda x=x: kn.forward(x), args.reps)
-            fb = wall_ms(lambda x=x: step(x), args.reps)
-            print(f"| {pps} | {P} | {f:.3f} | {fb:.3f} |")
+            for path in ("written by the chains", "recomputed in waves"):
+                kn.FULL_ROWS = None if path.startswith("written") else False
+                kn.PROGRAMS_PER_SM = pps
+                P = kn._segment_length(T, K, B, x.scores.device)
+                f = wall_ms(lambda x=x: kn.forward(x), args.reps)
+                fb = wall_ms(lambda x=x: step(x), args.reps)
+                h = host_ms(lambda x=x: step(x), args.reps)
+                print(f"| {pps} | {P} | {path} | {f:.3f} | {fb:.3f} | {h:.3f} |")
+        kn.FULL_ROWS = None
         kn.PROGRAMS_PER_SM = 2
         rows = kernel_ms(lambda x=x: step(x), args.reps)
         total = sum(ms for _, ms in rows.values())

@@ -162,9 +162,11 @@ def _backward_buffers(x: CRFInputs, KP: int, CP: int, tr_shape: tuple):
     return state, grads
 
 
-def _gradients(x: CRFInputs, g: Tensor, g_scores, g_ps, g_pe, g_db, transition) -> dict:
-    """The backend contract's gradient dict; start/end gradients are the boundary
-    posteriors at the first / last position, summed over the batch."""
+def _gradients(x: CRFInputs, g_scores, g_ps, g_pe, g_db, transition) -> dict:
+    """The backend contract's gradient dict from the (already weighted) scores and
+    projection gradients, the weighted float64 sums g_db (KP, CP, duration order) and
+    transition; start/end gradients are the boundary posteriors at the first / last
+    position, summed over the batch."""
     dt = x.scores.dtype
     last = (x.lengths - 1).clamp(min=0)
     rows = torch.arange(x.batch, device=x.scores.device)
@@ -172,7 +174,7 @@ def _gradients(x: CRFInputs, g: Tensor, g_scores, g_ps, g_pe, g_db, transition) 
         "scores": g_scores,
         "proj_start": g_ps,
         "proj_end": g_pe,
-        "duration_bias": _duration_grad(g_db, g, x.K, x.C, dt),
+        "duration_bias": _duration_grad(g_db, x.K, x.C, dt),
         "transition": transition.to(dt),
         "start": g_ps[:, 0, :].double().sum(0).to(dt),
         "end": g_pe[rows, last, :].double().sum(0).to(dt),
@@ -224,11 +226,12 @@ class _Overlap:
             ev_rev[k].record(self.main)
 
 
-def _duration_grad(g_db: Tensor, g: Tensor, K: int, C: int, dt) -> Tensor:
-    """sum_b g_b * partial_b in float64 (fixed order); durations beyond the ring (> T) get 0."""
-    n = min(K, g_db.shape[1])
+def _duration_grad(g_db: Tensor, K: int, C: int, dt) -> Tensor:
+    """The (K, C) gradient from the weighted float64 sum (KP, CP) in duration order;
+    durations beyond the ring (> T) get 0."""
+    n = min(K, g_db.shape[0])
     out = torch.zeros(K, C, device=g_db.device, dtype=torch.float64)
-    out[:n] = (g_db[:, :n, :C] * g[:, None, None]).sum(0)
+    out[:n] = g_db[:n, :C]
     return out.to(dt)
 
 
@@ -322,6 +325,7 @@ def forward(x: CRFInputs):
 
 
 ROWS_BUDGET = 256 << 20  # bytes of recomputed forward rows the backward holds at once
+FULL_ROWS: bool | None = None  # False forces the wave path (benchmarks); None = by budget
 
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
@@ -347,7 +351,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     f64 = {"device": dev, "dtype": torch.float64}
     dummy = torch.empty(1, **f32)
     row_bytes = 2 * CP * 4 + 8
-    full = B * T * row_bytes <= ROWS_BUDGET
+    full = B * T * row_bytes <= ROWS_BUDGET and FULL_ROWS is not False
     if full:
         rows = (torch.empty(B, T, CP, **f32), torch.empty(B, T, CP, **f32),
                 torch.empty(B, T, **f64))
@@ -369,43 +373,31 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 num_warps=nw, **fl)
         return go
 
-    g_cross = torch.zeros(B, KP, CP, **f32)
-
-    def crossing():  # segments across M (fused path: neither launch below counts them)
-        (f_ring, _, _, f_n), (r_ring, _, _, r_n) = mid["f"], mid["r"]
-        chain._crossing_db_kernel[(B,)](f_ring, f_n, r_ring, r_n, db, x.lengths,
-                                        saved["log_z64"], g_cross, C, K, P, KP=KP, CP=CP,
-                                        num_warps=nw)
-
-    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True),
-                   *((crossing,) if full else ()))
-    g, g32 = _grad_weights(saved, grad_log_z)
-    g_scores, g_ps, g_pe = (torch.zeros(B, T, C, **f32) for _ in range(3))
-    g_db = torch.zeros(B, nck, KP, CP, **f32)
-    g_tr = torch.zeros(B, nck, CP, CP, **f32)
+    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
+    _, g32 = _grad_weights(saved, grad_log_z)
+    g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
+    n_db, n_tr = B * nck * KP * CP, B * nck * CP * CP
+    parts = torch.zeros(n_db + n_tr, **f32)  # per-segment weighted partial sums
+    g_db, g_tr = parts[:n_db].view(B, nck, KP, CP), parts[n_db:].view(B, nck, CP, CP)
     trans = x.transition.contiguous()
-    # the forward chain's own log Z at L and the reversed one's at 0 (the normalisers of
-    # the segments their chains start)
-    lz_end = _log_z(*fin["f"], end, C)
+    lz = saved["log_z64"]
 
     def right(k0, w):
         def go():
             chain._bwd_kernel[(B, w)](
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
-                *rows, *fin["f"], lz_end, g_scores, g_ps, g_pe, g_db, g_tr,
+                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
                 T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, num_warps=nw, **flags)
         return go
 
     flags = ff
     if full:
-        lz_start = _log_z(*fin["r"], start, C)
-
         def left():
             chain._bwd_kernel[(B, nseg)](
                 scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
-                *rows, *fin["r"], lz_start, g_scores, g_pe, g_ps, g_db, g_tr,
+                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr,
                 T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, num_warps=nw,
                 **rf)
 
@@ -418,8 +410,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 dummy, dummy, T, C, K, P, nck, k0,
                 KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
             right(k0, w)()
-    transition = (g_tr[:, :, :C, :C].double().sum(1) * g[:, None, None]).sum(0)
-    return _gradients(x, g, g_scores, g_ps, g_pe, g_db.double().sum(1) + g_cross.double(),
+    transition = g_tr.view(-1, CP, CP).sum(0, dtype=torch.float64)[:C, :C]
+    return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
                       transition)
 
 
@@ -545,7 +537,7 @@ def _backward_dd(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     n = min(K, KP)  # durations beyond the ring (> T) get 0
     transition = torch.zeros(K, C, C, device=dev, dtype=torch.float64)
     transition[:n] = (g_tr[:, :n] * g[:, None, None, None]).sum(0)
-    return _gradients(x, g, g_scores, g_ps, g_pe, g_db, transition)
+    return _gradients(x, g_scores, g_ps, g_pe, (g_db * g[:, None, None]).sum(0), transition)
 
 
 def _viterbi_dd(x: CRFInputs):

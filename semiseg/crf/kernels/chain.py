@@ -324,7 +324,7 @@ def _bwd_kernel(
     chain's own start) and reads the forward rows of the segment: rows_* (B, W, P, ...)
     recomputed for this wave (block program id 1), or, ROWS_FULL, rows_* (B, T, ...) that
     the chains wrote on their second halves. Writes g_b * d logZ_b / d (scores, proj_start,
-    proj_end) for the segment's positions and this segment's unweighted d logZ_b /
+    proj_end) for the segment's positions and this segment's g_b * d logZ_b /
     d (duration_bias, transition) into its own slot of g_db (B, NCK, KP, CP) and g_tr
     (B, NCK, CP, CP), float32; the host sums the slots in a fixed order (no atomics).
 
@@ -345,7 +345,9 @@ def _bwd_kernel(
           + sum_{s < t1 < e, e-s <= K, c} P~(s, e, c)                  (segments across t1)
     and the label-marginal carry restarts there from the exact crossing probabilities, so
     no sum runs over more than one segment's positions. The segment at the chain's own
-    start (t1 = L; t0 = 0 when REV) uses the other chain's own log Z there (`log_z`).
+    start (t1 = L; t0 = 0 when REV) uses the other chain's own log Z there (from fin_*).
+    The REV program of the segment ending at M < L also adds the duration posterior of
+    the segments across M, normalised by the forward pass's log Z (`log_z`).
     Below, positions and boundaries are in the chain's frame (mirrored when REV:
     u -> L - 1 - u for positions, t -> L - t for boundaries).
     """
@@ -381,13 +383,17 @@ def _bwd_kernel(
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
         if u1 == L:  # the chain's own start: nothing after L
-            lz = tl.load(log_z + b)
             R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
             n = tl.zeros((), tl.float64)
-            base0 = (tl.load(fin_n + b) - lz).to(tl.float32)
-            base0 = tl.where(lz > float("-inf"), base0, NEG)
-            pend = tl.exp(tl.load(fin_alp + b * CP + cs1) + gam + base0)  # P_end[L]
+            # the other chain's own log Z at L: its final alpha with `end`
+            v0 = tl.load(fin_alp + b * CP + cs1) + gam
+            zm0 = tl.max(v0, 0)
+            zm0s = tl.where(zm0 == NEG, 0.0, zm0)
+            zq0 = zm0s + tl.log(tl.sum(tl.exp(v0 - zm0s), 0))
+            lz = tl.load(fin_n + b) + zq0.to(tl.float64)
+            lz = tl.where(zm0 == NEG, float("-inf"), lz)
+            pend = tl.where(zm0 == NEG, 0.0, tl.exp(v0 - zq0))  # P_end[L]
             run = tl.zeros((CP,), tl.float64)
         else:
             ckb = b * NCK + kb  # both chains' checkpoints at u1
@@ -465,34 +471,29 @@ def _bwd_kernel(
             tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
+        if REV:  # noqa: SIM102 (a constexpr test, then a runtime one)
+            if (t1 == M) & (M < L):  # the segments across M, counted by neither launch
+                kc = b * NCK + seg + 1  # both chains' checkpoints at M
+                shift = (tl.load(rk_n + kc) + tl.load(ck_n + kc) - tl.load(log_z + b))
+                shift = tl.where(tl.load(log_z + b) > float("-inf"), shift.to(tl.float32),
+                                 NEG)
+                acc_db += _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
+                                       L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
         slot = b * NCK + seg
-        tl.store(g_db + (slot * KP + js) * CP + cs, acc_db)
+        tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
         if REV:  # the mirror frame's transition is the transpose
-            tl.store(g_tr + (slot * CP + cs) * CP + rs, acc_tr)
+            tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
         else:
-            tl.store(g_tr + (slot * CP + rs) * CP + cs, acc_tr)
+            tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
 
 
 @triton.jit
-def _crossing_db_kernel(f_ring, f_n, r_ring, r_n, db, lengths, log_z, g_cross, C, K, P,
-                        KP: tl.constexpr, CP: tl.constexpr):
-    """d logZ_b / d duration_bias from the segments across the middle M = _split(L, P)
-    (the backward's two launches count a segment where its chain starts it, so these
-    belong to neither): P(s, e, c) for s < M < e from the two rings at M, summed per
-    duration e - s into g_cross[b] (KP, CP) (row d - 1), unweighted, float32."""
-    b = tl.program_id(0).to(tl.int64)
-    L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
-    js = tl.arange(0, KP)[:, None]
-    cs = tl.arange(0, CP)[None, :]
-    cs1 = tl.arange(0, CP)
-    cmask = cs < C
+def _crossing_db(F, Rr, M, L, K, db, C, shift, js, cs, cs1, cmask,
+                 KP: tl.constexpr, CP: tl.constexpr):
+    """Posterior of the segments across M (s < M < e) summed per duration e - s: a
+    (KP, CP) tile, row d - 1, from the forward ring F and the reversed ring Rr at M
+    (relative) and shift = their normalisers - log Z."""
     dbt = tl.load(db + js * C + cs, mask=(js < K) & cmask, other=NEG)  # row d - 1
-    lz = tl.load(log_z + b)
-    shift = (tl.load(f_n + b) + tl.load(r_n + b) - lz).to(tl.float32)
-    shift = tl.where(lz > float("-inf"), shift, NEG)
-    F = f_ring + b * KP * CP
-    Rr = r_ring + b * KP * CP
     acc = tl.zeros((KP, CP), tl.float32)
     for a in range(1, tl.minimum(K, M + 1)):  # start s = M - a
         Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
@@ -502,7 +503,7 @@ def _crossing_db_kernel(f_ring, f_n, r_ring, r_n, db, lengths, log_z, g_cross, C
         Re = tl.load(Rr + ((L - e) & (KP - 1)) * CP + cs, mask=(js >= a) & (e <= L) & cmask,
                      other=NEG)
         acc += tl.exp(Fa[None, :] + Re + dbt + shift)
-    tl.store(g_cross + (b * KP + js) * CP + cs, acc)
+    return acc
 
 
 @triton.jit
