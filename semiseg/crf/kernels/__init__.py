@@ -22,6 +22,7 @@ ValueError.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import ClassVar
 
@@ -86,6 +87,11 @@ MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pay
 PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
 
+@functools.cache
+def _sm_count(device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
     """Checkpoint spacing P. ~sqrt(T K) balances checkpoints ((T/P) K C) against one
     segment's rows (P C). On a GPU the backward runs every segment of every sequence at
@@ -93,7 +99,7 @@ def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
     PROGRAMS_PER_SM x SMs programs (B x T/P), but not below MIN_SEGMENT positions."""
     P = math.ceil(math.sqrt(T * min(K, T)))
     if device is not None and device.type == "cuda":
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        sms = _sm_count(device)
         per_seq = math.ceil(PROGRAMS_PER_SM * sms / B)
         P = min(P, max(MIN_SEGMENT, math.ceil(T / per_seq)))
     return max(1, min(T, P))
@@ -168,16 +174,15 @@ def _gradients(x: CRFInputs, g_scores, g_ps, g_pe, g_db, transition) -> dict:
     transition; start/end gradients are the boundary posteriors at the first / last
     position, summed over the batch."""
     dt = x.scores.dtype
-    last = (x.lengths - 1).clamp(min=0)
-    rows = torch.arange(x.batch, device=x.scores.device)
+    last = (x.lengths - 1).clamp(min=0)[:, None, None].expand(-1, 1, x.C)
     return {
         "scores": g_scores,
         "proj_start": g_ps,
         "proj_end": g_pe,
         "duration_bias": _duration_grad(g_db, x.K, x.C, dt),
         "transition": transition.to(dt),
-        "start": g_ps[:, 0, :].double().sum(0).to(dt),
-        "end": g_pe[rows, last, :].double().sum(0).to(dt),
+        "start": g_ps[:, 0, :].sum(0, dtype=torch.float64).to(dt),
+        "end": g_pe.gather(1, last).sum((0, 1), dtype=torch.float64).to(dt),
     }
 
 
@@ -374,7 +379,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         return go
 
     _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
-    _, g32 = _grad_weights(saved, grad_log_z)
+    # grad_log_z, zero where log Z is -inf (no gradient there)
+    g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
     n_db, n_tr = B * nck * KP * CP, B * nck * CP * CP
     parts = torch.zeros(n_db + n_tr, **f32)  # per-segment weighted partial sums
