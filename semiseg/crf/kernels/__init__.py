@@ -448,12 +448,13 @@ def viterbi(x: CRFInputs):
 
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
     score = torch.empty(B, device=dev, dtype=torch.float64)
-    seg_label = torch.full((B, T), -1, device=dev, dtype=torch.int64)
+    labels = torch.full((B, T), -1, device=dev, dtype=torch.int64)
+    starts = torch.zeros(B, T, device=dev, dtype=torch.bool)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._viterbi_join_kernel[(B, 2)](
         f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths, bp_d, bp_c, score,
-        seg_label, T, C, K, KP=KP, CP=CP, num_warps=nw)
-    return _segmentation(x, score, seg_label)
+        labels, starts.view(torch.uint8), T, C, K, KP=KP, CP=CP, BLOCK=64, num_warps=nw)
+    return score.to(x.scores.dtype), labels, starts
 
 
 def _segmentation(x: CRFInputs, score: Tensor, seg_label: Tensor):

@@ -507,17 +507,26 @@ def _crossing_db(F, Rr, M, L, K, db, C, shift, js, cs, cs1, cmask,
 
 
 @triton.jit
+def _paint(labels, starts, s, e, c, BLOCK: tl.constexpr):
+    """labels[s:e] = c and starts[s] = 1 (one segment of the best path)."""
+    offs = tl.arange(0, BLOCK)
+    for o in range(s, e, BLOCK):
+        tl.store(labels + o + offs, c, mask=o + offs < e)
+    tl.store(starts + s, 1)
+
+
+@triton.jit
 def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
-                         bp_d, bp_c, score, seg_label, T, C, K,
-                         KP: tl.constexpr, CP: tl.constexpr):
+                         bp_d, bp_c, score, labels, starts, T, C, K,
+                         KP: tl.constexpr, CP: tl.constexpr, BLOCK: tl.constexpr):
     """Best path of one sequence from the two Viterbi halves (meeting at M = ceil(L / 2)):
     the best of a boundary at M and every segment across M, then the traceback to the left
     through the forward backpointers (bp_d[t-1, c]: duration of the best segment of c
     ending at t; bp_c[s-1, c]: the label before a segment of c starting at s) and to the
     right through the reversed ones (bp_d[s, c]: duration of the best segment of c starting
     at s; bp_c[e, c]: the label after a segment of c ending at e). Writes the score
-    (float64, -inf if nothing is allowed) and seg_label[b, s] = label of each segment
-    starting at s (else untouched, -1)."""
+    (float64, -inf if nothing is allowed), each segment's label over its positions into
+    labels[b] and 1 at its start into starts[b] (else untouched: -1 and 0)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, 1)
@@ -561,7 +570,7 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
             s = (M - a_s).to(tl.int64)
             e = (M + ((i1 - j_s) & (KP - 1)) + 1).to(tl.int64)
             if left:
-                tl.store(seg_label + lab + s, cc)
+                _paint(labels + lab, starts + lab, s, e, cc, BLOCK)
             t = s
             c = cc
             if s > 0:
@@ -581,14 +590,14 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
             while t > 0:
                 d = tl.load(bp_d + base + (t - 1) * C + c).to(tl.int64)
                 s2 = t - d
-                tl.store(seg_label + lab + s2, c)
+                _paint(labels + lab, starts + lab, s2, t, c, BLOCK)
                 if s2 > 0:
                     c = tl.load(bp_c + base + (s2 - 1) * C + c).to(tl.int64)
                 t = s2
         else:
             while u < L:
                 d = tl.load(bp_d + base + u * C + c2).to(tl.int64)
-                tl.store(seg_label + lab + u, c2)
+                _paint(labels + lab, starts + lab, u, u + d, c2, BLOCK)
                 u = u + d
                 if u < L:
                     c2 = tl.load(bp_c + base + u * C + c2).to(tl.int64)
