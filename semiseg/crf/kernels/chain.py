@@ -605,8 +605,10 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
 
 # ---------------------------------------------------------------------------------------
 # Duration-dependent transitions: trans[d-1, src, dst] (K, C, C), d = the destination
-# segment's duration. Same chain, ring, checkpoints and normaliser as above; the static
-# kernels are left exactly as they were (their code paths are tuned and timed).
+# segment's duration. Same ring, checkpoints and normaliser as above, but one forward
+# chain from the start and a backward from the end, segment by segment (recompute beside
+# the reversed chain): the two-direction schedule of the static kernels is not applied
+# here yet.
 #
 # gamma now depends on the duration, gamma_d[s, c] = logsumexp_c' alpha[s,c'] + trans[d-1,c',c],
 # so the forward ring is indexed by a segment's END instead of its start: at step s every
