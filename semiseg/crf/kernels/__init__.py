@@ -394,10 +394,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
                 *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
-                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, num_warps=nw, **flags)
+                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, num_warps=nw, **ff)
         return go
 
-    flags = ff
     if full:
         def left():
             chain._bwd_kernel[(B, nseg)](
