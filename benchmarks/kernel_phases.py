@@ -7,39 +7,21 @@ Prints a table per config; needs CUDA.
 """
 
 import argparse
-import statistics
 import time
 
 import torch
+from kernels import _events, make  # benchmarks/kernels.py, beside this script
 
 from semiseg.crf import kernels as kn
-from semiseg.crf.inputs import check_inputs
 
 
-def make(B, T, K, C, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g)
-    return check_inputs((3 * r(B, T, C)).cuda(), r(C, C).cuda(), r(K, C).cuda(), None,
-                        start=r(C).cuda(), end=r(C).cuda())
+def wall_ms(fn, reps):
+    return _events(fn, reps) * 1e3
 
 
 def step(x):
     lz, saved = kn.forward(x)
     return kn.backward(x, saved, torch.ones_like(lz))
-
-
-def wall_ms(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
 
 
 def host_ms(fn, reps):

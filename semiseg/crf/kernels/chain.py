@@ -257,6 +257,15 @@ def _fwd_kernel(
 
 
 @triton.jit
+def _through(cross, bnd):
+    """log of the total weight through a boundary position t1: logsumexp over the labels
+    of the segments across it (cross) and of a boundary at it (bnd); -inf if none."""
+    zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
+    zms = tl.where(zm == NEG, 0.0, zm)
+    return zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+
+
+@triton.jit
 def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
               KP: tl.constexpr, CP: tl.constexpr):
     """logsumexp, per label c, of every segment [s, e) of c with s < t1 < e, e - s <= K:
@@ -299,9 +308,7 @@ def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, 
     cross = _crossing(f_ring + b * KP * CP, Rb, M, L - 1 - M, K, db, C, js, cs, cs1, cmask,
                       KP, CP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
-    zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
-    zms = tl.where(zm == NEG, 0.0, zm)
-    zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+    zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
     tl.store(log_z + b, tl.where(zq == NEG, float("-inf"), lz))
 
@@ -403,9 +410,7 @@ def _bwd_kernel(
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
             cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
                               js, cs, cs1, cmask, KP, CP)
-            zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
-            zms = tl.where(zm == NEG, 0.0, zm)
-            zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+            zq = _through(cross, bnd)
             lz = tl.load(ck_n + ckb) + n + zq.to(tl.float64)
             run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses u1)
             pend = tl.exp(bnd - zq)  # P_end[u1]
@@ -798,9 +803,7 @@ def _bwd_dd_kernel(
             Fa = tl.load(ck_ring + (ckb * KP + ((t1 + a) & (KP - 1))) * CP + cs)
             v2 = tl.where((a <= K - 1) & cmask, Fa + Rb, NEG)
             cross = _lse0(v2)
-            zm = tl.maximum(tl.max(cross, 0), tl.max(bnd, 0))
-            zms = tl.where(zm == NEG, 0.0, zm)
-            zq = zms + tl.log(tl.sum(tl.exp(cross - zms), 0) + tl.sum(tl.exp(bnd - zms), 0))
+            zq = _through(cross, bnd)
             lz = nf1 + n + zq.to(tl.float64)
             run = tl.exp(cross - zq).to(tl.float64)
             pend = tl.exp(bnd - zq)
