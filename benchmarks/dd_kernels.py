@@ -22,6 +22,7 @@ import statistics
 import time
 
 import torch
+from kernels import _events  # benchmarks/kernels.py, beside this script
 
 from semiseg.crf import kernels as kn
 from semiseg.crf import reference
@@ -39,20 +40,13 @@ def _sync():
 
 def timed(fn, reps):
     """Median seconds of fn over reps runs (CUDA events on a GPU, else wall clock)."""
+    if CUDA:
+        return _events(fn, reps, warmup=False)
     times = []
     for _ in range(reps):
-        _sync()
-        if CUDA:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 

@@ -65,8 +65,10 @@ def _fma_ceiling(x, out, N: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + offs, a + b + c + d)
 
 
-def _events(fn, reps):
-    fn()
+def _events(fn, reps, warmup=True):
+    """Median seconds of fn over reps runs, CUDA events (after one untimed run)."""
+    if warmup:
+        fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
