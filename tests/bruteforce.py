@@ -42,7 +42,8 @@ def path_score(b, seg, scores, transition, duration_bias, start=None, end=None,
         if proj_end is not None:
             total = total + proj_end[b, s + d - 1, c]
         if prev is not None:
-            tr = transition[d - 1] if transition.dim() == 3 else transition
+            # (P, C, C): the slice of the destination's duration, (d - 1) mod P
+            tr = transition[(d - 1) % transition.shape[0]] if transition.dim() == 3 else transition
             total = total + tr[prev, c]
         prev = c
     if start is not None:

@@ -28,15 +28,27 @@ def chunk(request, monkeypatch):
     return request.param
 
 
+FORMS = ("static", "dur-trans", "periodic")
+
+
+def period_for(K):
+    """The period of the "periodic" form: 3 where K allows (P < K), else 1; at K = 1 no
+    P < K exists, so P = 2 > K (fully duration-dependent with a slice never used)."""
+    return max(1, min(3, K - 1)) if K > 1 else 2
+
+
 def make(B, T, C, K, *, dd=False, terms=(), lengths=None, seed=0, allowed_p=0.25):
-    """Random float64 inputs; `terms` picks the optional ones."""
+    """Random float64 inputs; `terms` picks the optional ones. `dd`: False or "static"
+    (C, C); True or "dur-trans" (K, C, C); "periodic" (P, C, C), P = period_for(K)."""
     g = torch.Generator().manual_seed(seed)
 
     def r(*shape):
         return torch.randn(*shape, generator=g, dtype=F64)
 
-    kw = dict(scores=r(B, T, C), transition=r(K, C, C) if dd else r(C, C),
-              duration_bias=r(K, C))
+    form = {False: "static", True: "dur-trans"}.get(dd, dd)
+    tr_shape = {"static": (C, C), "dur-trans": (K, C, C),
+                "periodic": (period_for(K), C, C)}[form]
+    kw = dict(scores=r(B, T, C), transition=r(*tr_shape), duration_bias=r(K, C))
     if "start" in terms:
         kw["start"] = r(C)
     if "end" in terms:
@@ -145,7 +157,7 @@ def _seed(*key):
     return zlib.crc32(repr(key).encode()) % 1000
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 @pytest.mark.parametrize("terms", list(TERMS), ids=list(TERMS))
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_matches_bruteforce(shape, terms, dd):
@@ -154,14 +166,14 @@ def test_matches_bruteforce(shape, terms, dd):
     check_against_bruteforce(kw)
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_matches_bruteforce_small_chunks(shape, dd, monkeypatch):
     """Chunks of 1, 2 and 3 steps, recomputed all at once, one at a time and two at a
     time: every ring rebase, checkpoint restore and ring roll is exercised."""
     B, T, C, K = shape
     kw = make(B, T, C, K, dd=dd, terms=TERMS["all"], seed=_seed(shape, dd, "chunks"))
-    ring = B * (C + 1) * C * K if dd else B * C * K
+    ring = B * (C + 1) * C * K if dd == "dur-trans" else B * 3 * C * K
     for size, group in ((1, None), (2, 1), (3, 2)):
         monkeypatch.setattr(reference, "CHUNK", size)
         if group is not None:
@@ -169,7 +181,7 @@ def test_matches_bruteforce_small_chunks(shape, dd, monkeypatch):
         check_against_bruteforce(kw, check_marginals=size == 2)
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 def test_neg_inf_parameters(dd, chunk):
     """Forbidden transitions, durations and first/last labels (-inf) are exact."""
     B, T, C, K = 2, 4, 3, 3
@@ -184,7 +196,7 @@ def test_neg_inf_parameters(dd, chunk):
     check_against_bruteforce(kw)
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 def test_nothing_allowed(dd, chunk):
     """A sequence with no allowed segmentation: log Z = -inf, zero (not NaN) gradients,
     empty Viterbi path; the others are unaffected."""
@@ -209,7 +221,7 @@ def test_all_minus_inf_end():
     check_against_bruteforce(kw)
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 def test_gradcheck(dd, monkeypatch):
     monkeypatch.setattr(reference, "CHUNK", 2)
     kw = make(2, 5, 2, 3, dd=dd, terms=("start", "end", "proj", "allowed"), seed=11,
@@ -329,7 +341,7 @@ def test_long_float32_accuracy():
         assert sum(d for _, d, _ in seg.segments[b]) == int(lengths[b])
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 def test_forward_keeps_only_checkpoints(dd):
     """What the forward pass keeps for the backward pass is O(sqrt(T K) K C) checkpoints,
     far below one (T, C) array, let alone O(T K C)."""
@@ -342,7 +354,8 @@ def test_forward_keeps_only_checkpoints(dd):
     _, saved = reference.forward(x)
     tensors = [t for st in saved[1] for t in st] + [saved[2], saved[3]]
     kept = sum(t.numel() for t in tensors)
-    per_ring = B * (2 * C + 1) * K if dd else B * C * K
+    per_ring = {"dur-trans": B * (2 * C + 1) * K, "static": B * C * K,
+                "periodic": B * 3 * C * K}[dd]
     n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))
     assert len(saved[1]) == n_chunks
     assert kept <= n_chunks * per_ring + 2 * B * C
@@ -382,7 +395,7 @@ def naive_dp(scores, tr, db, lengths, *, start=None, end=None, proj_start=None,
                 if s == 0:
                     prev = start if start is not None else torch.zeros_like(seg)
                 else:
-                    trd = tr[d - 1] if tr.dim() == 3 else tr
+                    trd = tr[(d - 1) % tr.shape[0]] if tr.dim() == 3 else tr
                     prev = reduce(alpha[s][:, None] + trd, 0)
                 terms.append(prev + seg)
             alpha[t] = reduce(torch.stack(terms), 0)
@@ -395,7 +408,7 @@ def _max(x, dim):
     return x.amax(dim)
 
 
-@pytest.mark.parametrize("dd", [False, True], ids=["static", "dur-trans"])
+@pytest.mark.parametrize("dd", FORMS)
 @pytest.mark.parametrize("chunking", ["auto", "small"])
 def test_long_sequences_against_naive_dp(dd, chunking, monkeypatch):
     """T = 150 (several chunks, several recompute groups): log Z, every gradient and the

@@ -17,12 +17,18 @@ Every backend is a module with three functions over a `CRFInputs` (inputs.py):
         segment of the best path starts at t.
 
 The torch backend is `reference.py`; the Triton one is the package `kernels/`,
-imported only when first used (it imports triton).
+imported only when first used (it imports triton); the compiled CPU backend is `cpu.py`
+(numba), likewise imported only when first used.
+
+"auto" picks Triton for float32 CUDA tensors the kernels support, the compiled CPU
+backend for CPU tensors (float32 and float64: it computes in float64) when numba is
+installed, and the torch backend otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -31,7 +37,7 @@ from torch import Tensor
 
 from .inputs import FLOAT_FIELDS, CRFInputs, check_inputs
 
-BACKENDS = ("auto", "torch", "triton")
+BACKENDS = ("auto", "torch", "triton", "numba")
 
 
 @dataclass
@@ -55,10 +61,39 @@ def _triton_module() -> ModuleType:
     return kernels
 
 
+_warned_no_numba = False
+
+
+def _cpu_module(required: bool) -> ModuleType | None:
+    """The compiled CPU backend, or None (with a warning, once) if numba is missing."""
+    global _warned_no_numba
+    try:
+        from . import cpu  # imports numba: only now, when the backend is first needed
+    except ImportError as e:
+        if required:
+            raise ValueError(f'backend="numba" needs the numba package ({e}); install it '
+                             "with `pip install numba`, or use backend='torch'") from None
+        if not _warned_no_numba:
+            _warned_no_numba = True
+            warnings.warn("semiseg.crf: numba is not installed, so CPU tensors run the much "
+                          "slower torch backend (`pip install numba` for the compiled one)",
+                          stacklevel=3)
+        return None
+    return cpu
+
+
 def _backend(x: CRFInputs, backend: str) -> ModuleType:
     if backend not in BACKENDS:
         raise ValueError(f"backend: expected one of {BACKENDS}, got {backend!r}")
+    if backend == "numba":
+        if x.scores.device.type != "cpu":
+            raise ValueError(f'backend="numba" runs on CPU tensors, got {x.scores.device}')
+        return _cpu_module(required=True)
     if backend == "auto":
+        if x.scores.device.type == "cpu":
+            module = _cpu_module(required=False)
+            if module is not None:
+                return module
         use_triton = x.scores.is_cuda and x.scores.dtype == torch.float32
         if use_triton and _triton_module().supports(x) is not None:
             use_triton = False  # outside the kernels' scope (see kernels.supports)
@@ -111,7 +146,7 @@ def log_partition(
         start, end: (C,) scores of the first / last segment's label, or None.
         proj_start, proj_end: (B, T, C) scores at a segment's first / last position.
         allowed: (B, T, C) bool; label c may cover position t only where True.
-        backend: "auto", "torch" or "triton".
+        backend: "auto", "torch", "triton" or "numba" (dispatch.py's docstring).
     """
     x = check_inputs(scores, transition, duration_bias, lengths, start=start, end=end,
                      proj_start=proj_start, proj_end=proj_end, allowed=allowed)

@@ -25,8 +25,10 @@ class SemiCRF(nn.Module):
         max_duration: K, the longest segment (any K >= 1; K > T is fine).
         duration: duration model, one of "learned" (a free (K, C) table), "geometric",
             "negative_binomial", "poisson", "uniform" (durations.py).
-        duration_transitions: if True the transition score depends on the duration of the
-            destination segment: a (K, C, C) parameter `[d-1, src, dst]`; else (C, C).
+        duration_transitions: False: a static (C, C) transition `[src, dst]`; True: one
+            per duration of the destination segment, (K, C, C) `[d-1, src, dst]`; an int
+            P >= 1: periodic, (P, C, C) `[(d-1) mod P, src, dst]` (P = 3 carries a reading
+            frame; costs O(P C^2 + K C) per position while P < K).
         boundary_dim: width of the hidden states given to the methods as `hidden`; when
             set, two nn.Linear(boundary_dim, C) give the scores of a segment's first
             (`proj_start`) and last (`proj_end`) position.
@@ -40,7 +42,7 @@ class SemiCRF(nn.Module):
     """
 
     def __init__(self, num_labels: int, max_duration: int, *, duration: str = "learned",
-                 duration_transitions: bool = False, boundary_dim: int | None = None,
+                 duration_transitions: bool | int = False, boundary_dim: int | None = None,
                  start_end: bool = True, centering: str = "none"):
         super().__init__()
         C = _positive_int("num_labels", num_labels)
@@ -51,14 +53,19 @@ class SemiCRF(nn.Module):
             raise ValueError(f"centering: expected one of {CENTERINGS}, got {centering!r}")
         if boundary_dim is not None:
             _positive_int("boundary_dim", boundary_dim)
+        if isinstance(duration_transitions, bool):
+            period = K if duration_transitions else None
+        else:
+            period = _positive_int("duration_transitions", duration_transitions)
         self.num_labels = C
         self.max_duration = K
         self.duration_family = duration
-        self.duration_transitions = bool(duration_transitions)
+        self.duration_transitions = duration_transitions
+        self.period = period  # None: static (C, C); else P of the (P, C, C) transition
         self.boundary_dim = boundary_dim
         self.centering = centering
 
-        shape = (K, C, C) if duration_transitions else (C, C)
+        shape = (C, C) if period is None else (period, C, C)
         self.transition = nn.Parameter(torch.empty(shape).uniform_(-0.1, 0.1))
         self.duration = make_duration(duration, K, C)
         if start_end:

@@ -20,7 +20,9 @@ class CRFInputs:
 
     scores:        (B, T, C) float32 or float64
     lengths:       (B,) int64, 1 <= L_b <= T, same device as scores
-    transition:    (C, C) or, duration-dependent, (K, C, C): [src, dst] / [d-1, src, dst]
+    transition:    (C, C) [src, dst], or (P, C, C) [(d-1) mod P, src, dst] (d = the
+                   destination segment's duration): P >= K fully duration-dependent,
+                   1 <= P < K periodic
     duration_bias: (K, C); K = duration_bias.shape[0] is the maximum duration
     start, end:    (C,) or None
     proj_start, proj_end: (B, T, C) or None
@@ -54,8 +56,21 @@ class CRFInputs:
         return self.duration_bias.shape[0]
 
     @property
+    def period(self) -> int:
+        """P of a (P, C, C) transition; 1 for a static (C, C) one."""
+        return self.transition.shape[0] if self.transition.dim() == 3 else 1
+
+    @property
     def duration_dependent(self) -> bool:
-        return self.transition.dim() == 3
+        """Fully duration-dependent: (P, C, C) with P >= K, every duration its own slice
+        (the O(T K C^2) form). A (P, C, C) transition with P < K is periodic instead and
+        factorises like the static one (see `periodic`)."""
+        return self.transition.dim() == 3 and self.transition.shape[0] >= self.K
+
+    @property
+    def periodic(self) -> bool:
+        """A (P, C, C) transition with P < K: P gamma vectors per position."""
+        return self.transition.dim() == 3 and self.transition.shape[0] < self.K
 
     def replace(self, **changes) -> "CRFInputs":
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -115,10 +130,11 @@ def check_inputs(
         raise ValueError("duration_bias: K (maximum duration, its first dimension) must be >= 1")
 
     _float("transition", transition, device)
-    if tuple(transition.shape) not in ((C, C), (K, C, C)):
+    tshape = tuple(transition.shape)
+    if not (tshape == (C, C) or (len(tshape) == 3 and tshape[1:] == (C, C) and tshape[0] >= 1)):
         raise ValueError(
-            f"transition: expected shape ({C}, {C}) or ({K}, {C}, {C}), "
-            f"got {tuple(transition.shape)}"
+            f"transition: expected shape ({C}, {C}) or (P, {C}, {C}) with P >= 1 "
+            f"(P >= {K}: fully duration-dependent; P < {K}: periodic), got {tshape}"
         )
     for name, v in (("start", start), ("end", end)):
         if v is not None:

@@ -8,13 +8,18 @@ so we carry two per-step terms
     A_t(c) = S[t] + proj_end[t-1, c]          (closes a segment at t)
     P_s(c) = proj_start[s, c] - S[s]          (opens a segment at s)
 
-Static (C, C) transitions, O(T (C^2 + K C)):
+Static (C, C) and periodic (Q, C, C) transitions, Q < K (Q is SPEC's P; here P is the
+opening term below), O(T (Q C^2 + K C)); static is Q = 1 with transition[None]:
 
-    gamma_0(c) = start[c]                      (no phantom predecessor)
-    gamma_s(c) = logsumexp_c' alpha_s(c') + transition[c', c]            s >= 1
-    alpha_t(c) = A_t(c) + logsumexp_{d=1..min(K,t)} gamma_{t-d}(c) + P_{t-d}(c)
-                                                     + duration_bias[d-1, c]
-    log Z      = logsumexp_c alpha_L(c) + end[c]
+    gamma^r_0(c) = start[c]                    (no phantom predecessor)
+    gamma^r_s(c) = logsumexp_c' alpha_s(c') + transition[r, c', c]      s >= 1, r < Q
+    alpha_t(c)   = A_t(c) + logsumexp_{d=1..min(K,t)} gamma^{(d-1) mod Q}_{t-d}(c)
+                                         + P_{t-d}(c) + duration_bias[d-1, c]
+    log Z        = logsumexp_c alpha_L(c) + end[c]
+
+The ring keeps Q rotated copies so that a boundary reads one of them whole: copy q, slot
+s holds gamma^{(q-s-1) mod Q}_s + P_s, and boundary t reads copy t mod Q (slot t - d then
+holds the gamma of r = (d-1) mod Q).
 
 Duration-dependent (K, C, C) transitions, O(T K C^2): a phantom label C with
 alpha_0 = one-hot(C) and transition[d-1, C, c] = start[c] turns gamma into
@@ -53,8 +58,13 @@ accumulated backwards. Working memory is O(K C + C^2) per sequence (O(K C^2)
 duration-dependent) plus the checkpoints and a bounded number of chunks of per-step
 values; nothing is O(T K C). A sequence whose log Z is -inf gets zero gradients.
 
-Viterbi runs the same recursion with max, keeps (T+1, B, C) int16 backpointers
-(duration, predecessor label) and traces back on the CPU. All loops run on one CPU
+Periodic transitions in the backward pass: beta_gamma splits by residue,
+beta_gamma^r_s(c) = P_s(c) + logsumexp_{d = r+1 mod Q} duration_bias[d-1, c] + h_{s+d}(c),
+and beta_t(c') = logsumexp_{r, c} transition[r, c', c] + beta_gamma^r_t(c).
+
+Viterbi runs the same recursion with max, keeps int16 backpointers (the duration of the
+best segment ending at t per label; the best predecessor per label and residue at s, or,
+duration-dependent, per segment end) and traces back on the CPU. All loops run on one CPU
 thread (see `_one_thread`).
 """
 
@@ -108,8 +118,9 @@ class _Model:
     T: int
     C: int
     K: int  # effective maximum duration min(K, T)
-    dd: bool  # duration-dependent transitions
-    tr: Tensor  # (C, C) static; (K, C+1, C) with the phantom start row when dd
+    dd: bool  # fully duration-dependent transitions (P >= K)
+    Q: int  # period of the transition: 1 static, Q < K periodic (unused when dd)
+    tr: Tensor  # (Q, C, C) static/periodic; (K, C+1, C) with the phantom start row when dd
     db: Tensor  # (K, C)
     start: Tensor  # (C,)
     end: Tensor  # (C,)
@@ -134,15 +145,15 @@ def _model(x: CRFInputs) -> _Model:
         tr[:, :C] = x.transition[:K].to(WORK)
         tr[:, C] = start
     else:
-        tr = x.transition.to(WORK)
+        tr = x.transition.to(WORK).reshape(-1, C, C)  # (Q, C, C); Q = 1 static
     lengths = x.lengths.tolist()
     at_len: dict[int, list[int]] = {}
     for b, n in enumerate(lengths):
         at_len.setdefault(n, []).append(b)
     at_len_t = {t: torch.tensor(v, dtype=torch.int64, device=dev) for t, v in at_len.items()}
     bad = ~x.allowed if x.allowed is not None else None
-    return _Model(B, T, C, K, dd, tr, x.duration_bias[:K].to(WORK), start, end, lengths,
-                  at_len_t, bad)
+    return _Model(B, T, C, K, dd, tr.shape[0], tr, x.duration_bias[:K].to(WORK), start, end,
+                  lengths, at_len_t, bad)
 
 
 def _chunk_terms(x: CRFInputs, t0: int, t1: int):
@@ -172,10 +183,12 @@ def _chunk_terms(x: CRFInputs, t0: int, t1: int):
 class _Forward:
     """The alpha recursion, one boundary at a time, with its ring state (see module doc).
 
-    Rings are (rows, C, 2K), durations last (reductions over the last dimension are the
-    fast ones); slot s % K holds position s, written twice (slots j and j + K), so the
-    window of boundary t is the slice [t % K, t % K + K), ordered s = t-K..t-1 (d = K..1).
-    `rows` is B, or G * B when the backward pass recomputes G chunks side by side.
+    Rings are (rows, C, 2K) (static/periodic: (rows, Q, C, 2K), the Q rotated copies),
+    durations last (reductions over the last dimension are the fast ones); slot s % K
+    holds position s, written twice (slots j and j + K), so the window of boundary t is
+    the slice [t % K, t % K + K), ordered s = t-K..t-1 (d = K..1). `rows` is B, or G * B
+    when the backward pass recomputes G chunks side by side. After each step `opened`
+    holds gamma^r_t + P_t (rows, Q, C) unrotated (static/periodic).
     """
 
     def __init__(self, m: _Model, rows: int):
@@ -191,40 +204,47 @@ class _Forward:
             self.phantom[:, C] = 0.0
             self.no_phantom = torch.full((rows, 1), NEG, dtype=WORK, device=dev)
         else:
-            self.tr_t = m.tr.T.contiguous()  # [dst, src]
-            self.gbuf = torch.full((rows, C, 2 * K), NEG, dtype=WORK, device=dev)
-            self.start = m.start.expand(rows, C)
+            self.tr_t = m.tr.transpose(1, 2).contiguous()  # (Q, dst, src)
+            self.gbuf = torch.full((rows, m.Q, C, 2 * K), NEG, dtype=WORK, device=dev)
+            self.start = m.start.expand(rows, m.Q, C)
+            self.opened = None
 
     def _bufs(self):
         return (self.abuf, self.pbuf) if self.m.dd else (self.gbuf,)
 
     def state(self):
-        return tuple(buf[:, :, :self.m.K].clone() for buf in self._bufs())
+        return tuple(buf[..., :self.m.K].clone() for buf in self._bufs())
 
     def restore(self, state):
         K = self.m.K
         for buf, s in zip(self._bufs(), state):
-            buf[:, :, :K] = s
-            buf[:, :, K:] = s
+            buf[..., :K] = s
+            buf[..., K:] = s
 
     def rebase(self, D: Tensor):
-        (self.pbuf if self.m.dd else self.gbuf).add_(D[:, :, None])
+        if self.m.dd:
+            self.pbuf.add_(D[:, :, None])
+        else:
+            self.gbuf.add_(D[:, None, :, None])
 
     @staticmethod
     def _push(buf: Tensor, j: int, v: Tensor):
-        K = buf.shape[2] // 2
-        buf.view(buf.shape[0], buf.shape[1], 2, K)[:, :, :, j] = v[:, :, None]
+        K = buf.shape[-1] // 2
+        buf.view(*buf.shape[:-1], 2, K)[..., j] = v[..., None]
 
-    def step(self, j: int, A_t: Tensor, P_t: Tensor, *, kill=None, first=None,
+    def step(self, j: int, A_t: Tensor, P_t: Tensor, *, q: int = 0, kill=None, first=None,
              last: bool = False, viterbi: bool = False):
-        """Advance over one boundary, whose ring slot is j (t % K).
+        """Advance over one boundary t, whose ring slot is j (t % K) and whose copy of the
+        periodic ring is q (t mod Q, relative to where the ring was restored).
 
         kill:  (rows, C) bool or None: labels disallowed at the position before the boundary.
         first: None, True, or (rows, 1) bool: the rows for which this boundary is t = 0
                (their first segment opens from `start`, no predecessor).
         last:  the boundary is t = T for every row: nothing opens there.
-        Returns alpha_t (rows, C) (-inf at t = 0) and, for Viterbi, the backpointers
-        (duration, predecessor label) of alpha_t's best segment.
+        Returns alpha_t (rows, C) (-inf at t = 0) and, for Viterbi, the backpointers:
+        the duration of alpha_t's best segment per label, and the best predecessor label,
+        per (residue, label) of a segment opening at t (static/periodic: (rows, Q, C)) or
+        per label of alpha_t's best segment (duration-dependent).
         """
         m = self.m
         K = m.K
@@ -253,33 +273,37 @@ class _Forward:
             self._push(self.pbuf, j, P_t)
             return alpha, bp
         if kill is not None:
-            self.gbuf.masked_fill_(kill[:, :, None], NEG)
-        win = self.gbuf[:, :, j:j + K] + self.db_rev  # (rows, C, K)
+            self.gbuf.masked_fill_(kill[:, None, :, None], NEG)
+        win = self.gbuf[:, q, :, j:j + K] + self.db_rev  # (rows, C, K)
         if viterbi:
             k = win.argmax(dim=2)
             alpha = A_t + win.amax(dim=2)
             if last:
                 return alpha, (K - k, None)
-            pre = alpha[:, None, :] + self.tr_t  # (rows, dst, src)
-            bp = (K - k, pre.argmax(dim=2))
-            gamma = pre.amax(dim=2)
+            pre = alpha[:, None, None, :] + self.tr_t  # (rows, Q, dst, src)
+            bp = (K - k, pre.argmax(dim=3))
+            gamma = pre.amax(dim=3)
         else:
             alpha = A_t + torch.logsumexp(win, dim=2)
             if last:
                 return alpha, None
-            gamma = torch.logsumexp(alpha[:, None, :] + self.tr_t, dim=2)
+            gamma = torch.logsumexp(alpha[:, None, None, :] + self.tr_t, dim=3)  # (rows, Q, C)
         if first is True:
             gamma = self.start
         elif first is not None:
-            gamma = torch.where(first, self.start, gamma)
-        self._push(self.gbuf, j, gamma + P_t)
+            gamma = torch.where(first[:, :, None], self.start, gamma)
+        self.opened = gamma + P_t[:, None, :]
+        # copy q' of slot t holds the residue (q' - t - 1) mod Q: rotate by q + 1
+        Q = self.m.Q
+        self._push(self.gbuf, j, self.opened if Q == 1 else
+                   torch.roll(self.opened, (q + 1) % Q, dims=1))
         return alpha, bp
 
 
 def _step_args(m: _Model, t: int) -> dict:
     """Keyword arguments of _Forward.step for boundary t of the plain (unbatched) pass."""
     kill = m.bad[:, t - 1] if (m.bad is not None and t > 0) else None
-    return {"kill": kill, "first": True if t == 0 else None, "last": t == m.T}
+    return {"kill": kill, "first": True if t == 0 else None, "last": t == m.T, "q": t % m.Q}
 
 
 def forward(x: CRFInputs):
@@ -324,7 +348,10 @@ def _recompute(m: _Model, spans, states, terms):
     dev = m.db.device
     n = max(t1 - t0 for t0, t1 in spans)
     fw = _Forward(m, G * B)
-    rolled = [tuple(torch.roll(s, -(t0 % K), dims=2) for s in st)
+    # slots roll so that each chunk starts in slot 0; the periodic copies so that its
+    # first boundary reads copy 0
+    rolled = [tuple(torch.roll(s, -(t0 % K), dims=-1) if m.dd else
+                    torch.roll(s, (-(t0 % K), -(t0 % m.Q)), dims=(-1, 1)) for s in st)
               for (t0, _), st in zip(spans, states)]
     fw.restore(tuple(torch.cat(parts) for parts in zip(*rolled)))
     A = torch.zeros(n, G * B, C, dtype=WORK, device=dev)
@@ -342,14 +369,14 @@ def _recompute(m: _Model, spans, states, terms):
             first = torch.zeros(G * B, 1, dtype=torch.bool, device=dev)
             first[rows] = True
     alphas = torch.empty(n, G * B, C, dtype=WORK, device=dev)
-    opens = None if m.dd else torch.empty(n, G * B, C, dtype=WORK, device=dev)
+    opens = None if m.dd else torch.empty(n, G * B, m.Q, C, dtype=WORK, device=dev)
     for i in range(n):
         j = i % K
-        alpha, _ = fw.step(j, A[i], P[i], kill=None if kill is None else kill[i],
+        alpha, _ = fw.step(j, A[i], P[i], q=i % m.Q, kill=None if kill is None else kill[i],
                            first=first if i == 0 else None)
         alphas[i] = alpha
         if opens is not None:
-            opens[i] = fw.gbuf[:, :, j]
+            opens[i] = fw.opened
     out = []
     for g, (t0, t1) in enumerate(spans):
         rows = slice(g * B, (g + 1) * B)
@@ -396,8 +423,11 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
         # per-step segment marginals are (B, C+1, C, K): this many steps at a time
         blk = max(1, (1 << 19) // (B * (C + 1) * C * K))
     else:
-        g_tr = torch.zeros_like(m.tr)
-        blk = max(1, (1 << 18) // (B * C * C))
+        Q = m.Q
+        g_tr = torch.zeros_like(m.tr)  # (Q, C, C)
+        blk = max(1, (1 << 18) // (B * Q * C * C))
+        r_of_k = torch.arange(K, device=dev) % Q  # residue of duration d = k + 1
+        by_r = torch.nn.functional.one_hot(r_of_k, Q).to(WORK)  # (K, Q)
     none = torch.full((B, C), NEG, dtype=WORK, device=dev)
     beyond = torch.tensor([0.0 if n >= T else NEG for n in m.lengths], dtype=WORK,
                           device=dev)[:, None]  # -inf for sequences with L_b < t
@@ -430,9 +460,11 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
         # the beta recursion, backwards through the chunk
         betas = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_t (closing)
-        bgs = torch.full((n, B, C), NEG, dtype=WORK, device=dev)  # beta_gamma_s (static)
+        # beta_gamma^r_s (static/periodic), residues last
+        bgs = None if m.dd else torch.full((n, B, C, Q), NEG, dtype=WORK, device=dev)
         starts = torch.zeros(n, B, C, dtype=WORK, device=dev)  # P(segment of c starts at s)
-        opens_lz = None if m.dd else opens - lz  # gamma_s + P_s - log Z
+        # gamma^r_s + P_s - log Z, residues last (n, B, C, Q)
+        opens_lz = None if m.dd else opens.transpose(2, 3) - lz[:, :, None]
         for i in range(n - 1, -1, -1):
             t = t0 + i
             if t < T:
@@ -446,19 +478,21 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                     u = P[i][:, :, None] + db_t + close  # (B, C, K)
                     beta = torch.logsumexp(tr_p[:C] + u[:, None], dim=(2, 3))
                 else:
-                    # beta_gamma_t by a logsumexp whose exponentials also give the
+                    # beta_gamma^r_t by a logsumexp whose exponentials also give the
                     # marginals of the segments starting at t (duration_bias gradient)
                     v = close + db_t
                     mx = v.amax(dim=2).clamp_(min=_TINY)
-                    e = torch.exp(v - mx[:, :, None])
-                    tot = e.sum(dim=2)
-                    bg = torch.log(tot, out=bgs[i]).add_(mx).add_(P[i])
-                    fac = torch.exp(opens_lz[i] + mx).mul_(w)  # (B, C)
-                    g_db_b.addcmul_(e, fac[:, :, None])
-                    torch.mul(tot, fac, out=starts[i])
+                    e = torch.exp(v - mx[:, :, None])  # (B, C, K)
+                    tot = e.sum(dim=2, keepdim=True) if Q == 1 else e @ by_r  # (B, C, Q)
+                    bg = torch.log(tot, out=bgs[i]).add_(mx[:, :, None]).add_(P[i][:, :, None])
+                    fac = torch.exp(opens_lz[i] + mx[:, :, None]).mul_(w[:, :, None])
+                    g_db_b.addcmul_(e, fac if Q == 1 else fac[:, :, r_of_k])
+                    torch.sum(tot * fac, dim=2, out=starts[i])
                     if t == 0:
                         break
-                    beta = torch.logsumexp(m.tr + bg[:, None, :], dim=2)
+                    # (B, Q, C', C) over the residues and the destination labels
+                    beta = torch.logsumexp(m.tr + bg.transpose(1, 2)[:, :, None, :],
+                                           dim=(1, 3))
             else:
                 beta = none
             if t > min_len:
@@ -503,9 +537,11 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             if t0 == 0:
                 g_start += starts[0].sum(0)
             for a0 in range(0, n, blk):
-                a, bg = alphas[a0:a0 + blk], bgs[a0:a0 + blk]
-                g_tr += (torch.exp(a[:, :, :, None] + m.tr + bg[:, :, None, :]
-                                   - lz[:, :, None]) * w[:, :, None]).sum((0, 1))
+                # (r, B, Q, C', C): alpha_t(c') + transition[q, c', c] + beta_gamma^q_t(c)
+                a = alphas[a0:a0 + blk][:, :, None, :, None]
+                bg = bgs[a0:a0 + blk].transpose(2, 3)[:, :, :, None, :]
+                g_tr += (torch.exp(a + m.tr + bg - lz[:, :, None, None])
+                         * w[:, :, None, None]).sum((0, 1))
         hi = min(t1, T)
         rows = hi - t0
         g_ps[:, t0:hi] = starts[:rows].transpose(0, 1).to(out_dtype)
@@ -525,7 +561,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     if m.dd:
         g_tr_full[:K] = g_tr.to(out_dtype)
     else:
-        g_tr_full.copy_(g_tr)
+        g_tr_full.copy_(g_tr.reshape(x.transition.shape))
     g_db_full = torch.zeros_like(x.duration_bias, dtype=out_dtype)
     g_db_full[:K] = (g_db + g_db_b.sum(0)).T.to(out_dtype)
     return {
@@ -555,7 +591,9 @@ def viterbi(x: CRFInputs):
         d_type = torch.int16 if K < 2**15 else torch.int32
         c_type = torch.int16 if C < 2**15 else torch.int32
         bp_d = torch.zeros(T + 1, B, C, dtype=d_type, device=dev)
-        bp_c = torch.zeros(T + 1, B, C, dtype=c_type, device=dev)
+        # predecessor labels: per segment end (dd) or per opening position and residue
+        bp_c = torch.zeros((T + 1, B, C) if m.dd else (T + 1, B, m.Q, C), dtype=c_type,
+                           device=dev)
         score = torch.full((B,), NEG, dtype=WORK, device=dev)
         best = torch.zeros(B, dtype=torch.int64, device=dev)
         for t0, t1 in m.chunks():
@@ -591,9 +629,10 @@ def viterbi(x: CRFInputs):
                 labels[b, s:t] = c
                 seg_start[b, s] = True
                 if s > 0:
-                    # static: the predecessor of a segment starting at s is bp_c[s];
-                    # duration-dependent: it is stored with the segment's end t
-                    c = int(bp_c_np[t if m.dd else s, b, c])
+                    # static/periodic: the predecessor of a segment starting at s with
+                    # duration d is bp_c[s, (d-1) mod Q]; duration-dependent: it is
+                    # stored with the segment's end t
+                    c = int(bp_c_np[t, b, c] if m.dd else bp_c_np[s, b, (d - 1) % m.Q, c])
                 t = s
         return (score.to(x.scores.dtype), torch.from_numpy(labels).to(dev),
                 torch.from_numpy(seg_start).to(dev))

@@ -59,6 +59,8 @@ def _scope(x: CRFInputs) -> str | None:
                 f"the register budget of {MAX_RING} elements")
     if x.scores.dtype != torch.float32:
         return f"the Triton kernels compute in float32, got {x.scores.dtype}"
+    if x.periodic:
+        return "periodic (P, C, C) transitions with P < K are not in the Triton kernels yet"
     return None
 
 
@@ -541,7 +543,8 @@ def _backward_dd(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
 
     _Overlap(dev, nseg).run(recompute, reverse)
     n = min(K, KP)  # durations beyond the ring (> T) get 0
-    transition = torch.zeros(K, C, C, device=dev, dtype=torch.float64)
+    # (P, C, C) with P >= K: slices past K (durations that cannot occur) get 0
+    transition = torch.zeros(x.transition.shape, device=dev, dtype=torch.float64)
     transition[:n] = (g_tr[:, :n] * g[:, None, None, None]).sum(0)
     return _gradients(x, g_scores, g_ps, g_pe, (g_db * g[:, None, None]).sum(0), transition)
 
