@@ -73,7 +73,7 @@ def _cpu_module(required: bool) -> ModuleType | None:
         if required:
             raise ValueError(f'backend="numba" needs the numba package ({e}); install it '
                              "with `pip install numba`, or use backend='torch'") from None
-        if not _warned_no_numba:
+        if not _warned_no_numba and getattr(e, "name", None) == "numba":
             _warned_no_numba = True
             warnings.warn("semiseg.crf: numba is not installed, so CPU tensors run the much "
                           "slower torch backend (`pip install numba` for the compiled one)",

@@ -8,8 +8,10 @@ Static (C, C) transitions (chain.py's docstring has the schedule and the math):
                                              rows, reversed chain with the gradients)
     viterbi(x)  -> (score, labels, seg_start) both max-product halves with small-integer
                                              backpointers, the join, the traceback
-Duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain, then
-segment by segment from the end (recompute beside the reversed chain, _Overlap).
+Periodic (P, C, C) transitions with P < K run the periodic family (chain.py's section on
+it): the same two-direction schedule with an end-indexed forward chain, the wave backward.
+Fully duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain,
+then segment by segment from the end (recompute beside the reversed chain, _Overlap).
 
 Importing this package imports triton; on CPU tensors it needs TRITON_INTERPRET=1 set
 before triton is first imported.
@@ -59,8 +61,6 @@ def _scope(x: CRFInputs) -> str | None:
                 f"the register budget of {MAX_RING} elements")
     if x.scores.dtype != torch.float32:
         return f"the Triton kernels compute in float32, got {x.scores.dtype}"
-    if x.periodic:
-        return "periodic (P, C, C) transitions with P < K are not in the Triton kernels yet"
     return None
 
 
@@ -300,6 +300,8 @@ def forward(x: CRFInputs):
     _check(x)
     if x.duration_dependent:
         return _forward_dd(x)
+    if x.periodic:
+        return _forward_per(x)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -347,6 +349,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     _check(x)
     if x.duration_dependent:
         return _backward_dd(x, saved, grad_log_z)
+    if x.periodic:
+        return _backward_per(x, saved, grad_log_z)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -428,6 +432,8 @@ def viterbi(x: CRFInputs):
     _check(x)
     if x.duration_dependent:
         return _viterbi_dd(x)
+    if x.periodic:
+        return _viterbi_per(x)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -471,6 +477,167 @@ def _segmentation(x: CRFInputs, score: Tensor, seg_label: Tensor):
     valid = pos < x.lengths[:, None]
     labels = torch.where(valid & ok[:, None], labels, torch.full_like(labels, -1))
     return score.to(x.scores.dtype), labels, seg_start & valid
+
+
+# ----- periodic (P, C, C) transitions, P < K: chain._fwd_end_kernel and friends -----
+
+
+def _period(x: CRFInputs):
+    return x.period, _pow2(x.period)
+
+
+def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
+    """(NPP, CP, CP) -inf padded slices of a (P, C, C) transition, each transposed or not."""
+    P, C = tr.shape[0], tr.shape[1]
+    out = torch.full((NPP, CP, CP), float("-inf"), device=tr.device, dtype=torch.float32)
+    out[:P, :C, :C] = tr.transpose(1, 2) if transpose else tr
+    return out
+
+
+def _end_state(B: int, n: int, KP: int, CP: int, dev):
+    """The end-indexed forward chain's ring, alpha (float32) and normaliser (float64)."""
+    return (torch.empty(B, n, KP, CP, device=dev, dtype=torch.float32),
+            torch.empty(B, n, CP, device=dev, dtype=torch.float32),
+            torch.empty(B, n, device=dev, dtype=torch.float64))
+
+
+def _forward_per(x: CRFInputs):
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    NP, NPP = _period(x)
+    dev = x.scores.device
+    P = _segment_length(T, K, B, dev)
+    nck = math.ceil(T / P) + 1
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    db = x.duration_bias.contiguous()
+    tr_f = _per_transition(x.transition, CP, NPP, transpose=True)  # [r, dst, src]
+    tr_r = _per_transition(x.transition, CP, NPP, transpose=False)  # [r, c', c]
+    rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
+    ck = {"f": _end_state(B, nck, KP, CP, dev), "r": _chain_state(B, nck, KP, CP, dev)}
+    mid = {"f": _end_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
+    nw = _warps(KP, CP)
+
+    def fwd():
+        chain._fwd_end_kernel[(B,)](
+            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
+            dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy,
+            T, C, K, P, nck, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
+            num_warps=nw, **flags)
+
+    def rev():
+        chain._fwd_kernel[(B,)](
+            scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
+            dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
+            KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+
+    _Both(dev).run(fwd, rev)
+    log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
+    (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
+    chain._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
+                                 C, P, KP=KP, CP=CP, num_warps=nw)
+    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
+             "ops": (scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags)}
+    return log_z64.to(x.scores.dtype), saved
+
+
+def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    NP, NPP = _period(x)
+    dev = x.scores.device
+    P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
+    scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags = saved["ops"]
+    nseg = math.ceil(T / P)
+    f32 = {"device": dev, "dtype": torch.float32}
+    f64 = {"device": dev, "dtype": torch.float64}
+    dummy = torch.empty(1, **f32)
+    fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
+           "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
+    nw = _warps(KP, CP)
+
+    def fwd():
+        chain._fwd_end_kernel[(B,)](
+            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
+            dummy, dummy, dummy, dummy, dummy, dummy, dummy, *fin["f"],
+            T, C, K, P, nck, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
+            num_warps=nw, **flags)
+
+    def rev():
+        chain._fwd_kernel[(B,)](
+            scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
+            dummy, dummy, dummy, dummy, dummy, *fin["r"], T, C, K, P, nck, 0,
+            KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+
+    _Both(dev).run(fwd, rev)
+    row_bytes = (NPP + 1) * CP * 4 + 8
+    W = max(1, min(nseg, ROWS_BUDGET // (B * P * row_bytes)))
+    rows = (torch.empty(B, W, P, NPP, CP, **f32), torch.empty(B, W, P, CP, **f32),
+            torch.empty(B, W, P, **f64))
+    g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
+    g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
+    g_db = torch.zeros(B, nck, KP, CP, **f32)
+    g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32)
+    trans = x.transition.contiguous()
+    for k0 in range(0, nseg, W):
+        w = min(W, nseg - k0)
+        chain._fwd_end_kernel[(B, w)](
+            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
+            dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, num_warps=nw,
+            **flags)
+        chain._bwd_kernel[(B, w)](
+            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
+            ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
+            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, num_warps=nw,
+            **flags)
+    transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
+    return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
+                      transition)
+
+
+def _viterbi_per(x: CRFInputs):
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    NP, NPP = _period(x)
+    dev = x.scores.device
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    db = x.duration_bias.contiguous()
+    tr_f = _per_transition(x.transition, CP, NPP, transpose=True)
+    tr_r = _per_transition(x.transition, CP, NPP, transpose=False)
+    rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
+    i32 = {"device": dev, "dtype": torch.int32}
+    mid_f = _end_state(B, 1, KP, CP, dev)
+    mid_bd, mid_bc = torch.empty(B, KP, CP, **i32), torch.empty(B, KP, CP, **i32)
+    mid_r = _chain_state(B, 1, KP, CP, dev)
+    bp_d = torch.empty(B, T, NPP, C, device=dev,
+                       dtype=torch.int16 if KP < 2**15 else torch.int32)
+    bp_c = torch.empty(B, T, NPP, C, device=dev,
+                       dtype=torch.int16 if NPP * CP < 2**15 else torch.int32)
+    nw = _warps(KP, CP)
+
+    def fwd():
+        chain._fwd_end_kernel[(B,)](
+            scores, allowed, ps, pe, tr_f, db, start, x.lengths, dummy, dummy, dummy,
+            *mid_f, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
+            T, C, K, 1, 1, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, num_warps=nw, **flags)
+
+    def rev():
+        chain._fwd_kernel[(B,)](
+            scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
+            *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
+            KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+
+    _Both(dev).run(fwd, rev)
+    score = torch.empty(B, device=dev, dtype=torch.float64)
+    labels = torch.full((B, T), -1, device=dev, dtype=torch.int64)
+    starts = torch.zeros(B, T, device=dev, dtype=torch.bool)
+    (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid_f, mid_r
+    chain._viterbi_join_end_kernel[(B, 2)](
+        f_ring, mid_bd, mid_bc, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, bp_d, bp_c,
+        score, labels, starts.view(torch.uint8), T, C, KP=KP, CP=CP, NPP=NPP, BLOCK=64,
+        num_warps=nw)
+    return score.to(x.scores.dtype), labels, starts
 
 
 # ----- duration-dependent (K, C, C) transitions: chain._fwd_dd_kernel and friends -----

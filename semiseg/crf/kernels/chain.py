@@ -58,6 +58,30 @@ def _lse1(v):
 
 
 @triton.jit
+def _lse_mid(v):
+    """logsumexp over axis 1 of a (NPP, KP, CP) tensor -> (NPP, CP)."""
+    mx = tl.max(v, 1)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, None, :]), 1))
+
+
+@triton.jit
+def _lse_outer(v):
+    """logsumexp over axes 0 and 2 of a (NPP, CP, CP) tensor -> (CP,) (axis 1 kept)."""
+    mx = tl.max(tl.max(v, 2), 0)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.sum(tl.exp(v - mxs[None, :, None]), 2), 0))
+
+
+@triton.jit
+def _lse_last(v):
+    """logsumexp over axis 2 of a (NPP, CP, CP) tensor -> (NPP, CP)."""
+    mx = tl.max(v, 2)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, :, None]), 2))
+
+
+@triton.jit
 def _safe_max(x):
     m = tl.max(x, 0)
     return tl.where(m == NEG, 0.0, m)
@@ -103,7 +127,7 @@ def _fwd_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
-    WRITE_ROWS: tl.constexpr = False,
+    WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -128,6 +152,16 @@ def _fwd_kernel(
             rows (gamma, alpha, N) into block program id 1 of rows_* (B, W, P, ...).
     MODE 2: Viterbi half up to M (P = 1: M = ceil(L / 2)), max instead of logsumexp,
             backpointers for every position it passes, state at M -> mid_*.
+
+    NP > 1 (periodic transitions, only with REV: the forward chain of the periodic family
+    is _fwd_end_kernel): the transition into a segment depends on that segment's duration
+    mod NP, which the reversed chain knows when it reads the segment, so "alpha" splits
+    by residue, bg^r[p, c] = logsumexp over the slots with (d-1) mod NP = r, and
+        "gamma"[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]   (O(NP C^2)),
+    `trans` being the host's (NPP, CP, CP) padded [r, c', c]. The stored "alpha" is
+    logsumexp_r bg^r. MODE 2 stores, per position p, bp_d[p, r, c] (the best duration of a
+    segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
+    successor of a segment of c' ending at p), both (B, T, NPP, C).
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
@@ -138,7 +172,14 @@ def _fwd_kernel(
     cmask1 = cs1 < C
     cmask = cs < C
     rs = tl.arange(0, CP)[:, None]
-    if GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
+    if NP > 1:
+        tl.static_assert(REV)
+        rr = tl.arange(0, NPP)
+        r3 = rr[:, None, None]
+        rr2 = rr[:, None]
+        tr3 = tl.load(trans + (r3 * CP + tl.arange(0, CP)[None, :, None]) * CP
+                      + tl.arange(0, CP)[None, None, :])
+    elif GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)
     else:
         # the host's padded transpose tr[dst, src] (CP x CP, -inf pad): gamma reduces over
@@ -209,43 +250,74 @@ def _fwd_kernel(
             v = R + tl.where(d <= K, 0.0, NEG)
         else:
             v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
-        if MODE == 2:
-            alp = tl.max(v, 0)
-            best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
-        elif LEAVE_OUT == 2:
-            alp = tl.sum(tl.where(js == 0, v, 0.0), 0)
-        else:
-            alp = _lse0(v)
-        alp = alp + per
-        if LEAVE_OUT == 4:
-            m = tl.zeros((), tl.float32)
-        else:
-            m = _safe_max(alp)
-        alp = alp - m
-        n = n + m.to(tl.float64)
-        mprev = m
-        if LEAVE_OUT == 1:
-            gam = alp
-        else:
-            if GAMMA_ROWS:
-                g2 = alp[:, None] + tr
-                if MODE == 2:
-                    gam = tl.max(g2, 0)
-                    best_c = tl.argmax(g2, 0)
-                else:
-                    gam = _lse0(g2)
-            else:
-                g2 = tr + alp[None, :]
-                if MODE == 2:
-                    gam = tl.max(g2, 1)
-                    best_c = tl.argmax(g2, 1)
-                else:
-                    gam = _lse1(g2)
+        if NP > 1:
+            # the reversed chain of the periodic family: split by the residue of d
+            rd = (d - 1) % NP
+            v3 = tl.where(rd[None, :, :] == r3, v[None, :, :], NEG)  # (NPP, KP, CP)
             if MODE == 2:
-                tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
+                a3 = tl.max(v3, 1)
+                bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+            else:
+                a3 = _lse_mid(v3)
+            a3 = a3 + per[None, :]
+            m = _safe_max(tl.max(a3, 0))
+            a3 = a3 - m
+            n = n + m.to(tl.float64)
+            mprev = m
+            g3 = tr3 + a3[:, None, :]  # [r, c', c]
+            if MODE == 2:
+                gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
+                gyi = tl.argmax(g3, 2)
+                gam = tl.max(gy, 0)
+                gri = tl.argmax(gy, 0)  # best residue per c'
+                best_y = tl.sum(tl.where(rr2 == gri[None, :], gyi, 0), 0)
+                alp = tl.max(a3, 0)
+                bpb = (b * T + p) * NPP * C
+                tl.store(bp_d + bpb + rr2 * C + cs, bd3.to(bp_d.dtype.element_ty),
+                         mask=(rr2 < NP) & cmask)
+                tl.store(bp_c + bpb + cs1, (gri * CP + best_y).to(bp_c.dtype.element_ty),
                          mask=cmask1)
-                tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
-                         mask=cmask1)
+            else:
+                gam = _lse_outer(g3)
+                alp = _lse0(a3)
+        else:
+            if MODE == 2:
+                alp = tl.max(v, 0)
+                best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
+            elif LEAVE_OUT == 2:
+                alp = tl.sum(tl.where(js == 0, v, 0.0), 0)
+            else:
+                alp = _lse0(v)
+            alp = alp + per
+            if LEAVE_OUT == 4:
+                m = tl.zeros((), tl.float32)
+            else:
+                m = _safe_max(alp)
+            alp = alp - m
+            n = n + m.to(tl.float64)
+            mprev = m
+            if LEAVE_OUT == 1:
+                gam = alp
+            else:
+                if GAMMA_ROWS:
+                    g2 = alp[:, None] + tr
+                    if MODE == 2:
+                        gam = tl.max(g2, 0)
+                        best_c = tl.argmax(g2, 0)
+                    else:
+                        gam = _lse0(g2)
+                else:
+                    g2 = tr + alp[None, :]
+                    if MODE == 2:
+                        gam = tl.max(g2, 1)
+                        best_c = tl.argmax(g2, 1)
+                    else:
+                        gam = _lse1(g2)
+                if MODE == 2:
+                    tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
+                             mask=cmask1)
+                    tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
+                             mask=cmask1)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
         tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
         tl.store(mid_gam + b * CP + cs1, gam)
@@ -323,6 +395,7 @@ def _bwd_kernel(
     KP: tl.constexpr, CP: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
+    NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -357,6 +430,15 @@ def _bwd_kernel(
     the segments across M, normalised by the forward pass's log Z (`log_z`).
     Below, positions and boundaries are in the chain's frame (mirrored when REV:
     u -> L - 1 - u for positions, t -> L - t for boundaries).
+
+    END (the periodic family, any NP >= 1; wave path only: neither REV nor ROWS_FULL):
+    the forward checkpoints are _fwd_end_kernel's. NP > 1: the reversed chain of
+    _fwd_kernel's NP > 1 branch with its gradients; the forward checkpoint rings are
+    _fwd_end_kernel's (indexed by segment end, so the segments across u1 are one
+    elementwise sum of the two rings), rows_gam holds gamma^r (NPP, CP) per position,
+    and the segment posteriors, P_start = sum_r exp(gamma^r + bg^r - log Z), the
+    duration_bias and the transition (per residue, g_tr (B, NCK, NPP, CP, CP)) gradients
+    are taken per residue.
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
@@ -386,7 +468,19 @@ def _bwd_kernel(
         cmask1 = cs1 < C
         cmask = cs < C
         rs = tl.arange(0, CP)[:, None]
-        tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
+        if END:
+            tl.static_assert(not REV and not ROWS_FULL)
+        if NP > 1:
+            tl.static_assert(END)
+            rr = tl.arange(0, NPP)
+            r3 = rr[:, None, None]
+            rr2 = rr[:, None]
+            rs3 = tl.arange(0, CP)[None, :, None]
+            cs3 = tl.arange(0, CP)[None, None, :]
+            tr3 = tl.load(trans + (r3 * C + rs3) * C + cs3,  # [r, src, dst]
+                          mask=(r3 < NP) & (rs3 < C) & (cs3 < C), other=NEG)
+        else:
+            tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
         if u1 == L:  # the chain's own start: nothing after L
@@ -408,8 +502,12 @@ def _bwd_kernel(
             gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
-                              js, cs, cs1, cmask, KP, CP)
+            if END:
+                cross = _crossing_end(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1, L,
+                                      js, cs, cmask, KP, CP)
+            else:
+                cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
+                                  js, cs, cs1, cmask, KP, CP)
             zq = _through(cross, bnd)
             lz = tl.load(ck_n + ckb) + n + zq.to(tl.float64)
             run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses u1)
@@ -419,7 +517,10 @@ def _bwd_kernel(
         mprev = tl.zeros((), tl.float32)
         lz_ok = lz > float("-inf")
         acc_db = tl.zeros((KP, CP), tl.float32)
-        acc_tr = tl.zeros((CP, CP), tl.float32)
+        if NP > 1:
+            acc_tr = tl.zeros((NPP, CP, CP), tl.float32)
+        else:
+            acc_tr = tl.zeros((CP, CP), tl.float32)
         if ROWS_FULL:
             rbase = b * T
         else:
@@ -434,7 +535,6 @@ def _bwd_kernel(
             psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
             per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
             r = rbase + p
-            gF = tl.load(rows_gam + r * CP + cs1)
             aF = tl.load(rows_alp + r * CP + cs1)
             nF = tl.load(rows_n + r)
             ins = gam + per
@@ -446,28 +546,52 @@ def _bwd_kernel(
             mx = tl.max(v, 0)
             mxs = tl.where(mx == NEG, 0.0, mx)
             e = tl.exp(v - mxs[None, :])
-            esum = tl.sum(e, 0)
-            bg = tl.where(mx == NEG, NEG, mxs + tl.log(esum)) + psr
-            m = _safe_max(bg)
-            bg = bg - m
-            n = n + m.to(tl.float64)
-            mprev = m
-            base = (nF + n - lz).to(tl.float32)
-            base = tl.where(lz_ok, base, NEG)
-            pstart = tl.exp(gF + bg + base)
-            # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow), gathered
-            # into duration order
-            w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
-            acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
-            # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
-            ba = _lse1(tr + bg[None, :])
-            # the transition at this chain's boundary u (position p, or p + 1 when REV):
-            # the REV launch's last one is M, which the other launch's first one skips
-            trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
-            if ROWS_FULL and not REV:
-                acc_tr += tl.where(p == M, 0.0, trw)
+            if NP > 1:
+                # split by the residue of each slot's duration
+                sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+                esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
+                bg3 = tl.where(mx[None, :] == NEG, NEG, mxs[None, :] + tl.log(esum3))
+                bg3 = bg3 + psr[None, :]
+                m = _safe_max(tl.max(bg3, 0))
+                bg3 = bg3 - m
+                n = n + m.to(tl.float64)
+                mprev = m
+                base = (nF + n - lz).to(tl.float32)
+                base = tl.where(lz_ok, base, NEG)
+                gF3 = tl.load(rows_gam + (r * NPP + rr2) * CP + cs)  # gamma^r[p]
+                ps3 = tl.exp(gF3 + bg3 + base)  # P(segment of c, residue r, starts at p)
+                pstart = tl.sum(ps3, 0)
+                fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
+                w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+                acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
+                ba = _lse_outer(tr3 + bg3[:, None, :])
+                acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
             else:
-                acc_tr += trw
+                gF = tl.load(rows_gam + r * CP + cs1)
+                esum = tl.sum(e, 0)
+                bg = tl.where(mx == NEG, NEG, mxs + tl.log(esum)) + psr
+                m = _safe_max(bg)
+                bg = bg - m
+                n = n + m.to(tl.float64)
+                mprev = m
+                base = (nF + n - lz).to(tl.float32)
+                base = tl.where(lz_ok, base, NEG)
+                pstart = tl.exp(gF + bg + base)
+                # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow),
+                # gathered into duration order
+                w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
+                acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
+                ba = _lse1(tr + bg[None, :])
+                # the transition at this chain's boundary u (position p, or p + 1 when
+                # REV): the REV launch's last one is M, which the other launch's first
+                # one skips
+                trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+                if ROWS_FULL and not REV:
+                    acc_tr += tl.where(p == M, 0.0, trw)
+                else:
+                    acc_tr += trw
             pe_next = pend  # P_end[p + 1]
             run = run + pe_next.to(tl.float64)
             tl.store(g_scores + seq + p * C + cs1, gl * run.to(tl.float32), mask=cmask1)
@@ -486,7 +610,9 @@ def _bwd_kernel(
                                        L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
         slot = b * NCK + seg
         tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
-        if REV:  # the mirror frame's transition is the transpose
+        if NP > 1:
+            tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
+        elif REV:  # the mirror frame's transition is the transpose
             tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
         else:
             tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
@@ -606,6 +732,267 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
                 u = u + d
                 if u < L:
                     c2 = tl.load(bp_c + base + u * C + c2).to(tl.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# Periodic transitions: trans[(d-1) mod NP, src, dst] (NP, C, C), NP < K, d = the duration
+# of the destination segment (NP = 1 is the static case as a (1, C, C) tensor). The family
+# runs the static kernels' two-direction schedule with the wave backward:
+#   forward chain  _fwd_end_kernel: the ring is indexed by a segment's END (as the
+#       duration-dependent kernels do), so each segment is inserted when it starts, with its
+#       duration known: at step s every d inserts gamma^{(d-1) mod NP}[s] + ps[s] + db[d-1]
+#       into slot (s + d) % KP, then every slot gets the scores of position s and alpha[s+1]
+#       is slot (s + 1) % KP plus pe[s]; gamma^r[s+1] = logsumexp_c' alpha[s+1, c'] +
+#       trans[r, c', c] for the NP residues: O(NP C^2 + K C) per step, one ring.
+#   reversed chain _fwd_kernel with NP > 1 (REV): start-indexed ring, split by residue at
+#       the read (its docstring).
+#   join           the forward ring at M holds, per end e > M, every segment that started
+#       before M; the reversed ring, per end e, everything from M on: the segments across M
+#       are one elementwise sum of the two rings (_crossing_end), O(K C).
+#   backward       waves of checkpoint segments: _fwd_end_kernel MODE 1 recomputes the rows
+#       (gamma^r, alpha, N), _bwd_kernel with NP > 1 runs the reversed chain with the
+#       gradients.
+#   Viterbi        both halves with backpointers (the forward's stored at the segment's end,
+#       as the duration-dependent kernels do; the reversed chain's per residue), the best
+#       path across M from the two rings and the forward ring's per-slot best start and
+#       predecessor, then the traceback both ways.
+# ---------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _crossing_end(F, Rr, t1, L, js, cs, cmask, KP: tl.constexpr, CP: tl.constexpr):
+    """logsumexp per label of the segments [s, e) with s < t1 < e, from the end-indexed
+    forward ring F at t1 (slot e % KP: every segment ending at e that started before t1,
+    with its duration bias and the scores up to t1 - 1) and the reversed ring Rr at t1
+    (slot (L - e) % KP: f[t1..e-1] + pe[e-1] + beta_alpha[e]); both relative."""
+    e = t1 + ((js - t1 - 1) & (KP - 1)) + 1  # the end held by each forward slot
+    ok = (e - t1 < KP) & (e <= L) & cmask  # e - t1 = KP: the slot of t1 itself (read)
+    Fe = tl.load(F + js * CP + cs)
+    Re = tl.load(Rr + ((L - e) & (KP - 1)) * CP + cs)
+    return _lse0(tl.where(ok, Fe + Re, NEG))
+
+
+@triton.jit
+def _fwd_end_kernel(
+    scores, allowed, ps, pe, trans, db, init, lengths,
+    ck_ring, ck_alp, ck_n,
+    mid_ring, mid_alp, mid_n, mid_bd, mid_bc,
+    rows_gam, rows_alp, rows_n,
+    bp_d, bp_c,
+    out_alp, out_n,
+    T, C, K, P, NCK, seg0,
+    KP: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr,
+    MODE: tl.constexpr, PHASE: tl.constexpr = 0,
+    HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
+    HAS_PE: tl.constexpr = False,
+):
+    """The forward chain with periodic transitions (section comment above), one sequence
+    per program (id 0 = b). `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
+    MODEs and PHASEs as _fwd_kernel without REV: 0/0 the half [0, M) with checkpoints
+    (ring, alpha, N; gamma is recomputed from alpha) and the state at M -> mid_*; 0/1 the
+    other half from mid_*, with checkpoints, final alpha and N -> out_*; 1 the rows
+    (gamma^r (NPP, CP), alpha, N) of checkpoint segment seg0 + program id 1; 2 Viterbi over
+    [0, M) (M = ceil(L / 2)): bp_d[p, 0, c] / bp_c[p, 0, c] = the duration of / the label
+    before the best segment of c ending at p + 1 (B, T, NPP, C), and at M the ring with the
+    best duration and predecessor of every slot -> mid_*."""
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask1 = cs1 < C
+    cmask = cs < C
+    rr = tl.arange(0, NPP)
+    r3 = rr[:, None, None]
+    rr2 = rr[:, None]
+    tr3 = tl.load(trans + (r3 * CP + tl.arange(0, CP)[None, :, None]) * CP
+                  + tl.arange(0, CP)[None, None, :])  # [r, dst, src]
+    ini = tl.load(init + cs1, mask=cmask1, other=NEG)
+    ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
+    seq = b * T * C
+    ck = b * NCK
+    if MODE == 1:
+        seg = seg0 + tl.program_id(1)
+        i0 = seg * P
+        i1 = tl.minimum(i0 + P, L)
+        A = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
+        n = tl.load(ck_n + ck + seg)
+    elif PHASE == 1:
+        i0 = M
+        i1 = L
+        A = tl.load(mid_ring + (b * KP + js) * CP + cs)
+        alp = tl.load(mid_alp + b * CP + cs1)
+        n = tl.load(mid_n + b)
+    else:
+        i0 = 0
+        if MODE == 2:
+            i1 = _split(L, 1)
+        else:
+            i1 = M
+        A = tl.full((KP, CP), NEG, tl.float32)
+        alp = tl.full((CP,), NEG, tl.float32)
+        n = tl.zeros((), tl.float64)
+    # gamma^r at the first boundary: `start` at 0, else from alpha
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(tr3 + alp[None, None, :]))
+    if MODE == 2:
+        BD = tl.full((KP, CP), 1, tl.int32)
+        BC = tl.zeros((KP, CP), tl.int32)
+        bc3 = tl.zeros((NPP, CP), tl.int32)
+    mprev = tl.zeros((), tl.float32)
+    for i in range(i0, i1):
+        p = i + tl.zeros((), tl.int64)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        if MODE == 0:  # noqa: SIM102 (a constexpr test, then a runtime one)
+            if i % P == 0:
+                k = i // P
+                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, A - mprev)
+                tl.store(ck_alp + (ck + k) * CP + cs1, alp)
+                tl.store(ck_n + ck + k, n)
+        if MODE == 1:
+            r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+            tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
+            tl.store(rows_alp + r * CP + cs1, alp)
+            tl.store(rows_n + r, n)
+        # the segments [i, i + d) go into the slots of their ends, with gamma^{(d-1) mod NP}
+        d = ((js - i - 1) & (KP - 1)) + 1
+        dok = (d <= K) & cmask
+        sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+        gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
+        x = gsel + psr[None, :] + tl.load(db + (d - 1) * C + cs, mask=dok, other=NEG)
+        own = js == (i & (KP - 1))  # slot of end i: read at the last step, now free
+        A = A - mprev
+        if MODE == 2:
+            up = own | (x > A)
+            A = tl.where(up, x, A)
+            BD = tl.where(up, d, BD)
+            BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
+        else:
+            hi = tl.maximum(A, x)
+            his = tl.where(hi == NEG, 0.0, hi)
+            A = tl.where(own, x, his + tl.log(tl.exp(A - his) + tl.exp(x - his)))
+        A = A + f[None, :]
+        nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
+        alp = tl.max(tl.where(nxt, A, NEG), 0) + per
+        if MODE == 2:
+            bpb = (b * T + p) * NPP * C
+            tl.store(bp_d + bpb + cs1,
+                     tl.max(tl.where(nxt, BD, 0), 0).to(bp_d.dtype.element_ty), mask=cmask1)
+            tl.store(bp_c + bpb + cs1,
+                     tl.max(tl.where(nxt, BC, 0), 0).to(bp_c.dtype.element_ty), mask=cmask1)
+        m = _safe_max(alp)
+        alp = alp - m
+        n = n + m.to(tl.float64)
+        mprev = m
+        g3 = tr3 + alp[None, None, :]  # [r, dst, src]
+        if MODE == 2:
+            gam3 = tl.max(g3, 2)
+            bc3 = tl.argmax(g3, 2).to(tl.int32)
+        else:
+            gam3 = _lse_last(g3)
+    if MODE == 2 or (MODE == 0 and PHASE == 0):
+        tl.store(mid_ring + (b * KP + js) * CP + cs, A - mprev)
+        tl.store(mid_alp + b * CP + cs1, alp)
+        tl.store(mid_n + b, n)
+    if MODE == 2:
+        tl.store(mid_bd + (b * KP + js) * CP + cs, BD)
+        tl.store(mid_bc + (b * KP + js) * CP + cs, BC)
+    if MODE == 0 and PHASE == 1:
+        tl.store(out_alp + b * CP + cs1, alp)
+        tl.store(out_n + b, n)
+
+
+@triton.jit
+def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, P,
+                     KP: tl.constexpr, CP: tl.constexpr):
+    """_join_kernel for the periodic family: log Z where the halves meet (M = _split(L, P)),
+    the segments across M from _crossing_end."""
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cross = _crossing_end(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, js, cs, cs < C,
+                          KP, CP)
+    bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
+    zq = _through(cross, bnd)
+    lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
+    tl.store(log_z + b, tl.where(zq == NEG, float("-inf"), lz))
+
+
+@triton.jit
+def _viterbi_join_end_kernel(f_ring, f_bd, f_bc, f_alp, f_n, r_ring, r_gam, r_n, lengths,
+                             bp_d, bp_c, score, labels, starts, T, C,
+                             KP: tl.constexpr, CP: tl.constexpr, NPP: tl.constexpr,
+                             BLOCK: tl.constexpr):
+    """_viterbi_join_kernel for the periodic family. The best of a boundary at M and of
+    every segment across M (the forward ring's slot of its end, whose best start and
+    predecessor are f_bd / f_bc there, plus the reversed ring); program 0 traces to the
+    left through the forward backpointers (stored at a segment's end), program 1 to the
+    right through the reversed ones (bp_c[u, 0, c'] = r * CP + c, the best segment after a
+    segment of c' ending at u, and bp_d[u, r, c] its duration)."""
+    b = tl.program_id(0).to(tl.int64)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, 1)
+    js = tl.arange(0, KP)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    e = M + ((js - M - 1) & (KP - 1)) + 1
+    ok = (e - M < KP) & (e <= L) & (cs < C)
+    Fe = tl.load(f_ring + (b * KP + js) * CP + cs)
+    Re = tl.load(r_ring + (b * KP + ((L - e) & (KP - 1))) * CP + cs)
+    v = tl.where(ok, Fe + Re, NEG)
+    best_v = tl.max(v, 0)
+    best_j = tl.argmax(v, 0).to(tl.int32)
+    bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
+    bv = tl.max(bnd, 0)
+    bc = tl.argmax(bnd, 0).to(tl.int64)
+    cv = tl.max(best_v, 0)
+    cc = tl.argmax(best_v, 0).to(tl.int64)
+    top = tl.maximum(bv, cv)
+    total = tl.load(f_n + b) + tl.load(r_n + b) + top.to(tl.float64)
+    lab = b * T
+    row = NPP * C
+    left = tl.program_id(1) == 0
+    if left:
+        tl.store(score + b, tl.where(top == NEG, float("-inf"), total))
+    if top > NEG:
+        if cv > bv:  # a segment [s, e) of cc across M
+            j_s = tl.sum(tl.where(cs1 == cc, best_j, 0), 0)
+            at = (b * KP + j_s) * CP + cc
+            e1 = (M + ((j_s - M - 1) & (KP - 1)) + 1).to(tl.int64)
+            s1 = e1 - tl.load(f_bd + at).to(tl.int64)
+            if left:
+                _paint(labels + lab, starts + lab, s1, e1, cc, BLOCK)
+            t = s1
+            c = tl.load(f_bc + at).to(tl.int64)  # the label before it (if s1 > 0)
+            u = e1
+            prev = cc
+        else:  # a boundary at M after a segment of bc
+            t = M.to(tl.int64)
+            c = bc
+            u = M.to(tl.int64)
+            prev = bc
+        if left:
+            while t > 0:
+                at2 = (lab + t - 1) * row + c
+                s2 = t - tl.load(bp_d + at2).to(tl.int64)
+                _paint(labels + lab, starts + lab, s2, t, c, BLOCK)
+                c = tl.load(bp_c + at2).to(tl.int64)
+                t = s2
+        else:
+            while u < L:
+                code = tl.load(bp_c + (lab + u) * row + prev).to(tl.int64)
+                rres = code // CP
+                y = code % CP
+                d = tl.load(bp_d + (lab + u) * row + rres * C + y).to(tl.int64)
+                _paint(labels + lab, starts + lab, u, u + d, y, BLOCK)
+                u = u + d
+                prev = y
 
 
 # ---------------------------------------------------------------------------------------
