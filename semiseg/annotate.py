@@ -122,9 +122,9 @@ class Annotator:
             from .genome import LabelScheme
             from .train import rc_columns, strand_swap
 
-            self.rc = (rc_columns(ckpt["feature_names"]),
-                       torch.as_tensor(strand_swap(LabelScheme.from_dict(ckpt["labels"])),
-                                       device=device))
+            swap = (self.model.channel_swap if getattr(self.model, "frames", False) else
+                    torch.as_tensor(strand_swap(LabelScheme.from_dict(ckpt["labels"]))))
+            self.rc = (rc_columns(ckpt["feature_names"]), swap.to(device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
         feats, _ = self.data.load(chrom, start, end)

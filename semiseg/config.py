@@ -94,6 +94,9 @@ class ModelConfig:
     dropout:     dropout inside the residual blocks
     lstm_hidden: BiLSTM width per direction (encoder = "cnn_lstm")
     resolution:  bp per CRF step; a multiple of inputs.bin_size (strided pooling)
+    trunk_pool, fine_channels, fine_layers: the gene model's encoder (crf.frames): its
+                 trunk (channels, layers, kernel_size, max_dilation) runs at 1/trunk_pool
+                 resolution; fine_layers residual blocks of fine_channels at 1 bp
     """
 
     encoder: str = "cnn"
@@ -105,6 +108,9 @@ class ModelConfig:
     dropout: float = 0.1
     lstm_hidden: int = 64
     resolution: int = 1
+    trunk_pool: int = 8
+    fine_channels: int = 32
+    fine_layers: int = 3
 
 
 @dataclass
@@ -118,6 +124,9 @@ class CRFConfig:
     boundaries:   boundary scores projected from the encoder's hidden states
     start_end:    learned scores for the first and last segment's label
     centering:    none | mean (see SPEC.md; "mean" decodes in training-size windows)
+    frames:       the frame-aware gene model (gene_structure schemes, 1 bp): start, CDS,
+                  stop and intron labels in three reading frames per strand, stop codons
+                  forbidden inside CDS, the frame carried through introns (README)
     """
 
     max_duration: int = 64
@@ -126,6 +135,7 @@ class CRFConfig:
     boundaries: bool = True
     start_end: bool = True
     centering: str = "none"
+    frames: bool = False
 
 
 @dataclass

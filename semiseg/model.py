@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 import torch
 from torch import Tensor, nn
 
 from .config import Config
 from .crf import SemiCRF
+from .errors import SemisegError
 
 
 def steps_for(length, pool: int):
@@ -128,11 +131,15 @@ class Segmenter(nn.Module):
         cfg: the resolved Config (model and crf sections are used).
     """
 
-    def __init__(self, n_features: int, num_labels: int, cfg: Config):
+    def __init__(self, n_features: int, num_labels: int, cfg: Config, scheme=None):
         super().__init__()
         m, c = cfg.model, cfg.crf
         pool = m.resolution // cfg.inputs.bin_size
         self.pool = pool
+        self.frames = bool(c.frames)
+        if self.frames:
+            self._init_frames(n_features, cfg, scheme)
+            return
         self.encoder = Encoder(
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
             stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,
@@ -145,10 +152,39 @@ class Segmenter(nn.Module):
             start_end=c.start_end, centering=c.centering)
         self.has_hidden = c.boundaries
 
+    def _init_frames(self, n_features: int, cfg: Config, scheme) -> None:
+        """The frame-aware gene model (framehead.py): 1-bp GeneEncoder + FrameHead."""
+        from .framehead import FrameHead, GeneEncoder
+        from .genome.frames import FrameLayout
+
+        m, c = cfg.model, cfg.crf
+        if scheme is None:
+            raise ValueError("crf.frames: the Segmenter needs the label scheme")
+        if self.pool != 1 or not cfg.inputs.sequence:
+            raise SemisegError("crf.frames: reading frames need model.resolution = "
+                               "inputs.bin_size = 1 and inputs.sequence: true")
+        layout = FrameLayout.from_scheme(scheme)
+        self.encoder = GeneEncoder(
+            n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
+            stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,
+            trunk_pool=m.trunk_pool, fine_channels=m.fine_channels, fine_layers=m.fine_layers)
+        self.emit = nn.Linear(self.encoder.hidden_dim, len(layout.channels))
+        self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end)
+        self.has_hidden = False
+        self.channel_swap = torch.as_tensor(
+            np.concatenate([layout.channel_swap(),
+                            len(layout.channels) + np.array([3, 2, 1, 0])]))
+
     def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-        """features (B, T, F), lengths (B,) -> emissions (B, S, C), hidden or None, steps."""
+        """features (B, T, F), lengths (B,) -> emissions (B, S, C), hidden or None, steps.
+
+        With reading frames the emissions are the encoder channels followed by the
+        one-hot sequence (A, C, G, T: the first four features), which FrameHead reads.
+        """
         h, steps = self.encoder(x, lengths)
         emissions = self.emit(h)
+        if self.frames:
+            emissions = torch.cat([emissions, x[..., :4].to(emissions.dtype)], dim=-1)
         return emissions, (h if self.has_hidden else None), steps
 
     def nll(self, emissions: Tensor, hidden: Tensor | None, labels: Tensor,

@@ -122,6 +122,9 @@ class Dataset:
             for b, f in enumerate(flip):
                 if f and len(xs[b]) % self.pool == 0:
                     xs[b] = xs[b][::-1, self.rc_columns]
+                    if callable(self.rc_labels):  # gold frame codes (genome/frames.py)
+                        ys[b] = self.rc_labels(ys[b])
+                        continue
                     y = ys[b][::-1]
                     ys[b] = np.where(y >= 0, self.rc_labels[np.maximum(y, 0)], -1)
         T, S = max(len(x) for x in xs), max(len(y) for y in ys)
@@ -239,6 +242,23 @@ def prepare(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- schedule
+def frame_gold_for(cfg: Config, scheme, annotation, data):
+    """Gold frame codes (genome/frames.py) for training the reading-frame gene model."""
+    from .genome.frames import FrameGold, FrameLayout
+    from .genome.labels import gff_transcripts, read_gff_rows
+
+    path = cfg.labels.annotation
+    if not path.lower().removesuffix(".gz").endswith((".gff", ".gff3", ".gtf")):
+        raise SemisegError(f"crf.frames: the annotation must be GFF3 or GTF (transcripts "
+                           f"with CDS rows), got {path}")
+    rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
+    transcripts = gff_transcripts(rows, gtf, scheme, path)
+    gold = FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
+                     min_intron=scheme.min_intron)
+    ui.log(gold.report.line())
+    return gold
+
+
 def learning_rate(step: int, total: int, warmup: int, base: float) -> float:
     """Linear warm-up over `warmup` steps, then cosine decay to 0 at `total` steps."""
     if warmup and step < warmup:
@@ -285,15 +305,20 @@ def load_checkpoint(path: str | Path) -> dict:
 
 def build_model(ckpt_or_cfg, n_features: int | None = None, num_labels: int | None = None):
     """A Segmenter from a checkpoint (weights loaded) or from (cfg, n_features, labels)."""
+    from .genome import LabelScheme
     from .model import Segmenter
 
     if isinstance(ckpt_or_cfg, dict):
         ckpt = ckpt_or_cfg
         cfg = from_dict(ckpt["config"])
-        model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg)
+        scheme = LabelScheme.from_dict(ckpt["labels"]) if cfg.crf.frames else None
+        model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
+                          scheme=scheme)
         model.load_state_dict(ckpt["model"])
         return model, cfg
-    return Segmenter(n_features, num_labels, ckpt_or_cfg), ckpt_or_cfg
+    cfg = ckpt_or_cfg
+    scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
+    return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg
 
 
 def _rng_state() -> dict:
@@ -371,6 +396,8 @@ def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int) -> dict
             em, hid, steps = _forward(model, x, lengths, device, amp)
             y = y[:, :em.shape[1]].to(device)
             nll = model.crf.nll(em, y, steps, hidden=hid)
+            if getattr(model, "frames", False):  # gold frame codes -> scheme labels
+                y = torch.as_tensor(model.crf.layout.collapse(y.cpu().numpy()), device=device)
             nll_sum += float(nll.sum())
             steps_sum += int(steps.sum())
             seg = model.crf.decode(em, steps, hidden=hid)
@@ -462,14 +489,18 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         t_load = bar.add_task("loading windows", total=len(tr) + len(va), unit="windows",
                               info="")
         rc = {}
+        gold = annotation
+        if cfg.crf.frames:
+            gold = frame_gold_for(cfg, scheme, annotation, data)
         if cfg.train.reverse_complement:
             rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
-                  "rc_labels": strand_swap(scheme), "pool": res // cfg.inputs.bin_size}
+                  "rc_labels": gold.layout.flip if cfg.crf.frames else strand_swap(scheme),
+                  "pool": res // cfg.inputs.bin_size}
         def tick():
             bar.advance(t_load, 1)
 
-        train_ds = Dataset(data, annotation, tr, columns, res, on_load=tick, **rc)
-        valid_ds = Dataset(data, annotation, va, columns, res, on_load=tick)
+        train_ds = Dataset(data, gold, tr, columns, res, on_load=tick, **rc)
+        valid_ds = Dataset(data, gold, va, columns, res, on_load=tick)
     ui.log(f"{len(tr)} training windows, {len(va)} validation windows of "
            f"{cfg.windows.size:,} bp")
 

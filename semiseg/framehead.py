@@ -1,0 +1,235 @@
+"""The frame-aware gene model's CRF head and its long-context 1-bp encoder.
+
+`FrameHead` turns encoder channels into the internal labels of
+:class:`semiseg.genome.frames.FrameLayout` (start / CDS / stop / intron in three frames
+per strand, plus the scheme's other labels), adds the gene-structure rules (periodic
+transitions, fixed start and stop codon durations, the sequence's stop and start codons
+as an `allowed` mask), runs the exact semi-CRF, and hands back *scheme* labels: callers
+see the same methods as `SemiCRF` (nll, decode, marginals) with emissions that carry the
+one-hot sequence in their last four channels.
+
+Learned scores are per kind, not per frame (the frame of a window is arbitrary): one
+transition table over kinds, one duration table (K, kinds), start/end scores per kind,
+all expanded to the internal labels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .crf import Segmentation, log_partition, viterbi
+from .genome.frames import INTRON_ANY, UNKNOWN, FrameLayout, sequence_allowed
+
+SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
+
+
+class FrameHead(nn.Module):
+    """Semi-CRF head with reading frames (see the module docstring).
+
+    Args:
+        layout: the internal labels of the scheme.
+        max_duration: K in bp.
+        start_end: learn scores for the first and last segment's kind.
+    """
+
+    def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True):
+        super().__init__()
+        self.layout = layout
+        self.num_labels = len(set(layout.scheme_label))
+        self.max_duration = K = max_duration
+        NK = len(layout.kind_names)
+        self.n_channels = len(layout.channels)
+        self.transition = nn.Parameter(torch.zeros(NK, NK))
+        self.duration = nn.Parameter(torch.zeros(K, NK))
+        self.start = nn.Parameter(torch.zeros(NK)) if start_end else None
+        self.end = nn.Parameter(torch.zeros(NK)) if start_end else None
+        em, left, right = layout.expand_index()
+        self.register_buffer("em_idx", torch.as_tensor(em), persistent=False)
+        self.register_buffer("left_idx", torch.as_tensor(left), persistent=False)
+        self.register_buffer("right_idx", torch.as_tensor(right), persistent=False)
+        self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
+        self.register_buffer("tmask", torch.as_tensor(layout.transition_mask(), dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
+                             persistent=False)
+
+    # ------------------------------------------------------------------ inputs
+    def _terms(self, emissions: Tensor, lengths: Tensor | None) -> dict:
+        B, T, _ = emissions.shape
+        R = emissions[..., :self.n_channels].float()
+        onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
+        codes = torch.where(onehot.amax(-1) > 0.5, onehot.argmax(-1), torch.full_like(
+            onehot[..., 0], 4, dtype=torch.int64))
+        if lengths is not None:  # past a sequence's end: N (a codon there is not a stop)
+            past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
+            codes = codes.masked_fill(past, 4)
+        allowed = torch.as_tensor(sequence_allowed(self.layout, codes.cpu().numpy()),
+                                  device=emissions.device)
+        r = torch.arange(T, device=emissions.device) % 3
+        idx = self.em_idx[r].expand(B, T, -1)
+        scores = torch.gather(R, 2, idx)
+
+        def proj(table):
+            i = table[r]
+            out = torch.gather(R, 2, i.clamp(min=0).expand(B, T, -1))
+            return out * (i >= 0).to(out.dtype)
+
+        k = self.kind
+        tr = self.transition[k][:, k][None] + self.tmask
+        db = self.duration[:, k] + self.dmask
+        return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
+                    start=None if self.start is None else self.start[k],
+                    end=None if self.end is None else self.end[k],
+                    proj_start=proj(self.left_idx), proj_end=proj(self.right_idx),
+                    allowed=allowed)
+
+    def gold_allowed(self, codes: Tensor) -> Tensor:
+        """(B, T) gold codes -> (B, T, C) bool of the internal labels each allows."""
+        C = len(self.layout)
+        m = codes[..., None] == torch.arange(C, device=codes.device)
+        m |= (codes == UNKNOWN)[..., None]
+        for s, code in INTRON_ANY.items():
+            if s in self.layout.strands:
+                ks = self.layout.kind_of(f"intron{s}")
+                m |= (codes == code)[..., None] & (self.kind == ks)
+        return m
+
+    # ------------------------------------------------------------------ methods
+    def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        t = self._terms(emissions, lengths)
+        return log_partition(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
+                             backend=backend, **t)
+
+    def nll(self, emissions: Tensor, labels: Tensor, lengths=None, hidden=None, *,
+            backend="auto") -> Tensor:
+        """log Z - log Z(gold) per sequence; `labels` are gold codes (frames.py)."""
+        t = self._terms(emissions, lengths)
+        B, T = labels.shape
+        gold = self.gold_allowed(labels.to(torch.int64)) & t["allowed"]
+        if lengths is not None:
+            pad = torch.arange(T, device=labels.device)[None, :] >= lengths[:, None]
+            gold |= pad[..., None]
+        sc, tr, db = t.pop("scores"), t.pop("transition"), t.pop("duration_bias")
+        two = {k: (None if t[k] is None else torch.cat([t[k], t[k]]))
+               for k in ("lengths", "proj_start", "proj_end")}
+        z = log_partition(torch.cat([sc, sc]), tr, db, start=t["start"], end=t["end"],
+                          allowed=torch.cat([t["allowed"], gold]), backend=backend, **two)
+        log_z, log_gold = z[:B], z[B:]
+        return torch.where(torch.isneginf(log_gold), torch.full_like(log_z, float("inf")),
+                           log_z - log_gold)
+
+    def decode_internal(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        """The Viterbi path over the internal labels (a Segmentation)."""
+        t = self._terms(emissions, lengths)
+        with torch.no_grad():
+            return viterbi(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
+                           backend=backend, **t)
+
+    def decode(self, emissions, lengths=None, hidden=None, *, backend="auto") -> Segmentation:
+        """The Viterbi path, in scheme labels (runs of one scheme label merged)."""
+        seg = self.decode_internal(emissions, lengths, backend=backend)
+        lab = seg.labels
+        out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
+        segments = []
+        for row in out.cpu().numpy():
+            n = int((row >= 0).sum())
+            if n == 0:
+                segments.append([])
+                continue
+            cut = np.flatnonzero(np.diff(row[:n])) + 1
+            starts = np.concatenate([[0], cut])
+            ends = np.concatenate([cut, [n]])
+            segments.append([(int(a), int(b - a), int(row[a])) for a, b in zip(starts, ends)])
+        return Segmentation(score=seg.score, segments=segments, labels=out)
+
+    def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).
+
+        boundary[t]: the probability that a start codon, a stop codon or an intron begins
+        at t or ends at t - 1 (a gene's or an exon's edge), summed over those events and
+        capped at 1; exact except where two such events meet (an intron chained into
+        another, adjacent genes), which are counted twice.
+        """
+        t = self._terms(emissions.detach(), lengths)
+        with torch.enable_grad():
+            sc = t.pop("scores").detach().requires_grad_(True)
+            ps = t.pop("proj_start").detach().requires_grad_(True)
+            pe = t.pop("proj_end").detach().requires_grad_(True)
+            tr, db = t.pop("transition").detach(), t.pop("duration_bias").detach()
+            st = None if t["start"] is None else t["start"].detach()
+            en = None if t["end"] is None else t["end"].detach()
+            z = log_partition(sc, tr, db, t["lengths"], start=st, end=en, proj_start=ps,
+                              proj_end=pe, allowed=t["allowed"], backend=backend)
+            ok = torch.isfinite(z)
+            g_sc, g_ps, g_pe = torch.autograd.grad(torch.where(ok, z, 0).sum(), (sc, ps, pe))
+        B, T, C = g_sc.shape
+        post = torch.zeros(B, T, self.num_labels, device=g_sc.device)
+        post.index_add_(2, self.collapse_idx, g_sc)
+        structural = torch.tensor([self.layout.kind_names[k][:-1] in ("start", "stop", "intron")
+                                   for k in self.layout.kind], device=g_sc.device)
+        begin = (g_ps * structural).sum(-1)
+        end = (g_pe * structural).sum(-1)
+        bnd = begin.clone()
+        bnd[:, 1:] += end[:, :-1]
+        return post.clamp(0, 1), bnd.clamp(0, 1)
+
+
+class GeneEncoder(nn.Module):
+    """A 1-bp encoder with long context: fine convolutions at 1 bp, a dilated residual
+    trunk at 1/pool resolution (several kb of context), upsampled and added back to the
+    fine path, then residual blocks at 1 bp (dilations 1, 3, 9: codon-spaced).
+
+    Returns hidden states (B, T, fine_channels) at 1 bp and the lengths unchanged.
+    """
+
+    def __init__(self, n_features: int, channels: int = 64, layers: int = 6,
+                 kernel_size: int = 5, stem_kernel: int = 9, max_dilation: int = 16,
+                 dropout: float = 0.05, trunk_pool: int = 8, fine_channels: int = 32,
+                 fine_layers: int = 3):
+        super().__init__()
+        from .model import ChannelNorm, ResidualBlock
+
+        self.pool = 1
+        self.trunk_pool = trunk_pool
+        self.stem = nn.Conv1d(n_features, fine_channels, stem_kernel, padding=stem_kernel // 2)
+        self.stem2 = nn.Conv1d(fine_channels, fine_channels, stem_kernel,
+                               padding=stem_kernel // 2)
+        self.down = nn.Conv1d(fine_channels, channels, trunk_pool, stride=trunk_pool)
+        dil, d = [], 1
+        for _ in range(layers):
+            dil.append(d)
+            d = 1 if d * 2 > max_dilation else d * 2
+        self.trunk = nn.ModuleList(ResidualBlock(channels, kernel_size, x, dropout) for x in dil)
+        self.trunk_norm = ChannelNorm(channels)
+        self.up = nn.Conv1d(channels, fine_channels, 1)
+        self.fine = nn.ModuleList(
+            ResidualBlock(fine_channels, 9, 3 ** (i % 3), dropout) for i in range(fine_layers))
+        self.out_norm = ChannelNorm(fine_channels)
+        self.act = nn.GELU()
+        self.hidden_dim = fine_channels
+
+    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        B, T, _ = x.shape
+        mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None]).to(x.dtype)
+        mask = mask[:, None, :]
+        h = self.act(self.stem(x.transpose(1, 2) * mask)) * mask
+        fine = self.act(self.stem2(h)) * mask
+        p = self.trunk_pool
+        S = -(-T // p)
+        padded = nn.functional.pad(fine, (0, S * p - T))
+        g = self.down(padded)
+        smask = (torch.arange(S, device=x.device)[None, :] < (-(-lengths // p))[:, None])
+        smask = smask.to(g.dtype)[:, None, :]
+        g = g * smask
+        for block in self.trunk:
+            g = block(g, smask)
+        g = self.up(self.act(self.trunk_norm(g)))
+        h = fine + g.repeat_interleave(p, dim=2)[:, :, :T]
+        h = h * mask
+        for block in self.fine:
+            h = block(h, mask)
+        return self.out_norm(h).transpose(1, 2) * mask.transpose(1, 2), lengths

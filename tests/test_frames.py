@@ -1,0 +1,342 @@
+"""The reading-frame gene model (genome/frames.py, framehead.py) against independent rules.
+
+The oracle is biology written out directly: a gene read 5' to 3' starts with ATG, is a
+whole number of codons after its introns are spliced out, ends with a stop codon and
+has no stop codon in frame before it; partial genes at a sequence's edges keep a frame
+with no in-frame stop. Every segmentation the model allows (enumerated by a depth-first
+search written here, not the CRF code) must be such a gene structure.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.genome import LabelScheme
+from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
+                                   frame_gold, sequence_allowed)
+from semiseg.genome.labels import Transcript
+
+STOP = {"TAA", "TAG", "TGA"}
+COMP = str.maketrans("ACGTN", "TGCAN")
+
+
+def scheme(introns: bool = True) -> LabelScheme:
+    labels = [{"name": "intergenic", "strand": "."},
+              {"name": "CDS+", "role": "CDS", "strand": "+"},
+              {"name": "CDS-", "role": "CDS", "strand": "-"}]
+    if introns:
+        labels += [{"name": "intron+", "role": "intron", "strand": "+"},
+                   {"name": "intron-", "role": "intron", "strand": "-"}]
+    return LabelScheme.from_dict({"name": "t", "kind": "gene_structure",
+                                  "background": "intergenic", "labels": labels})
+
+
+def rc(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+# ------------------------------------------------------------------ the oracle
+def check_gene(seq: str, segs: list[tuple[str, int, int]], left_edge: bool, right_edge: bool):
+    """segs: (kind, start, end) in transcript order on a plus-strand sequence. Raises
+    AssertionError when the segments are not a gene structure."""
+    kinds = [k for k, _, _ in segs]
+    assert "start" not in kinds[1:], "a start codon inside a gene"
+    assert "stop" not in kinds[:-1], "a stop codon inside a gene"
+    if not left_edge:
+        assert kinds[0] == "start", "a gene that does not begin with its start codon"
+    if not right_edge:
+        assert kinds[-1] == "stop", "a gene that does not end with its stop codon"
+    spliced = "".join(seq[a:b] for k, a, b in segs if k != "intron")
+    # exon of each spliced base: a codon across an intron is not checked for a stop
+    # (the model does not exclude stop codons split by a splice site; README)
+    exon = [i for i, (k, a, b) in enumerate(segs) if k != "intron" for _ in range(b - a)]
+    joins = {i for i, (k, _, _) in enumerate(segs) if k == "intron"}
+
+    def split(i):
+        return any(j in joins for j in range(exon[i], exon[i + 2]))
+
+    if kinds[0] == "start":
+        assert segs[0][2] - segs[0][1] == 3
+        phases = [0]
+        assert spliced.startswith("ATG"), spliced
+    else:
+        phases = [0, 1, 2]
+    if kinds[-1] == "stop":
+        assert segs[-1][2] - segs[-1][1] == 3 and spliced[-3:] in STOP
+    ok = []
+    for ph in phases:
+        starts = list(range(ph, len(spliced) - 2, 3))
+        last_is_stop = kinds[-1] == "stop"
+        if last_is_stop and (len(spliced) - ph) % 3:
+            continue
+        inner = starts[:-1] if last_is_stop else starts
+        if any(spliced[i:i + 3] in STOP and not split(i) for i in inner):
+            continue
+        ok.append(ph)
+    assert ok, f"no reading frame fits {spliced}"
+
+
+def check_structure(seq: str, labels: list[tuple[str, str, int, int]]):
+    """labels: (kind, strand, start, end) segments left to right, kind in outside/start/
+    CDS/stop/intron."""
+    T = len(seq)
+    for strand in "+-":
+        runs, cur = [], []
+        for seg in labels:
+            if seg[1] == strand and seg[0] != "outside":
+                cur.append(seg)
+            elif cur:
+                runs.append(cur)
+                cur = []
+        if cur:
+            runs.append(cur)
+        for run in runs:
+            a, b = run[0][2], run[-1][3]
+            if strand == "+":
+                check_gene(seq, [(k, s, e) for k, _, s, e in run], a == 0, b == T)
+            else:  # reverse-complement: the gene read 5' to 3'
+                flipped = [(k, T - e, T - s) for k, _, s, e in reversed(run)]
+                check_gene(rc(seq), flipped, b == T, a == 0)
+
+
+def allowed_segmentations(lay, seq, K):
+    """Every segmentation with a finite score: depth-first over segments."""
+    T = len(seq)
+    al = sequence_allowed(lay, base_codes(seq)).tolist()
+    tm = np.isfinite(lay.transition_mask())
+    dm = np.isfinite(lay.duration_mask(K))
+    C = len(lay)
+    nxt = {(r, p): [c for c in range(C) if p is None or tm[r, p, c]]
+           for r in range(3) for p in [None, *range(C)]}
+    out = []
+
+    def dfs(pos, prev, acc):
+        if pos == T:
+            out.append(list(acc))
+            return
+        for d in range(1, min(K, T - pos) + 1):
+            for c in nxt[((d - 1) % 3, prev)]:
+                if dm[d - 1, c] and all(al[u][c] for u in range(pos, pos + d)):
+                    acc.append((c, pos, pos + d))
+                    dfs(pos + d, c, acc)
+                    acc.pop()
+
+    dfs(0, None, [])
+    return out
+
+
+def named(lay, seg):
+    out = []
+    for c, a, b in seg:
+        k = lay.kind_names[lay.kind[c]]
+        out.append(("outside", ".", a, b) if k.startswith("outside:") else (k[:-1], k[-1], a, b))
+    return out
+
+
+SEQS = ["ATGAAATAG", "CTAGGCATT", "ATGTAAGTT", "TTATGCATT"]
+
+
+def random_seq(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice("ACGT") for _ in range(n))
+
+
+@pytest.mark.parametrize("seq", SEQS + [random_seq(i, 9) for i in range(2)])
+def test_every_allowed_segmentation_is_a_gene_structure(seq):
+    lay = FrameLayout.from_scheme(scheme())
+    segs = allowed_segmentations(lay, seq, K=3)
+    assert segs
+    genes = 0
+    for s in segs:
+        check_structure(seq, named(lay, s))
+        genes += any(lay.kind_names[lay.kind[c]].startswith("start") for c, _, _ in s)
+    if seq in ("ATGAAATAG", "CTAGGCATT"):
+        assert genes, "a complete gene is possible but none is allowed"
+
+
+def test_a_complete_gene_with_an_intron_is_allowed_exactly_in_frame():
+    """ATG AA | intron | A TAA: spliced ATGAAATAA is a gene; with AA after the intron
+    the spliced CDS is 10 bases and no labelling of these parts is allowed."""
+    from semiseg.crf import log_partition
+
+    lay = FrameLayout.from_scheme(scheme())
+    kinds = np.asarray(lay.kind)
+
+    def log_z(seq, parts):
+        mask = np.zeros((len(seq), len(lay)), bool)
+        for kind, a, b in parts:
+            mask[a:b] = kinds == lay.kind_of(kind)
+        mask &= sequence_allowed(lay, base_codes(seq))
+        K = 8
+        return float(log_partition(torch.zeros(1, len(seq), len(lay), dtype=torch.float64),
+                                   torch.tensor(lay.transition_mask()),
+                                   torch.tensor(lay.duration_mask(K)),
+                                   allowed=torch.as_tensor(mask)[None], backend="torch"))
+
+    good = "ATGAAGTAAGATAA"  # intron GTAAG, 5 bp
+    assert np.isfinite(log_z(good, [("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 10),
+                                    ("CDS+", 10, 11), ("stop+", 11, 14)]))
+    bad = "ATGAAGTAGAATAA"  # intron GTAG, then AA: spliced ATGAAAATAA, 10 bases
+    assert np.isneginf(log_z(bad, [("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 9),
+                                   ("CDS+", 9, 11), ("stop+", 11, 14)]))
+    # and a 7 bp intron (one whole codon's worth more) is fine again
+    assert np.isfinite(log_z("ATGAAGTAAAAGATAA", [
+        ("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 12), ("CDS+", 12, 13),
+        ("stop+", 13, 16)]))
+
+
+def test_sequence_allowed_against_a_direct_scan():
+    rng = random.Random(0)
+    lay = FrameLayout.from_scheme(scheme())
+    seq = "".join(rng.choice("ACGTTAGN") for _ in range(60))
+    al = sequence_allowed(lay, base_codes(seq))
+    T = len(seq)
+    for c, name in enumerate(lay.names):
+        if lay.frame[c] < 0 or name.startswith("intron"):
+            assert al[:, c].all()
+            continue
+        kind, f = name.split("_")
+        f = int(f)
+        for t in range(T):
+            cs = t - ((t - f) % 3)
+            word = seq[cs:cs + 3] if cs >= 0 else ""
+            is_stop = len(word) == 3 and (word in STOP if kind.endswith("+")
+                                          else rc(word) in STOP)
+            if kind.startswith("start"):
+                want = len(word) == 3 and word == ("ATG" if kind.endswith("+") else "CAT")
+            elif kind.startswith("stop"):
+                want = is_stop
+            else:
+                want = not is_stop
+            assert al[t, c] == want, (name, t, seq[max(0, t - 3):t + 4])
+
+
+def _gold(seq, transcripts, sch=None):
+    lay = FrameLayout.from_scheme(sch or scheme())
+    lab = np.zeros(len(seq), np.int64)
+    rep = GoldReport()
+    return lay, frame_gold(lay, lab, transcripts, seq, report=rep), rep
+
+
+def tx(strand, *blocks):
+    return Transcript(id="t", chrom="c", strand=strand, type="mRNA",
+                      cds=np.array(blocks, np.int64), exons=np.zeros((0, 2), np.int64),
+                      utrs=np.zeros((0, 2), np.int64))
+
+
+def test_gold_codes_of_genes_on_both_strands_and_through_an_intron():
+    # + gene: ATG AAG [intron 25 bp] GGT TAA at 3..; - gene: rc(ATG CCC TGA) at 60
+    intron = "GT" + "C" * 21 + "AG"
+    plus = "ATGAA" + intron + "GGGTTAA"  # spliced ATG AAG GGT TAA
+    minus = rc("ATGCCCTGA")
+    seq = "CCC" + plus + "CC" + "C" * 10 + minus + "CCCC"
+    p0 = 3
+    m0 = seq.index(minus)
+    t1 = tx("+", (p0, p0 + 5), (p0 + 5 + len(intron), p0 + len(plus)))
+    t2 = tx("-", (m0, m0 + 9))
+    lay, codes, rep = _gold(seq, [t1, t2])
+    assert rep.kept == 2 and not rep.partial
+    name = [lay.names[c] if c >= 0 else c for c in codes.tolist()]
+    assert name[p0:p0 + 3] == [f"start+_{p0 % 3}"] * 3 and name[p0 + 3] == f"CDS+_{p0 % 3}"
+    assert all(n == INTRON_ANY["+"] for n in name[p0 + 5:p0 + 5 + len(intron)])
+    after = p0 + 5 + len(intron)  # 'G' of the exon after the intron: codon position 2
+    assert name[after] == f"CDS+_{(after - 2) % 3}"
+    assert name[p0 + len(plus) - 3:p0 + len(plus)] == [f"stop+_{(p0 + len(plus) - 3) % 3}"] * 3
+    assert name[m0:m0 + 3] == [f"stop-_{m0 % 3}"] * 3
+    assert name[m0 + 6:m0 + 9] == [f"start-_{m0 % 3}"] * 3 and name[m0 + 3] == f"CDS-_{m0 % 3}"
+    assert name[0] == "intergenic"
+    # flipping twice is the identity; the flip is the gold of the reverse complement
+    assert (lay.flip(lay.flip(codes)) == codes).all()
+    back = [tx("-", *[(len(seq) - b, len(seq) - a) for a, b in t1.cds[::-1]]),
+            tx("+", (len(seq) - m0 - 9, len(seq) - m0))]
+    _, codes_rc, _ = _gold(rc(seq), back)
+    assert (lay.flip(codes) == codes_rc).all()
+
+
+def test_gold_reports_and_leaves_unknown_what_it_cannot_use():
+    seq = "CC" + "ATGAAACCC" + "CC" + "ATGTAAAAATAG" + "CC" + "ATGAAAC" + "CCCCC" + "ATGAAA" + "TGA" + "CC"
+    i1 = 2                       # no stop codon at the end (and none after it): unknown
+    i2 = i1 + 9 + 2              # in-frame stop inside
+    i3 = i2 + 12 + 2             # not a multiple of 3
+    i4 = i3 + 7 + 5              # GTF style: CDS rows without the stop codon after them
+    ts = [tx("+", (i1, i1 + 9)), tx("+", (i2, i2 + 12)), tx("+", (i3, i3 + 7)),
+          tx("+", (i4, i4 + 6))]
+    lay, codes, rep = _gold(seq, ts)
+    assert rep.kept == 1 and rep.stop_added == 1
+    assert rep.partial == {"no stop codon": 1, "in-frame stop codon inside": 1,
+                           "CDS not a multiple of 3": 1}
+    assert (codes[i1:i1 + 9] == UNKNOWN).all() and (codes[i2:i2 + 12] == UNKNOWN).all()
+    assert lay.names[codes[i4 + 8]].startswith("stop+")
+    assert "3 left unknown" in rep.line()
+
+
+def test_of_overlapping_genes_the_longest_is_kept():
+    seq = "ATGTTATAACATCC"  # + ATG TTA TAA on 0..9; - rc(TTATAACAT) = ATG TTA TAA on 3..12
+    lay, codes, rep = _gold(seq, [tx("+", (0, 9)), tx("-", (3, 12))])
+    # equal lengths: the leftmost is kept, the other unknown beyond it
+    assert [lay.names[c][:-2] for c in codes[:9]] == ["start+"] * 3 + ["CDS+"] * 3 + ["stop+"] * 3
+    assert (codes[9:12] == UNKNOWN).all() and (codes[12:] >= 0).all()
+    assert rep.kept == 1 and rep.partial == {"overlapping a longer gene": 1}
+
+
+def test_the_yeast_annotation_is_representable():
+    """Every gold window of the real chrI is a segmentation the model allows."""
+    from semiseg.crf import log_partition
+    from semiseg.genome import Fasta, read_annotation
+    from semiseg.genome.frames import FrameGold
+    from semiseg.genome.labels import gff_transcripts, read_gff_rows
+
+    sch = scheme()
+    fa = Fasta(["data/yeast/chrI.fa"])
+    gff = "data/yeast/yeast_chrI_chrII.gff3"
+    sizes = {"chrI": fa.chrom_sizes["chrI"], "chrII": 813178}
+    ann = read_annotation(gff, sch, sizes)
+    rows, gtf = read_gff_rows(gff, sizes)
+    gold = FrameGold(FrameLayout.from_scheme(sch), ann,
+                     [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrI"], fa)
+    assert gold.report.kept > 100
+    lay = gold.layout
+    K = 16
+    tm = torch.tensor(lay.transition_mask())
+    dm = torch.tensor(lay.duration_mask(K))
+    starts = list(range(0, sizes["chrI"] - 20000, 20011))
+    masks = []
+    for a in starts:
+        codes = gold.labels("chrI", a, a + 20000)
+        al = sequence_allowed(lay, base_codes(fa.fetch("chrI", a, a + 20000)))
+        masks.append(torch.as_tensor(al & lay.gold_mask(codes)))
+    allowed = torch.stack(masks)
+    z = log_partition(torch.zeros(*allowed.shape, dtype=torch.float64), tm, dm,
+                      allowed=allowed)
+    assert torch.isfinite(z).all()
+
+
+def test_frame_head_decodes_gene_structures_only():
+    from semiseg.framehead import FrameHead
+
+    rng = random.Random(3)
+    seq = "".join(rng.choice("ACGT") for _ in range(400))
+    lay = FrameLayout.from_scheme(scheme())
+    head = FrameHead(lay, max_duration=40)
+    torch.manual_seed(0)
+    R = torch.randn(2, len(seq), len(lay.channels)) * 2
+    R[..., lay.channels.index("start+")] += 3  # encourage genes
+    R[..., lay.channels.index("start-")] += 3
+    onehot = torch.zeros(2, len(seq), 4)
+    codes = torch.as_tensor(base_codes(seq)).long()
+    onehot[:, torch.arange(len(seq)), codes] = 1
+    em = torch.cat([R, onehot], -1)
+    seg = head.decode_internal(em, torch.tensor([400, 400]))
+    for b in range(2):
+        check_structure(seq, named(lay, [(c, s, s + d) for s, d, c in seg.segments[b]]))
+    post, bnd = head.marginals(em, torch.tensor([400, 300]))
+    assert torch.allclose(post[0].sum(-1), torch.ones(400), atol=1e-4)
+    assert float(post[1, 300:].abs().max()) == 0.0
+    assert 0 <= float(bnd.min()) and float(bnd.max()) <= 1
+    gold = torch.full((2, 400), UNKNOWN)
+    nll = head.nll(em, gold, torch.tensor([400, 300]))
+    assert torch.allclose(nll, torch.zeros(2), atol=1e-3)  # unknown everywhere: log Z - log Z
