@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Train the demo's reading-frame gene model (configs/demo.yaml) over 3 seeds, and the
+# same model with K = 3 (almost a linear-chain CRF: start and stop codons need 3 bp),
+# on one GPU in parallel; annotate chrI with each and evaluate at tolerance 0 and 20.
+# Run on the GPU machine from the repository root:
+#   bash benchmarks/gene_model_gpu.sh [TRAIN_SECONDS]
+# Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
+set -uo pipefail
+LIMIT=${1:-420}
+OUTDIR=${OUT:-results}
+if ls .whlg/*.whl >/dev/null 2>&1; then
+  pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
+    .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \
+    .whlg/annotated_doc* 2>&1 | tail -2
+fi
+export PYTHONPATH=.
+python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
+mkdir -p runs logs
+t0=$(date +%s)
+for s in 0 1 2; do
+  timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
+      --out runs/gene_s$s --set train.seed=$s --quiet > logs/gene_s$s.log 2>&1 &
+  timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
+      --out runs/k3_s$s --set train.seed=$s --set crf.max_duration=3 --quiet \
+      > logs/k3_s$s.log 2>&1 &
+done
+wait
+echo "training wall $(( $(date +%s) - t0 )) s"
+for r in runs/*; do
+  n=$(basename $r)
+  tail -3 $r/metrics.tsv 2>/dev/null | cut -f1-8
+  python -m semiseg.cli annotate --model $r/best.pt --fasta data/yeast/chrI.fa \
+      --out $r/chrI > logs/annotate_$n.log 2>&1
+  for tol in 0 20; do
+    python -m semiseg.cli evaluate --pred $r/chrI.bed --truth data/yeast/yeast_chrI_chrII.gff3 \
+        --model $r/best.pt --tolerance $tol --out $r/eval_tol$tol > logs/eval_${n}_$tol.log 2>&1
+  done
+  grep -i "macro\|annotated" logs/annotate_$n.log logs/eval_${n}_0.log | head -5
+done
+mkdir -p "$OUTDIR"
+tar czf "$OUTDIR/gene_runs.tgz" runs/*/best.pt runs/*/metrics.tsv runs/*/config.yaml \
+    runs/*/chrI.bed runs/*/chrI.gff3 runs/*/eval_tol* logs
+ls -la "$OUTDIR"
