@@ -9,11 +9,12 @@ set -uo pipefail
 LIMIT=${1:-420}
 OUTDIR=${OUT:-results}
 if ls .whlg/*.whl >/dev/null 2>&1; then
-  pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
+  python -m pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
     .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \
     .whlg/annotated_doc* 2>&1 | tail -2
 fi
 export PYTHONPATH=.
+python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml" || exit 1
 python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
 mkdir -p runs logs
 t0=$(date +%s)
