@@ -423,6 +423,8 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
             reason = "no stop codon"
         elif any(rna[i:i + 3] in STOPS["+"] for i in range(0, len(rna) - 3, 3)):
             reason = "in-frame stop codon inside"
+        elif min(blocks[0][1] - blocks[0][0], blocks[-1][1] - blocks[-1][0]) < 3:
+            reason = "start or stop codon split by an intron"
         lo, hi = blocks[0][0], blocks[-1][1]
         if reason is not None:
             report.partial[reason] = report.partial.get(reason, 0) + 1
