@@ -40,5 +40,5 @@ for r in runs/*; do
 done
 mkdir -p "$OUTDIR"
 tar czf "$OUTDIR/gene_runs.tgz" runs/*/best.pt runs/*/metrics.tsv runs/*/config.yaml \
-    runs/*/chrI.bed runs/*/chrI.gff3 runs/*/eval_tol* logs
+    runs/gene_s0/chrI.bed runs/gene_s0/chrI.gff3 runs/*/eval_tol*.tsv logs
 ls -la "$OUTDIR"
