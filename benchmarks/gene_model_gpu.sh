@@ -16,6 +16,7 @@ fi
 export PYTHONPATH=.
 python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml" || exit 1
 python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
+rm -rf runs logs  # a warm machine keeps ignored folders between calls
 mkdir -p runs logs
 t0=$(date +%s)
 for s in 0 1 2; do
@@ -39,6 +40,8 @@ for r in runs/*; do
   grep -i "macro\|annotated" logs/annotate_$n.log logs/eval_${n}_0.log | head -5
 done
 mkdir -p "$OUTDIR"
-tar czf "$OUTDIR/gene_runs.tgz" runs/*/best.pt runs/*/metrics.tsv runs/*/config.yaml \
-    runs/gene_s0/chrI.bed runs/gene_s0/chrI.gff3 runs/*/eval_tol*.tsv logs
+for r in runs/*; do  # one archive per run: the device returns files of <= 16 MiB
+  tar czf "$OUTDIR/$(basename $r).tgz" $r/best.pt $r/metrics.tsv $r/config.yaml $r/eval_tol*.tsv
+done
+tar czf "$OUTDIR/logs.tgz" logs runs/gene_s0/chrI.bed runs/gene_s0/chrI.gff3
 ls -la "$OUTDIR"
