@@ -4,8 +4,9 @@ Same contract and semantics as the torch backend (reference.py; dispatch.py's do
 states the contract): exact log-space recursions in float64 for float32 and float64
 inputs, results in the dtype of `scores`. This module turns tensors into float64 numpy
 arrays in the layouts the kernels read and back; the recursions themselves are in
-cpu_kernels.py, one compiled function per sequence and pass, the sequences of a batch in
-parallel. Importing this module imports numba (dispatch.py imports it only when first
+cpu_kernels.py, one compiled function per pass over one sequence (it releases the GIL);
+the sequences of a batch run in parallel on a small thread pool, each writing only its
+own outputs, so results do not depend on the scheduling. Importing this module imports numba (dispatch.py imports it only when first
 needed); compiled code is cached on disk, so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
@@ -18,6 +19,8 @@ Viterbi backpointers.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -29,6 +32,27 @@ from .inputs import CRFInputs
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
 CHUNK: int | None = None
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _each(B: int, call) -> list:
+    """[call(b) for b in range(B)], the sequences spread over the CPU cores."""
+    global _POOL
+    n = min(B, _threads())
+    if n <= 1:
+        return [call(b) for b in range(B)]
+    if _POOL is None or _POOL._max_workers < n:
+        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="semiseg-crf")
+    return list(_POOL.map(call, range(B)))
 
 
 def _np(t: Tensor | None, dtype=np.float64) -> np.ndarray | None:
@@ -67,32 +91,39 @@ class _Arrays:
         if self.dd:
             self.tr = np.ascontiguousarray(tr[:K])  # (K, src, dst)
             self.tr_rev = np.ascontiguousarray(self.tr[::-1].transpose(2, 0, 1))  # (dst, i, src)
+            self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
         else:
             self.tr = np.ascontiguousarray(tr.reshape(-1, C, C))  # (Q, src, dst)
             self.trT = np.ascontiguousarray(self.tr.transpose(0, 2, 1))  # (Q, dst, src)
+            self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
+        # trp: (src, (d-1 or r, dst)) flat, the layout of the backward passes
         self.n = CHUNK or max(1, int(math.sqrt((T + 1) * K)))
         self.n_chunks = -(-(T + 1) // self.n)
 
-    def common(self):
-        return (self.f, self.ps, self.pe, self.alw, self.has_ps, self.has_pe, self.has_alw,
-                self.lengths)
+    def common(self, b: int):
+        """The per-sequence inputs of sequence b, as the kernels take them first."""
+        return (self.f[b], self.ps[b % self.ps.shape[0]], self.pe[b % self.pe.shape[0]],
+                self.alw[b % self.alw.shape[0]], self.has_ps, self.has_pe, self.has_alw,
+                int(self.lengths[b]))
 
 
 def forward(x: CRFInputs):
     """log Z (B,) in the dtype of scores, and the checkpoints for `backward`."""
     a = _Arrays(x)
     B, C, K = a.B, a.C, a.K
-    log_z = np.empty(B)
     alpha_end = np.empty((B, C))
     ck_lo = np.empty((B, a.n_chunks, C), np.int64)
     if a.dd:
         ck = (np.empty((B, a.n_chunks, K, C)), np.empty((B, a.n_chunks, C, K)))
-        k.dd_forward(*a.common(), a.tr_rev, a.db_rev, a.start, a.end, a.n, *ck, ck_lo,
-                     alpha_end, log_z)
+        log_z = _each(B, lambda b: k.dd_forward(
+            *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, ck[0][b], ck[1][b],
+            ck_lo[b], alpha_end[b]))
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
-        k.fac_forward(*a.common(), a.trT, a.db_rev, a.start, a.end, a.n, *ck, ck_lo,
-                      alpha_end, log_z)
+        log_z = _each(B, lambda b: k.fac_forward(
+            *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, ck[0][b], ck_lo[b],
+            alpha_end[b]))
+    log_z = np.array(log_z, dtype=np.float64)
     saved = (a, ck, ck_lo, alpha_end, log_z)
     return torch.from_numpy(log_z).to(x.scores.dtype), saved
 
@@ -105,19 +136,26 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     g_ps = np.zeros((B, T, C))
     g_pe = np.zeros((B, T, C))
     g_sc = np.zeros((B, T, C))
-    g_tr = np.zeros((B, *a.tr.shape))
+    g_tr = np.zeros((B, *a.trp.shape))  # (src, (r or d-1, dst))
     g_start = np.zeros((B, C))
     g_end = np.zeros((B, C))
-    if a.dd:
-        g_db = np.zeros((B, K, C))
-        k.dd_backward(*a.common(), a.tr, a.tr_rev, a.db, a.db_rev, a.start, a.end, a.n,
-                      *ck, ck_lo, alpha_end, log_z, w, g_ps, g_pe, g_sc, g_tr, g_db,
-                      g_start, g_end)
-    else:
-        g_db = np.zeros((B, C, K))
-        k.fac_backward(*a.common(), a.tr, a.trT, a.db_rev, a.db_t, a.start, a.end, a.n,
-                       *ck, ck_lo, alpha_end, log_z, w, g_ps, g_pe, g_sc, g_tr, g_db,
-                       g_start, g_end)
+    g_db = np.zeros((B, K, C) if a.dd else (B, C, K))
+
+    def one(b):
+        if not np.isfinite(log_z[b]) or w[b] == 0.0:
+            return  # zero gradient
+        grads = (g_ps[b], g_pe[b], g_sc[b], g_tr[b], g_db[b], g_start[b], g_end[b])
+        if a.dd:
+            k.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
+                          a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
+                          *grads)
+        else:
+            k.fac_backward(*a.common(b), a.trp, a.trT, a.db_rev, a.db_t, a.start, a.end,
+                           a.n, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
+
+    _each(B, one)
+    g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
+    if not a.dd:
         g_db = g_db.transpose(0, 2, 1)
     dtype = x.scores.dtype
 
@@ -154,17 +192,19 @@ def viterbi(x: CRFInputs):
     a = _Arrays(x)
     B, T, C, K = a.B, a.T, a.C, a.K
     idx = np.int16 if max(K, C) < 2**15 else np.int32
-    score = np.empty(B)
     labels = np.full((B, T), -1, np.int64)
     seg_start = np.zeros((B, T), np.bool_)
     bp_d = np.zeros((B, T + 1, C), idx)
     if a.dd:
         bp_c = np.zeros((B, T + 1, 1, C), idx)
-        k.dd_viterbi(*a.common(), a.tr_rev, a.db_rev, a.start, a.end, a.n, bp_d, bp_c,
-                     labels, seg_start, score)
+        score = _each(B, lambda b: k.dd_viterbi(
+            *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            labels[b], seg_start[b]))
     else:
         bp_c = np.zeros((B, T + 1, a.tr.shape[0], C), idx)
-        k.fac_viterbi(*a.common(), a.trT, a.db_rev, a.start, a.end, a.n, bp_d, bp_c,
-                      labels, seg_start, score)
+        score = _each(B, lambda b: k.fac_viterbi(
+            *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            labels[b], seg_start[b]))
+    score = np.array(score, dtype=np.float64)
     return (torch.from_numpy(score).to(x.scores.dtype), torch.from_numpy(labels),
             torch.from_numpy(seg_start))

@@ -1,7 +1,7 @@
 """The numba kernels of the compiled CPU backend (cpu.py is the torch-facing side).
 
-One function per sequence and pass, in float64 log space, and a driver per pass that
-runs the sequences of a batch in parallel (`prange`). Notation as in reference.py:
+One compiled function per pass, each over one sequence, in float64 log space; they
+release the GIL, and cpu.py runs the sequences of a batch on a thread pool. Notation as in reference.py:
 boundary t = 0..L sits between positions; with chunk-relative prefix sums S,
 
     A_t(c) = S[t] + proj_end[t-1, c]      (closes a segment at t)
@@ -29,6 +29,9 @@ then rebased by the chunk's sum. The forward pass keeps the ring at every chunk 
 chunk's alphas and opening terms from its checkpoint, and runs the beta recursion with a
 ring of closing terms h_t = A_t + beta_t (beta_L = end), accumulating the gradients
 (reference.py's module docstring derives them). Nothing is O(T K C).
+
+Every logsumexp is a maximum pass and a sum of `fexp(v - max)`: a polynomial exp that
+LLVM vectorises (math.exp is a scalar libm call and was most of the time).
 """
 
 from __future__ import annotations
@@ -36,12 +39,96 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
 
 NEG = -np.inf
+# fast-math flags of the reduction loops: reassociation lets LLVM vectorise sums and
+# maxima (fixed order for a given build, so still deterministic); never "ninf": -inf
+# is a value here
+FM = {"nnan", "nsz", "reassoc", "contract"}
 
 
-# ------------------------------------------------------------------ small helpers
+# ------------------------------------------------------------------ exp and friends
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The int64 bit pattern of a float64."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _from_bits(typingctx, x):
+    """The float64 with a given int64 bit pattern."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+_LOG2E = 1.4426950408889634
+_ROUND = 6755399441055744.0  # 1.5 * 2^52: adding it rounds to an integer in the low bits
+_LN2_HI = 0.6931471804855391  # ln 2 in two parts; n * _LN2_HI is exact for |n| < 2^20
+_LN2_LO = 7.440617110012397e-11
+
+
+@njit(cache=True, fastmath={"contract"})
+def fexp(x):
+    """exp(x) to about 3e-16 relative for -708 <= x <= 709, and 0 below -708 (-inf too).
+
+    x = n ln 2 + r with |r| <= ln(2) / 2: exp(r) by its Taylor polynomial of degree 12,
+    2^n by writing n + 1023 into the exponent bits. Branch-free, so loops over it
+    vectorise. (No reassociation here: it would undo the rounding trick.)
+    """
+    xc = max(x, -708.0)
+    t = xc * _LOG2E + _ROUND
+    nf = t - _ROUND
+    r = xc - nf * _LN2_HI - nf * _LN2_LO
+    p = 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    scale = _from_bits((_bits(t) + 1023) << 52)  # 2^n (the low 12 bits of t hold n)
+    return p * scale if x >= -708.0 else 0.0
+
+
+@njit(cache=True, fastmath=FM)
+def _lse2(x, ox, y, oy, n):
+    """lse_{i < n} x[ox + i] + y[oy + i] (-inf for n = 0)."""
+    m = NEG
+    for i in range(n):
+        m = max(m, x[ox + i] + y[oy + i])
+    if m == NEG:
+        return NEG
+    s = 0.0
+    for i in range(n):
+        s += fexp(x[ox + i] + y[oy + i] - m)
+    return m + math.log(s)
+
+
+@njit(cache=True, fastmath=FM)
+def _argmax2(x, ox, y, oy, n):
+    """(max, first argmax) over i < n of x[ox + i] + y[oy + i]; (-inf, 0) for n = 0."""
+    m = NEG
+    for i in range(n):
+        m = max(m, x[ox + i] + y[oy + i])
+    for i in range(n):
+        if x[ox + i] + y[oy + i] == m:
+            return m, i
+    return m, 0
 
 
 @njit(cache=True)
@@ -56,69 +143,7 @@ def _lse_add(a, b):
     return b + math.log1p(math.exp(a - b))
 
 
-@njit(cache=True)
-def _gammas(alpha, trT, gam):
-    """gam[r, c] = lse_c' alpha[c'] + trT[r, c, c'] (trT is transition[r] transposed)."""
-    Q, C = gam.shape
-    for r in range(Q):
-        for c in range(C):
-            m = NEG
-            for k in range(C):
-                v = alpha[k] + trT[r, c, k]
-                if v > m:
-                    m = v
-            if m == NEG:
-                gam[r, c] = NEG
-                continue
-            s = 0.0
-            for k in range(C):
-                s += math.exp(alpha[k] + trT[r, c, k] - m)
-            gam[r, c] = m + math.log(s)
-
-
-@njit(cache=True)
-def _gammas_max(alpha, trT, gam, arg):
-    """Max-plus `_gammas`, with the best predecessor in arg[r, c]."""
-    Q, C = gam.shape
-    for r in range(Q):
-        for c in range(C):
-            m = NEG
-            best = 0
-            for k in range(C):
-                v = alpha[k] + trT[r, c, k]
-                if v > m:
-                    m = v
-                    best = k
-            gam[r, c] = m
-            arg[r, c] = best
-
-
-@njit(cache=True)
-def _push_ring(ring, gam, P, j, t, K):
-    """Write G^r_t = gam[r] + P into slot j of every rotated copy."""
-    C, Q = ring.shape[0], ring.shape[1]
-    for c in range(C):
-        for q in range(Q):
-            r = (q - t - 1) % Q
-            v = gam[r, c] + P[c]
-            ring[c, q, j] = v
-            ring[c, q, j + K] = v
-
-
-@njit(cache=True)
-def _window_lse(row, db, j, K, dmax):
-    """lse_{d=1..dmax} row[j + K - d] + db[K - d]."""
-    m = NEG
-    for i in range(K - dmax, K):
-        v = row[j + i] + db[i]
-        if v > m:
-            m = v
-    if m == NEG:
-        return NEG
-    s = 0.0
-    for i in range(K - dmax, K):
-        s += math.exp(row[j + i] + db[i] - m)
-    return m + math.log(s)
+# ------------------------------------------------------------ per-boundary pieces
 
 
 @njit(cache=True)
@@ -142,25 +167,33 @@ def _terms(ps, pe, has_ps, has_pe, S, t, L, A, P):
         P[c] = (ps[t, c] if has_ps and t < L else 0.0) - S[c]
 
 
+@njit(cache=True)
+def _push_ring(ring, gam, P, j, t, K):
+    """Write G^r_t = gam[r] + P into slot j of every rotated copy."""
+    C, Q = ring.shape[0], ring.shape[1]
+    for c in range(C):
+        for q in range(Q):
+            v = gam[(q - t - 1) % Q, c] + P[c]
+            ring[c, q, j] = v
+            ring[c, q, j + K] = v
+
+
+@njit(cache=True)
+def _rebase(ring, S):
+    """ring[c, ...] += S[c], then S = 0 (a new chunk's prefix sums start at 0)."""
+    C = S.shape[0]
+    flat = ring.reshape(C, -1)
+    for c in range(C):
+        for i in range(flat.shape[1]):
+            flat[c, i] += S[c]
+        S[c] = 0.0
+
+
 # ------------------------------------------------------- factorised: forward pass
 
 
 @njit(cache=True)
-def _fac_step(ring, db_rev, lo, A, t, K, alpha):
-    """alpha_t (t >= 1) from the ring."""
-    C, Q = ring.shape[0], ring.shape[1]
-    j = t % K
-    q = t % Q
-    for c in range(C):
-        dmax = min(K, t - lo[c])
-        if dmax <= 0:
-            alpha[c] = NEG
-        else:
-            alpha[c] = A[c] + _window_lse(ring[c, q], db_rev[c], j, K, dmax)
-
-
-@njit(cache=True)
-def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, n,
+def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
              ring, lo, S, t0, t1, alphas, opens, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state (ring, lo, S = 0).
     Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those have
@@ -177,20 +210,19 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, n,
             _advance(f, alw, has_alw, S, lo, t)
         _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
         if t > 0:
-            _fac_step(ring, db_rev, lo, A, t, K, alpha)
-        if keep:
-            i = t - t0
+            j, q = t % K, t % Q
             for c in range(C):
-                alphas[i, c] = alpha[c]
-                Ss[i, c] = S[c]
+                dmax = min(K, t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
+                alpha[c] = A[c] + _lse2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
+        if keep:
+            for c in range(C):
+                alphas[t - t0, c] = alpha[c]
+                Ss[t - t0, c] = S[c]
         if t == L:
             break
-        if t == 0:
-            for r in range(Q):
-                for c in range(C):
-                    gam[r, c] = start[c]
-        else:
-            _gammas(alpha, trT, gam)
+        for r in range(Q):
+            for c in range(C):
+                gam[r, c] = start[c] if t == 0 else _lse2(alpha, 0, trT[r, c], 0, C)
         _push_ring(ring, gam, P, t % K, t, K)
         if keep:
             for r in range(Q):
@@ -199,30 +231,29 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, n,
     return alpha
 
 
-@njit(cache=True)
-def _fac_forward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
-                     n, ck_ring, ck_lo, alpha_end):
+@njit(cache=True, nogil=True)
+def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
+                n, ck_ring, ck_lo, alpha_end):
+    """log Z of one sequence; fills the checkpoints and alpha_L."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     ring = np.full((C, Q, 2 * K), NEG)
     lo = np.zeros(C, np.int64)
     S = np.zeros(C)
     none = np.empty((0, C))
-    none3 = np.empty((0, Q, C))
     alpha = np.full(C, NEG)
     for k in range((L + n) // n):  # chunks of boundaries [k n, min(k n + n, L + 1))
         t0 = k * n
-        t1 = min(t0 + n, L + 1)
         if t0 > 0:
             _advance(f, alw, has_alw, S, lo, t0)
-            for c in range(C):  # rebase the opening terms to S[t0] = 0
-                for q in range(Q):
-                    for i in range(2 * K):
-                        ring[c, q, i] += S[c]
-                S[c] = 0.0
-        ck_ring[k] = ring[:, :, :K]
-        ck_lo[k] = lo
-        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, n,
-                         ring, lo, S, t0, t1, none, none3, none)
+            _rebase(ring, S)
+        for c in range(C):
+            ck_lo[k, c] = lo[c]
+            for q in range(Q):
+                for i in range(K):
+                    ck_ring[k, c, q, i] = ring[c, q, i]
+        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
+                         ring, lo, S, t0, min(t0 + n, L + 1), none, none.reshape(0, 1, C),
+                         none)
     z = NEG
     for c in range(C):
         alpha_end[c] = alpha[c]
@@ -230,23 +261,66 @@ def _fac_forward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, st
     return z
 
 
-@njit(parallel=True, cache=True)
-def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, trT, db_rev, start, end,
-                n, ck_ring, ck_lo, alpha_end, log_z):
-    for b in prange(f.shape[0]):
-        log_z[b] = _fac_forward_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                                    alw[b % alw.shape[0]], has_ps, has_pe, has_alw,
-                                    lengths[b], trT, db_rev, start, end, n, ck_ring[b],
-                                    ck_lo[b], alpha_end[b])
-
-
 # ------------------------------------------------------ factorised: backward pass
 
 
-@njit(cache=True)
-def _fac_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, trT, db_rev, db_t,
-                      start, end, n, ck_ring, ck_lo, alpha_end, z, w,
-                      g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
+@njit(cache=True, fastmath=FM)
+def _close_max(hr, j, dbt, r, dmax, Q):
+    """max over d - 1 = r, r + Q, ... < dmax of h_{s+d} + duration_bias[d-1]."""
+    m = NEG
+    if Q == 1:
+        for d0 in range(dmax):
+            m = max(m, hr[j + d0] + dbt[d0])
+    else:
+        for d0 in range(r, dmax, Q):
+            m = max(m, hr[j + d0] + dbt[d0])
+    return m
+
+
+@njit(cache=True, fastmath=FM)
+def _close_sum(hr, j, dbt, gdb, r, dmax, Q, m, fr):
+    """sum of exp(h_{s+d} + duration_bias[d-1] - m) over the durations of residue r, and
+    gdb[d-1] += that exponential * fr (the segment marginals)."""
+    tot = 0.0
+    if Q == 1:
+        for d0 in range(dmax):
+            e = fexp(hr[j + d0] + dbt[d0] - m)
+            tot += e
+            gdb[d0] += e * fr
+    else:
+        for d0 in range(r, dmax, Q):
+            e = fexp(hr[j + d0] + dbt[d0] - m)
+            tot += e
+            gdb[d0] += e * fr
+    return tot
+
+
+@njit(cache=True, fastmath=FM)
+def _beta_and_transitions(trq, bg, alphas_i, z, w, g_tr, beta):
+    """beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and the
+    transition marginals at s into g_tr[c', (r, c)] (trq is transition as (c', (r, c)))."""
+    C, QC = trq.shape
+    for c0 in range(C):
+        m = NEG
+        for k in range(QC):
+            m = max(m, trq[c0, k] + bg[k])
+        if m == NEG:
+            beta[c0] = NEG
+            continue
+        ft = w * fexp(alphas_i[c0] + m - z)
+        sm = 0.0
+        for k in range(QC):
+            e = fexp(trq[c0, k] + bg[k] - m)
+            sm += e
+            g_tr[c0, k] += e * ft
+        beta[c0] = m + math.log(sm)
+
+
+@njit(cache=True, nogil=True)
+def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, trT, db_rev, db_t,
+                 start, end, n, ck_ring, ck_lo, alpha_end, z, w,
+                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
+    """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1))."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     for c in range(C):
         g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
@@ -259,13 +333,8 @@ def _fac_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, trT, db_re
     opens = np.empty((n, Q, C))
     Ss = np.empty((n, C))
     beta = np.empty(C)
-    bg = np.empty((Q, C))
-    tot = np.empty(Q)
-    fac = np.empty(Q)
-    mr = np.empty(Q)
-    P = np.empty(C)
-    n_chunks = (L + n) // n
-    for k in range(n_chunks - 1, -1, -1):
+    bg = np.empty(Q * C)  # beta_gamma^r_s(c) at r * C + c
+    for k in range((L + n) // n - 1, -1, -1):
         t0 = k * n
         t1 = min(t0 + n, L + 1)
         for c in range(C):
@@ -274,14 +343,14 @@ def _fac_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, trT, db_re
                     ring[c, q, i] = ck_ring[k, c, q, i]
                     ring[c, q, i + K] = ck_ring[k, c, q, i]
             lo[c] = ck_lo[k, c]
-            S[c] = 0.0
-        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, n,
+        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
                  ring, lo, S, t0, t1, alphas, opens, Ss)
         if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
             for c in range(C):
-                D = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
-                for i in range(2 * K):
-                    hring[c, i] += D
+                S[c] = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
+            _rebase(hring, S)
+        for c in range(C):
+            S[c] = 0.0
         for s in range(t1 - 1, t0 - 1, -1):
             i = s - t0
             if s == L:
@@ -292,68 +361,31 @@ def _fac_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, trT, db_re
                     for c in range(C):
                         if not alw[s, c]:
                             hi[c] = s
-                for c in range(C):
-                    P[c] = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
                 j = (s + 1) % K
                 for c in range(C):
-                    # beta_gamma^r_s(c) = P_s(c) + lse_{d = r+1 mod Q} db + h_{s+d}, and
+                    # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
                     # the marginals of the segments (s, d, c) from the same exponentials
+                    P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
                     dmax = min(K, hi[c] - s)
-                    for r in range(Q):
-                        mr[r] = NEG
-                    r = 0
-                    for d in range(1, dmax + 1):
-                        v = hring[c, j + d - 1] + db_t[c, d - 1]
-                        if v > mr[r]:
-                            mr[r] = v
-                        r += 1
-                        if r == Q:
-                            r = 0
-                    for r in range(Q):
-                        tot[r] = 0.0
-                        fac[r] = 0.0 if mr[r] == NEG else w * math.exp(opens[i, r, c] + mr[r] - z)
-                    r = 0
-                    for d in range(1, dmax + 1):
-                        if mr[r] != NEG:
-                            e = math.exp(hring[c, j + d - 1] + db_t[c, d - 1] - mr[r])
-                            tot[r] += e
-                            g_db[c, d - 1] += e * fac[r]
-                        r += 1
-                        if r == Q:
-                            r = 0
                     st = 0.0
                     for r in range(Q):
-                        st += tot[r] * fac[r]
-                        bg[r, c] = P[c] + mr[r] + math.log(tot[r]) if tot[r] > 0.0 else NEG
+                        m = _close_max(hring[c], j, db_t[c], r, dmax, Q)
+                        if m == NEG:
+                            bg[r * C + c] = NEG
+                            continue
+                        fr = w * fexp(opens[i, r, c] + m - z)
+                        tot = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, fr)
+                        bg[r * C + c] = P + m + math.log(tot)
+                        st += tot * fr
                     g_ps[s, c] = st
                 if s == 0:
                     for c in range(C):
                         g_start[c] = g_ps[0, c]
                     break
-                # beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and the
-                # marginals of the transitions at s
-                for c0 in range(C):
-                    m = NEG
-                    for r in range(Q):
-                        for c in range(C):
-                            v = tr[r, c0, c] + bg[r, c]
-                            if v > m:
-                                m = v
-                    if m == NEG:
-                        beta[c0] = NEG
-                        continue
-                    ft = w * math.exp(alphas[i, c0] + m - z)
-                    sm = 0.0
-                    for r in range(Q):
-                        for c in range(C):
-                            e = math.exp(tr[r, c0, c] + bg[r, c] - m)
-                            sm += e
-                            g_tr[r, c0, c] += e * ft
-                    beta[c0] = m + math.log(sm)
+                _beta_and_transitions(trq, bg, alphas[i], z, w, g_tr, beta)
             jj = s % K
             for c in range(C):
-                a = alphas[i, c]
-                g_pe[s - 1, c] = w * math.exp(a + beta[c] - z)
+                g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
                 h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
                 hring[c, jj] = h
                 hring[c, jj + K] = h
@@ -372,26 +404,13 @@ def _label_marginals(g_ps, g_pe, g_sc, L):
             run -= g_pe[u, c]
 
 
-@njit(parallel=True, cache=True)
-def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, tr, trT, db_rev, db_t,
-                 start, end, n, ck_ring, ck_lo, alpha_end, log_z, w,
-                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
-    for b in prange(f.shape[0]):
-        if log_z[b] == NEG or w[b] == 0.0:
-            continue
-        _fac_backward_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                          alw[b % alw.shape[0]], has_ps, has_pe, has_alw, lengths[b], tr, trT,
-                          db_rev, db_t, start, end, n, ck_ring[b], ck_lo[b], alpha_end[b],
-                          log_z[b], w[b], g_ps[b], g_pe[b], g_sc[b], g_tr[b], g_db[b],
-                          g_start[b], g_end[b])
-
-
 # ------------------------------------------------------------ factorised: Viterbi
 
 
-@njit(cache=True)
-def _fac_viterbi_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
-                     n, bp_d, bp_c, labels, seg_start):
+@njit(cache=True, nogil=True)
+def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
+                n, bp_d, bp_c, labels, seg_start):
+    """Best score of one sequence; fills its labels and segment starts."""
     C, Q = bp_c.shape[2], bp_c.shape[1]
     K = db_rev.shape[1]
     ring = np.full((C, Q, 2 * K), NEG)
@@ -401,43 +420,29 @@ def _fac_viterbi_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, st
     P = np.empty(C)
     alpha = np.full(C, NEG)
     gam = np.empty((Q, C))
-    arg = np.zeros((Q, C), np.int64)
     for t in range(L + 1):
         if t > 0:
             _advance(f, alw, has_alw, S, lo, t)
             if t % n == 0:
-                for c in range(C):
-                    for q in range(Q):
-                        for i in range(2 * K):
-                            ring[c, q, i] += S[c]
-                    S[c] = 0.0
+                _rebase(ring, S)
         _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
         if t > 0:
-            j = t % K
-            q = t % Q
+            j, q = t % K, t % Q
             for c in range(C):
                 dmax = min(K, t - lo[c])
-                best = NEG
-                bd = 0
-                row = ring[c, q]
-                for i in range(K - dmax, K):
-                    v = row[j + i] + db_rev[c, i]
-                    if v > best:
-                        best = v
-                        bd = K - i
-                alpha[c] = A[c] + best
-                bp_d[t, c] = bd
+                m, i = _argmax2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
+                alpha[c] = A[c] + m
+                bp_d[t, c] = dmax - i
         if t == L:
             break
-        if t == 0:
-            for r in range(Q):
-                for c in range(C):
+        for r in range(Q):
+            for c in range(C):
+                if t == 0:
                     gam[r, c] = start[c]
-        else:
-            _gammas_max(alpha, trT, gam, arg)
-            for r in range(Q):
-                for c in range(C):
-                    bp_c[t, r, c] = arg[r, c]
+                else:
+                    m, i = _argmax2(alpha, 0, trT[r, c], 0, C)
+                    gam[r, c] = m
+                    bp_c[t, r, c] = i
         _push_ring(ring, gam, P, t % K, t, K)
     return _traceback(alpha, end, bp_d, bp_c, L, Q, labels, seg_start, False)
 
@@ -468,47 +473,37 @@ def _traceback(alpha, end, bp_d, bp_c, L, Q, labels, seg_start, dd):
     return best
 
 
-@njit(parallel=True, cache=True)
-def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, trT, db_rev, start, end,
-                n, bp_d, bp_c, labels, seg_start, score):
-    for b in prange(f.shape[0]):
-        score[b] = _fac_viterbi_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                                    alw[b % alw.shape[0]], has_ps, has_pe, has_alw,
-                                    lengths[b], trT, db_rev, start, end, n, bp_d[b], bp_c[b],
-                                    labels[b], seg_start[b])
-
-
 # -------------------------------------------- fully duration-dependent: forward pass
 
 
-@njit(cache=True)
-def _dd_step(aring, pring, tr_rev, db_rev, start, lo, A, t, K, alpha):
-    """alpha_t (t >= 1): lse over (d, c') of alpha_{t-d}(c') + transition[d-1, c', c]
-    + P_{t-d}(c) + duration_bias[d-1, c], and the first segment's start term."""
-    C = alpha.shape[0]
-    j = t % K
-    for c in range(C):
-        dmax = min(K, t - lo[c])
-        m = NEG
-        v0 = NEG
-        if dmax >= t:  # a first segment [0, t) of label c
-            v0 = start[c] + pring[c, j + K - t] + db_rev[c, K - t]
-            m = v0
+@njit(cache=True, fastmath=FM)
+def _dd_window(aring, pring_c, tr_rev_c, db_rev_c, j, K, dmax, v0, arg):
+    """lse (arg False) or (max, i * C + c') (arg True) over the window i in
+    [K - dmax, K) and c' of alpha_{t-d}(c') + transition[d-1, c', c] + P_{t-d}(c)
+    + duration_bias[d-1, c] (d = K - i), together with the start term v0."""
+    C = aring.shape[1]
+    m = v0
+    for i in range(K - dmax, K):
+        b = pring_c[j + i] + db_rev_c[i]
+        for k in range(C):
+            m = max(m, aring[j + i, k] + tr_rev_c[i, k] + b)
+    if arg:
+        if v0 == m:
+            return m, -1
         for i in range(K - dmax, K):
-            base = pring[c, j + i] + db_rev[c, i]
+            b = pring_c[j + i] + db_rev_c[i]
             for k in range(C):
-                v = aring[j + i, k] + tr_rev[c, i, k] + base
-                if v > m:
-                    m = v
-        if m == NEG:
-            alpha[c] = NEG
-            continue
-        s = math.exp(v0 - m)
-        for i in range(K - dmax, K):
-            base = pring[c, j + i] + db_rev[c, i] - m
-            for k in range(C):
-                s += math.exp(aring[j + i, k] + tr_rev[c, i, k] + base)
-        alpha[c] = A[c] + m + math.log(s)
+                if aring[j + i, k] + tr_rev_c[i, k] + b == m:
+                    return m, i * C + k
+        return m, -1
+    if m == NEG:
+        return m, 0
+    s = fexp(v0 - m)
+    for i in range(K - dmax, K):
+        b = pring_c[j + i] + db_rev_c[i] - m
+        for k in range(C):
+            s += fexp(aring[j + i, k] + tr_rev_c[i, k] + b)
+    return m + math.log(s), 0
 
 
 @njit(cache=True)
@@ -538,7 +533,14 @@ def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
             _advance(f, alw, has_alw, S, lo, t)
         _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
         if t > 0:
-            _dd_step(aring, pring, tr_rev, db_rev, start, lo, A, t, K, alpha)
+            j = t % K
+            for c in range(C):
+                dmax = min(K, t - lo[c])
+                # a first segment [0, t) of label c, when allowed
+                v0 = start[c] + pring[c, j + K - t] + db_rev[c, K - t] if dmax >= t else NEG
+                v, _ = _dd_window(aring, pring[c], tr_rev[c], db_rev[c], j, K, dmax, v0,
+                                  False)
+                alpha[c] = A[c] + v
         if keep:
             for c in range(C):
                 alphas[t - t0, c] = alpha[c]
@@ -549,9 +551,10 @@ def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
     return alpha
 
 
-@njit(cache=True)
-def _dd_forward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
-                    n, ck_a, ck_p, ck_lo, alpha_end):
+@njit(cache=True, nogil=True)
+def dd_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
+               n, ck_a, ck_p, ck_lo, alpha_end):
+    """log Z of one sequence; fills the checkpoints and alpha_L."""
     K, C = ck_a.shape[1], ck_a.shape[2]
     aring = np.full((2 * K, C), NEG)
     pring = np.full((C, 2 * K), NEG)
@@ -561,18 +564,16 @@ def _dd_forward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, 
     alpha = np.full(C, NEG)
     for k in range((L + n) // n):
         t0 = k * n
-        t1 = min(t0 + n, L + 1)
         if t0 > 0:
             _advance(f, alw, has_alw, S, lo, t0)
-            for c in range(C):
-                for i in range(2 * K):
-                    pring[c, i] += S[c]
-                S[c] = 0.0
-        ck_a[k] = aring[:K]
-        ck_p[k] = pring[:, :K]
-        ck_lo[k] = lo
+            _rebase(pring, S)
+        for c in range(C):
+            ck_lo[k, c] = lo[c]
+            for i in range(K):
+                ck_a[k, i, c] = aring[i, c]
+                ck_p[k, c, i] = pring[c, i]
         alpha = _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
-                        aring, pring, lo, S, t0, t1, none, none)
+                        aring, pring, lo, S, t0, min(t0 + n, L + 1), none, none)
     z = NEG
     for c in range(C):
         alpha_end[c] = alpha[c]
@@ -580,23 +581,37 @@ def _dd_forward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, 
     return z
 
 
-@njit(parallel=True, cache=True)
-def dd_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, tr_rev, db_rev, start, end,
-               n, ck_a, ck_p, ck_lo, alpha_end, log_z):
-    for b in prange(f.shape[0]):
-        log_z[b] = _dd_forward_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                                   alw[b % alw.shape[0]], has_ps, has_pe, has_alw, lengths[b],
-                                   tr_rev, db_rev, start, end, n, ck_a[b], ck_p[b], ck_lo[b],
-                                   alpha_end[b])
-
-
 # ------------------------------------------- fully duration-dependent: backward pass
 
 
-@njit(cache=True)
-def _dd_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, tr_rev, db, db_rev,
-                     start, end, n, ck_a, ck_p, ck_lo, alpha_end, z, w,
-                     g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
+@njit(cache=True, fastmath=FM)
+def _dd_segments(trp, u, alpha_s, z, w, g_tr, seg, beta, nk):
+    """beta_s(c') = lse_{d, c} transition[d-1, c', c] + u[d-1, c], and the marginals of
+    the segments at s after c' into g_tr[c', (d-1, c)] and seg[(d-1, c)] (flat over the
+    first nk = dtop * C entries; u = P_s + duration_bias + h_{s+d})."""
+    C = trp.shape[0]
+    for c0 in range(C):
+        m = NEG
+        for k in range(nk):
+            m = max(m, trp[c0, k] + u[k])
+        if m == NEG:
+            beta[c0] = NEG
+            continue
+        ft = w * fexp(alpha_s[c0] + m - z)
+        sm = 0.0
+        for k in range(nk):
+            e = fexp(trp[c0, k] + u[k] - m)
+            sm += e
+            g_tr[c0, k] += e * ft
+            seg[k] += e * ft
+        beta[c0] = m + math.log(sm)
+
+
+@njit(cache=True, nogil=True)
+def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trp, tr_rev, db, db_rev,
+                start, end, n, ck_a, ck_p, ck_lo, alpha_end, z, w,
+                g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
+    """Gradients of w * log Z of one sequence (trp, g_tr as (c', (d-1, c)), g_db (d-1, c))."""
     K, C = ck_a.shape[1], ck_a.shape[2]
     for c in range(C):
         g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
@@ -609,9 +624,9 @@ def _dd_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, tr_rev, db,
     alphas = np.empty((n, C))
     Ss = np.empty((n, C))
     beta = np.empty(C)
-    u = np.empty((K, C))
-    seg = np.empty((K, C))
-    P = np.empty(C)
+    u = np.empty(K * C)
+    seg = np.empty(K * C)
+    g_dbf = g_db.reshape(K * C)
     for k in range((L + n) // n - 1, -1, -1):
         t0 = k * n
         t1 = min(t0 + n, L + 1)
@@ -623,14 +638,14 @@ def _dd_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, tr_rev, db,
                 pring[c, i + K] = ck_p[k, c, i]
         for c in range(C):
             lo[c] = ck_lo[k, c]
-            S[c] = 0.0
         _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
                 aring, pring, lo, S, t0, t1, alphas, Ss)
-        if t1 <= L:
-            for c in range(C):
-                D = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
-                for i in range(2 * K):
-                    hring[i, c] += D
+        if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+            for i in range(2 * K):
+                for c in range(C):
+                    hring[i, c] += Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
+        for c in range(C):
+            S[c] = 0.0
         for s in range(t1 - 1, t0 - 1, -1):
             i = s - t0
             if s == L:
@@ -643,78 +658,44 @@ def _dd_backward_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr, tr_rev, db,
                             hi[c] = s
                 j = (s + 1) % K
                 dtop = min(K, L - s)
-                for c in range(C):
-                    P[c] = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                for d in range(dtop):
+                nk = dtop * C
+                for d0 in range(dtop):
                     for c in range(C):
-                        if d < hi[c] - s:
-                            u[d, c] = P[c] + db[d, c] + hring[j + d, c]
-                        else:
-                            u[d, c] = NEG
-                        seg[d, c] = 0.0
-                if s == 0:
-                    for d in range(dtop):
+                        P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
+                        ok = d0 < hi[c] - s
+                        u[d0 * C + c] = P + db[d0, c] + hring[j + d0, c] if ok else NEG
+                        seg[d0 * C + c] = 0.0
+                if s == 0:  # the first segment: start in place of a predecessor
+                    for d0 in range(dtop):
                         for c in range(C):
-                            seg[d, c] = w * math.exp(start[c] + u[d, c] - z)
+                            seg[d0 * C + c] = w * fexp(start[c] + u[d0 * C + c] - z)
                 else:
-                    for c0 in range(C):
-                        m = NEG
-                        for d in range(dtop):
-                            for c in range(C):
-                                v = tr[d, c0, c] + u[d, c]
-                                if v > m:
-                                    m = v
-                        if m == NEG:
-                            beta[c0] = NEG
-                            continue
-                        ft = w * math.exp(alphas[i, c0] + m - z)
-                        sm = 0.0
-                        for d in range(dtop):
-                            for c in range(C):
-                                e = math.exp(tr[d, c0, c] + u[d, c] - m)
-                                sm += e
-                                g_tr[d, c0, c] += e * ft
-                                seg[d, c] += e * ft
-                        beta[c0] = m + math.log(sm)
+                    _dd_segments(trp, u, alphas[i], z, w, g_tr, seg, beta, nk)
                 for c in range(C):
-                    st = 0.0
-                    for d in range(dtop):
-                        st += seg[d, c]
-                        g_db[d, c] += seg[d, c]
-                    g_ps[s, c] = st
+                    g_ps[s, c] = 0.0
+                for k2 in range(nk):
+                    g_dbf[k2] += seg[k2]
+                    g_ps[s, k2 % C] += seg[k2]
                 if s == 0:
                     for c in range(C):
                         g_start[c] = g_ps[0, c]
                     break
             jj = s % K
             for c in range(C):
-                g_pe[s - 1, c] = w * math.exp(alphas[i, c] + beta[c] - z)
+                g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
                 h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
                 hring[jj, c] = h
                 hring[jj + K, c] = h
     _label_marginals(g_ps, g_pe, g_sc, L)
 
 
-@njit(parallel=True, cache=True)
-def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, tr, tr_rev, db, db_rev,
-                start, end, n, ck_a, ck_p, ck_lo, alpha_end, log_z, w,
-                g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
-    for b in prange(f.shape[0]):
-        if log_z[b] == NEG or w[b] == 0.0:
-            continue
-        _dd_backward_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                         alw[b % alw.shape[0]], has_ps, has_pe, has_alw, lengths[b], tr,
-                         tr_rev, db, db_rev, start, end, n, ck_a[b], ck_p[b], ck_lo[b],
-                         alpha_end[b], log_z[b], w[b], g_ps[b], g_pe[b], g_sc[b], g_tr[b],
-                         g_db[b], g_start[b], g_end[b])
-
-
 # ------------------------------------------------ fully duration-dependent: Viterbi
 
 
-@njit(cache=True)
-def _dd_viterbi_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
-                    n, bp_d, bp_c, labels, seg_start):
+@njit(cache=True, nogil=True)
+def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
+               n, bp_d, bp_c, labels, seg_start):
+    """Best score of one sequence; fills its labels and segment starts."""
     C = start.shape[0]
     K = db_rev.shape[1]
     aring = np.full((2 * K, C), NEG)
@@ -728,43 +709,23 @@ def _dd_viterbi_seq(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, 
         if t > 0:
             _advance(f, alw, has_alw, S, lo, t)
             if t % n == 0:
-                for c in range(C):
-                    for i in range(2 * K):
-                        pring[c, i] += S[c]
-                    S[c] = 0.0
+                _rebase(pring, S)
         _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
         if t > 0:
             j = t % K
             for c in range(C):
                 dmax = min(K, t - lo[c])
-                m = NEG
-                bd = 0
-                bc = 0
-                if dmax >= t:
-                    m = start[c] + pring[c, j + K - t] + db_rev[c, K - t]
-                    bd = t
-                for i in range(K - dmax, K):
-                    base = pring[c, j + i] + db_rev[c, i]
-                    for k in range(C):
-                        v = aring[j + i, k] + tr_rev[c, i, k] + base
-                        if v > m:
-                            m = v
-                            bd = K - i
-                            bc = k
+                v0 = start[c] + pring[c, j + K - t] + db_rev[c, K - t] if dmax >= t else NEG
+                m, ik = _dd_window(aring, pring[c], tr_rev[c], db_rev[c], j, K, dmax, v0,
+                                   True)
                 alpha[c] = A[c] + m
-                bp_d[t, c] = bd
-                bp_c[t, 0, c] = bc
+                if ik < 0:  # the first segment
+                    bp_d[t, c] = t
+                    bp_c[t, 0, c] = 0
+                else:
+                    bp_d[t, c] = K - ik // C
+                    bp_c[t, 0, c] = ik % C
         if t == L:
             break
         _dd_push(aring, pring, alpha, P, t, K)
     return _traceback(alpha, end, bp_d, bp_c, L, 1, labels, seg_start, True)
-
-
-@njit(parallel=True, cache=True)
-def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, lengths, tr_rev, db_rev, start, end,
-               n, bp_d, bp_c, labels, seg_start, score):
-    for b in prange(f.shape[0]):
-        score[b] = _dd_viterbi_seq(f[b], ps[b % ps.shape[0]], pe[b % pe.shape[0]],
-                                   alw[b % alw.shape[0]], has_ps, has_pe, has_alw, lengths[b],
-                                   tr_rev, db_rev, start, end, n, bp_d[b], bp_c[b], labels[b],
-                                   seg_start[b])
