@@ -61,6 +61,13 @@ def _np(t: Tensor | None, dtype=np.float64) -> np.ndarray | None:
     return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dtype)
 
 
+def _lin(a: np.ndarray):
+    """(m, exp(a - m[..., None])) with m the maximum over the last axis (0 where -inf)."""
+    top = a.max(axis=-1)
+    m = np.where(np.isfinite(top), top, 0.0)
+    return m, np.exp(a - m[..., None])
+
+
 class _Arrays:
     """The inputs as float64 numpy arrays, parameters truncated to K_eff = min(K, T).
 
@@ -87,6 +94,11 @@ class _Arrays:
         self.db = np.ascontiguousarray(db)  # (K, C)
         self.db_t = np.ascontiguousarray(db.T)  # (C, K), d = k + 1
         self.db_rev = np.ascontiguousarray(db[::-1].T)  # (C, K), window index i: d = K - i
+        # linear-space copies for the factorised kernels: exp(db - dbm[c]) <= 1
+        top = db.max(axis=0)
+        self.dbm = np.where(np.isfinite(top), top, 0.0)
+        self.edb_rev = np.exp(self.db_rev - self.dbm[:, None])
+        self.edb_t = np.exp(self.db_t - self.dbm[:, None])
         tr = _np(x.transition)
         if self.dd:
             self.tr = np.ascontiguousarray(tr[:K])  # (K, src, dst)
@@ -96,7 +108,9 @@ class _Arrays:
             self.tr = np.ascontiguousarray(tr.reshape(-1, C, C))  # (Q, src, dst)
             self.trT = np.ascontiguousarray(self.tr.transpose(0, 2, 1))  # (Q, dst, src)
             self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
+            self.trm, self.etrT = _lin(self.trT)  # per (r, dst), over src
         # trp: (src, (d-1 or r, dst)) flat, the layout of the backward passes
+        self.trpm, self.etrp = _lin(self.trp)  # per src, over (r, dst)
         self.n = CHUNK or max(1, int(math.sqrt((T + 1) * K)))
         self.n_chunks = -(-(T + 1) // self.n)
 
@@ -121,7 +135,7 @@ def forward(x: CRFInputs):
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
         log_z = _each(B, lambda b: k.fac_forward(
-            *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, ck[0][b], ck_lo[b],
+            *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end, a.n, ck[0][b], ck_lo[b],
             alpha_end[b]))
     log_z = np.array(log_z, dtype=np.float64)
     saved = (a, ck, ck_lo, alpha_end, log_z)
@@ -150,8 +164,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                           a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
                           *grads)
         else:
-            k.fac_backward(*a.common(b), a.trp, a.trT, a.db_rev, a.db_t, a.start, a.end,
-                           a.n, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
+            k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.db_t, a.edb_t,
+                           a.dbm, a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)

@@ -49,6 +49,11 @@ NEG = -np.inf
 # maxima (fixed order for a given build, so still deterministic); never "ninf": -inf
 # is a value here
 FM = {"nnan", "nsz", "reassoc", "contract"}
+# linear-space window sums: ring entries are kept within exp(HEADROOM) of their label's
+# reference, and a sum below TINY falls back to the exact log-space one (a term lost to
+# underflow is below exp(HEADROOM - 708), negligible against TINY = exp(-575))
+HEADROOM = 64.0
+TINY = 1e-250
 
 
 # ------------------------------------------------------------------ exp and friends
@@ -192,12 +197,78 @@ def _rebase(ring, S):
 # ------------------------------------------------------- factorised: forward pass
 
 
+@njit(cache=True, fastmath=FM)
+def _dot(x, ox, y, oy, n):
+    """sum_{i < n} x[ox + i] * y[oy + i]."""
+    s = 0.0
+    for i in range(n):
+        s += x[ox + i] * y[oy + i]
+    return s
+
+
 @njit(cache=True)
-def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
-             ring, lo, S, t0, t1, alphas, opens, Ss):
-    """Boundaries [t0, t1) of one chunk from its restored state (ring, lo, S = 0).
-    Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those have
-    rows (the backward pass); returns alpha at the last boundary processed."""
+def _relinearise(ring, lring, R):
+    """lring = exp(ring - R) per label, R[c] the largest finite entry of label c."""
+    C = R.shape[0]
+    flat = ring.reshape(C, -1)
+    lflat = lring.reshape(C, -1)
+    for c in range(C):
+        m = NEG
+        for i in range(flat.shape[1]):
+            m = max(m, flat[c, i])
+        R[c] = m if m > NEG else 0.0
+        for i in range(flat.shape[1]):
+            lflat[c, i] = fexp(flat[c, i] - R[c])
+
+
+@njit(cache=True)
+def _lin_write(lring_c, R, c, v, idx):
+    """Write exp(v - R[c]) at the flat positions idx of label c's linear ring, first
+    moving R[c] up to v when v passes it by more than HEADROOM (rescaling the ring)."""
+    if v > R[c] + HEADROOM:
+        f = fexp(R[c] - v)
+        for i in range(lring_c.shape[0]):
+            lring_c[i] *= f
+        R[c] = v
+    e = fexp(v - R[c])
+    for i in idx:
+        lring_c[i] = e
+
+
+@njit(cache=True)
+def _gammas(alpha, trT, etrT, trm, ea, gam):
+    """gam[r, c] = lse_c' alpha[c'] + transition[r, c', c], in linear space
+    (etrT = exp(trT - trm), ea = exp(alpha - max alpha)) unless that sum is below TINY."""
+    Q, C = gam.shape
+    am = NEG
+    for k in range(C):
+        am = max(am, alpha[k])
+    if am == NEG:
+        for r in range(Q):
+            for c in range(C):
+                gam[r, c] = NEG
+        return
+    for k in range(C):
+        ea[k] = fexp(alpha[k] - am)
+    for r in range(Q):
+        for c in range(C):
+            sm = _dot(ea, 0, etrT[r, c], 0, C)
+            if sm >= TINY:
+                gam[r, c] = am + trm[r, c] + math.log(sm)
+            else:
+                gam[r, c] = _lse2(alpha, 0, trT[r, c], 0, C)
+
+
+@njit(cache=True)
+def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
+             dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
+    """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
+    S = 0). Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those
+    have rows (the backward pass); returns alpha at the last boundary processed.
+
+    The window sums run in linear space: lring = exp(ring - R[c]) (entries at most
+    exp(HEADROOM)), edb_rev = exp(db_rev - dbm[c]); where such a sum is below TINY the
+    terms it lost to underflow might matter, and the exact log-space sum is used."""
     C, Q, K2 = ring.shape
     K = K2 // 2
     A = np.empty(C)
@@ -205,6 +276,8 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
     alpha = np.full(C, NEG)
     gam = np.empty((Q, C))
     keep = alphas.shape[0] > 0
+    idx = np.empty(2, np.int64)
+    ea = np.empty(C)
     for t in range(t0, t1):
         if t > t0:
             _advance(f, alw, has_alw, S, lo, t)
@@ -213,17 +286,34 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
             j, q = t % K, t % Q
             for c in range(C):
                 dmax = min(K, t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
-                alpha[c] = A[c] + _lse2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
+                sm = _dot(lring[c, q], j + K - dmax, edb_rev[c], K - dmax, dmax)
+                if sm >= TINY:
+                    alpha[c] = A[c] + R[c] + dbm[c] + math.log(sm)
+                else:
+                    alpha[c] = A[c] + _lse2(ring[c, q], j + K - dmax, db_rev[c], K - dmax,
+                                            dmax)
         if keep:
             for c in range(C):
                 alphas[t - t0, c] = alpha[c]
                 Ss[t - t0, c] = S[c]
         if t == L:
             break
-        for r in range(Q):
-            for c in range(C):
-                gam[r, c] = start[c] if t == 0 else _lse2(alpha, 0, trT[r, c], 0, C)
-        _push_ring(ring, gam, P, t % K, t, K)
+        if t == 0:
+            for r in range(Q):
+                for c in range(C):
+                    gam[r, c] = start[c]
+        else:
+            _gammas(alpha, trT, etrT, trm, ea, gam)
+        j = t % K
+        for c in range(C):
+            lr = lring[c].reshape(Q * K2)
+            for q in range(Q):
+                v = gam[(q - t - 1) % Q, c] + P[c]
+                ring[c, q, j] = v
+                ring[c, q, j + K] = v
+                idx[0] = q * K2 + j
+                idx[1] = q * K2 + j + K
+                _lin_write(lr, R, c, v, idx)
         if keep:
             for r in range(Q):
                 for c in range(C):
@@ -232,11 +322,13 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
 
 
 @njit(cache=True, nogil=True)
-def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
-                n, ck_ring, ck_lo, alpha_end):
+def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                edb_rev, dbm, start, end, n, ck_ring, ck_lo, alpha_end):
     """log Z of one sequence; fills the checkpoints and alpha_L."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     ring = np.full((C, Q, 2 * K), NEG)
+    lring = np.zeros((C, Q, 2 * K))
+    R = np.zeros(C)
     lo = np.zeros(C, np.int64)
     S = np.zeros(C)
     none = np.empty((0, C))
@@ -245,15 +337,17 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, 
         t0 = k * n
         if t0 > 0:
             _advance(f, alw, has_alw, S, lo, t0)
+            for c in range(C):
+                R[c] += S[c]
             _rebase(ring, S)
         for c in range(C):
             ck_lo[k, c] = lo[c]
             for q in range(Q):
                 for i in range(K):
                     ck_ring[k, c, q, i] = ring[c, q, i]
-        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
-                         ring, lo, S, t0, min(t0 + n, L + 1), none, none.reshape(0, 1, C),
-                         none)
+        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                         edb_rev, dbm, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
+                         none.reshape(0, 1, C), none)
     z = NEG
     for c in range(C):
         alpha_end[c] = alpha[c]
@@ -296,11 +390,31 @@ def _close_sum(hr, j, dbt, gdb, r, dmax, Q, m, fr):
 
 
 @njit(cache=True, fastmath=FM)
-def _beta_and_transitions(trq, bg, alphas_i, z, w, g_tr, beta):
+def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
     """beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and the
-    transition marginals at s into g_tr[c', (r, c)] (trq is transition as (c', (r, c)))."""
+    transition marginals at s into g_tr[c', (r, c)] (trq is transition as (c', (r, c)),
+    etrq = exp(trq - trqm)): in linear space, or exactly where that sum is below TINY."""
     C, QC = trq.shape
+    bm = NEG
+    for k in range(QC):
+        bm = max(bm, bg[k])
+    if bm == NEG:
+        for c0 in range(C):
+            beta[c0] = NEG
+        return
+    for k in range(QC):
+        eb[k] = fexp(bg[k] - bm)
     for c0 in range(C):
+        sm = 0.0
+        for k in range(QC):
+            sm += etrq[c0, k] * eb[k]
+        if sm >= TINY:
+            beta[c0] = bm + trqm[c0] + math.log(sm)
+            # sum of these marginals = ft * sm <= w, so ft cannot overflow
+            ft = w * fexp(alphas_i[c0] + trqm[c0] + bm - z)
+            for k in range(QC):
+                g_tr[c0, k] += ft * (etrq[c0, k] * eb[k])
+            continue
         m = NEG
         for k in range(QC):
             m = max(m, trq[c0, k] + bg[k])
@@ -317,15 +431,24 @@ def _beta_and_transitions(trq, bg, alphas_i, z, w, g_tr, beta):
 
 
 @njit(cache=True, nogil=True)
-def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, trT, db_rev, db_t,
-                 start, end, n, ck_ring, ck_lo, alpha_end, z, w,
+def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
+                 trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo, alpha_end, z, w,
                  g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
     """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1))."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     for c in range(C):
         g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
     ring = np.empty((C, Q, 2 * K))
+    lring = np.empty((C, Q, 2 * K))
+    R = np.empty(C)
     hring = np.full((C, 2 * K), NEG)  # h_{s+d}, d = 1..K at [(s+1) mod K, ... + K)
+    hlin = np.zeros((C, 2 * K))  # exp(hring - Rh[c]), like the forward's linear ring
+    Rh = np.zeros(C)
+    prod = np.empty(K)
+    fv = np.empty(K)  # per duration: the factor of its residue
+    tot = np.empty(Q)
+    fr = np.empty(Q)
+    idx = np.empty(2, np.int64)
     lo = np.empty(C, np.int64)
     hi = np.full(C, L, np.int64)  # the first disallowed position >= s, per label
     S = np.zeros(C)
@@ -334,6 +457,7 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, trT, db_rev, d
     Ss = np.empty((n, C))
     beta = np.empty(C)
     bg = np.empty(Q * C)  # beta_gamma^r_s(c) at r * C + c
+    eb = np.empty(Q * C)
     for k in range((L + n) // n - 1, -1, -1):
         t0 = k * n
         t1 = min(t0 + n, L + 1)
@@ -343,11 +467,13 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, trT, db_rev, d
                     ring[c, q, i] = ck_ring[k, c, q, i]
                     ring[c, q, i + K] = ck_ring[k, c, q, i]
             lo[c] = ck_lo[k, c]
-        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start,
-                 ring, lo, S, t0, t1, alphas, opens, Ss)
+        _relinearise(ring, lring, R)
+        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
+                 dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
         if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
             for c in range(C):
                 S[c] = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
+                Rh[c] += S[c]
             _rebase(hring, S)
         for c in range(C):
             S[c] = 0.0
@@ -368,28 +494,80 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, trT, db_rev, d
                     P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
                     dmax = min(K, hi[c] - s)
                     st = 0.0
+                    # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
+                    for d0 in range(dmax):
+                        prod[d0] = hlin[c, j + d0] * edb_t[c, d0]
+                    if Q == 1:
+                        tot[0] = _sum(prod, dmax)
+                    else:
+                        for r in range(Q):
+                            acc = 0.0
+                            for d0 in range(r, dmax, Q):
+                                acc += prod[d0]
+                            tot[r] = acc
                     for r in range(Q):
+                        if tot[r] >= TINY:
+                            # sum_d marginal = fr * tot <= w, so fr cannot overflow
+                            fr[r] = w * fexp(opens[i, r, c] + Rh[c] + dbm[c] - z)
+                            bg[r * C + c] = P + Rh[c] + dbm[c] + math.log(tot[r])
+                            st += tot[r] * fr[r]
+                            continue
+                        # exact log space for this residue
+                        fr[r] = 0.0
                         m = _close_max(hring[c], j, db_t[c], r, dmax, Q)
                         if m == NEG:
                             bg[r * C + c] = NEG
                             continue
-                        fr = w * fexp(opens[i, r, c] + m - z)
-                        tot = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, fr)
-                        bg[r * C + c] = P + m + math.log(tot)
-                        st += tot * fr
+                        f_r = w * fexp(opens[i, r, c] + m - z)
+                        tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
+                        bg[r * C + c] = P + m + math.log(tr_)
+                        st += tr_ * f_r
+                    if Q == 1:
+                        _axpy(g_db[c], prod, fr[0], dmax)
+                    else:
+                        r = 0
+                        for d0 in range(dmax):
+                            fv[d0] = fr[r]
+                            r = r + 1 if r + 1 < Q else 0
+                        _axpy_v(g_db[c], prod, fv, dmax)
                     g_ps[s, c] = st
                 if s == 0:
                     for c in range(C):
                         g_start[c] = g_ps[0, c]
                     break
-                _beta_and_transitions(trq, bg, alphas[i], z, w, g_tr, beta)
+                _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas[i], z, w, g_tr, beta)
             jj = s % K
+            idx[0] = jj
+            idx[1] = jj + K
             for c in range(C):
                 g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
                 h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
                 hring[c, jj] = h
                 hring[c, jj + K] = h
+                _lin_write(hlin[c], Rh, c, h, idx)
     _label_marginals(g_ps, g_pe, g_sc, L)
+
+
+@njit(cache=True, fastmath=FM)
+def _sum(x, n):
+    s = 0.0
+    for i in range(n):
+        s += x[i]
+    return s
+
+
+@njit(cache=True, fastmath=FM)
+def _axpy(y, x, a, n):
+    """y[:n] += a * x[:n]."""
+    for i in range(n):
+        y[i] += a * x[i]
+
+
+@njit(cache=True, fastmath=FM)
+def _axpy_v(y, x, a, n):
+    """y[:n] += a[:n] * x[:n]."""
+    for i in range(n):
+        y[i] += a[i] * x[i]
 
 
 @njit(cache=True)
