@@ -30,8 +30,17 @@ chunk's alphas and opening terms from its checkpoint, and runs the beta recursio
 ring of closing terms h_t = A_t + beta_t (beta_L = end), accumulating the gradients
 (reference.py's module docstring derives them). Nothing is O(T K C).
 
-Every logsumexp is a maximum pass and a sum of `fexp(v - max)`: a polynomial exp that
-LLVM vectorises (math.exp is a scalar libm call and was most of the time).
+Speed (static/periodic): the window sums over K durations and the sums over labels in
+the transitions run in linear space. Each label keeps its ring also as exp(ring - R[c])
+(R[c] a per-label reference, moved up whenever a new entry passes it by more than
+HEADROOM, and shifted by the prefix-sum rebase), duration_bias and transition as
+exp(. - their maximum); a sum is then a dot product, and its log plus the references is
+the logsumexp. A term lost to underflow there is below exp(HEADROOM - 708) of the
+reference, negligible against any sum >= TINY = 1e-250; a sum below TINY (a label whose
+only live terms sit far below its reference, e.g. after -inf durations or a long
+disallowed stretch) is recomputed exactly in log space. Every log-space logsumexp is a
+maximum pass and a sum of `fexp(v - max)`, a polynomial exp that LLVM vectorises
+(math.exp is a scalar libm call). The duration-dependent kernels are all log space.
 """
 
 from __future__ import annotations
