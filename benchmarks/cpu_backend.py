@@ -16,7 +16,6 @@ gene-model-like shape: B=1, T=230,000, K=256, C=25, periodic P=3, fwd+bwd.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics

@@ -13,11 +13,22 @@ import torch
 
 pytest.importorskip("numba")
 
-from semiseg.crf import cpu, dispatch, log_partition, marginals, viterbi  # noqa: E402
 from test_crf_reference import (  # noqa: E402
-    FORMS, SHAPE_IDS, SHAPES, TERMS, _path_scores64, _seed, check_backend, float_inputs,
-    make, naive_dp, oracle, split,
+    FORMS,
+    SHAPE_IDS,
+    SHAPES,
+    TERMS,
+    _path_scores64,
+    _seed,
+    check_backend,
+    float_inputs,
+    make,
+    naive_dp,
+    oracle,
+    split,
 )
+
+from semiseg.crf import cpu, dispatch, log_partition, marginals, viterbi  # noqa: E402
 
 F64 = torch.float64
 
@@ -217,7 +228,7 @@ def test_forward_keeps_only_checkpoints(form):
     B, T, C, K = 2, 4000, 3, 16
     kw = make(B, T, C, K, dd=form, seed=13, lengths=[T, T - 7])
     _, saved = cpu.forward(cpu_inputs(kw))
-    a, ck, ck_lo, alpha_end, log_z = saved
+    _, ck, ck_lo, alpha_end, _ = saved
     kept = sum(c.size for c in ck) + ck_lo.size + alpha_end.size
     assert kept < B * T * C
     n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))

@@ -6,8 +6,9 @@ inputs, results in the dtype of `scores`. This module turns tensors into float64
 arrays in the layouts the kernels read and back; the recursions themselves are in
 cpu_kernels.py, one compiled function per pass over one sequence (it releases the GIL);
 the sequences of a batch run in parallel on a small thread pool, each writing only its
-own outputs, so results do not depend on the scheduling. Importing this module imports numba (dispatch.py imports it only when first
-needed); compiled code is cached on disk, so only the first process compiles.
+own outputs, so results do not depend on the scheduling. Importing this module imports
+numba (dispatch.py imports it only when first needed); compiled code is cached on
+disk, so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
 O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per
@@ -35,6 +36,7 @@ CHUNK: int | None = None
 
 
 _POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
 
 
 def _threads() -> int:
@@ -46,12 +48,13 @@ def _threads() -> int:
 
 def _each(B: int, call) -> list:
     """[call(b) for b in range(B)], the sequences spread over the CPU cores."""
-    global _POOL
+    global _POOL, _POOL_SIZE
     n = min(B, _threads())
     if n <= 1:
         return [call(b) for b in range(B)]
-    if _POOL is None or _POOL._max_workers < n:
+    if _POOL is None or _POOL_SIZE < n:
         _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="semiseg-crf")
+        _POOL_SIZE = n
     return list(_POOL.map(call, range(B)))
 
 
@@ -135,8 +138,8 @@ def forward(x: CRFInputs):
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
         log_z = _each(B, lambda b: k.fac_forward(
-            *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end, a.n, ck[0][b], ck_lo[b],
-            alpha_end[b]))
+            *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
+            a.n, ck[0][b], ck_lo[b], alpha_end[b]))
     log_z = np.array(log_z, dtype=np.float64)
     saved = (a, ck, ck_lo, alpha_end, log_z)
     return torch.from_numpy(log_z).to(x.scores.dtype), saved
@@ -164,8 +167,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                           a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
                           *grads)
         else:
-            k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.db_t, a.edb_t,
-                           a.dbm, a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
+            k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
+                           a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
+                           ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)

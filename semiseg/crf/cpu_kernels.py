@@ -1,8 +1,8 @@
 """The numba kernels of the compiled CPU backend (cpu.py is the torch-facing side).
 
-One compiled function per pass, each over one sequence, in float64 log space; they
-release the GIL, and cpu.py runs the sequences of a batch on a thread pool. Notation as in reference.py:
-boundary t = 0..L sits between positions; with chunk-relative prefix sums S,
+One compiled function per pass, each over one sequence, in float64; they release the
+GIL, and cpu.py runs the sequences of a batch on a thread pool. Notation as in
+reference.py: boundary t = 0..L sits between positions; with chunk-relative prefix sums S,
 
     A_t(c) = S[t] + proj_end[t-1, c]      (closes a segment at t)
     P_s(c) = proj_start[s, c] - S[s]      (opens a segment at s)
@@ -441,7 +441,8 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
 
 @njit(cache=True, nogil=True)
 def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
-                 trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo, alpha_end, z, w,
+                 trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo,
+                 alpha_end, z, w,
                  g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
     """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1))."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
