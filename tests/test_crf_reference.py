@@ -76,21 +76,18 @@ def float_inputs(kw):
     return {n: kw[n] for n in NAMES if kw.get(n) is not None}
 
 
-def check_against_bruteforce(kw, *, check_marginals=True):
+def oracle(kw, *, check_marginals=True):
+    """Brute-force results for `kw`: log Z, the gradients of sum_b w_b log Z_b (w a fixed
+    random cotangent), the best paths and, optionally, the marginals."""
     B = kw["scores"].shape[0]
     leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
     kw_leaf = {**kw, **leaves}
-    args, opts = split(kw_leaf)
-
-    # log Z and every gradient, weighted by a random cotangent. The oracle runs one
-    # sequence at a time: its own gradient of a -inf row is NaN (logsumexp of nothing),
-    # so those rows stay out of it; the backend must give them exactly zero.
-    got = log_partition(*args, **opts, backend="torch")
-    assert got.dtype == F64
     w = torch.randn(B, dtype=F64, generator=torch.Generator().manual_seed(1))
     names = list(leaves)
     rows = []
     g_want = [torch.zeros_like(leaves[n]) for n in names]
+    # one sequence at a time: the oracle's own gradient of a -inf row is NaN (logsumexp
+    # of nothing), so those rows stay out of it; a backend must give them exactly zero
     for b in range(B):
         sub = {k: (v[b:b + 1] if k in BATCHED and v is not None else v)
                for k, v in kw_leaf.items()}
@@ -100,23 +97,37 @@ def check_against_bruteforce(kw, *, check_marginals=True):
         if torch.isfinite(z_b):
             gb = torch.autograd.grad(z_b * w[b], [leaves[n] for n in names], allow_unused=True)
             g_want = [x if y is None else x + y for x, y in zip(g_want, gb)]
-    want = torch.stack(rows)
-    torch.testing.assert_close(got, want, **TOL)
-    fin = torch.isfinite(want)
-    z = (torch.where(fin, got, torch.zeros_like(got)) * w).sum()
+    args_d, opts_d = split(kw)
+    out = dict(z=torch.stack(rows), w=w, grads=dict(zip(names, g_want)),
+               best=bf.viterbi(*args_d, **opts_d), marginals=None)
+    if check_marginals:
+        out["marginals"] = bf.marginals(*args_d, **opts_d)
+    return out
+
+
+def check_backend(kw, want, backend="torch"):
+    """A backend's log Z, gradients, Viterbi path and marginals against `oracle(kw)`."""
+    B = kw["scores"].shape[0]
+    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+    args, opts = split({**kw, **leaves})
+    got = log_partition(*args, **opts, backend=backend)
+    assert got.dtype == F64
+    torch.testing.assert_close(got, want["z"], **TOL)
+    fin = torch.isfinite(want["z"])
+    z = (torch.where(fin, got, torch.zeros_like(got)) * want["w"]).sum()
+    names = list(leaves)
     g_got = torch.autograd.grad(z, [leaves[n] for n in names], allow_unused=True)
-    for n, a, b in zip(names, g_got, g_want):
+    for n, a in zip(names, g_got):
         assert a is not None, n
         assert not torch.isnan(a).any(), n
-        torch.testing.assert_close(a, b, **TOL, msg=lambda m, n=n: f"grad {n}: {m}")
+        torch.testing.assert_close(a, want["grads"][n], **TOL, msg=lambda m, n=n: f"grad {n}: {m}")
 
     # Viterbi: score, a best path, and the returned path's own score
     args_d, opts_d = split(kw)
-    seg = viterbi(*args_d, **opts_d, backend="torch")
-    best = bf.viterbi(*args_d, **opts_d)
+    seg = viterbi(*args_d, **opts_d, backend=backend)
     lengths = kw["lengths"]
     for b in range(B):
-        score, paths = best[b]
+        score, paths = want["best"][b]
         if not paths or score == -math.inf:
             assert seg.score[b] == -math.inf and seg.segments[b] == []
             assert (seg.labels[b] == -1).all()
@@ -133,14 +144,18 @@ def check_against_bruteforce(kw, *, check_marginals=True):
         assert torch.equal(seg.labels[b], want_labels)
         assert seg.segments[b][0][0] == 0 and sum(d for _, d, _ in seg.segments[b]) == L
 
-    if check_marginals:
-        lab, bnd = marginals(*args_d, **opts_d, backend="torch")
-        lab_w, bnd_w = bf.marginals(*args_d, **opts_d)
+    if want["marginals"] is not None:
+        lab, bnd = marginals(*args_d, **opts_d, backend=backend)
+        lab_w, bnd_w = want["marginals"]
         # the oracle's softmax over only -inf paths is NaN; the SPEC says 0 there
         lab_w = torch.where(fin[:, None, None], lab_w, torch.zeros_like(lab_w))
         bnd_w = torch.where(fin[:, None], bnd_w, torch.zeros_like(bnd_w))
         torch.testing.assert_close(lab, lab_w, **TOL)
         torch.testing.assert_close(bnd, bnd_w, **TOL)
+
+
+def check_against_bruteforce(kw, *, check_marginals=True, backend="torch"):
+    check_backend(kw, oracle(kw, check_marginals=check_marginals), backend)
 
 
 # (B, T, C, K): K in {1, 2, 3, >= T}; C up to 3 where the enumeration stays small

@@ -1,0 +1,228 @@
+"""The compiled CPU backend (numba): forward / backward / viterbi over a `CRFInputs`.
+
+Same contract and semantics as the torch backend (reference.py; dispatch.py's docstring
+states the contract): exact log-space recursions in float64 for float32 and float64
+inputs, results in the dtype of `scores`. This module turns tensors into float64 numpy
+arrays in the layouts the kernels read and back; the recursions themselves are in
+cpu_kernels.py, one compiled function per pass over one sequence (it releases the GIL);
+the sequences of a batch run in parallel on a small thread pool, each writing only its
+own outputs, so results do not depend on the scheduling. Importing this module imports
+numba (dispatch.py imports it only when first needed); compiled code is cached on
+disk, so only the first process compiles.
+
+Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
+O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per
+sequence: the rings (O(K C P) or O(K C)), checkpoints every n ~ sqrt(T K) boundaries,
+one chunk of recomputed per-boundary values, and O(T C) for inputs, gradients and
+Viterbi backpointers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from . import cpu_kernels as k
+from .inputs import CRFInputs
+
+# Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
+# it small to exercise the chunk boundaries.
+CHUNK: int | None = None
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+
+
+def _threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _each(B: int, call) -> list:
+    """[call(b) for b in range(B)], the sequences spread over the CPU cores."""
+    global _POOL, _POOL_SIZE
+    n = min(B, _threads())
+    if n <= 1:
+        return [call(b) for b in range(B)]
+    if _POOL is None or _POOL_SIZE < n:
+        _POOL = ThreadPoolExecutor(max_workers=n, thread_name_prefix="semiseg-crf")
+        _POOL_SIZE = n
+    return list(_POOL.map(call, range(B)))
+
+
+def _np(t: Tensor | None, dtype=np.float64) -> np.ndarray | None:
+    if t is None:
+        return None
+    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dtype)
+
+
+def _lin(a: np.ndarray):
+    """(m, exp(a - m[..., None])) with m the maximum over the last axis (0 where -inf)."""
+    top = a.max(axis=-1)
+    m = np.where(np.isfinite(top), top, 0.0)
+    return m, np.exp(a - m[..., None])
+
+
+class _Arrays:
+    """The inputs as float64 numpy arrays, parameters truncated to K_eff = min(K, T).
+
+    Missing proj_start / proj_end / allowed are (1, 1, C) placeholders with a False flag
+    (one compiled signature for every combination of optional inputs)."""
+
+    def __init__(self, x: CRFInputs):
+        B, T, C = x.scores.shape
+        K = min(x.K, T)
+        self.B, self.T, self.C, self.K = B, T, C, K
+        self.dd = x.duration_dependent
+        self.f = _np(x.scores)
+        self.has_ps = x.proj_start is not None
+        self.has_pe = x.proj_end is not None
+        self.has_alw = x.allowed is not None
+        empty = np.zeros((1, 1, C))
+        self.ps = _np(x.proj_start) if self.has_ps else empty
+        self.pe = _np(x.proj_end) if self.has_pe else empty
+        self.alw = _np(x.allowed, np.bool_) if self.has_alw else np.ones((1, 1, C), np.bool_)
+        self.lengths = _np(x.lengths, np.int64)
+        self.start = _np(x.start) if x.start is not None else np.zeros(C)
+        self.end = _np(x.end) if x.end is not None else np.zeros(C)
+        db = _np(x.duration_bias)[:K]
+        self.db = np.ascontiguousarray(db)  # (K, C)
+        self.db_t = np.ascontiguousarray(db.T)  # (C, K), d = k + 1
+        self.db_rev = np.ascontiguousarray(db[::-1].T)  # (C, K), window index i: d = K - i
+        # linear-space copies for the factorised kernels: exp(db - dbm[c]) <= 1
+        top = db.max(axis=0)
+        self.dbm = np.where(np.isfinite(top), top, 0.0)
+        self.edb_rev = np.exp(self.db_rev - self.dbm[:, None])
+        self.edb_t = np.exp(self.db_t - self.dbm[:, None])
+        tr = _np(x.transition)
+        if self.dd:
+            self.tr = np.ascontiguousarray(tr[:K])  # (K, src, dst)
+            self.tr_rev = np.ascontiguousarray(self.tr[::-1].transpose(2, 0, 1))  # (dst, i, src)
+            self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
+        else:
+            self.tr = np.ascontiguousarray(tr.reshape(-1, C, C))  # (Q, src, dst)
+            self.trT = np.ascontiguousarray(self.tr.transpose(0, 2, 1))  # (Q, dst, src)
+            self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
+            self.trm, self.etrT = _lin(self.trT)  # per (r, dst), over src
+        # trp: (src, (d-1 or r, dst)) flat, the layout of the backward passes
+        self.trpm, self.etrp = _lin(self.trp)  # per src, over (r, dst)
+        self.n = CHUNK or max(1, int(math.sqrt((T + 1) * K)))
+        self.n_chunks = -(-(T + 1) // self.n)
+
+    def common(self, b: int):
+        """The per-sequence inputs of sequence b, as the kernels take them first."""
+        return (self.f[b], self.ps[b % self.ps.shape[0]], self.pe[b % self.pe.shape[0]],
+                self.alw[b % self.alw.shape[0]], self.has_ps, self.has_pe, self.has_alw,
+                int(self.lengths[b]))
+
+
+def forward(x: CRFInputs):
+    """log Z (B,) in the dtype of scores, and the checkpoints for `backward`."""
+    a = _Arrays(x)
+    B, C, K = a.B, a.C, a.K
+    alpha_end = np.empty((B, C))
+    ck_lo = np.empty((B, a.n_chunks, C), np.int64)
+    if a.dd:
+        ck = (np.empty((B, a.n_chunks, K, C)), np.empty((B, a.n_chunks, C, K)))
+        log_z = _each(B, lambda b: k.dd_forward(
+            *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, ck[0][b], ck[1][b],
+            ck_lo[b], alpha_end[b]))
+    else:
+        ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
+        log_z = _each(B, lambda b: k.fac_forward(
+            *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
+            a.n, ck[0][b], ck_lo[b], alpha_end[b]))
+    log_z = np.array(log_z, dtype=np.float64)
+    saved = (a, ck, ck_lo, alpha_end, log_z)
+    return torch.from_numpy(log_z).to(x.scores.dtype), saved
+
+
+def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS."""
+    a, ck, ck_lo, alpha_end, log_z = saved
+    B, T, C, K = a.B, a.T, a.C, a.K
+    w = _np(grad_log_z)
+    g_ps = np.zeros((B, T, C))
+    g_pe = np.zeros((B, T, C))
+    g_sc = np.zeros((B, T, C))
+    g_tr = np.zeros((B, *a.trp.shape))  # (src, (r or d-1, dst))
+    g_start = np.zeros((B, C))
+    g_end = np.zeros((B, C))
+    g_db = np.zeros((B, K, C) if a.dd else (B, C, K))
+
+    def one(b):
+        if not np.isfinite(log_z[b]) or w[b] == 0.0:
+            return  # zero gradient
+        grads = (g_ps[b], g_pe[b], g_sc[b], g_tr[b], g_db[b], g_start[b], g_end[b])
+        if a.dd:
+            k.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
+                          a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
+                          *grads)
+        else:
+            k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
+                           a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
+                           ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
+
+    _each(B, one)
+    g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
+    if not a.dd:
+        g_db = g_db.transpose(0, 2, 1)
+    dtype = x.scores.dtype
+
+    def shared(g: np.ndarray) -> np.ndarray:
+        # per-sequence accumulators summed in a fixed order (deterministic)
+        out = g[0].copy()
+        for b in range(1, B):
+            out += g[b]
+        return out
+
+    def out(v: np.ndarray) -> Tensor:
+        return torch.from_numpy(np.ascontiguousarray(v)).to(dtype)
+
+    g_tr_full = torch.zeros(x.transition.shape, dtype=dtype)
+    g_tr_full.view(-1, C, C)[:a.tr.shape[0]] = out(shared(g_tr))
+    g_db_full = torch.zeros(x.duration_bias.shape, dtype=dtype)
+    g_db_full[:K] = out(shared(g_db))
+    return {
+        "scores": out(g_sc),
+        "transition": g_tr_full,
+        "duration_bias": g_db_full,
+        "start": out(shared(g_start)),
+        "end": out(shared(g_end)),
+        "proj_start": out(g_ps),
+        "proj_end": out(g_pe),
+    }
+
+
+def viterbi(x: CRFInputs):
+    """Max-plus recursion with int16/int32 backpointers, traced back in the kernel.
+
+    Returns (score (B,) in the dtype of scores, labels (B, T) int64, seg_start (B, T) bool).
+    """
+    a = _Arrays(x)
+    B, T, C, K = a.B, a.T, a.C, a.K
+    idx = np.int16 if max(K, C) < 2**15 else np.int32
+    labels = np.full((B, T), -1, np.int64)
+    seg_start = np.zeros((B, T), np.bool_)
+    bp_d = np.zeros((B, T + 1, C), idx)
+    if a.dd:
+        bp_c = np.zeros((B, T + 1, 1, C), idx)
+        score = _each(B, lambda b: k.dd_viterbi(
+            *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            labels[b], seg_start[b]))
+    else:
+        bp_c = np.zeros((B, T + 1, a.tr.shape[0], C), idx)
+        score = _each(B, lambda b: k.fac_viterbi(
+            *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            labels[b], seg_start[b]))
+    score = np.array(score, dtype=np.float64)
+    return (torch.from_numpy(score).to(x.scores.dtype), torch.from_numpy(labels),
+            torch.from_numpy(seg_start))

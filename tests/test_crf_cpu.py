@@ -1,0 +1,235 @@
+"""The compiled CPU backend (semiseg/crf/cpu.py, numba) against the same oracles as the
+torch backend: brute-force enumeration in float64 (test_crf_reference's machinery, one
+oracle per case checked at several chunk sizes), the plain dynamic programme with
+autograd at longer T, the torch backend, and float64 at T = 20,000 for float32 inputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("numba")
+
+from test_crf_reference import (  # noqa: E402
+    FORMS,
+    SHAPE_IDS,
+    SHAPES,
+    TERMS,
+    _path_scores64,
+    _seed,
+    check_backend,
+    float_inputs,
+    make,
+    naive_dp,
+    oracle,
+    split,
+)
+
+from semiseg.crf import cpu, dispatch, log_partition, marginals, viterbi  # noqa: E402
+
+F64 = torch.float64
+
+
+def _check_chunks(kw, chunks=(None, 1, 2), monkeypatch=None):
+    """One brute-force oracle, the numba backend at each chunk size (1 and 2 put a
+    checkpoint at almost every boundary)."""
+    want = oracle(kw)
+    no_marg = dict(want, marginals=None)
+    for i, size in enumerate(chunks):
+        monkeypatch.setattr(cpu, "CHUNK", size)
+        check_backend(kw, want if i == 0 else no_marg, backend="numba")
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_matches_bruteforce_all_terms(shape, form, monkeypatch):
+    B, T, C, K = shape
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed(shape, "all", form))
+    _check_chunks(kw, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("terms", ["plain", "start-end", "proj", "allowed"])
+@pytest.mark.parametrize("shape", [(2, 6, 2, 2), (2, 5, 2, 5), (2, 4, 3, 9)],
+                         ids=["K2", "K5", "K9>T"])
+def test_matches_bruteforce_each_term(shape, terms, form, monkeypatch):
+    B, T, C, K = shape
+    kw = make(B, T, C, K, dd=form, terms=TERMS[terms], seed=_seed(shape, terms, form))
+    _check_chunks(kw, chunks=(None, 2), monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_neg_inf_parameters(form, monkeypatch):
+    B, T, C, K = 2, 5, 3, 4
+    kw = make(B, T, C, K, dd=form, terms=("start", "end", "proj", "allowed"), seed=7,
+              allowed_p=0.1)
+    kw["transition"][..., 0, 1] = -math.inf
+    kw["transition"][..., 2, 2] = -math.inf
+    kw["duration_bias"][0, 2] = -math.inf
+    kw["duration_bias"][2, 0] = -math.inf
+    kw["start"][1] = -math.inf
+    kw["end"][0] = -math.inf
+    _check_chunks(kw, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_nothing_allowed(form, monkeypatch):
+    """No allowed segmentation: log Z = -inf, zero gradients, Viterbi -inf and empty."""
+    B, T, C, K = 3, 5, 2, 2
+    kw = make(B, T, C, K, dd=form, terms=("start", "end", "proj", "allowed"), seed=3,
+              lengths=[5, 4, 5])
+    kw["allowed"][:] = True
+    kw["allowed"][1, 2, :] = False
+    kw["allowed"][2, :, 1] = False
+    kw["duration_bias"][:, 0] = -math.inf
+    _check_chunks(kw, monkeypatch=monkeypatch)
+    args, opts = split(kw)
+    z = log_partition(*args, **opts, backend="numba")
+    assert torch.isneginf(z[1]) and torch.isneginf(z[2]) and torch.isfinite(z[0])
+    seg = viterbi(*args, **opts, backend="numba")
+    assert torch.isneginf(seg.score[1:]).all() and seg.segments[1] == seg.segments[2] == []
+
+
+def test_all_minus_inf_end(monkeypatch):
+    kw = make(2, 4, 2, 2, terms=("end",), seed=5)
+    kw["end"][:] = -math.inf
+    _check_chunks(kw, monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_long_sequences_against_naive_dp(form, monkeypatch):
+    """T = 80 with chunks of 7: log Z, every gradient (autograd through the plain dynamic
+    programme) and the Viterbi score, with every optional input."""
+    monkeypatch.setattr(cpu, "CHUNK", 7)
+    B, T, C, K = 2, 80, 3, 6
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=21, allowed_p=0.03,
+              lengths=[T, 57])
+    kw["scores"] = kw["scores"] * 3
+    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+    args, opts = split({**kw, **leaves})
+    want = naive_dp(*args, **opts)
+    got = log_partition(*args, **opts, backend="numba")
+    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
+    w = torch.tensor([0.7, -1.3], dtype=F64)
+    names = list(leaves)
+    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
+    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
+    for n, a, b in zip(names, g_got, g_want):
+        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
+    args_d, opts_d = split(kw)
+    seg = viterbi(*args_d, **opts_d, backend="numba")
+    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
+    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_matches_torch_backend(form):
+    """A mid-sized batch (several chunks, variable lengths, every input) against the torch
+    backend in float64: log Z, every gradient, Viterbi score and marginals."""
+    B, T, C, K = 3, 400, 4, 9
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=31, allowed_p=0.02,
+              lengths=[T, 311, 1])
+    res = {}
+    for backend in ("torch", "numba"):
+        leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+        args, opts = split({**kw, **leaves})
+        z = log_partition(*args, **opts, backend=backend)
+        (z * torch.tensor([1.0, -0.5, 2.0], dtype=F64)).sum().backward()
+        args_d, opts_d = split(kw)
+        seg = viterbi(*args_d, **opts_d, backend=backend)
+        lab, bnd = marginals(*args_d, **opts_d, backend=backend)
+        res[backend] = [z.detach(), seg.score, lab, bnd] + [v.grad for v in leaves.values()]
+    for a, b in zip(res["torch"], res["numba"]):
+        torch.testing.assert_close(b, a, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_long_float32_accuracy(form):
+    """T = 20,000 in float32 against float64, at the SPEC's bounds (scores N(0, 3^2))."""
+    g = torch.Generator().manual_seed(0)
+    B, T, C, K = 2, 20_000, 3, 8
+    scores = torch.randn(B, T, C, generator=g) * 3 + 1.0
+    tr = torch.randn(*((C, C) if form == "static" else (3, C, C)), generator=g)
+    db = torch.randn(K, C, generator=g)
+    lengths = torch.tensor([T, T - 3001])
+    res = {}
+    for dt in (torch.float32, torch.float64):
+        xs = [v.detach().to(dt).clone().requires_grad_() for v in (scores, tr, db)]
+        z = log_partition(*xs, lengths, backend="numba")
+        z.sum().backward()
+        assert z.dtype == dt
+        res[dt] = (z.detach(), *[x.grad for x in xs])
+    z32, gs32, gt32, gd32 = res[torch.float32]
+    z64, gs64, gt64, gd64 = res[torch.float64]
+    assert ((z32.double() - z64).abs() <= 1e-6 * z64.abs().clamp(min=1)).all()
+    assert (gs32.double() - gs64).abs().max() <= 1e-4
+    for a, b in ((gt32, gt64), (gd32, gd64)):
+        assert (a.double() - b).norm() <= 1e-4 * b.norm()
+    assert torch.isfinite(gs32).all()
+
+    seg = viterbi(scores, tr, db, lengths, backend="numba")
+    seg64 = viterbi(scores.double(), tr.double(), db.double(), lengths, backend="numba")
+    assert seg.score.dtype == torch.float32
+    assert ((seg.score.double() - seg64.score).abs() <= 1e-6 * seg64.score.abs()).all()
+    if form == "static":
+        own = _path_scores64(seg.segments, dict(scores=scores, transition=tr, duration_bias=db))
+        for b in range(B):
+            assert abs(own[b] - float(seg64.score[b])) <= 1e-6 * abs(float(seg64.score[b]))
+    for b in range(B):
+        assert sum(d for _, d, _ in seg.segments[b]) == int(lengths[b])
+
+
+def test_deterministic():
+    """Two runs (the batch spread over threads) give bitwise-identical results."""
+    for form in FORMS:
+        kw = make(4, 300, 3, 5, dd=form, terms=TERMS["all"], seed=12, allowed_p=0.05)
+        runs = []
+        for _ in range(2):
+            leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+            args, opts = split({**kw, **leaves})
+            z = log_partition(*args, **opts, backend="numba")
+            z.sum().backward()
+            seg = viterbi(*split(kw)[0], **split(kw)[1], backend="numba")
+            runs.append([z.detach(), seg.score, seg.labels] + [v.grad for v in leaves.values()])
+        for a, b in zip(*runs):
+            assert torch.equal(a, b)
+
+
+def test_dispatch_auto_picks_numba(monkeypatch):
+    """auto runs the compiled backend on CPU tensors, float32 and float64 alike."""
+    calls = []
+    real = cpu.forward
+    monkeypatch.setattr(cpu, "forward", lambda x: calls.append(x.scores.dtype) or real(x))
+    kw = make(2, 6, 2, 3, terms=("start",), seed=9)
+    args, opts = split(kw)
+    for dt in (torch.float64, torch.float32):
+        a = [v.to(dt) if v.is_floating_point() else v for v in args]
+        o = {k: v.to(dt) for k, v in opts.items()}
+        z = log_partition(*a, **o)  # backend="auto"
+        assert z.dtype == dt
+    assert calls == [torch.float64, torch.float32]
+    assert dispatch._backend(cpu_inputs(kw), "auto") is cpu
+
+
+def cpu_inputs(kw):
+    from semiseg.crf.inputs import check_inputs
+
+    args, opts = split(kw)
+    return check_inputs(*args, **opts)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_forward_keeps_only_checkpoints(form):
+    """What the forward pass keeps for the backward pass: checkpoints every
+    ~sqrt(T K) boundaries, far below one (T, C) array (never O(T K C))."""
+    B, T, C, K = 2, 4000, 3, 16
+    kw = make(B, T, C, K, dd=form, seed=13, lengths=[T, T - 7])
+    _, saved = cpu.forward(cpu_inputs(kw))
+    _, ck, ck_lo, alpha_end, _ = saved
+    kept = sum(c.size for c in ck) + ck_lo.size + alpha_end.size
+    assert kept < B * T * C
+    n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))
+    assert ck_lo.shape[1] == n_chunks
