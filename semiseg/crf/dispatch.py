@@ -27,6 +27,7 @@ installed, and the torch backend otherwise.
 
 from __future__ import annotations
 
+import gc
 import os
 import warnings
 from types import ModuleType
@@ -214,9 +215,15 @@ def _segment_lists(b: Tensor, s: Tensor, d: Tensor, c: Tensor, batch: int):
     counts, n = flat[:batch], len(s)
     ss, dd, cc = flat[batch:batch + n], flat[batch + n:batch + 2 * n], flat[batch + 2 * n:]
     out, i = [], 0
-    for k in counts:
-        out.append(list(zip(ss[i:i + k], dd[i:i + k], cc[i:i + k])))
-        i += k
+    enabled = gc.isenabled()
+    gc.disable()  # many small tuples: the collector would rescan them over and over
+    try:
+        for k in counts:
+            out.append(list(zip(ss[i:i + k], dd[i:i + k], cc[i:i + k])))
+            i += k
+    finally:
+        if enabled:
+            gc.enable()
     return out
 
 
