@@ -20,10 +20,11 @@ def _kn():
 
 
 def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda",
-            dd=False):
+            dd=False, period=None):
     g = torch.Generator().manual_seed(seed)
     r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
-    p = {"scores": 3 * r(B, T, C), "transition": r(K, C, C) if dd else r(C, C),
+    tr = r(K, C, C) if dd else (r(period, C, C) if period else r(C, C))
+    p = {"scores": 3 * r(B, T, C), "transition": tr,
          "duration_bias": r(K, C), "start": r(C), "end": r(C)}
     if proj:
         p.update(proj_start=r(B, T, C), proj_end=r(B, T, C))
@@ -106,7 +107,8 @@ def path_score(p, extra, b, labels, seg_start):
             assert bool(extra["allowed"][b, s:e, c].all())
         total += float(cs[e, c] - cs[s, c]) + float(p["duration_bias"][e - s - 1, c])
         total += float(p["proj_start"][b, s, c] + p["proj_end"][b, e - 1, c])
-        tr = p["transition"][e - s - 1] if p["transition"].dim() == 3 else p["transition"]
+        trs = p["transition"]
+        tr = trs[(e - s - 1) % trs.shape[0]] if trs.dim() == 3 else trs
         total += float(tr[prev, c]) if prev is not None else float(p["start"][c])
         prev = c
     return total + float(p["end"][prev])
@@ -237,3 +239,22 @@ def test_bitwise_deterministic_gradients():
     assert torch.equal(runs[0][0], runs[1][0])
     for name in FLOAT_FIELDS:
         assert torch.equal(runs[0][1][name], runs[1][1][name]), name
+
+
+@pytest.mark.parametrize("B,T,K,C", [(8, 20000, 100, 24), (2, 5000, 300, 25), (3, 800, 1000, 6)])
+def test_periodic_against_float64(B, T, K, C):
+    """Periodic (3, C, C) transitions (chain._fwd_end_kernel, the NP > 1 reversed chain,
+    _bwd_kernel with END): log Z, every gradient, Viterbi and its path, bitwise
+    determinism, at realistic shapes with allowed masks, variable lengths and -inf
+    transitions; "auto" picks the kernels."""
+    kn = _kn()
+    p, extra = problem(B, T, K, C, seed=B * T + K + 3, period=3, allowed=True,
+                       lengths=[T] + [T - 13 * i for i in range(1, B)])
+    p["transition"][0, 0, C - 1] = float("-inf")
+    p["transition"][2, :, C // 2] = float("-inf")
+    x = inputs(p, extra, torch.float32)
+    assert x.periodic and kn.supports(x) is None
+    from semiseg.crf import dispatch
+
+    assert dispatch._backend(x, "auto") is kn
+    check_against_float64(kn, p, extra, deterministic=True)

@@ -27,9 +27,9 @@ installed, and the torch backend otherwise.
 
 from __future__ import annotations
 
+import gc
 import os
 import warnings
-from dataclasses import dataclass
 from types import ModuleType
 
 import torch
@@ -40,19 +40,59 @@ from .inputs import FLOAT_FIELDS, CRFInputs, check_inputs
 BACKENDS = ("auto", "torch", "triton", "numba")
 
 
-@dataclass
 class Segmentation:
     """The best segmentation of each sequence.
 
     score:    (B,) tensor, the score of the best segmentation (-inf where none is allowed)
     segments: list (one per sequence) of (start, duration, label) tuples of Python ints,
-              in order, covering [0, L_b); empty where no segmentation is allowed
+              in order, covering [0, L_b); empty where no segmentation is allowed.
+              Built on first read (one device-to-host copy of four flat tensors, no
+              per-segment tensor work) when the Segmentation came from `viterbi`.
     labels:   (B, T) int64, the label of each position, -1 at t >= L_b
+
+    `segment_tensors()` gives the segments as flat tensors on the device of `labels`:
+    (batch_index, start, duration, label), int64, ordered by sequence then start.
     """
 
-    score: Tensor
-    segments: list[list[tuple[int, int, int]]]
-    labels: Tensor
+    __slots__ = ("score", "labels", "_segments", "_starts", "_lengths")
+
+    def __init__(self, score: Tensor, segments=None, labels: Tensor | None = None, *,
+                 seg_start: Tensor | None = None, lengths: Tensor | None = None):
+        self.score = score
+        self.labels = labels
+        self._segments = segments
+        self._starts = seg_start  # (B, T) bool: a segment starts at t (t < L_b, score finite)
+        self._lengths = lengths
+        if segments is None and seg_start is None:
+            raise ValueError("Segmentation needs segments or seg_start")
+
+    @property
+    def segments(self) -> list[list[tuple[int, int, int]]]:
+        if self._segments is None:
+            self._segments = _segment_lists(*self.segment_tensors(), self.score.shape[0])
+        return self._segments
+
+    @segments.setter
+    def segments(self, value):
+        self._segments = value
+
+    def segment_tensors(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(batch_index, start, duration, label) int64 tensors, one entry per segment,
+        ordered by sequence then start, on the device of `labels` (torch ops only)."""
+        if self._starts is None:  # constructed from lists
+            flat = [(b, s, d, c) for b, segs in enumerate(self._segments) for s, d, c in segs]
+            t = torch.tensor(flat, dtype=torch.int64).reshape(-1, 4).to(self.labels.device)
+            return t[:, 0], t[:, 1], t[:, 2], t[:, 3]
+        return _segment_tensors(self.labels, self._starts, self._lengths)
+
+    def __eq__(self, other):
+        if not isinstance(other, Segmentation):
+            return NotImplemented
+        return (torch.equal(self.score, other.score) and torch.equal(self.labels, other.labels)
+                and self.segments == other.segments)
+
+    def __repr__(self):
+        return f"Segmentation(score={self.score!r}, labels={self.labels!r})"
 
 
 def _triton_module() -> ModuleType:
@@ -154,18 +194,36 @@ def log_partition(
     return _LogPartition.apply(module, x, *(getattr(x, n) for n in FLOAT_FIELDS))
 
 
-def _segments(labels: Tensor, seg_start: Tensor, lengths: Tensor, ok: Tensor):
-    labels_c, starts_c, lengths_c, ok_c = (t.cpu() for t in (labels, seg_start, lengths, ok))
-    out = []
-    for b in range(labels_c.shape[0]):
-        if not bool(ok_c[b]):
-            out.append([])
-            continue
-        L = int(lengths_c[b])
-        pos = torch.nonzero(starts_c[b, :L]).flatten().tolist()
-        ends = pos[1:] + [L]
-        lab = labels_c[b, pos].tolist() if pos else []
-        out.append([(s, e - s, c) for s, e, c in zip(pos, ends, lab)])
+def _segment_tensors(labels: Tensor, seg_start: Tensor, lengths: Tensor):
+    """Flat (batch_index, start, duration, label) of the segments marked in seg_start
+    (which is False at t >= L_b and for sequences with no segmentation)."""
+    b, s = torch.nonzero(seg_start, as_tuple=True)
+    # each segment ends where the next one of its sequence starts, the last at L_b
+    nxt = torch.empty_like(s)
+    nxt[:-1] = s[1:]
+    same = torch.zeros_like(b, dtype=torch.bool)
+    same[:-1] = b[1:] == b[:-1]
+    end = torch.where(same, nxt, lengths[b])
+    return b, s, end - s, labels[b, s]
+
+
+def _segment_lists(b: Tensor, s: Tensor, d: Tensor, c: Tensor, batch: int):
+    """The per-sequence lists of (start, duration, label) tuples from the flat tensors:
+    one host copy, then plain Python over ints."""
+    counts = torch.bincount(b, minlength=batch)
+    flat = torch.cat([counts, s, d, c]).cpu().tolist()
+    counts, n = flat[:batch], len(s)
+    ss, dd, cc = flat[batch:batch + n], flat[batch + n:batch + 2 * n], flat[batch + 2 * n:]
+    out, i = [], 0
+    enabled = gc.isenabled()
+    gc.disable()  # many small tuples: the collector would rescan them over and over
+    try:
+        for k in counts:
+            out.append(list(zip(ss[i:i + k], dd[i:i + k], cc[i:i + k])))
+            i += k
+    finally:
+        if enabled:
+            gc.enable()
     return out
 
 
@@ -183,8 +241,10 @@ def viterbi(
         score, labels, seg_start = module.viterbi(x)
     ok = torch.isfinite(score)
     labels = torch.where(ok[:, None], labels, torch.full_like(labels, -1))
-    return Segmentation(score=score, segments=_segments(labels, seg_start, x.lengths, ok),
-                        labels=labels)
+    valid = torch.arange(x.T, device=labels.device) < x.lengths[:, None]
+    seg_start = seg_start & valid & ok[:, None]
+    # segments are built when first read (Segmentation.segments / segment_tensors)
+    return Segmentation(score=score, labels=labels, seg_start=seg_start, lengths=x.lengths)
 
 
 def marginals(

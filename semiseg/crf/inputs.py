@@ -164,7 +164,7 @@ def check_inputs(
         if tuple(lengths.shape) != (B,):
             raise ValueError(f"lengths: expected shape ({B},), got {tuple(lengths.shape)}")
         lengths = lengths.to(device=device, dtype=torch.int64)
-        lo, hi = int(lengths.min()), int(lengths.max())
+        lo, hi = torch.stack([lengths.min(), lengths.max()]).tolist()  # one host sync
         if lo < 1 or hi > T:
             raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
 
@@ -177,15 +177,28 @@ def check_inputs(
         proj_start=proj_start,
         proj_end=proj_end,
     )
+    flags = []  # one device flag per tensor: any NaN / forbidden infinity in it
     for name, v in values.items():
         if v is None:
             continue
         v = v.to(dtype)
         values[name] = v
+        if name in ("scores", "proj_start", "proj_end"):
+            flags.append(~torch.isfinite(v).all())
+        else:
+            flags.append((torch.isnan(v) | torch.isposinf(v)).any())
+    if bool(torch.stack(flags).any()):  # one host sync; the slow checks below name it
+        _raise_bad_values(values)
+    return CRFInputs(lengths=lengths, allowed=allowed, **values)
+
+
+def _raise_bad_values(values: dict) -> None:
+    for name, v in values.items():
+        if v is None:
+            continue
         if torch.isnan(v).any():
             raise ValueError(f"{name}: contains NaN")
         if name in ("scores", "proj_start", "proj_end") and torch.isinf(v).any():
             raise ValueError(f"{name}: contains an infinity (only finite values are allowed)")
         if torch.isposinf(v).any():
             raise ValueError(f"{name}: contains +inf (only finite values and -inf are allowed)")
-    return CRFInputs(lengths=lengths, allowed=allowed, **values)

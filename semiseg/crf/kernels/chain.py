@@ -210,7 +210,13 @@ def _fwd_kernel(
     else:
         i0 = 0
         i1 = half
-        R = tl.full((KP, CP), NEG, tl.float32)
+        if NP > 1:
+            # an empty ring that comes from a (fully masked) load: from tl.full, ptxas
+            # allocated 32 registers and spilled ~17 KB per thread (sm_90, triton 3.9;
+            # a runtime-opaque tl.where did not help)
+            R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
+        else:
+            R = tl.full((KP, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
@@ -831,7 +837,7 @@ def _fwd_end_kernel(
             i1 = _split(L, 1)
         else:
             i1 = M
-        A = tl.full((KP, CP), NEG, tl.float32)
+        A = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)  # empty (see _fwd_kernel)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     # gamma^r at the first boundary: `start` at 0, else from alpha
