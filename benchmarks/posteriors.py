@@ -26,10 +26,17 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import torch  # noqa: E402
+import torch
 
-from semiseg.crf import (entropy, log_partition, marginals, run_posteriors, sample,  # noqa: E402
-                         segment_posteriors, viterbi)
+from semiseg.crf import (
+    entropy,
+    log_partition,
+    marginals,
+    run_posteriors,
+    sample,
+    segment_posteriors,
+    viterbi,
+)
 
 
 def cpu_model() -> str:
@@ -60,7 +67,7 @@ def bench(B, T, K, C, form, runs):
     tr = torch.randn(*((3, C, C) if form == "periodic" else (C, C)), generator=g,
                      dtype=torch.float64)
     db = torch.randn(K, C, generator=g, dtype=torch.float64)
-    kw = dict(backend="torch")
+    kw = {"backend": "torch"}
     best = viterbi(scores, tr, db, **kw)
     segs = [(b, s, d, c) for b, row in enumerate(best.segments) for s, d, c in row]
     spans = []
@@ -102,7 +109,7 @@ def main():
             lines.append(f"| {name} | {t:.3f} | {t / fwd:.2f} | {t / fb:.2f} |")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+                            capture_output=True, text=True, check=False).stdout.strip()
     head = (f"\n## Segment posteriors, entropy, samples (benchmarks/posteriors.py)\n\n"
             f"Date 2026-11-23 (run {datetime.date.today()}), commit {commit}, device "
             f"{cpu_model()}, peak RSS {peak:.0f} MiB.\n")

@@ -104,7 +104,7 @@ def write(cal: dict, prefix: str) -> list[str]:
     pts = [(r["mean_predicted"], r["observed"], r["segments"]) for r in cal["bins"]
            if r["segments"]]
     if pts:
-        x, y, n = zip(*pts)
+        x, y, _ = zip(*pts)
         ax.plot(x, y, "o-", color="C0", label="segments")
         for xi, yi, ni in pts:
             ax.annotate(str(ni), (xi, yi), textcoords="offset points", xytext=(4, -10),

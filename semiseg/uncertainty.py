@@ -58,7 +58,7 @@ def per_step_run_posteriors(crf, em, hid, lengths, labels: torch.Tensor) -> list
     """For each sequence b: a (L_b,) float array, the run posterior of the run of the
     Viterbi labels that covers each step (one call for the whole batch)."""
     lab = labels.cpu().numpy()
-    spans, where = [], []
+    spans = []
     for b, L in enumerate(lengths.tolist()):
         s, e = run_spans(lab[b, :L])
         spans += [(b, int(a), int(z)) for a, z in zip(s, e)]

@@ -11,10 +11,18 @@ import pytest
 import torch
 from test_crf_reference import FORMS, make, split
 
-from semiseg.crf import (entropy, marginals, position_entropy, reference, run_posteriors,
-                         sample, segment_posteriors, viterbi)
+from semiseg.crf import (
+    entropy,
+    marginals,
+    position_entropy,
+    reference,
+    run_posteriors,
+    sample,
+    segment_posteriors,
+    viterbi,
+)
 
-TOL = dict(atol=1e-10, rtol=1e-10)
+TOL = {"atol": 1e-10, "rtol": 1e-10}
 TERMS = [(), ("start", "end", "proj", "allowed")]
 
 
@@ -40,7 +48,7 @@ def _labels(seg, L):
 
 def _all_segments(kw):
     """Every (b, s, d, c) with d <= K inside [0, L_b), plus a few impossible ones."""
-    B, T, C = kw["scores"].shape
+    B, _, C = kw["scores"].shape
     K = kw["duration_bias"].shape[0]
     rows = []
     for b in range(B):
@@ -73,7 +81,7 @@ def test_segment_posteriors_match_bruteforce(form, terms, chunk, monkeypatch):
 def test_run_posteriors_match_bruteforce(form, terms):
     kw = make(2, 6, 3, 3, dd=form, terms=terms, seed=5)
     args, rest = split(kw)
-    B, T, _ = kw["scores"].shape
+    B = kw["scores"].shape[0]
     probs = _probs(kw)
     # the runs of the Viterbi path, and each path's whole sequence as one chain, and a
     # chain of two runs

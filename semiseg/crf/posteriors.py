@@ -57,7 +57,7 @@ from .inputs import FLOAT_FIELDS, CRFInputs, check_inputs
 WORK = torch.float64
 NEG = float("-inf")
 
-__all__ = ["segment_posteriors", "run_posteriors", "entropy", "position_entropy", "sample"]
+__all__ = ["entropy", "position_entropy", "run_posteriors", "sample", "segment_posteriors"]
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -287,7 +287,7 @@ def run_posteriors(scores, transition, duration_bias, lengths=None, *, labels, s
     pe = _proj(x, "proj_end").gather(2, lab[:, :, None])[:, :, 0]
     db = x.duration_bias.to(WORK)[:K]  # (K, C)
     trd = _trd(x, K)  # (K, C, C)
-    st, en = _start_end(x)
+    st, _ = _start_end(x)
     cnt = None
     if x.allowed is not None:
         bad = ~x.allowed.gather(2, lab[:, :, None])[:, :, 0]
