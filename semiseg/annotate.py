@@ -16,21 +16,26 @@ processed one at a time, in FASTA order:
    `annotate.batch_steps` CRF steps per batch.
 
 Outputs: PREFIX.bed (BED9), PREFIX.browser.bed, PREFIX.gff3, PREFIX.posterior.LABEL.bw,
-PREFIX.boundary.bw (written by semiseg.genome's OutputWriter) and PREFIX.summary.tsv
-(segments and bp per label), all complete or none (temporary names, renamed at the end).
+PREFIX.boundary.bw, PREFIX.entropy.bw, PREFIX.boundary_entropy.bw (written by
+semiseg.genome's OutputWriter), PREFIX.summary.tsv (segments and bp per label) and, with
+`--samples N`, PREFIX.samples.bed, all complete or none (temporary names, renamed at the
+end). The BED and GFF3 scores are exact run posteriors, the entropy tracks come from the
+stitched marginals, and samples are exact posterior samples of each decoded sequence;
+semiseg/uncertainty.py says how each is defined with windowed decoding.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import __version__, ui
+from . import __version__, ui, uncertainty
 from .errors import SemisegError
 from .train import build_model, load_checkpoint, pick_device
 
@@ -103,7 +108,8 @@ class Annotator:
     """A trained model ready to annotate: encoder windows, decoding, posteriors."""
 
     def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
-                 max_decode_steps: int, batch_steps: int, reverse_complement: bool = False):
+                 max_decode_steps: int, batch_steps: int, reverse_complement: bool = False,
+                 samples: int = 0, seed: int = 0):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
@@ -116,6 +122,7 @@ class Annotator:
         if self.cfg.crf.centering == "mean":
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
+        self.samples, self.seed = samples, seed
         self.amp = device.type == "cuda" and self.cfg.train.amp in ("auto", "on")
         self.rc = None
         if reverse_complement:
@@ -190,14 +197,25 @@ class Annotator:
         return em_out, hid_out
 
     @torch.no_grad()
-    def decode(self, em: torch.Tensor, hid, lengths: torch.Tensor):
-        """Viterbi labels (B, S), label posteriors (B, S, C), boundary posteriors (B, S)."""
-        seg = self.model.crf.decode(em, lengths, hidden=hid)
-        post, bnd = self.model.crf.marginals(em, lengths, hidden=hid)
-        return seg.labels, post, bnd
+    def decode(self, em: torch.Tensor, hid, lengths: torch.Tensor, runs: bool = True,
+               seed: int = 0):
+        """Viterbi labels (B, S), label posteriors (B, S, C), boundary posteriors (B, S),
+        run posteriors of the Viterbi runs per step (a list of (L_b,) arrays; None when
+        `runs` is False) and posterior samples (samples[b][i], steps; None without
+        --samples)."""
+        crf = self.model.crf
+        seg = crf.decode(em, lengths, hidden=hid)
+        post, bnd = crf.marginals(em, lengths, hidden=hid)
+        runp = (uncertainty.per_step_run_posteriors(crf, em, hid, lengths, seg.labels)
+                if runs else None)
+        smp = (uncertainty.draw_samples(crf, em, hid, lengths, self.samples, seed)
+               if self.samples else None)
+        return seg.labels, post, bnd, runp, smp
 
-    def decode_long(self, em: torch.Tensor, hid) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres."""
+    def decode_long(self, em: torch.Tensor, hid, seed: int = 0):
+        """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres.
+        Run posteriors come from the window whose centre holds a run's midpoint, when the
+        run lies inside that window off its inner edges (else NaN; uncertainty.py)."""
         S = em.shape[0]
         W = self.max_steps
         ov = max(1, W // 4) if W < S else 0
@@ -206,25 +224,48 @@ class Annotator:
         labels = np.empty(S, np.int64)
         post = np.empty((S, em.shape[1]), np.float32)
         bnd = np.empty(S, np.float32)
+        samples = [[] for _ in range(self.samples)] if self.samples else None
+        windows = []
         for cs in range(0, S, core):
             ce = min(cs + core, S)
             ws, we = max(0, cs - half), min(S, ce + half)
-            lab, p, b = self.decode(em[None, ws:we], None if hid is None else hid[None, ws:we],
-                                    torch.tensor([we - ws], device=em.device))
+            windows.append((cs, ce, ws, we))
+            lab, p, b, _, smp = self.decode(
+                em[None, ws:we], None if hid is None else hid[None, ws:we],
+                torch.tensor([we - ws], device=em.device), runs=False, seed=seed + cs)
             labels[cs:ce] = lab[0, cs - ws:ce - ws].cpu().numpy()
             post[cs:ce] = p[0, cs - ws:ce - ws].cpu().numpy()
             bnd[cs:ce] = b[0, cs - ws:ce - ws].cpu().numpy()
-        return labels, post, bnd
+            if smp is not None:
+                for i, rows in enumerate(uncertainty.clip_samples(smp[0], cs - ws, ce - ws, ws)):
+                    samples[i] += rows
+        runp = np.full(S, np.nan)
+        rs, re_ = uncertainty.run_spans(labels)
+        mid = (rs + re_ - 1) // 2
+        for cs, ce, ws, we in windows:
+            pick = ((mid >= cs) & (mid < ce) & (rs >= ws) & (re_ <= we)
+                    & ((rs > ws) | (ws == 0)) & ((re_ < we) | (we == S)))
+            spans = [(0, int(a) - ws, int(z) - ws) for a, z in zip(rs[pick], re_[pick])]
+            lab_w = torch.from_numpy(labels[None, ws:we]).to(em.device)
+            p = uncertainty.window_run_posteriors(
+                self.model.crf, em[None, ws:we], None if hid is None else hid[None, ws:we],
+                torch.tensor([we - ws], device=em.device), lab_w, spans)
+            for (_, a, z), v in zip(spans, p.tolist()):
+                runp[a + ws:z + ws] = v
+        return labels, post, bnd, runp, samples
 
     def run_long(self, item: Item):
         em, hid = self.emissions(item)
         S = em.shape[0]
+        seed = self.seed + zlib.crc32(f"{item.chrom}:{item.start}".encode())
         if S <= self.max_steps:
-            lab, post, bnd = self.decode(em[None], None if hid is None else hid[None],
-                                         torch.tensor([S], device=em.device))
-            return lab[0].cpu().numpy(), post[0].cpu().numpy(), bnd[0].cpu().numpy(), True
-        lab, post, bnd = self.decode_long(em, hid)
-        return lab, post, bnd, False
+            lab, post, bnd, runp, smp = self.decode(
+                em[None], None if hid is None else hid[None],
+                torch.tensor([S], device=em.device), seed=seed)
+            return (lab[0].cpu().numpy(), post[0].cpu().numpy(), bnd[0].cpu().numpy(),
+                    runp[0], None if smp is None else smp[0], True)
+        lab, post, bnd, runp, smp = self.decode_long(em, hid, seed=seed)
+        return lab, post, bnd, runp, smp, False
 
     def run_batch(self, items: list[Item]):
         """Several short sequences in one batch (each fits one encoder window)."""
@@ -236,11 +277,12 @@ class Annotator:
         em, hid = self._encode(x, [len(xi) for xi in xs])
         steps = torch.tensor([-(-(it.end - it.start) // self.res) for it in items],
                              device=self.device)
-        lab, post, bnd = self.decode(em, hid, steps)
+        seed = self.seed + zlib.crc32(f"{items[0].chrom}:{items[0].start}".encode())
+        lab, post, bnd, runp, smp = self.decode(em, hid, steps, seed=seed)
         out = []
         for i, n in enumerate(steps.tolist()):
             out.append((lab[i, :n].cpu().numpy(), post[i, :n].cpu().numpy(),
-                        bnd[i, :n].cpu().numpy()))
+                        bnd[i, :n].cpu().numpy(), runp[i], None if smp is None else smp[i]))
         return out
 
 
@@ -286,8 +328,12 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              device: str = "auto", window: int | None = None, context: int | None = None,
              max_decode_steps: int | None = None, batch_steps: int | None = None,
              alias: dict | None = None, threads: int | None = None,
-             reverse_complement: str | None = None) -> list[str]:
-    """Annotate `fasta` with the model checkpoint `model`; returns the files written."""
+             reverse_complement: str | None = None, samples: int = 0,
+             seed: int = 0) -> list[str]:
+    """Annotate `fasta` with the model checkpoint `model`; returns the files written.
+
+    samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
+    seed: their random seed (the same seed gives the same samples)."""
     from .genome import Fasta, GenomeData, LabelScheme, OutputWriter, labels_to_segments
 
     if threads:
@@ -330,7 +376,11 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     use_rc = rc_mode == "on" or (rc_mode == "auto" and mcfg.train.reverse_complement)
     ann = Annotator(ckpt, data, dev, window or acfg.window, acfg.context if context is None
                     else context, max_decode_steps or acfg.max_decode_steps,
-                    batch_steps or acfg.batch_steps, reverse_complement=use_rc)
+                    batch_steps or acfg.batch_steps, reverse_complement=use_rc,
+                    samples=samples, seed=seed)
+    if samples < 0:
+        raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
+    sample_rows: list = []
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
                            f"multiples of the resolution ({res} bp), window > 2 * context")
@@ -347,21 +397,26 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     pending = {c: sum(1 for it in items if it.chrom == c) for c in out_sizes}
     written = []
     with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
-                      model_hash=ckpt["model_hash"]) as writer, ui.progress() as bar:
+                      model_hash=ckpt["model_hash"], entropy=True) as writer, \
+            ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         for group in _groups(items, res, ann.window, ann.max_steps, ann.batch_steps):
             if len(group) == 1:
                 it = group[0]
-                lab, post, bnd, whole = ann.run_long(it)
+                lab, post, bnd, runp, smp, whole = ann.run_long(it)
                 how = ("as one sequence" if whole else
                        f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
                 ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
-                results = [(it, lab, post, bnd)]
+                results = [(it, lab, post, bnd, runp, smp)]
             else:
                 ui.log(f"{len(group)} short sequences decoded together in one batch")
                 results = [(it, *r) for it, r in zip(group, ann.run_batch(group))]
-            for it, lab, post, bnd in results:
-                by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd))
+            for it, lab, post, bnd, runp, smp in results:
+                by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd, runp))
+                if smp is not None:
+                    s0 = it.start // res
+                    sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
+                                        [[(a + s0, d, c) for a, d, c in rows] for rows in smp]))
                 pending[it.chrom] -= 1
                 bar.update(task, advance=it.end - it.start, info=it.chrom)
             for chrom in list(pending):
@@ -373,9 +428,14 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
         written.append(summary)
+        if samples:
+            path = f"{out}.samples.bed"
+            uncertainty.write_samples(path, sample_rows, names, list(scheme.colors), res)
+            written.append(path)
     secs = time.perf_counter() - t0
     ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s ({total_bp / max(secs, 1e-9):,.0f} bp/s)")
-    for suffix in ["bed", "browser.bed", "gff3", "boundary.bw"] + [
+    for suffix in ["bed", "browser.bed", "gff3", "boundary.bw", "entropy.bw",
+                   "boundary_entropy.bw"] + [
             f"posterior.{n}.bw" for n in names]:
         p = f"{out}.{suffix}"
         if os.path.exists(p):
@@ -392,13 +452,15 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     lab = np.full(S, -1, np.int64)
     post = np.zeros((S, C), np.float32)
     bnd = np.zeros(S, np.float32)
+    runp = np.full(S, np.nan)
     gaps = []
     prev_end = 0
-    for it, lb, p, b in sorted(parts, key=lambda r: r[0].start):
+    for it, lb, p, b, rp in sorted(parts, key=lambda r: r[0].start):
         s0 = it.start // res
         lab[s0:s0 + len(lb)] = lb
         post[s0:s0 + len(lb)] = p
         bnd[s0:s0 + len(lb)] = b
+        runp[s0:s0 + len(lb)] = rp
         if it.start > prev_end:
             gaps.append((prev_end, it.start))
         prev_end = it.end
@@ -414,8 +476,13 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
         if c >= 0:
             counts[names[c]]["segments"] += 1
             counts[names[c]]["bp"] += e - s
+    # the run posterior of each output run (uncertainty.py); runs of label -1 have none
+    first = (segments[:, 0] // res).astype(np.int64)
+    run_rows = np.column_stack([segments[:, :2].astype(np.float64),
+                                np.where(segments[:, 2] >= 0, runp[first], np.nan)])
     writer.add(chrom, segments, posteriors=post, boundary=bnd,
-               gaps=all_gaps if len(all_gaps) else None)
+               gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
+               entropy=uncertainty.entropy_tracks(post, bnd))
 
 
 def merge(parts: list[str], out: str) -> list[str]:
@@ -485,7 +552,14 @@ def merge(parts: list[str], out: str) -> list[str]:
             fh.write(comment + "label\tsegments\tbp\tfraction\n")
             fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
                           for n, (segs, bp) in counts.items())
-        for suffix in ["boundary.bw"] + [f"posterior.{n}.bw" for n in labels]:
+        extra = [s for s in ("entropy.bw", "boundary_entropy.bw")
+                 if all(os.path.isfile(f"{p}.{s}") for p in parts)]
+        if all(os.path.isfile(f"{p}.samples.bed") for p in parts):
+            with open(target("samples.bed"), "w") as fh:
+                for i, p in enumerate(parts):
+                    with open(f"{p}.samples.bed") as src:
+                        fh.writelines(line for line in src if i == 0 or not line.startswith("#"))
+        for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
             sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
             try:
                 header = []

@@ -102,19 +102,23 @@ def annotate(
     reverse_complement: str | None = typer.Option(
         None, "--reverse-complement", help="auto, on or off: average emissions over both "
                                            "strands (auto: if trained with augmentation)."),
+    samples: int = typer.Option(0, "--samples", min=0, help="Also write N exact posterior "
+                                                             "samples (PREFIX.samples.bed)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of --samples."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
 ) -> None:
     """Segment a genome: PREFIX.bed, .browser.bed, .gff3, .posterior.LABEL.bw, .boundary.bw,
-    .summary.tsv."""
+    .entropy.bw, .boundary_entropy.bw, .summary.tsv (and .samples.bed with --samples)."""
     from .annotate import annotate as run
 
     _setup(quiet, threads)
     names = [c for item in chroms for c in item.split(",") if c]
     run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
-        max_decode_steps=max_decode_steps, reverse_complement=reverse_complement)
+        max_decode_steps=max_decode_steps, reverse_complement=reverse_complement,
+        samples=samples, seed=seed)
 
 
 @app.command()
@@ -159,6 +163,10 @@ def evaluate(
     from rich.console import Console
 
     Console().print(render_table(result, title=f"{pred} vs {truth}"))
+    if result["calibration"]["segments"]:
+        from .calibration import render
+
+        Console().print(render(result["calibration"]))
 
 
 @app.command()

@@ -8,6 +8,8 @@ Metrics, per label:
 - boundaries: F1 of segment starts/ends matched one-to-one within +-tolerance bp (the
   chromosome ends are not boundaries).
 "macro" averages the labels that occur in the truth or the prediction.
+- calibration of the BED score as a segment posterior (semiseg/calibration.py): rows
+  binned by score / 1000 against the fraction that is exactly right.
 
 Chromosomes evaluated: those in the prediction; their lengths are taken from `sizes`
 when given, else from the furthest interval end seen in either file.
@@ -273,7 +275,11 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         background: label of positions neither file covers (default: the scheme's
             background; without one, uncovered positions are skipped).
     """
+    from . import calibration
+
     p = read_bed_labels(pred)
+    scored = calibration.read_scores(pred)
+    cal = calibration.new_counts()
     chroms = list(p.intervals)
     if sizes is None:
         sizes = {c: int(p.intervals[c][1].max()) for c in chroms}
@@ -313,6 +319,8 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         ok = (ta >= 0) & (pa >= 0)
         conf += np.bincount(ta[ok] * C + pa[ok], minlength=C * C).reshape(C, C)
         add_segment_counts(seg, ta, pa, tolerance)
+        if chrom in scored:
+            calibration.add_counts(cal, ta, scored[chrom], index)
     total = conf.sum()
     rows = []
     for c, name in enumerate(names):
@@ -351,6 +359,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         "accuracy": float(np.trace(conf) / total) if total else float("nan"),
         "labels": rows, "macro": macro,
         "confusion": {"labels": names, "truth_by_pred": conf.tolist()},
+        "calibration": calibration.summarise(cal),
     }
 
 
@@ -366,7 +375,8 @@ def _fmt(v) -> str:
 
 
 def write_report(result: dict, prefix: str) -> list[str]:
-    """PREFIX.tsv (one row per label, then "macro") and PREFIX.json; atomic."""
+    """PREFIX.tsv (one row per label, then "macro") and PREFIX.json; atomic. With a
+    calibration (scored BED rows): PREFIX.calibration.tsv and PREFIX.calibration.png."""
     tsv, js = f"{prefix}.tsv", f"{prefix}.json"
     Path(tsv).parent.mkdir(parents=True, exist_ok=True)
     lines = ["\t".join(COLUMNS)]
@@ -381,6 +391,11 @@ def write_report(result: dict, prefix: str) -> list[str]:
         with open(tmp, "w") as fh:
             fh.write(text)
         os.replace(tmp, path)
+    cal = result.get("calibration")
+    if cal and cal["segments"]:
+        from . import calibration
+
+        return [tsv, js] + calibration.write(cal, prefix)
     return [tsv, js]
 
 

@@ -165,6 +165,24 @@ def test_annotation_outputs_valid(work, annotated):
     b = np.asarray(bw.values("chrI", 0, TEST_BP))
     assert b[0] == pytest.approx(1.0, abs=1e-4) and (b >= -1e-6).all() and (b <= 1 + 1e-6).all()
     bw.close()
+    # entropy tracks: label entropy in [0, log C], boundary entropy in [0, log 2]
+    for name, top in (("entropy", np.log(3)), ("boundary_entropy", np.log(2))):
+        bw = pyBigWig.open(f"{annotated}.{name}.bw")
+        assert bw.chroms() == sizes
+        v = np.asarray(bw.values("chrI", 0, TEST_BP))
+        assert np.isfinite(v).all() and (v >= 0).all() and (v <= top + 1e-5).all()
+        bw.close()
+    # BED score = round(1000 x run posterior); GFF3 score = run posterior, mean posterior
+    # as an attribute; the run posterior never exceeds the smallest label posterior
+    bws = {n: pyBigWig.open(f"{annotated}.posterior.{n}.bw") for n in names}
+    for r in rows:
+        low = float(np.min(bws[r[3]].values(r[0], int(r[1]), int(r[2]))))
+        assert 0 <= int(r[4]) <= 1000 * low + 1  # P(run exact) <= P(label at any base)
+    for bw in bws.values():
+        bw.close()
+    gff = [ln.split("\t") for ln in lines if not ln.startswith("#")]
+    scored = [f for f in gff if f[5] != "."]
+    assert scored and all("mean_posterior=" in f[8] for f in scored)
     # the summary adds up to the genome
     summ = [ln.split("\t") for ln in open(f"{annotated}.summary.tsv")
             if not ln.startswith("#")][1:]
@@ -209,6 +227,25 @@ def test_whole_vs_windowed_decoding(work, trained, annotated):
 
     agree = (per_bp(rows) == per_bp(whole)).mean()
     assert agree > 0.9
+
+
+def test_annotate_samples(work, trained, annotated):
+    """--samples N writes N exact posterior samples per sequence, each covering it, and
+    the same seed gives the same file."""
+    for name in ("s1", "s2"):
+        run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                "--chroms", "ctg1,ctg2", "--samples", "4", "--seed", "7",
+                "--out", work / "ann" / name, "--quiet")
+    text = (work / "ann" / "s1.samples.bed").read_text()
+    assert text == (work / "ann" / "s2.samples.bed").read_text()
+    rows = _read_bed(work / "ann" / "s1.samples.bed")
+    for chrom, L in (("ctg1", 1777), ("ctg2", 2501)):
+        for i in range(4):
+            segs = [(int(r[1]), int(r[2])) for r in rows
+                    if r[0] == chrom and r[3].split(":", 1)[0] == f"sample{i}"]
+            assert segs[0][0] == 0 and segs[-1][1] == L
+            assert all(a[1] == b[0] for a, b in zip(segs, segs[1:]))
+    assert {r[3].split(":", 1)[1] for r in rows} <= {"intergenic", "CDS+", "CDS-"}
 
 
 def test_short_contigs_batched_equal_single(work, trained, annotated):

@@ -70,6 +70,8 @@ class OutputWriter:
         fasta: a :class:`Fasta`; when given, N runs >= ``gap_min`` bp become ``gap``
             for chromosomes whose ``gaps`` are not passed to :meth:`add`.
         gap_min: minimum N-run length written as ``gap``.
+        entropy: also write ``.entropy.bw`` (per-step label entropy) and
+            ``.boundary_entropy.bw`` (per-step boundary entropy), given to :meth:`add`.
 
     Use as a context manager; call :meth:`add` once per chromosome in ``chrom_sizes``
     order. Files appear only when the block ends without an error.
@@ -78,7 +80,8 @@ class OutputWriter:
     def __init__(self, prefix: str | os.PathLike, scheme: LabelScheme,
                  chrom_sizes: Mapping[str, int], resolution: int = 1,
                  formats: Sequence[str] = ("bed", "gff3", "bigwig"), version: str | None = None,
-                 model_hash: str | None = None, fasta=None, gap_min: int = 100):
+                 model_hash: str | None = None, fasta=None, gap_min: int = 100,
+                 entropy: bool = False):
         bad = set(formats) - set(FORMATS)
         if bad:
             raise SemisegError(f"unknown output formats {sorted(bad)}; choose from {', '.join(FORMATS)}")
@@ -101,6 +104,7 @@ class OutputWriter:
         self.model_hash = model_hash or "none"
         self.fasta = fasta
         self.gap_min = gap_min
+        self.entropy = entropy
         self._last = -1
         self._tmp: dict[str, str] = {}  # final path -> temporary path
         self._fh: dict[str, object] = {}
@@ -132,6 +136,8 @@ class OutputWriter:
                 self._path("gff3")  # assembled at close from the body
                 self._fh["gff3"] = open(tmp_name(f"{self.prefix}.gff3.body"), "w")
             series = [f"posterior.{n}" for n in self.scheme.names] + ["boundary"]
+            if self.entropy:
+                series += ["entropy", "boundary_entropy"]
             if "bigwig" in self.formats:
                 import pyBigWig
 
@@ -240,7 +246,8 @@ class OutputWriter:
 
     # ---------------------------------------------------------------- add
     def add(self, chrom: str, segments: np.ndarray, posteriors: np.ndarray | None = None,
-            boundary: np.ndarray | None = None, gaps: np.ndarray | None = None) -> None:
+            boundary: np.ndarray | None = None, gaps: np.ndarray | None = None,
+            run_posteriors: np.ndarray | None = None, entropy=None) -> None:
         """Write one chromosome (or one contiguous range of it).
 
         Args:
@@ -251,6 +258,15 @@ class OutputWriter:
                 ``segments[0, 0]`` at the writer's resolution (score column, bigWig).
             boundary: ``(T,) float32`` boundary posterior per step.
             gaps: ``(R, 2)`` N runs written as ``gap`` (None: from ``fasta`` if given).
+            run_posteriors: ``(R, 3) float`` rows ``[start, end, probability]`` (bp): the
+                exact probability that the run [start, end) is exactly right. When given,
+                an output row equal to one of these runs gets it as its score (BED:
+                round(1000 p); GFF3: p, with the mean label posterior in the
+                ``mean_posterior`` attribute); other rows (cut by gaps, or NaN) get
+                BED score 0 and GFF3 score ".". When None, the score is the mean label
+                posterior over the row, as before.
+            entropy: ``((T,), (T,))`` label and boundary entropy per step (needs the
+                writer's ``entropy=True``).
         """
         seg, lo, hi, post, bnd, gaps = self._check(chrom, segments, posteriors, boundary, gaps)
         self._last = self.order[chrom]
@@ -272,11 +288,20 @@ class OutputWriter:
             for i in np.flatnonzero(ok).tolist():
                 mean[i] = post[j0[i]:j1[i], lab[i]].mean(dtype=np.float64)
             score = np.where(ok, np.clip(np.rint(1000 * mean), 0, 1000), 0).astype(np.int64)
+        exact = None
+        if run_posteriors is not None:
+            rp = np.asarray(run_posteriors, dtype=np.float64).reshape(-1, 3)
+            table = {(int(a), int(b)): float(v) for a, b, v in rp.tolist()}
+            exact = np.array([table.get((a, b), np.nan) if l >= 0 else np.nan
+                              for a, b, l in zip(s.tolist(), e.tolist(), lab.tolist())])
+            score = np.where(np.isnan(exact), 0,
+                             np.clip(np.rint(1000 * np.nan_to_num(exact)), 0, 1000)
+                             ).astype(np.int64)
         if "bed" in self.formats:
             self._write_bed(chrom, s, e, lab, score)
         if "gff3" in self.formats:
             self._regions.append(f"##sequence-region {chrom} 1 {self.chrom_sizes[chrom]}\n")
-            self._write_gff3(chrom, s, e, lab, mean)
+            self._write_gff3(chrom, s, e, lab, mean, exact)
         if "bigwig" in self.formats or "bedgraph" in self.formats:
             t = -(-(hi - lo) // r)
             valid = np.ones(t, dtype=bool)
@@ -288,6 +313,8 @@ class OutputWriter:
                     series[f"posterior.{name}"] = post[:, i]
             if bnd is not None:
                 series["boundary"] = bnd
+            if entropy is not None and self.entropy:
+                series["entropy"], series["boundary_entropy"] = entropy
             for key, values in series.items():
                 self._write_signal(key, chrom, lo, hi, values, valid)
 
@@ -306,15 +333,22 @@ class OutputWriter:
         self._fh["browser"].write(text)
 
     # ---------------------------------------------------------------- GFF3
-    def _write_gff3(self, chrom, s, e, lab, mean) -> None:
+    def _write_gff3(self, chrom, s, e, lab, mean, exact=None) -> None:
         sc = self.scheme
         out = self._fh["gff3"]
         lines: list[str] = []
 
         def score(i):
+            if exact is not None:  # the run posterior; the mean label posterior as attribute
+                return ("." if np.isnan(exact[i]) else f"{exact[i]:.4f}",
+                        None if np.isnan(mean[i]) else f"{mean[i]:.3f}")
             return "." if np.isnan(mean[i]) else f"{mean[i]:.3f}"
 
         def row(ftype, a, b, strand, attrs, sc_="." , phase="."):
+            if isinstance(sc_, tuple):
+                sc_, m = sc_
+                if m is not None:
+                    attrs = list(attrs) + [("mean_posterior", m)]
             attr = ";".join(f"{k}={_esc(v)}" for k, v in attrs)
             lines.append(f"{chrom}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
 
