@@ -31,8 +31,16 @@ import numpy as np
 import torch
 
 from . import __version__, ui
+from .checkpoint import (
+    amp_enabled,
+    build_model,
+    checkpoint_config,
+    checkpoint_scheme,
+    load_checkpoint,
+    pick_device,
+)
 from .errors import SemisegError
-from .train import build_model, load_checkpoint, pick_device
+from .trainingdata import rc_columns, strand_swap
 
 
 @dataclass
@@ -116,15 +124,11 @@ class Annotator:
         if self.cfg.crf.centering == "mean":
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
-        self.amp = device.type == "cuda" and self.cfg.train.amp in ("auto", "on")
+        self.amp = amp_enabled(self.cfg, device)
         self.rc = None
         if reverse_complement:
-            from .genome import LabelScheme
-            from .train import rc_columns, strand_swap
-
             self.rc = (rc_columns(ckpt["feature_names"]),
-                       torch.as_tensor(strand_swap(LabelScheme.from_dict(ckpt["labels"])),
-                                       device=device))
+                       torch.as_tensor(strand_swap(checkpoint_scheme(ckpt)), device=device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
         feats, _ = self.data.load(chrom, start, end)
@@ -288,7 +292,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              alias: dict | None = None, threads: int | None = None,
              reverse_complement: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written."""
-    from .genome import Fasta, GenomeData, LabelScheme, OutputWriter, labels_to_segments
+    from .genome import Fasta, GenomeData, OutputWriter, labels_to_segments
 
     if threads:
         torch.set_num_threads(threads)
@@ -296,7 +300,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     dev = pick_device(device)
     if not os.path.isfile(fasta):
         raise SemisegError(f"--fasta: file not found: {fasta}")
-    scheme = LabelScheme.from_dict(ckpt["labels"])
+    scheme = checkpoint_scheme(ckpt)
     given = parse_tracks(list(tracks))
     trained = [t["name"] for t in ckpt["genome"].get("tracks", [])]
     if sorted(given) != sorted(trained):
@@ -311,7 +315,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if missing:
             raise SemisegError(f"--chroms: {', '.join(missing)} not in {fasta} "
                                f"({', '.join(list(sizes)[:8])})")
-    res = build_model(ckpt)[1].model.resolution
+    mcfg = checkpoint_config(ckpt)
+    res = mcfg.model.resolution
     if regions:
         items = read_regions(regions, sizes, res)
         if chroms:
@@ -322,7 +327,6 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
     out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
 
-    mcfg = build_model(ckpt)[1]
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
     if rc_mode not in ("auto", "on", "off"):

@@ -98,7 +98,7 @@ def test_demo_yaml_matches_the_builtin_demo():
 
 
 def test_scheme_in_config_is_valid():
-    from semiseg.train import load_scheme
+    from semiseg.genome import load_scheme
 
     for name in ("demo.yaml", "gene_structure.yaml"):
         scheme = load_scheme(load_config(ROOT / "configs" / name).labels.scheme)
