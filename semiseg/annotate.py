@@ -453,7 +453,9 @@ def merge(parts: list[str], out: str) -> list[str]:
                     with open(f"{p}.{suffix}") as src:
                         for line in src:
                             header = line.startswith(("#", "track", "browser"))
-                            if not header or i == 0:
+                            # PREFIX.bed stays plain BED9 (even from parts written by
+                            # older versions); the browser BED keeps the first track line
+                            if not header or (i == 0 and suffix == "browser.bed"):
                                 fh.write(line)
         heads, regions, body = [], [], []
         for i, p in enumerate(parts):
