@@ -326,7 +326,10 @@ def test_interrupted_training_resumes(work):
     out = work / "intr"
     proc = subprocess.Popen([sys.executable, "-m", "semiseg.cli", "train", "--config",
                              str(work / "tiny.yaml"), "--out", str(out), "--epochs", "4",
-                             "--quiet"], stderr=subprocess.PIPE, text=True)
+                             "--quiet"], stderr=subprocess.PIPE, text=True,
+                            # a test run started in the background (`pytest &` in a script)
+                            # inherits an ignored SIGINT, which Python then leaves ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while not (out / "last.pt").exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)
