@@ -5,3 +5,12 @@ modules that read and write genomic files, and triton only when a kernel first r
 """
 
 __version__ = "0.1.0"
+
+
+def read_prediction(path_or_prefix):
+    """A segmentation written by ``semiseg annotate`` as a ``pyranges.PyRanges``:
+    ``PREFIX`` (reads PREFIX.bed) or the path of a PREFIX.bed or PREFIX.gff3. See
+    :func:`semiseg.genome.readback.read_prediction` for the columns."""
+    from .genome.readback import read_prediction as read
+
+    return read(path_or_prefix)

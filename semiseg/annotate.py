@@ -36,8 +36,16 @@ import numpy as np
 import torch
 
 from . import __version__, ui, uncertainty
+from .checkpoint import (
+    amp_enabled,
+    build_model,
+    checkpoint_config,
+    checkpoint_scheme,
+    load_checkpoint,
+    pick_device,
+)
 from .errors import SemisegError
-from .train import build_model, load_checkpoint, pick_device
+from .trainingdata import rc_columns, strand_swap
 
 
 @dataclass
@@ -123,14 +131,11 @@ class Annotator:
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
         self.samples, self.seed = samples, seed
-        self.amp = device.type == "cuda" and self.cfg.train.amp in ("auto", "on")
+        self.amp = amp_enabled(self.cfg, device)
         self.rc = None
         if reverse_complement:
-            from .genome import LabelScheme
-            from .train import rc_columns, strand_swap
-
             swap = (self.model.channel_swap if getattr(self.model, "frames", False) else
-                    torch.as_tensor(strand_swap(LabelScheme.from_dict(ckpt["labels"]))))
+                    torch.as_tensor(strand_swap(checkpoint_scheme(ckpt))))
             self.rc = (rc_columns(ckpt["feature_names"]), swap.to(device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
@@ -334,7 +339,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
     seed: their random seed (the same seed gives the same samples)."""
-    from .genome import Fasta, GenomeData, LabelScheme, OutputWriter, labels_to_segments
+    from .genome import Fasta, GenomeData, OutputWriter, labels_to_segments
 
     if threads:
         torch.set_num_threads(threads)
@@ -342,7 +347,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     dev = pick_device(device)
     if not os.path.isfile(fasta):
         raise SemisegError(f"--fasta: file not found: {fasta}")
-    scheme = LabelScheme.from_dict(ckpt["labels"])
+    scheme = checkpoint_scheme(ckpt)
     given = parse_tracks(list(tracks))
     trained = [t["name"] for t in ckpt["genome"].get("tracks", [])]
     if sorted(given) != sorted(trained):
@@ -357,7 +362,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if missing:
             raise SemisegError(f"--chroms: {', '.join(missing)} not in {fasta} "
                                f"({', '.join(list(sizes)[:8])})")
-    res = build_model(ckpt)[1].model.resolution
+    mcfg = checkpoint_config(ckpt)
+    res = mcfg.model.resolution
     if regions:
         items = read_regions(regions, sizes, res)
         if chroms:
@@ -368,7 +374,6 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
     out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
 
-    mcfg = build_model(ckpt)[1]
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
     if rc_mode not in ("auto", "on", "off"):
@@ -516,7 +521,9 @@ def merge(parts: list[str], out: str) -> list[str]:
                     with open(f"{p}.{suffix}") as src:
                         for line in src:
                             header = line.startswith(("#", "track", "browser"))
-                            if not header or i == 0:
+                            # PREFIX.bed stays plain BED9 (even from parts written by
+                            # older versions); the browser BED keeps the first track line
+                            if not header or (i == 0 and suffix == "browser.bed"):
                                 fh.write(line)
         heads, regions, body = [], [], []
         for i, p in enumerate(parts):

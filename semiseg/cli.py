@@ -153,11 +153,11 @@ def evaluate(
     """Accuracy of a segmentation: base-level P/R/F1/MCC, segment F1, boundary F1."""
     from . import ui
     from .evaluate import evaluate as run
-    from .evaluate import load_scheme_arg, render_table, scheme_from_checkpoint, write_report
+    from .evaluate import render_table, write_report
+    from .intervals import pick_scheme
 
     ui.set_quiet(quiet)
-    sch = scheme_from_checkpoint(str(model)) if model else load_scheme_arg(scheme)
-    result = run(str(pred), str(truth), scheme=sch, tolerance=tolerance)
+    result = run(str(pred), str(truth), scheme=pick_scheme(model, scheme), tolerance=tolerance)
     if out:
         write_report(result, out)
     from rich.console import Console
@@ -201,13 +201,12 @@ def plot(
 ) -> None:
     """Draw predicted segments (and truth, posteriors) over a region."""
     from . import ui
-    from .evaluate import load_scheme_arg, scheme_from_checkpoint
+    from .intervals import pick_scheme
     from .plot import plot_region
 
     ui.set_quiet(quiet)
-    sch = scheme_from_checkpoint(str(model)) if model else load_scheme_arg(scheme)
-    plot_region(str(pred), region, str(out), truth=str(truth) if truth else None, scheme=sch,
-                posteriors=posteriors)
+    plot_region(str(pred), region, str(out), truth=str(truth) if truth else None,
+                scheme=pick_scheme(model, scheme), posteriors=posteriors)
 
 
 def main() -> None:

@@ -120,7 +120,9 @@ class CRFConfig:
     max_duration: K, the longest segment in CRF steps (longer runs of a label are
                   several segments in a row; the output merges them)
     duration:     learned | geometric | negative_binomial | poisson | uniform
-    duration_transitions: duration-dependent transitions (K, C, C)
+    duration_transitions: false: static (C, C) transitions; true: one (C, C) per duration
+                  1..K of the next segment; an integer P >= 1: periodic, (P, C, C),
+                  transition[(d - 1) mod P] (3 follows a reading frame)
     boundaries:   boundary scores projected from the encoder's hidden states
     start_end:    learned scores for the first and last segment's label
     centering:    none | mean (see SPEC.md; "mean" decodes in training-size windows)
@@ -131,7 +133,7 @@ class CRFConfig:
 
     max_duration: int = 64
     duration: str = "learned"
-    duration_transitions: bool = False
+    duration_transitions: bool | int = False
     boundaries: bool = True
     start_end: bool = True
     centering: str = "none"
@@ -217,6 +219,9 @@ CHOICES = {
     "annotate.reverse_complement": ("auto", "on", "off"),
     "device": ("auto", "cpu", "cuda"),
 }
+# options whose values include on and off take YAML's booleans for them: YAML 1.1 (which
+# pyyaml reads) turns unquoted on/off/yes/no/true/false into True/False
+ON_OFF = {key for key, choices in CHOICES.items() if {"on", "off"} <= set(choices)}
 POSITIVE = {
     "inputs.bin_size", "windows.size", "model.channels", "model.kernel_size",
     "model.stem_kernel", "model.max_dilation", "model.lstm_hidden", "model.resolution",
@@ -242,15 +247,15 @@ def _check_type(where: str, value, hint):
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
         for arg in args:
             if arg is type(None):
                 continue
             try:
                 return _check_type(where, value, arg)
-            except SemisegError as err:
-                errors.append(str(err))
-        raise SemisegError(errors[0] if errors else f"{where}: invalid value {value!r}")
+            except SemisegError:
+                continue
+        wanted = " or ".join(_describe(a) for a in args)
+        raise SemisegError(f"{where}: expected {wanted}, got {value!r}")
     if hint is Any:
         return value
     if origin is list:
@@ -274,10 +279,23 @@ def _check_type(where: str, value, hint):
             raise SemisegError(f"{where}: expected a number, got {value!r}")
         return float(value)
     if hint is str:
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        if isinstance(value, bool) and where in ON_OFF:
+            return "on" if value else "off"
+        if isinstance(value, bool):
+            raise SemisegError(f"{where}: expected a string, got {value!r} (YAML reads "
+                               "unquoted on/off/yes/no as true/false: quote the value)")
+        if not isinstance(value, (str, int, float)):
             raise SemisegError(f"{where}: expected a string, got {value!r}")
         return str(value)
     raise AssertionError(f"unhandled type {hint} for {where}")
+
+
+def _describe(hint) -> str:
+    """How an error message names a type."""
+    origin = typing.get_origin(hint)
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a mapping", type(None): "null"}
+    return names.get(origin or hint, str(hint))
 
 
 def _build(cls, data, where: str):
@@ -305,6 +323,10 @@ def _validate(cfg: Config) -> None:
         value = _get(cfg, key)
         if value not in choices:
             raise SemisegError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    dt = cfg.crf.duration_transitions
+    if not isinstance(dt, bool) and dt < 1:
+        raise SemisegError("crf.duration_transitions: expected false, true or a period P >= 1,"
+                           f" got {dt!r}")
     for key in POSITIVE:
         if _get(cfg, key) <= 0:
             raise SemisegError(f"{key}: must be positive, got {_get(cfg, key)!r}")

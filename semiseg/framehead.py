@@ -1,4 +1,4 @@
-"""The frame-aware gene model's CRF head and its long-context 1-bp encoder.
+"""The frame-aware gene model's CRF head (its encoder is model.GeneEncoder).
 
 `FrameHead` turns encoder channels into the internal labels of
 :class:`semiseg.genome.frames.FrameLayout` (start / CDS / stop / intron in three frames
@@ -176,60 +176,3 @@ class FrameHead(nn.Module):
         bnd = begin.clone()
         bnd[:, 1:] += end[:, :-1]
         return post.clamp(0, 1), bnd.clamp(0, 1)
-
-
-class GeneEncoder(nn.Module):
-    """A 1-bp encoder with long context: fine convolutions at 1 bp, a dilated residual
-    trunk at 1/pool resolution (several kb of context), upsampled and added back to the
-    fine path, then residual blocks at 1 bp (dilations 1, 3, 9: codon-spaced).
-
-    Returns hidden states (B, T, fine_channels) at 1 bp and the lengths unchanged.
-    """
-
-    def __init__(self, n_features: int, channels: int = 64, layers: int = 6,
-                 kernel_size: int = 5, stem_kernel: int = 9, max_dilation: int = 16,
-                 dropout: float = 0.05, trunk_pool: int = 8, fine_channels: int = 32,
-                 fine_layers: int = 3):
-        super().__init__()
-        from .model import ChannelNorm, ResidualBlock
-
-        self.pool = 1
-        self.trunk_pool = trunk_pool
-        self.stem = nn.Conv1d(n_features, fine_channels, stem_kernel, padding=stem_kernel // 2)
-        self.stem2 = nn.Conv1d(fine_channels, fine_channels, stem_kernel,
-                               padding=stem_kernel // 2)
-        self.down = nn.Conv1d(fine_channels, channels, trunk_pool, stride=trunk_pool)
-        dil, d = [], 1
-        for _ in range(layers):
-            dil.append(d)
-            d = 1 if d * 2 > max_dilation else d * 2
-        self.trunk = nn.ModuleList(ResidualBlock(channels, kernel_size, x, dropout) for x in dil)
-        self.trunk_norm = ChannelNorm(channels)
-        self.up = nn.Conv1d(channels, fine_channels, 1)
-        self.fine = nn.ModuleList(
-            ResidualBlock(fine_channels, 9, 3 ** (i % 3), dropout) for i in range(fine_layers))
-        self.out_norm = ChannelNorm(fine_channels)
-        self.act = nn.GELU()
-        self.hidden_dim = fine_channels
-
-    def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-        B, T, _ = x.shape
-        mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None]).to(x.dtype)
-        mask = mask[:, None, :]
-        h = self.act(self.stem(x.transpose(1, 2) * mask)) * mask
-        fine = self.act(self.stem2(h)) * mask
-        p = self.trunk_pool
-        S = -(-T // p)
-        padded = nn.functional.pad(fine, (0, S * p - T))
-        g = self.down(padded)
-        smask = (torch.arange(S, device=x.device)[None, :] < (-(-lengths // p))[:, None])
-        smask = smask.to(g.dtype)[:, None, :]
-        g = g * smask
-        for block in self.trunk:
-            g = block(g, smask)
-        g = self.up(self.act(self.trunk_norm(g)))
-        h = fine + g.repeat_interleave(p, dim=2)[:, :, :T]
-        h = h * mask
-        for block in self.fine:
-            h = block(h, mask)
-        return self.out_norm(h).transpose(1, 2) * mask.transpose(1, 2), lengths

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from .errors import SemisegError
-from .evaluate import read_bed_labels, read_truth
+from .intervals import read_segments, read_truth
 
 
 def parse_region(text: str) -> tuple[str, int, int]:
@@ -65,7 +65,7 @@ def plot_region(pred: str, region: str, out: str, truth: str | None = None, sche
     from matplotlib.patches import Patch
 
     chrom, start, end = parse_region(region)
-    p = read_bed_labels(pred)
+    p = read_segments(pred)
     if chrom not in p.intervals:
         raise SemisegError(f"{pred}: no segments on {chrom} (it has "
                            f"{', '.join(list(p.intervals)[:8])})")

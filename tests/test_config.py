@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from semiseg.config import Config, apply_overrides, from_dict, load_config
+from semiseg.config import CHOICES, ON_OFF, Config, _get, apply_overrides, from_dict, load_config
 from semiseg.errors import SemisegError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,8 +98,84 @@ def test_demo_yaml_matches_the_builtin_demo():
 
 
 def test_scheme_in_config_is_valid():
-    from semiseg.train import load_scheme
+    from semiseg.genome import load_scheme
 
     for name in ("demo.yaml", "gene_structure.yaml"):
         scheme = load_scheme(load_config(ROOT / "configs" / name).labels.scheme)
         assert scheme.background is not None
+
+
+# ----------------------------------------------------------------------------- YAML words
+ENUM_VALUES = [(key, value) for key, choices in sorted(CHOICES.items()) for value in choices]
+
+
+def _yaml_for(key: str, text: str) -> str:
+    """A config file setting dotted `key` to the unquoted YAML `text`."""
+    *sections, leaf = key.split(".")
+    lines = [f"{'  ' * i}{s}:" for i, s in enumerate(sections)]
+    return "\n".join(lines + [f"{'  ' * len(sections)}{leaf}: {text}"]) + "\n"
+
+
+@pytest.mark.parametrize("key, value", ENUM_VALUES)
+def test_every_enum_value_via_set_and_yaml(tmp_path, key, value):
+    """Each value of each enum option, unquoted, as `--set KEY=VALUE` and in a YAML file
+    (on/off are booleans to YAML: the options that offer them take them back)."""
+    assert _get(load_config(None, [f"{key}={value}"]), key) == value
+    path = tmp_path / "c.yaml"
+    path.write_text(_yaml_for(key, value))
+    assert _get(load_config(path), key) == value
+    path.write_text(_yaml_for(key, f'"{value}"'))  # quoted: a plain string
+    assert _get(load_config(path), key) == value
+
+
+@pytest.mark.parametrize("key", sorted(ON_OFF))
+@pytest.mark.parametrize("word, value", [("off", "off"), ("no", "off"), ("false", "off"),
+                                         ("on", "on"), ("yes", "on"), ("true", "on")])
+def test_on_off_options_take_yaml_booleans(tmp_path, key, word, value):
+    assert _get(load_config(None, [f"{key}={word}"]), key) == value
+    path = tmp_path / "c.yaml"
+    path.write_text(_yaml_for(key, word))
+    assert _get(load_config(path), key) == value
+
+
+def test_on_off_options_are_the_ones_that_offer_on_and_off():
+    assert ON_OFF == {"train.amp", "annotate.reverse_complement"}
+
+
+@pytest.mark.parametrize("key", sorted(set(CHOICES) - ON_OFF))
+def test_other_enums_explain_a_yaml_boolean(key):
+    with pytest.raises(SemisegError, match=f"{key}: expected a string, got False.*quote"):
+        load_config(None, [f"{key}=off"])
+
+
+@pytest.mark.parametrize("text, value", [("false", False), ("true", True), ("off", False),
+                                         ("on", True), ("1", 1), ("3", 3), ("64", 64)])
+def test_duration_transitions_false_true_or_a_period(tmp_path, text, value):
+    cfg = load_config(None, [f"crf.duration_transitions={text}"])
+    assert cfg.crf.duration_transitions == value
+    assert type(cfg.crf.duration_transitions) is type(value)
+    path = tmp_path / "c.yaml"
+    path.write_text(_yaml_for("crf.duration_transitions", text))
+    assert load_config(path).crf.duration_transitions == value
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0", "expected false, true or a period P >= 1, got 0"),
+    ("-2", "expected false, true or a period P >= 1, got -2"),
+    ("abc", "expected true or false or an integer, got 'abc'"),
+    ("1.5", "expected true or false or an integer, got 1.5"),
+])
+def test_duration_transitions_bad_values(text, message):
+    with pytest.raises(SemisegError, match=f"crf.duration_transitions: {message}"):
+        load_config(None, [f"crf.duration_transitions={text}"])
+
+
+@pytest.mark.parametrize("period, shape", [(False, (3, 3)), (True, (4, 3, 3)),
+                                           (2, (2, 3, 3))])
+def test_duration_transitions_reach_the_crf(period, shape):
+    from semiseg.checkpoint import build_model
+
+    cfg = from_dict({"model": {"channels": 8, "layers": 1}, "crf": {
+        "max_duration": 4, "duration_transitions": period}})
+    model, _ = build_model(cfg, 4, 3)
+    assert tuple(model.crf.transition.shape) == shape

@@ -190,6 +190,14 @@ def test_annotation_outputs_valid(work, annotated):
     assert sum(int(r[1]) for r in summ) == len(rows)
 
 
+def test_annotate_outputs_open_in_standard_tools(annotated):
+    """pyranges, bedtools, gt gff3validator and pyBigWig on a real annotation."""
+    from test_output_formats import check_outputs
+
+    sizes = {"chrI": TEST_BP, "ctg0": 3000, "ctg1": 1777, "ctg2": 2501}
+    check_outputs(str(annotated), sizes, ["intergenic", "CDS+", "CDS-"])
+
+
 def test_evaluate_outputs(work, annotated):
     proc = run_cli("evaluate", "--pred", f"{annotated}.bed", "--truth", work / "truth.gff3",
                    "--scheme", work / "tiny.yaml", "--out", work / "ev", "--tolerance", "20")
@@ -355,7 +363,10 @@ def test_interrupted_training_resumes(work):
     out = work / "intr"
     proc = subprocess.Popen([sys.executable, "-m", "semiseg.cli", "train", "--config",
                              str(work / "tiny.yaml"), "--out", str(out), "--epochs", "4",
-                             "--quiet"], stderr=subprocess.PIPE, text=True)
+                             "--quiet"], stderr=subprocess.PIPE, text=True,
+                            # a test run started in the background (`pytest &` in a script)
+                            # inherits an ignored SIGINT, which Python then leaves ignored
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while not (out / "last.pt").exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)

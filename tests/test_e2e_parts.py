@@ -45,7 +45,7 @@ def test_learning_rate_schedule():
 
 def test_strand_swap_and_reverse_complement():
     from semiseg.genome import LabelScheme, load_scheme
-    from semiseg.train import Dataset, rc_columns, strand_swap
+    from semiseg.trainingdata import Dataset, rc_columns, strand_swap
 
     gs = load_scheme("gene_structure")
     swap = strand_swap(gs)

@@ -122,7 +122,7 @@ def test_segment_counts_on_arrays_match_the_file_evaluation(pair):
     """The helpers training uses for validation give evaluate()'s segment/boundary F1."""
     import numpy as np
 
-    from semiseg.evaluate import add_segment_counts, new_segment_counts, segment_f1
+    from semiseg.metrics import add_segment_counts, new_segment_counts, segment_f1
 
     res = evaluate(*pair, tolerance=5)
     truth = np.array([0] * 100 + [1] * 100 + [0] * 100)

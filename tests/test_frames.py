@@ -18,7 +18,7 @@ import torch
 from semiseg.genome import LabelScheme
 from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
                                    frame_gold, sequence_allowed)
-from semiseg.genome.labels import Transcript
+from semiseg.genome.gff import Transcript
 
 STOP = {"TAA", "TAG", "TGA"}
 COMP = str.maketrans("ACGTN", "TGCAN")
@@ -288,7 +288,7 @@ def test_the_yeast_annotation_is_representable():
     from semiseg.crf import log_partition
     from semiseg.genome import Fasta, read_annotation
     from semiseg.genome.frames import FrameGold
-    from semiseg.genome.labels import gff_transcripts, read_gff_rows
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
 
     sch = scheme()
     fa = Fasta(["data/yeast/chrI.fa"])

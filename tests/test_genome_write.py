@@ -52,9 +52,9 @@ def test_bed9_round_trip_scores_gaps_and_headers(tmp_path):
         w.add("c2", np.array([[0, 30, 0]]))
     assert _files(tmp_path) == ["o.bed", "o.browser.bed"]
     lines = (tmp_path / "o.bed").read_text().splitlines()
-    assert lines[0].startswith("# semiseg 9.9 model=h123")
-    assert not any(line.startswith("track") for line in lines)
-    rows = [line.split("\t") for line in lines[1:]]
+    # plain BED9, no header: the provenance is in the browser BED's track line
+    assert not any(line.startswith(("#", "track", "browser")) for line in lines)
+    rows = [line.split("\t") for line in lines]
     assert all(len(r) == 9 for r in rows)
     got = [(r[0], int(r[1]), int(r[2]), r[3], int(r[4]), r[5], int(r[6]), int(r[7]), r[8])
            for r in rows]
@@ -69,6 +69,7 @@ def test_bed9_round_trip_scores_gaps_and_headers(tmp_path):
     ]
     browser = (tmp_path / "o.browser.bed").read_text().splitlines()
     assert browser[0].startswith("track ") and 'itemRgb="On"' in browser[0]
+    assert 'description="semiseg 9.9 model=h123 scheme=' in browser[0]
     assert browser[1:] == lines
     back = read_annotation(tmp_path / "o.bed", SCHEME, SIZES)
     want = np.repeat([0, 1, 2, -1, 2], [10, 40, 10, 10, 30])

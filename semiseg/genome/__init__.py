@@ -55,15 +55,18 @@ tracks.py
   ``TrackStats.from_dict(d)`` (plain lists/floats, for the checkpoint).
 ``transform(values, kind)``: "none", "log1p" (sign(x) * log(1 + |x|)), "arcsinh".
 
-labels.py
----------
+scheme.py, labels.py, gff.py
+----------------------------
+scheme.py holds the label schemes, labels.py the annotations and their readers, gff.py
+the GFF3/GTF gene model that labels.py uses (imports point that way only).
+
 ``LabelScheme``: ``.names: list[str]``, ``.colors: list[(r, g, b)]``,
   ``.strands: list["+"|"-"|"."]``, ``.roles`` (CDS/UTR/intron/ncRNA or None),
   ``.aliases``, ``.gff_types``, ``.kind: "bed"|"gene_structure"``,
   ``.background: int|None`` (label index for unlabelled positions, None -> -1),
   ``.priority`` (overlap resolution), ``.min_intron`` (gene_structure), ``.index(name)``,
   ``len(scheme)``, ``.to_dict()`` / ``LabelScheme.from_dict(d)`` / ``LabelScheme.from_yaml(path)``.
-``load_scheme(path_or_name) -> LabelScheme``: a YAML path, or a built-in name:
+``load_scheme(spec) -> LabelScheme``: a YAML path, a mapping (the YAML layout), or a built-in name:
   ``"gene_structure"`` = ``semiseg/genome/schemes/gene_structure.yaml`` (package data):
   labels ``intergenic, CDS+, CDS-, intron+, intron-, UTR+, UTR-, ncRNA+, ncRNA-``,
   background intergenic, min_intron 20, priority CDS > ncRNA > UTR > intron.
@@ -98,6 +101,9 @@ labels.py
   names a label; other rows ignored. ``gap`` rows -> -1.
   Also the reader of truth files for evaluation.
 ``read_bed_labels``, ``read_gff_labels``: the two halves of ``read_annotation``.
+``is_gff(path)``; ``annotation_extents(path) -> {chrom: furthest end}`` and
+``sizes_with_extras(path, sizes) -> (sizes + the annotation's other chromosomes, others)``:
+  for reading a genome-wide annotation against a FASTA of some chromosomes.
 ``bed_rows(path)``: (line number, fields) of the data lines of a BED-like file (comments,
 ``track`` and ``browser`` lines skipped); ``open_text(path)`` opens plain or gzip text.
 ``read_gff_rows(path, chrom_sizes, alias=None) -> (rows, is_gtf)``,
@@ -156,6 +162,14 @@ write.py
   Writes ``PREFIX.bed`` (BED9), ``PREFIX.browser.bed``, ``PREFIX.gff3``,
   ``PREFIX.posterior.LABEL.bw`` per label, ``PREFIX.boundary.bw``, and with
   "bedgraph" in formats ``PREFIX.posterior.LABEL.bedGraph`` / ``PREFIX.boundary.bedGraph``.
+PREFIX.bed has no header line (pyranges, bedtools and IGV read it as it is); the
+  provenance ``semiseg VERSION model=HASH scheme=NAME resolution=R`` is in the
+  browser BED's track line (description) and in a GFF3 header comment.
+
+readback.py
+-----------
+``read_prediction(prefix_or_path) -> pyranges.PyRanges``: PREFIX.bed (or a .bed/.gff3
+  path) as a PyRanges, for notebooks.
 ``read_bigwig(path, chrom, start, end) -> (T,) float32`` (NaN where no data) and
   ``read_bedgraph(path, chrom_sizes, chrom, start, end)`` for round trips.
 
@@ -165,31 +179,24 @@ synth.py
 small files from numpy data, for tests, benchmarks and demos.
 """
 
+from ._util import open_text
+from .gff import Transcript, gff_transcripts, read_gff_rows, transcript_parts
 from .labels import (
-    GAP,
     Annotation,
-    LabelScheme,
-    Transcript,
+    annotation_extents,
     bed_rows,
-    gff_transcripts,
-    load_scheme,
+    is_gff,
     read_annotation,
     read_bed_labels,
     read_gff_labels,
-    read_gff_rows,
-    transcript_parts,
+    sizes_with_extras,
 )
-from ._util import open_text
+from .readback import read_bedgraph, read_bigwig, read_prediction
+from .scheme import GAP, LabelScheme, load_scheme
 from .sequence import Fasta, onehot, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 from .windows import GenomeData, Window, make_windows, parse_region, split_windows
-from .write import (
-    OutputWriter,
-    labels_to_segments,
-    read_bedgraph,
-    read_bigwig,
-    write_outputs,
-)
+from .write import OutputWriter, labels_to_segments, write_outputs
 
 __all__ = [
     "GAP",
@@ -203,9 +210,11 @@ __all__ = [
     "TrackStats",
     "Transcript",
     "Window",
+    "annotation_extents",
     "bed_rows",
     "fit_track_stats",
     "gff_transcripts",
+    "is_gff",
     "labels_to_segments",
     "load_scheme",
     "make_windows",
@@ -219,6 +228,8 @@ __all__ = [
     "read_chrom_sizes",
     "read_gff_labels",
     "read_gff_rows",
+    "read_prediction",
+    "sizes_with_extras",
     "split_windows",
     "transcript_parts",
     "transform",

@@ -146,3 +146,26 @@ def tmp_name(path: str) -> str:
     """A temporary name next to ``path`` (same folder, so rename is atomic)."""
     d, b = os.path.split(path)
     return os.path.join(d, f".{b}.tmp{os.getpid()}")
+
+
+def coords(path: str, lineno: int, fields: list[str], chrom: str,
+           sizes: Mapping[str, int], one_based: bool = False) -> tuple[int, int]:
+    """(start, end) 0-based half-open from the text of a BED (or, one_based, GFF) row,
+    checked against the chromosome size; errors name the file and line."""
+    try:
+        start, end = int(fields[0]), int(fields[1])
+    except ValueError:
+        raise SemisegError(
+            f"{path}:{lineno}: start/end must be integers, got {fields[0]!r}, {fields[1]!r}"
+        ) from None
+    if one_based:
+        if start < 1 or end < start:
+            raise SemisegError(f"{path}:{lineno}: bad coordinates {start}..{end} (1-based, start <= end)")
+        start -= 1
+    elif start < 0 or end < start:
+        raise SemisegError(f"{path}:{lineno}: bad coordinates {start}-{end} (need 0 <= start <= end)")
+    if end > sizes[chrom]:
+        raise SemisegError(
+            f"{path}:{lineno}: end {end} is past the end of {chrom} ({sizes[chrom]} bp)"
+        )
+    return start, end

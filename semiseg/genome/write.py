@@ -113,6 +113,12 @@ class OutputWriter:
         self._gene_n = 0
         self._open()
 
+    @property
+    def provenance(self) -> str:
+        """``semiseg VERSION model=HASH scheme=NAME resolution=R``: what made the files."""
+        return (f"semiseg {self.version} model={self.model_hash} "
+                f"scheme={self.scheme.name} resolution={self.resolution}")
+
     # ---------------------------------------------------------------- files
     def _path(self, suffix: str) -> str:
         final = f"{self.prefix}.{suffix}"
@@ -120,18 +126,16 @@ class OutputWriter:
         return self._tmp[final]
 
     def _open(self) -> None:
-        header = (f"# semiseg {self.version} model={self.model_hash} "
-                  f"scheme={self.scheme.name} resolution={self.resolution}\n")
         try:
             if "bed" in self.formats:
+                # PREFIX.bed is plain BED9 with no header line, so that pyranges, bedtools
+                # and IGV read it unchanged; the provenance goes in the browser BED's track
+                # line and the GFF3 header (and annotate's PREFIX.summary.tsv)
                 self._fh["bed"] = open(self._path("bed"), "w")
-                self._fh["bed"].write(header)
                 self._fh["browser"] = open(self._path("browser.bed"), "w")
                 name = os.path.basename(self.prefix)
                 self._fh["browser"].write(
-                    f'track name="{name}" description="semiseg {self.version} '
-                    f'model {self.model_hash}" itemRgb="On"\n')
-                self._fh["browser"].write(header)
+                    f'track name="{name}" description="{self.provenance}" itemRgb="On"\n')
             if "gff3" in self.formats:
                 self._path("gff3")  # assembled at close from the body
                 self._fh["gff3"] = open(tmp_name(f"{self.prefix}.gff3.body"), "w")
@@ -189,8 +193,7 @@ class OutputWriter:
                 with open(self._tmp[f"{self.prefix}.gff3"], "w") as out:
                     out.write("##gff-version 3\n")
                     out.writelines(self._regions)
-                    out.write(f"# semiseg {self.version} model={self.model_hash} "
-                              f"scheme={self.scheme.name} resolution={self.resolution}\n")
+                    out.write(f"# {self.provenance}\n")
                     with open(body_path) as body:
                         out.writelines(body)
                 os.remove(body_path)
@@ -486,29 +489,3 @@ def write_outputs(prefix: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
             if chrom in segments:
                 w.add(chrom, segments[chrom], posteriors.get(chrom), boundary.get(chrom))
     return paths
-
-
-def read_bigwig(path: str | os.PathLike, chrom: str, start: int, end: int) -> np.ndarray:
-    """``(end - start,) float32`` values of a bigWig, NaN where it has no data."""
-    import pyBigWig
-
-    bw = pyBigWig.open(os.fspath(path))
-    if bw is None:
-        raise SemisegError(f"{path} is not a bigWig file")
-    try:
-        if chrom not in bw.chroms():
-            return np.full(end - start, np.nan, dtype=np.float32)
-        v = np.asarray(bw.values(chrom, start, end, numpy=True), dtype=np.float32)
-        # a bigWig without any entry answers with an empty array
-        return v if len(v) == end - start else np.full(end - start, np.nan, np.float32)
-    finally:
-        bw.close()
-
-
-def read_bedgraph(path: str | os.PathLike, chrom_sizes: Mapping[str, int], chrom: str,
-                  start: int, end: int) -> np.ndarray:
-    """``(end - start,) float32`` values of a bedGraph, NaN where it has no data."""
-    from .tracks import Track, TrackSpec
-
-    tr = Track(TrackSpec("bedgraph", os.fspath(path), "bedgraph"), chrom_sizes)
-    return tr.values(chrom, start, end)

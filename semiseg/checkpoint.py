@@ -1,0 +1,106 @@
+"""Trained models on disk: checkpoint files, the model they hold, the device it runs on.
+
+`train` writes checkpoints; `annotate`, `evaluate` and `plot` read them. A checkpoint is
+a dict of tensors and plain data (format CHECKPOINT_FORMAT), so
+`torch.load(path, weights_only=True)` reads it without running any code. Its keys:
+format, semiseg_version, epoch, model (state dict), model_hash, optimizer, scheduler,
+rng, config (Config.to_dict()), labels (LabelScheme.to_dict()), genome
+(GenomeData.config()), n_features, columns, feature_names, best, bad_epochs, history.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from .config import Config, from_dict
+from .errors import SemisegError
+
+CHECKPOINT_FORMAT = "semiseg.checkpoint/1"
+
+
+def pick_device(name: str) -> torch.device:
+    """"auto" -> CUDA when available, else CPU; "cuda" without a GPU is an error."""
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise SemisegError("device: cuda was asked for, but no CUDA device is available "
+                               "(use --device cpu or device: auto)")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def amp_enabled(cfg: Config, device: torch.device) -> bool:
+    """Whether the encoder runs under bfloat16 autocast (`train.amp`, CUDA only)."""
+    return device.type == "cuda" and cfg.train.amp in ("auto", "on")
+
+
+def save_checkpoint(state: dict, path: str | Path) -> None:
+    """Write `state` to `path` through a temporary name (no partial file on failure)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:  # interrupted or disk full: leave no partial file behind
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """A checkpoint (a run folder means its best.pt), read with weights_only=True (no
+    code runs); every problem is a one-line SemisegError."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "best.pt"
+    if not path.is_file():
+        raise SemisegError(f"model checkpoint not found: {path}")
+    import pickle
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise SemisegError(f"{path}: not a readable semiseg checkpoint (it holds more than "
+                           "tensors and plain data; refusing to load it)") from None
+    except Exception as err:  # truncated or not a torch file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SemisegError(f"{path}: not a readable semiseg checkpoint ({first})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise SemisegError(f"{path}: not a semiseg checkpoint (format {CHECKPOINT_FORMAT})")
+    return ckpt
+
+
+def checkpoint_config(ckpt: dict) -> Config:
+    """The validated Config a checkpoint was trained with."""
+    return from_dict(ckpt["config"])
+
+
+def checkpoint_scheme(ckpt: dict):
+    """The LabelScheme a checkpoint was trained with."""
+    from .genome import LabelScheme
+
+    return LabelScheme.from_dict(ckpt["labels"])
+
+
+def build_model(ckpt_or_cfg: dict | Config, n_features: int | None = None,
+                num_labels: int | None = None):
+    """(model, cfg): a Segmenter from a checkpoint (weights loaded), or a new one from
+    (cfg, n_features, num_labels)."""
+    from .genome import load_scheme
+    from .model import Segmenter
+
+    if isinstance(ckpt_or_cfg, dict):
+        ckpt = ckpt_or_cfg
+        cfg = checkpoint_config(ckpt)
+        scheme = checkpoint_scheme(ckpt) if cfg.crf.frames else None
+        model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
+                          scheme=scheme)
+        model.load_state_dict(ckpt["model"])
+        return model, cfg
+    cfg = ckpt_or_cfg
+    scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
+    return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg

@@ -1,0 +1,255 @@
+"""Training data: the windows of a config's genome, their features and labels in memory,
+and the reverse-complement (strand swap) augmentation.
+
+`prepare(cfg)` opens a config's inputs; `split_regions` and `tile` make the training and
+validation windows; `Dataset` loads them once and serves padded batches. `rc_columns`
+and `strand_swap` are also what annotation uses to average over both strands.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from . import ui
+from .config import Config
+from .errors import SemisegError
+
+SEQUENCE_FEATURES = ("A", "C", "G", "T")
+
+
+def track_specs(tracks: dict) -> list:
+    """TrackSpecs from `inputs.tracks` ({name: path} or {name: {path, transform, ...}})."""
+    from .genome import TrackSpec
+
+    specs = []
+    for name, spec in tracks.items():
+        if isinstance(spec, dict):
+            d = dict(spec)
+            path = d.pop("path")
+            unknown = set(d) - {"transform", "mapq", "strand", "kind"}
+            if unknown:
+                raise SemisegError(f"inputs.tracks.{name}: unknown key(s) "
+                                   f"{', '.join(sorted(unknown))} (valid: path, transform, "
+                                   "mapq, strand, kind)")
+            specs.append(TrackSpec(name, path, **d))
+        else:
+            specs.append(TrackSpec(name, spec))
+    for s in specs:
+        if not os.path.isfile(s.path):
+            raise SemisegError(f"track {s.name}: file not found: {s.path}")
+    return specs
+
+
+def feature_columns(feature_names: list[str], use_sequence: bool) -> list[int]:
+    """Indices of the GenomeData feature columns the model reads."""
+    return [i for i, n in enumerate(feature_names) if use_sequence or n not in SEQUENCE_FEATURES]
+
+
+@dataclass
+class Window:
+    chrom: str
+    start: int
+    end: int
+
+
+class Dataset:
+    """Training/validation windows with features (bin_size resolution) and labels (CRF
+    resolution), loaded once and kept in memory as numpy arrays."""
+
+    def __init__(self, data, annotation, windows: list[Window], columns: list[int],
+                 resolution: int, rc_columns: list[int] | None = None,
+                 rc_labels: np.ndarray | None = None, pool: int = 1, on_load=None):
+        self.windows = windows
+        self.rc_columns, self.rc_labels, self.pool = rc_columns, rc_labels, pool
+        self.x, self.y = [], []
+        for w in windows:
+            feats, _ = data.load(w.chrom, w.start, w.end)
+            self.x.append(np.ascontiguousarray(feats[:, columns], dtype=np.float32))
+            self.y.append(annotation.labels(w.chrom, w.start, w.end, resolution=resolution))
+            if on_load is not None:
+                on_load()
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def batch(self, idx, flip=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Padded features (B, T, F), lengths (B,), labels (B, S) with -1 padding.
+
+        flip: per item, whether to reverse-complement it (training augmentation): the
+        window is reversed, A<->T and C<->G swap, and each stranded label becomes its
+        other-strand twin. Only windows of whole CRF steps are flipped (so bins align).
+        """
+        xs = [self.x[i] for i in idx]
+        ys = [self.y[i] for i in idx]
+        if flip is not None and self.rc_columns is not None:
+            for b, f in enumerate(flip):
+                if f and len(xs[b]) % self.pool == 0:
+                    xs[b] = xs[b][::-1, self.rc_columns]
+                    if callable(self.rc_labels):  # gold frame codes (genome/frames.py)
+                        ys[b] = self.rc_labels(ys[b])
+                        continue
+                    y = ys[b][::-1]
+                    ys[b] = np.where(y >= 0, self.rc_labels[np.maximum(y, 0)], -1)
+        T, S = max(len(x) for x in xs), max(len(y) for y in ys)
+        F = xs[0].shape[1]
+        x = np.zeros((len(xs), T, F), np.float32)
+        y = np.full((len(ys), S), -1, np.int64)
+        for b, (xi, yi) in enumerate(zip(xs, ys)):
+            x[b, :len(xi)] = xi
+            y[b, :len(yi)] = yi
+        lengths = torch.tensor([len(xi) for xi in xs], dtype=torch.int64)
+        return torch.from_numpy(x), lengths, torch.from_numpy(y)
+
+
+def strand_swap(scheme) -> np.ndarray:
+    """For each label, its twin on the other strand (itself for unstranded labels): by
+    role (gene_structure schemes), else by the name with its +/- suffix swapped."""
+    out = []
+    for i, (name, strand, role) in enumerate(zip(scheme.names, scheme.strands, scheme.roles)):
+        if strand not in ("+", "-"):
+            out.append(i)
+            continue
+        other = "-" if strand == "+" else "+"
+        twins = [j for j, (n2, s2, r2) in enumerate(zip(scheme.names, scheme.strands,
+                                                        scheme.roles))
+                 if s2 == other and ((role is not None and r2 == role)
+                                     or (role is None and name.endswith(strand)
+                                         and n2 == name[:-1] + other))]
+        if len(twins) != 1:
+            raise SemisegError(f"train.reverse_complement: label {name!r} ({strand}) has no "
+                               "unique twin on the other strand in the label scheme")
+        out.append(twins[0])
+    return np.asarray(out, np.int64)
+
+
+def rc_columns(feature_names: list[str]) -> list[int]:
+    """Column permutation that complements the sequence channels (A<->T, C<->G)."""
+    pos = {n: i for i, n in enumerate(feature_names)}
+    swap = {"A": "T", "T": "A", "C": "G", "G": "C"}
+    return [pos[swap[n]] if n in swap else i for i, n in enumerate(feature_names)]
+
+
+def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
+    """(train, valid) lists of (chrom, start, end) following the `windows` section."""
+    chroms = cfg.windows.chroms or list(sizes)
+    for c in list(chroms) + list(cfg.windows.valid_chroms):
+        if c not in sizes:
+            raise SemisegError(f"windows: chromosome {c!r} is not in the FASTA "
+                               f"({', '.join(list(sizes)[:8])})")
+    res = cfg.model.resolution
+    if cfg.windows.valid_chroms:
+        train = [(c, 0, sizes[c]) for c in chroms if c not in cfg.windows.valid_chroms]
+        valid = [(c, 0, sizes[c]) for c in cfg.windows.valid_chroms]
+    else:
+        train, valid = [], []
+        for c in chroms:
+            cut = int(sizes[c] * (1 - cfg.windows.valid_fraction)) // res * res
+            if cut > 0:
+                train.append((c, 0, cut))
+            if cut < sizes[c] and cfg.windows.valid_fraction > 0:
+                valid.append((c, cut, sizes[c]))
+    if not train:
+        raise SemisegError("windows: no training chromosomes left after the validation split")
+    return train, valid
+
+
+def tile(regions: list, size: int, overlap: int, min_length: int) -> list[Window]:
+    """Windows of `size` bp (stride size - overlap) over regions; the last one may be
+    shorter; windows shorter than `min_length` are dropped."""
+    out = []
+    step = size - overlap
+    for chrom, start, end in regions:
+        s = start
+        while s < end:
+            e = min(s + size, end)
+            if e - s >= min_length:
+                out.append(Window(chrom, s, e))
+            if e == end:
+                break
+            s += step
+    return out
+
+
+def make_windows(cfg: Config, sizes: dict[str, int]) -> tuple[list[Window], list[Window],
+                                                                list[str]]:
+    """(training windows, validation windows, training chromosomes) of a config: the
+    split of `split_regions`, tiled into `windows.size` windows (training windows shorter
+    than a quarter window or 10 CRF steps are dropped)."""
+    res = cfg.model.resolution
+    train_regions, valid_regions = split_regions(cfg, sizes)
+    min_len = min(cfg.windows.size // 4, 10 * res)
+    tr = tile(train_regions, cfg.windows.size, cfg.windows.overlap, min_len)
+    va = tile(valid_regions, cfg.windows.size, 0, res)
+    if not tr:
+        raise SemisegError("windows: no training windows (windows.size larger than the data?)")
+    return tr, va, sorted({c for c, _, _ in train_regions})
+
+
+def frame_gold_for(cfg: Config, scheme, annotation, data):
+    """Gold frame codes (genome/frames.py) for training the reading-frame gene model."""
+    from .genome.frames import FrameGold, FrameLayout
+    from .genome.gff import gff_transcripts, read_gff_rows
+
+    path = cfg.labels.annotation
+    if not path.lower().removesuffix(".gz").endswith((".gff", ".gff3", ".gtf")):
+        raise SemisegError(f"crf.frames: the annotation must be GFF3 or GTF (transcripts "
+                           f"with CDS rows), got {path}")
+    rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
+    transcripts = gff_transcripts(rows, gtf, scheme, path)
+    gold = FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
+                     min_intron=scheme.min_intron)
+    ui.log(gold.report.line())
+    return gold
+
+
+def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
+                  train_windows: list[Window], valid_windows: list[Window],
+                  on_load=None) -> tuple[Dataset, Dataset]:
+    """(training, validation) Datasets; the training one flips strands when
+    `train.reverse_complement` is on. `on_load()` is called after each window."""
+    res = cfg.model.resolution
+    rc = {}
+    gold = frame_gold_for(cfg, scheme, annotation, data) if cfg.crf.frames else annotation
+    if cfg.train.reverse_complement:
+        rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
+              "rc_labels": gold.layout.flip if cfg.crf.frames else strand_swap(scheme),
+              "pool": res // cfg.inputs.bin_size}
+    train_ds = Dataset(data, gold, train_windows, columns, res, on_load=on_load, **rc)
+    valid_ds = Dataset(data, gold, valid_windows, columns, res, on_load=on_load)
+    return train_ds, valid_ds
+
+
+def prepare(cfg: Config):
+    """Open the inputs of a config: (GenomeData, Annotation, LabelScheme, columns)."""
+    from .genome import Fasta, GenomeData, load_scheme, read_annotation, sizes_with_extras
+
+    if cfg.inputs.fasta is None:
+        raise SemisegError("inputs.fasta: a FASTA is needed (it defines the chromosomes)")
+    paths = cfg.inputs.fasta if isinstance(cfg.inputs.fasta, list) else [cfg.inputs.fasta]
+    for p in paths:
+        if not os.path.isfile(p):
+            raise SemisegError(f"inputs.fasta: file not found: {p}")
+    if cfg.labels.annotation is None:
+        raise SemisegError("labels.annotation: training needs an annotation (GFF3/GTF/BED)")
+    if not os.path.isfile(cfg.labels.annotation):
+        raise SemisegError(f"labels.annotation: file not found: {cfg.labels.annotation}")
+    scheme = load_scheme(cfg.labels.scheme)
+    fasta = Fasta(cfg.inputs.fasta)
+    sizes, extras = sizes_with_extras(cfg.labels.annotation, fasta.chrom_sizes)
+    if extras and not cfg.inputs.alias:
+        ui.log(f"annotation chromosome(s) not in the FASTA, ignored: {', '.join(extras[:8])}"
+               + (f" ... ({len(extras)})" if len(extras) > 8 else ""))
+    elif cfg.inputs.alias:
+        sizes = fasta.chrom_sizes  # with an alias map every name must resolve
+    annotation = read_annotation(cfg.labels.annotation, scheme, sizes, alias=cfg.inputs.alias)
+    # labels are read from `annotation` directly (at the CRF resolution), so GenomeData
+    # gets none: it only builds features
+    data = GenomeData(fasta, tracks=track_specs(cfg.inputs.tracks), annotation=None,
+                      resolution=cfg.inputs.bin_size, softmask=cfg.inputs.softmask,
+                      alias=cfg.inputs.alias)
+    columns = feature_columns(data.feature_names, cfg.inputs.sequence)
+    return data, annotation, scheme, columns
