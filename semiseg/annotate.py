@@ -227,7 +227,7 @@ class Annotator:
         core = W - 2 * (ov // 2) if ov else W
         half = (W - core) // 2
         labels = np.empty(S, np.int64)
-        post = np.empty((S, em.shape[1]), np.float32)
+        post = None  # (S, labels): the labels are not the emission channels (frames)
         bnd = np.empty(S, np.float32)
         samples = [[] for _ in range(self.samples)] if self.samples else None
         windows = []
@@ -239,6 +239,8 @@ class Annotator:
                 em[None, ws:we], None if hid is None else hid[None, ws:we],
                 torch.tensor([we - ws], device=em.device), runs=False, seed=seed + cs)
             labels[cs:ce] = lab[0, cs - ws:ce - ws].cpu().numpy()
+            if post is None:
+                post = np.empty((S, p.shape[-1]), np.float32)
             post[cs:ce] = p[0, cs - ws:ce - ws].cpu().numpy()
             bnd[cs:ce] = b[0, cs - ws:ce - ws].cpu().numpy()
             if smp is not None:

@@ -58,7 +58,7 @@ class FrameHead(nn.Module):
                              persistent=False)
 
     # ------------------------------------------------------------------ inputs
-    def _terms(self, emissions: Tensor, lengths: Tensor | None) -> dict:
+    def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
         B, T, _ = emissions.shape
         R = emissions[..., :self.n_channels].float()
         onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
@@ -129,9 +129,34 @@ class FrameHead(nn.Module):
             return viterbi(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
                            backend=backend, **t)
 
+    def _posteriors(self, t: dict, backend: str):
+        """Internal-label marginals and segment start / end marginals, each (B, T, C)."""
+        with torch.enable_grad():
+            sc = t["scores"].detach().requires_grad_(True)
+            ps = t["proj_start"].detach().requires_grad_(True)
+            pe = t["proj_end"].detach().requires_grad_(True)
+            st = None if t["start"] is None else t["start"].detach()
+            en = None if t["end"] is None else t["end"].detach()
+            z = log_partition(sc, t["transition"].detach(), t["duration_bias"].detach(),
+                              t["lengths"], start=st, end=en, proj_start=ps, proj_end=pe,
+                              allowed=t["allowed"], backend=backend)
+            ok = torch.isfinite(z)
+            return torch.autograd.grad(torch.where(ok, z, 0).sum(), (sc, ps, pe))
+
     def decode(self, emissions, lengths=None, hidden=None, *, backend="auto") -> Segmentation:
-        """The Viterbi path, in scheme labels (runs of one scheme label merged)."""
-        seg = self.decode_internal(emissions, lengths, backend=backend)
+        """The gene structure with the most expected correct bases (posterior decoding).
+
+        The highest-scoring single segmentation (`decode_internal`) is a poor summary of
+        this model: a run of one label has a great many segmentations into chained
+        segments, so the likelihood spreads a run's probability over them, and one path
+        of another label can outscore each of them while being far less probable in
+        sum. Instead the segmentation that obeys every gene-structure rule (the same
+        transitions, durations and sequence mask, with no learned scores) and has the
+        largest sum of internal-label posteriors over its bases is returned (maximum
+        expected accuracy), collapsed to scheme labels (runs of one label merged).
+        `score` is that expected number of correct bases.
+        """
+        seg = self.decode_posterior_internal(emissions, lengths, backend=backend)
         lab = seg.labels
         out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
         segments = []
@@ -146,26 +171,24 @@ class FrameHead(nn.Module):
             segments.append([(int(a), int(b - a), int(row[a])) for a, b in zip(starts, ends)])
         return Segmentation(score=seg.score, segments=segments, labels=out)
 
+    def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
+        """`decode`'s segmentation over the internal labels (a Segmentation)."""
+        t = self._terms(emissions.detach(), lengths)
+        post, _, _ = self._posteriors(t, backend)
+        with torch.no_grad():
+            return viterbi(post, self.tmask, self.dmask, t["lengths"], allowed=t["allowed"],
+                           backend=backend)
+
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).
 
         boundary[t]: the probability that a start codon, a stop codon or an intron begins
         at t or ends at t - 1 (a gene's or an exon's edge), summed over those events and
         capped at 1; exact except where two such events meet (an intron chained into
-        another, adjacent genes), which are counted twice.
+        another, adjacent genes), which are counted twice. boundary[0] = 1.
         """
         t = self._terms(emissions.detach(), lengths)
-        with torch.enable_grad():
-            sc = t.pop("scores").detach().requires_grad_(True)
-            ps = t.pop("proj_start").detach().requires_grad_(True)
-            pe = t.pop("proj_end").detach().requires_grad_(True)
-            tr, db = t.pop("transition").detach(), t.pop("duration_bias").detach()
-            st = None if t["start"] is None else t["start"].detach()
-            en = None if t["end"] is None else t["end"].detach()
-            z = log_partition(sc, tr, db, t["lengths"], start=st, end=en, proj_start=ps,
-                              proj_end=pe, allowed=t["allowed"], backend=backend)
-            ok = torch.isfinite(z)
-            g_sc, g_ps, g_pe = torch.autograd.grad(torch.where(ok, z, 0).sum(), (sc, ps, pe))
+        g_sc, g_ps, g_pe = self._posteriors(t, backend)
         B, T, C = g_sc.shape
         post = torch.zeros(B, T, self.num_labels, device=g_sc.device)
         post.index_add_(2, self.collapse_idx, g_sc)
@@ -175,4 +198,8 @@ class FrameHead(nn.Module):
         end = (g_pe * structural).sum(-1)
         bnd = begin.clone()
         bnd[:, 1:] += end[:, :-1]
+        bnd[:, 0] = 1.0  # a sequence's first base always begins a segment (SPEC.md)
+        if lengths is not None:
+            pad = torch.arange(T, device=bnd.device)[None, :] >= lengths[:, None].to(bnd.device)
+            bnd = bnd.masked_fill(pad, 0.0)
         return post.clamp(0, 1), bnd.clamp(0, 1)

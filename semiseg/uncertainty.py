@@ -49,6 +49,10 @@ def window_run_posteriors(crf, em: torch.Tensor, hid, lengths: torch.Tensor,
     """Run posteriors (float64 numpy) of `spans` (b, start, end) under the labels (B, T)."""
     if not spans:
         return np.zeros(0)
+    if hasattr(crf, "layout"):
+        # the reading-frame model: a run of a scheme label is many internal labellings;
+        # its exact posterior is not computed (README: rows without an exact value)
+        return np.full(len(spans), np.nan)
     args, kw = _crf_args(crf, em, hid, lengths)
     p = run_posteriors(*args, labels=labels, spans=spans, **kw)
     return p.double().cpu().numpy()
@@ -80,7 +84,23 @@ def entropy_tracks(post: np.ndarray, bnd: np.ndarray) -> tuple[np.ndarray, np.nd
 def draw_samples(crf, em, hid, lengths, n: int, seed: int):
     """Samples[b][i]: (start, duration, label) steps of sample i of sequence b."""
     args, kw = _crf_args(crf, em, hid, lengths)
-    return sample(*args, num_samples=n, seed=seed, **kw)
+    out = sample(*args, num_samples=n, seed=seed, **kw)
+    if hasattr(crf, "layout"):  # internal labels -> scheme labels, runs merged
+        to = crf.layout.scheme_label
+        merged = []
+        for per_seq in out:
+            rows = []
+            for segs in per_seq:
+                m: list[list[int]] = []
+                for s0, d, c in segs:
+                    if m and m[-1][2] == to[c]:
+                        m[-1][1] += d
+                    else:
+                        m.append([s0, d, to[c]])
+                rows.append([tuple(x) for x in m])
+            merged.append(rows)
+        out = merged
+    return out
 
 
 def clip_samples(samples: list[list[tuple[int, int, int]]], lo: int, hi: int, shift: int):

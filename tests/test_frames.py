@@ -24,7 +24,7 @@ STOP = {"TAA", "TAG", "TGA"}
 COMP = str.maketrans("ACGTN", "TGCAN")
 
 
-def scheme(introns: bool = True) -> LabelScheme:
+def scheme(introns: bool = True, min_intron: int = 1) -> LabelScheme:
     labels = [{"name": "intergenic", "strand": "."},
               {"name": "CDS+", "role": "CDS", "strand": "+"},
               {"name": "CDS-", "role": "CDS", "strand": "-"}]
@@ -32,7 +32,8 @@ def scheme(introns: bool = True) -> LabelScheme:
         labels += [{"name": "intron+", "role": "intron", "strand": "+"},
                    {"name": "intron-", "role": "intron", "strand": "-"}]
     return LabelScheme.from_dict({"name": "t", "kind": "gene_structure",
-                                  "background": "intergenic", "labels": labels})
+                                  "background": "intergenic", "labels": labels,
+                                  "min_intron": min_intron})
 
 
 def rc(s: str) -> str:
@@ -189,6 +190,14 @@ def test_a_complete_gene_with_an_intron_is_allowed_exactly_in_frame():
         ("stop+", 13, 16)]))
 
 
+def test_introns_are_at_least_min_intron_long():
+    lay = FrameLayout.from_scheme(scheme(min_intron=6))
+    dm = lay.duration_mask(10)
+    intron = np.asarray(lay.kind) == lay.kind_of("intron+")
+    assert np.isneginf(dm[:5, intron]).all() and (dm[5:, intron] == 0).all()
+    assert (lay.duration_mask(4)[3, intron] == 0).all()  # K < min_intron: chains of K
+
+
 def test_sequence_allowed_against_a_direct_scan():
     rng = random.Random(0)
     lay = FrameLayout.from_scheme(scheme())
@@ -330,9 +339,13 @@ def test_frame_head_decodes_gene_structures_only():
     codes = torch.as_tensor(base_codes(seq)).long()
     onehot[:, torch.arange(len(seq)), codes] = 1
     em = torch.cat([R, onehot], -1)
-    seg = head.decode_internal(em, torch.tensor([400, 400]))
-    for b in range(2):
-        check_structure(seq, named(lay, [(c, s, s + d) for s, d, c in seg.segments[b]]))
+    for seg in (head.decode_internal(em, torch.tensor([400, 400])),
+                head.decode_posterior_internal(em, torch.tensor([400, 400]))):
+        for b in range(2):
+            check_structure(seq, named(lay, [(c, s, s + d) for s, d, c in seg.segments[b]]))
+    # posterior decoding: each base's expected correctness summed, at most one per base
+    best = head.decode(em, torch.tensor([400, 400]))
+    assert float(best.score.max()) <= 400 + 1e-3
     post, bnd = head.marginals(em, torch.tensor([400, 300]))
     assert torch.allclose(post[0].sum(-1), torch.ones(400), atol=1e-4)
     assert float(post[1, 300:].abs().max()) == 0.0

@@ -68,13 +68,14 @@ class FrameLayout:
     kind_names: list[str] = field(default_factory=list)
     channels: list[str] = field(default_factory=list)
     strands: list[str] = field(default_factory=list)
+    min_intron: int = 1
 
     @classmethod
     def from_scheme(cls, scheme) -> FrameLayout:
         if scheme.kind != "gene_structure":
             raise SemisegError(f"crf.frames: reading frames need a gene_structure label "
                                f"scheme; {scheme.name!r} is of kind {scheme.kind!r}")
-        lay = cls()
+        lay = cls(min_intron=max(1, int(scheme.min_intron)))
         coding = [s for s in ("+", "-") if any(r == "CDS" and st in (s, ".")
                                                for r, st in zip(scheme.roles, scheme.strands))]
         if not coding:
@@ -211,10 +212,13 @@ class FrameLayout:
         return m
 
     def duration_mask(self, K: int) -> np.ndarray:
-        """(K, C) float: start and stop codons last 3 bp; -inf elsewhere."""
+        """(K, C) float: start and stop codons last 3 bp, an intron segment at least
+        min(min_intron, K) bp (the scheme's `min_intron`); -inf elsewhere."""
         m = np.zeros((K, len(self)))
         for c, k in enumerate(self.kind):
             kname = self.kind_names[k][:-1]
+            if kname == "intron":
+                m[:min(self.min_intron, K) - 1, c] = -np.inf
             if kname in ("start", "stop"):
                 m[:, c] = -np.inf
                 if K >= 3:
