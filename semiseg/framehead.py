@@ -15,12 +15,11 @@ all expanded to the internal labels.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from .crf import Segmentation, log_partition, viterbi
-from .genome.frames import INTRON_ANY, UNKNOWN, FrameLayout, sequence_allowed
+from .genome.frames import FrameLayout, merge_runs, sequence_allowed
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
 
@@ -87,17 +86,6 @@ class FrameHead(nn.Module):
                     proj_start=proj(self.left_idx), proj_end=proj(self.right_idx),
                     allowed=allowed)
 
-    def gold_allowed(self, codes: Tensor) -> Tensor:
-        """(B, T) gold codes -> (B, T, C) bool of the internal labels each allows."""
-        C = len(self.layout)
-        m = codes[..., None] == torch.arange(C, device=codes.device)
-        m |= (codes == UNKNOWN)[..., None]
-        for s, code in INTRON_ANY.items():
-            if s in self.layout.strands:
-                ks = self.layout.kind_of(f"intron{s}")
-                m |= (codes == code)[..., None] & (self.kind == ks)
-        return m
-
     # ------------------------------------------------------------------ methods
     def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         t = self._terms(emissions, lengths)
@@ -109,7 +97,8 @@ class FrameHead(nn.Module):
         """log Z - log Z(gold) per sequence; `labels` are gold codes (frames.py)."""
         t = self._terms(emissions, lengths)
         B, T = labels.shape
-        gold = self.gold_allowed(labels.to(torch.int64)) & t["allowed"]
+        gold = torch.as_tensor(self.layout.gold_mask(labels.cpu().numpy()),
+                               device=labels.device) & t["allowed"]
         if lengths is not None:
             pad = torch.arange(T, device=labels.device)[None, :] >= lengths[:, None]
             gold |= pad[..., None]
@@ -159,16 +148,7 @@ class FrameHead(nn.Module):
         seg = self.decode_posterior_internal(emissions, lengths, backend=backend)
         lab = seg.labels
         out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
-        segments = []
-        for row in out.cpu().numpy():
-            n = int((row >= 0).sum())
-            if n == 0:
-                segments.append([])
-                continue
-            cut = np.flatnonzero(np.diff(row[:n])) + 1
-            starts = np.concatenate([[0], cut])
-            ends = np.concatenate([cut, [n]])
-            segments.append([(int(a), int(b - a), int(row[a])) for a, b in zip(starts, ends)])
+        segments = [merge_runs(segs, self.layout.scheme_label) for segs in seg.segments]
         return Segmentation(score=seg.score, segments=segments, labels=out)
 
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
@@ -189,7 +169,7 @@ class FrameHead(nn.Module):
         """
         t = self._terms(emissions.detach(), lengths)
         g_sc, g_ps, g_pe = self._posteriors(t, backend)
-        B, T, C = g_sc.shape
+        B, T, _ = g_sc.shape
         post = torch.zeros(B, T, self.num_labels, device=g_sc.device)
         post.index_add_(2, self.collapse_idx, g_sc)
         structural = torch.tensor([self.layout.kind_names[k][:-1] in ("start", "stop", "intron")

@@ -200,10 +200,8 @@ def frame_gold_for(cfg: Config, scheme, annotation, data):
                            f"with CDS rows), got {path}")
     rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
     transcripts = gff_transcripts(rows, gtf, scheme, path)
-    gold = FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
+    return FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
                      min_intron=scheme.min_intron)
-    ui.log(gold.report.line())
-    return gold
 
 
 def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
@@ -220,6 +218,8 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
               "pool": res // cfg.inputs.bin_size}
     train_ds = Dataset(data, gold, train_windows, columns, res, on_load=on_load, **rc)
     valid_ds = Dataset(data, gold, valid_windows, columns, res, on_load=on_load)
+    if cfg.crf.frames:
+        ui.log(gold.report.line())  # the chromosomes the windows read
     return train_ds, valid_ds
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from .crf import position_entropy, run_posteriors, sample
+from .genome.frames import merge_runs
 
 
 def _crf_args(crf, em: torch.Tensor, hid, lengths: torch.Tensor) -> tuple[tuple, dict]:
@@ -87,19 +88,7 @@ def draw_samples(crf, em, hid, lengths, n: int, seed: int):
     out = sample(*args, num_samples=n, seed=seed, **kw)
     if hasattr(crf, "layout"):  # internal labels -> scheme labels, runs merged
         to = crf.layout.scheme_label
-        merged = []
-        for per_seq in out:
-            rows = []
-            for segs in per_seq:
-                m: list[list[int]] = []
-                for s0, d, c in segs:
-                    if m and m[-1][2] == to[c]:
-                        m[-1][1] += d
-                    else:
-                        m.append([s0, d, to[c]])
-                rows.append([tuple(x) for x in m])
-            merged.append(rows)
-        out = merged
+        out = [[merge_runs(segs, to) for segs in per_seq] for per_seq in out]
     return out
 
 

@@ -18,9 +18,9 @@ from test_crf_reference import (  # noqa: E402
     SHAPE_IDS,
     SHAPES,
     TERMS,
-    _path_scores64,
     _seed,
     check_backend,
+    check_long_float32_accuracy,
     float_inputs,
     make,
     naive_dp,
@@ -148,38 +148,7 @@ def test_matches_torch_backend(form):
 
 @pytest.mark.parametrize("form", ["static", "periodic"])
 def test_long_float32_accuracy(form):
-    """T = 20,000 in float32 against float64, at the SPEC's bounds (scores N(0, 3^2))."""
-    g = torch.Generator().manual_seed(0)
-    B, T, C, K = 2, 20_000, 3, 8
-    scores = torch.randn(B, T, C, generator=g) * 3 + 1.0
-    tr = torch.randn(*((C, C) if form == "static" else (3, C, C)), generator=g)
-    db = torch.randn(K, C, generator=g)
-    lengths = torch.tensor([T, T - 3001])
-    res = {}
-    for dt in (torch.float32, torch.float64):
-        xs = [v.detach().to(dt).clone().requires_grad_() for v in (scores, tr, db)]
-        z = log_partition(*xs, lengths, backend="numba")
-        z.sum().backward()
-        assert z.dtype == dt
-        res[dt] = (z.detach(), *[x.grad for x in xs])
-    z32, gs32, gt32, gd32 = res[torch.float32]
-    z64, gs64, gt64, gd64 = res[torch.float64]
-    assert ((z32.double() - z64).abs() <= 1e-6 * z64.abs().clamp(min=1)).all()
-    assert (gs32.double() - gs64).abs().max() <= 1e-4
-    for a, b in ((gt32, gt64), (gd32, gd64)):
-        assert (a.double() - b).norm() <= 1e-4 * b.norm()
-    assert torch.isfinite(gs32).all()
-
-    seg = viterbi(scores, tr, db, lengths, backend="numba")
-    seg64 = viterbi(scores.double(), tr.double(), db.double(), lengths, backend="numba")
-    assert seg.score.dtype == torch.float32
-    assert ((seg.score.double() - seg64.score).abs() <= 1e-6 * seg64.score.abs()).all()
-    if form == "static":
-        own = _path_scores64(seg.segments, dict(scores=scores, transition=tr, duration_bias=db))
-        for b in range(B):
-            assert abs(own[b] - float(seg64.score[b])) <= 1e-6 * abs(float(seg64.score[b]))
-    for b in range(B):
-        assert sum(d for _, d, _ in seg.segments[b]) == int(lengths[b])
+    check_long_float32_accuracy("numba", form, K=8)
 
 
 def test_deterministic():

@@ -307,7 +307,6 @@ def test_the_yeast_annotation_is_representable():
     rows, gtf = read_gff_rows(gff, sizes)
     gold = FrameGold(FrameLayout.from_scheme(sch), ann,
                      [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrI"], fa)
-    assert gold.report.kept > 100
     lay = gold.layout
     K = 16
     tm = torch.tensor(lay.transition_mask())
@@ -322,6 +321,7 @@ def test_the_yeast_annotation_is_representable():
     z = log_partition(torch.zeros(*allowed.shape, dtype=torch.float64), tm, dm,
                       allowed=allowed)
     assert torch.isfinite(z).all()
+    assert gold.report.kept > 100  # chrI's usable genes are in those windows
 
 
 def test_frame_head_decodes_gene_structures_only():

@@ -334,24 +334,37 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
     T = codes.shape[-1]
     trip = _codon_ids(codes)
     t = np.arange(T)
+    words = {}  # frame f -> the id of the frame-f triplet holding each base (-1: none)
+    for f in range(3):
+        cs = t - ((t - f) % 3)  # first base of the frame-f triplet holding t
+        inside = (cs >= 0) & (cs + 3 <= T)
+        words[f] = np.where(inside, np.take(trip, np.clip(cs, 0, T - 1), axis=-1), -1)
     out = np.ones(codes.shape + (len(layout),), bool)
     for c in range(len(layout)):
         f = layout.frame[c]
-        if f < 0:
-            continue
         kname = layout.kind_names[layout.kind[c]]
         kind, s = kname[:-1], kname[-1]
-        if kind == "intron":
+        if f < 0 or kind == "intron":
             continue
-        cs = t - ((t - f) % 3)  # first base of the frame-f triplet holding t
-        inside = (cs >= 0) & (cs + 3 <= T)
-        word = np.take(trip, np.clip(cs, 0, T - 1), axis=-1)
-        stop = inside & np.isin(word, _ids(STOPS[s]))
         if kind == "start":
-            out[..., c] = inside & (word == _ids([STARTS[s]])[0])
-        else:
-            out[..., c] = stop if kind == "stop" else ~stop
+            out[..., c] = words[f] == _ids([STARTS[s]])[0]
+            continue
+        stop = np.isin(words[f], _ids(STOPS[s]))
+        out[..., c] = stop if kind == "stop" else ~stop
     return out
+
+
+def merge_runs(segments, to_scheme) -> list[tuple[int, int, int]]:
+    """(start, duration, internal label) segments -> scheme-label runs, neighbours of
+    one scheme label merged."""
+    out: list[list[int]] = []
+    for s0, d, c in segments:
+        lab = int(to_scheme[c])
+        if out and out[-1][2] == lab:
+            out[-1][1] += d
+        else:
+            out.append([int(s0), int(d), lab])
+    return [tuple(x) for x in out]
 
 
 # ---------------------------------------------------------------- gold from transcripts
@@ -481,28 +494,32 @@ def _merged(iv: np.ndarray) -> list[tuple[int, int]]:
 
 
 class FrameGold:
-    """Gold codes of every chromosome, read like an Annotation: ``labels(chrom, start,
-    end)`` gives the codes of [start, end) with frames relative to `start`."""
+    """Gold codes read like an Annotation: ``labels(chrom, start, end)`` gives the codes
+    of [start, end) with frames relative to `start`. A chromosome's codes are made the
+    first time it is asked for (and `report` then counts its transcripts)."""
 
     def __init__(self, layout: FrameLayout, annotation, transcripts, fasta,
                  min_intron: int = 20):
         self.layout = layout
         self.report = GoldReport()
         self.codes: dict[str, np.ndarray] = {}
-        by_chrom: dict[str, list] = {}
+        self._annotation, self._fasta, self._min_intron = annotation, fasta, min_intron
+        self._transcripts: dict[str, list] = {}
         for t in transcripts:
-            by_chrom.setdefault(t.chrom, []).append(t)
-        for chrom, size in annotation.chrom_sizes.items():
-            if chrom not in fasta.chrom_sizes:
-                continue
-            seq = fasta.fetch(chrom, 0, size)
-            lab = annotation.labels(chrom, 0, size)
-            self.codes[chrom] = frame_gold(layout, lab, by_chrom.get(chrom, []), seq,
-                                           min_intron=min_intron, report=self.report)
+            self._transcripts.setdefault(t.chrom, []).append(t)
+
+    def _chrom(self, chrom: str) -> np.ndarray:
+        if chrom not in self.codes:
+            size = self._annotation.chrom_sizes[chrom]
+            self.codes[chrom] = frame_gold(
+                self.layout, self._annotation.labels(chrom, 0, size),
+                self._transcripts.get(chrom, []), self._fasta.fetch(chrom, 0, size),
+                min_intron=self._min_intron, report=self.report)
+        return self.codes[chrom]
 
     def labels(self, chrom: str, start: int = 0, end: int | None = None,
                resolution: int = 1) -> np.ndarray:
         if resolution != 1:
             raise SemisegError("crf.frames: gold frame labels exist at 1 bp only")
-        codes = self.codes[chrom][start:end].astype(np.int64)
+        codes = self._chrom(chrom)[start:end].astype(np.int64)
         return self.layout.shift(codes, start)
