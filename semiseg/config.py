@@ -97,6 +97,9 @@ class ModelConfig:
     trunk_pool, fine_channels, fine_layers: the gene model's encoder (crf.frames): its
                  trunk (channels, layers, kernel_size, max_dilation) runs at 1/trunk_pool
                  resolution; fine_layers residual blocks of fine_channels at 1 bp
+    orf_features: the gene model's encoder also reads 18 open-reading-frame channels
+                 made from the sequence (semiseg/orf.py: distances to in-frame stop and
+                 start codons, kilobases away)
     """
 
     encoder: str = "cnn"
@@ -111,6 +114,7 @@ class ModelConfig:
     trunk_pool: int = 8
     fine_channels: int = 32
     fine_layers: int = 3
+    orf_features: bool = False
 
 
 @dataclass
@@ -129,6 +133,8 @@ class CRFConfig:
     frames:       the frame-aware gene model (gene_structure schemes, 1 bp): start, CDS,
                   stop and intron labels in three reading frames per strand, stop codons
                   forbidden inside CDS, the frame carried through introns (README)
+    head:         semicrf (the gene model) | argmax (with frames: the same encoder
+                  classifying each base on its own, no CRF; a baseline)
     """
 
     max_duration: int = 64
@@ -138,6 +144,7 @@ class CRFConfig:
     start_end: bool = True
     centering: str = "none"
     frames: bool = False
+    head: str = "semicrf"
 
 
 @dataclass
@@ -214,6 +221,7 @@ CHOICES = {
     "model.encoder": ("cnn", "cnn_lstm"),
     "crf.duration": ("learned", "geometric", "negative_binomial", "poisson", "uniform"),
     "crf.centering": ("none", "mean"),
+    "crf.head": ("semicrf", "argmax"),
     "train.amp": ("auto", "on", "off"),
     "train.select": ("loss", "f1"),
     "annotate.reverse_complement": ("auto", "on", "off"),

@@ -3,14 +3,16 @@
 `FrameHead` turns encoder channels into the internal labels of
 :class:`semiseg.genome.frames.FrameLayout` (start / CDS / stop / intron in three frames
 per strand, plus the scheme's other labels), adds the gene-structure rules (periodic
-transitions, fixed start and stop codon durations, the sequence's stop and start codons
-as an `allowed` mask), runs the exact semi-CRF, and hands back *scheme* labels: callers
+transitions, fixed start / stop codon and splice-site durations, the sequence's stop and
+start codons and GT..AG splice sites as an `allowed` mask, codons aligned to their frame),
+runs the exact semi-CRF, and hands back *scheme* labels: callers
 see the same methods as `SemiCRF` (nll, decode, marginals) with emissions that carry the
 one-hot sequence in their last four channels.
 
 Learned scores are per kind, not per frame (the frame of a window is arbitrary): one
 transition table over kinds, one duration table (K, kinds), start/end scores per kind,
-all expanded to the internal labels.
+all expanded to the internal labels. Splice sites are scored by the 1-bp donor and
+acceptor labels' own channels.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from .crf import Segmentation, log_partition, viterbi
-from .genome.frames import FrameLayout, merge_runs, sequence_allowed
+from .genome.frames import (MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout, merge_runs,
+                            sequence_allowed)
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
 
@@ -44,10 +47,25 @@ class FrameHead(nn.Module):
         self.duration = nn.Parameter(torch.zeros(K, NK))
         self.start = nn.Parameter(torch.zeros(NK)) if start_end else None
         self.end = nn.Parameter(torch.zeros(NK)) if start_end else None
-        em, left, right = layout.expand_index()
-        self.register_buffer("em_idx", torch.as_tensor(em), persistent=False)
-        self.register_buffer("left_idx", torch.as_tensor(left), persistent=False)
-        self.register_buffer("right_idx", torch.as_tensor(right), persistent=False)
+        self.register_buffer("em_idx", torch.as_tensor(layout.expand_index()),
+                             persistent=False)
+        self.register_buffer("begin_penalty", torch.where(
+            torch.as_tensor(layout.begin_mask()), 0.0, MISALIGNED), persistent=False)
+        kinds = [layout.kind_names[k][:-1] for k in layout.kind]
+        frames = torch.as_tensor(layout.frame)
+        # boundary events (marginals): a codon segment begins at t when its label holds t
+        # in the frame t mod 3 and ends there in the frame (t - 2) mod 3; a splice base
+        # is an intron's first base (left end) or last base (right end) by itself
+        codon = torch.tensor([k in ("start", "stop") for k in kinds])
+        left = torch.tensor([kinds[c] == SPLICE_LEFT.get(layout.strand[c], ("",))[0]
+                             for c in range(len(kinds))])
+        right = torch.tensor([kinds[c] == SPLICE_RIGHT.get(layout.strand[c], ("",))[0]
+                              for c in range(len(kinds))])
+        r = torch.arange(3)[:, None]
+        self.register_buffer("begins", ((codon & (frames == r)) | left).float(),
+                             persistent=False)
+        self.register_buffer("ends", ((codon & (frames == (r - 2) % 3)) | right).float(),
+                             persistent=False)
         self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
         self.register_buffer("tmask", torch.as_tensor(layout.transition_mask(), dtype=torch.float32),
                              persistent=False)
@@ -72,19 +90,13 @@ class FrameHead(nn.Module):
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)
 
-        def proj(table):
-            i = table[r]
-            out = torch.gather(R, 2, i.clamp(min=0).expand(B, T, -1))
-            return out * (i >= 0).to(out.dtype)
-
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask
         db = self.duration[:, k] + self.dmask
         return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
                     start=None if self.start is None else self.start[k],
                     end=None if self.end is None else self.end[k],
-                    proj_start=proj(self.left_idx), proj_end=proj(self.right_idx),
-                    allowed=allowed)
+                    proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
 
     # ------------------------------------------------------------------ methods
     def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
@@ -104,7 +116,7 @@ class FrameHead(nn.Module):
             gold |= pad[..., None]
         sc, tr, db = t.pop("scores"), t.pop("transition"), t.pop("duration_bias")
         two = {k: (None if t[k] is None else torch.cat([t[k], t[k]]))
-               for k in ("lengths", "proj_start", "proj_end")}
+               for k in ("lengths", "proj_start")}
         z = log_partition(torch.cat([sc, sc]), tr, db, start=t["start"], end=t["end"],
                           allowed=torch.cat([t["allowed"], gold]), backend=backend, **two)
         log_z, log_gold = z[:B], z[B:]
@@ -118,19 +130,17 @@ class FrameHead(nn.Module):
             return viterbi(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
                            backend=backend, **t)
 
-    def _posteriors(self, t: dict, backend: str):
-        """Internal-label marginals and segment start / end marginals, each (B, T, C)."""
+    def _posteriors(self, t: dict, backend: str) -> Tensor:
+        """Internal-label marginals (B, T, C)."""
         with torch.enable_grad():
             sc = t["scores"].detach().requires_grad_(True)
-            ps = t["proj_start"].detach().requires_grad_(True)
-            pe = t["proj_end"].detach().requires_grad_(True)
             st = None if t["start"] is None else t["start"].detach()
             en = None if t["end"] is None else t["end"].detach()
             z = log_partition(sc, t["transition"].detach(), t["duration_bias"].detach(),
-                              t["lengths"], start=st, end=en, proj_start=ps, proj_end=pe,
+                              t["lengths"], start=st, end=en, proj_start=t["proj_start"],
                               allowed=t["allowed"], backend=backend)
             ok = torch.isfinite(z)
-            return torch.autograd.grad(torch.where(ok, z, 0).sum(), (sc, ps, pe))
+            return torch.autograd.grad(torch.where(ok, z, 0).sum(), sc)[0]
 
     def decode(self, emissions, lengths=None, hidden=None, *, backend="auto") -> Segmentation:
         """The gene structure with the most expected correct bases (posterior decoding).
@@ -154,28 +164,27 @@ class FrameHead(nn.Module):
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
         """`decode`'s segmentation over the internal labels (a Segmentation)."""
         t = self._terms(emissions.detach(), lengths)
-        post, _, _ = self._posteriors(t, backend)
+        post = self._posteriors(t, backend)
         with torch.no_grad():
             return viterbi(post, self.tmask, self.dmask, t["lengths"], allowed=t["allowed"],
-                           backend=backend)
+                           proj_start=t["proj_start"], backend=backend)
 
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).
 
         boundary[t]: the probability that a start codon, a stop codon or an intron begins
         at t or ends at t - 1 (a gene's or an exon's edge), summed over those events and
-        capped at 1; exact except where two such events meet (an intron chained into
-        another, adjacent genes), which are counted twice. boundary[0] = 1.
+        capped at 1; exact except where two such events meet (adjacent genes), which are
+        counted twice. boundary[0] = 1.
         """
         t = self._terms(emissions.detach(), lengths)
-        g_sc, g_ps, g_pe = self._posteriors(t, backend)
+        g_sc = self._posteriors(t, backend)
         B, T, _ = g_sc.shape
         post = torch.zeros(B, T, self.num_labels, device=g_sc.device)
         post.index_add_(2, self.collapse_idx, g_sc)
-        structural = torch.tensor([self.layout.kind_names[k][:-1] in ("start", "stop", "intron")
-                                   for k in self.layout.kind], device=g_sc.device)
-        begin = (g_ps * structural).sum(-1)
-        end = (g_pe * structural).sum(-1)
+        r = torch.arange(T, device=g_sc.device) % 3
+        begin = (g_sc * self.begins[r]).sum(-1)
+        end = (g_sc * self.ends[r]).sum(-1)
         bnd = begin.clone()
         bnd[:, 1:] += end[:, :-1]
         bnd[:, 0] = 1.0  # a sequence's first base always begins a segment (SPEC.md)

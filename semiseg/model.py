@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from .config import Config
 from .crf import SemiCRF
 from .errors import SemisegError
+from .orf import N_ORF, orf_features
 
 
 def steps_for(length, pool: int):
@@ -133,11 +134,13 @@ class GeneEncoder(nn.Module):
     def __init__(self, n_features: int, channels: int = 64, layers: int = 6,
                  kernel_size: int = 5, stem_kernel: int = 9, max_dilation: int = 16,
                  dropout: float = 0.05, trunk_pool: int = 8, fine_channels: int = 32,
-                 fine_layers: int = 3):
+                 fine_layers: int = 3, orf: bool = False):
         super().__init__()
         self.pool = 1
         self.trunk_pool = trunk_pool
-        self.stem = nn.Conv1d(n_features, fine_channels, stem_kernel, padding=stem_kernel // 2)
+        self.orf = orf
+        n_in = n_features + (N_ORF if orf else 0)
+        self.stem = nn.Conv1d(n_in, fine_channels, stem_kernel, padding=stem_kernel // 2)
         self.stem2 = nn.Conv1d(fine_channels, fine_channels, stem_kernel,
                                padding=stem_kernel // 2)
         self.down = nn.Conv1d(fine_channels, channels, trunk_pool, stride=trunk_pool)
@@ -158,6 +161,8 @@ class GeneEncoder(nn.Module):
         B, T, _ = x.shape
         mask = (torch.arange(T, device=x.device)[None, :] < lengths[:, None]).to(x.dtype)
         mask = mask[:, None, :]
+        if self.orf:  # the one-hot sequence is the first four features
+            x = torch.cat([x, orf_features(x[..., :4], lengths).to(x.dtype)], -1)
         h = self.act(self.stem(x.transpose(1, 2) * mask)) * mask
         fine = self.act(self.stem2(h)) * mask
         p = self.trunk_pool
@@ -192,6 +197,9 @@ class Segmenter(nn.Module):
         pool = m.resolution // cfg.inputs.bin_size
         self.pool = pool
         self.frames = bool(c.frames)
+        if c.head != "semicrf" and not self.frames:
+            raise SemisegError(f"crf.head: {c.head!r} exists for the gene model only "
+                               "(crf.frames: true)")
         if self.frames:
             self._init_frames(n_features, cfg, scheme)
             return
@@ -222,13 +230,23 @@ class Segmenter(nn.Module):
         self.encoder = GeneEncoder(
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
             stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,
-            trunk_pool=m.trunk_pool, fine_channels=m.fine_channels, fine_layers=m.fine_layers)
-        self.emit = nn.Linear(self.encoder.hidden_dim, len(layout.channels))
-        self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end)
+            trunk_pool=m.trunk_pool, fine_channels=m.fine_channels, fine_layers=m.fine_layers,
+            orf=m.orf_features)
         self.has_hidden = False
-        self.channel_swap = torch.as_tensor(
-            np.concatenate([layout.channel_swap(),
-                            len(layout.channels) + np.array([3, 2, 1, 0])]))
+        if c.head == "argmax":  # the no-CRF baseline: one channel per scheme label
+            from .argmaxhead import ArgmaxHead
+
+            self.crf = ArgmaxHead(layout)
+            names = scheme.names
+            swap = [names.index(n.translate(str.maketrans("+-", "-+")))
+                    if n.translate(str.maketrans("+-", "-+")) in names else i
+                    for i, n in enumerate(names)]
+        else:
+            self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end)
+            swap = layout.channel_swap()
+        n = len(swap)
+        self.emit = nn.Linear(self.encoder.hidden_dim, n)
+        self.channel_swap = torch.as_tensor(np.concatenate([swap, n + np.array([3, 2, 1, 0])]))
 
     def forward(self, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
         """features (B, T, F), lengths (B,) -> emissions (B, S, C), hidden or None, steps.

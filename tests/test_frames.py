@@ -51,6 +51,20 @@ def check_gene(seq: str, segs: list[tuple[str, int, int]], left_edge: bool, righ
         assert kinds[0] == "start", "a gene that does not begin with its start codon"
     if not right_edge:
         assert kinds[-1] == "stop", "a gene that does not end with its stop codon"
+    # every intron (a run of intron pieces) is GT..AG, unless cut by the sequence's edge
+    i = 0
+    while i < len(segs):
+        if segs[i][0] != "intron":
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(segs) and segs[j + 1][0] == "intron":
+            j += 1
+        a, b = segs[i][1], segs[j][2]
+        assert (i == 0 and left_edge) or seq[a:a + 2] == "GT", f"intron {seq[a:b]} not GT.."
+        assert (j == len(segs) - 1 and right_edge) or seq[b - 2:b] == "AG", \
+            f"intron {seq[a:b]} not ..AG"
+        i = j + 1
     spliced = "".join(seq[a:b] for k, a, b in segs if k != "intron")
     # exon of each spliced base: a codon across an intron is not checked for a stop
     # (the model does not exclude stop codons split by a splice site; README)
@@ -110,6 +124,7 @@ def allowed_segmentations(lay, seq, K):
     al = sequence_allowed(lay, base_codes(seq)).tolist()
     tm = np.isfinite(lay.transition_mask())
     dm = np.isfinite(lay.duration_mask(K))
+    bm = lay.begin_mask()
     C = len(lay)
     nxt = {(r, p): [c for c in range(C) if p is None or tm[r, p, c]]
            for r in range(3) for p in [None, *range(C)]}
@@ -121,7 +136,8 @@ def allowed_segmentations(lay, seq, K):
             return
         for d in range(1, min(K, T - pos) + 1):
             for c in nxt[((d - 1) % 3, prev)]:
-                if dm[d - 1, c] and all(al[u][c] for u in range(pos, pos + d)):
+                if dm[d - 1, c] and bm[pos % 3, c] and all(al[u][c]
+                                                            for u in range(pos, pos + d)):
                     acc.append((c, pos, pos + d))
                     dfs(pos + d, c, acc)
                     acc.pop()
@@ -134,11 +150,16 @@ def named(lay, seg):
     out = []
     for c, a, b in seg:
         k = lay.kind_names[lay.kind[c]]
-        out.append(("outside", ".", a, b) if k.startswith("outside:") else (k[:-1], k[-1], a, b))
+        if k.startswith("outside:"):
+            out.append(("outside", ".", a, b))
+        else:  # the oracle sees intron pieces; splice sites are checked on the bases
+            kind = "intron" if k[:-1] in ("donor", "acceptor") else k[:-1]
+            out.append((kind, k[-1], a, b))
     return out
 
 
-SEQS = ["ATGAAATAG", "CTAGGCATT", "ATGTAAGTT", "TTATGCATT"]
+SEQS = ["ATGAAATAG", "CTAGGCATT", "ATGTAAGTT", "TTATGCATT", "ATGATGTAG", "ATGGTAAGA",
+        "ATGTCTACAT"]
 
 
 def random_seq(seed: int, n: int) -> str:
@@ -155,8 +176,12 @@ def test_every_allowed_segmentation_is_a_gene_structure(seq):
     for s in segs:
         check_structure(seq, named(lay, s))
         genes += any(lay.kind_names[lay.kind[c]].startswith("start") for c, _, _ in s)
-    if seq in ("ATGAAATAG", "CTAGGCATT"):
+    if seq in ("ATGAAATAG", "CTAGGCATT", "ATGATGTAG"):
         assert genes, "a complete gene is possible but none is allowed"
+    if seq == "ATGATGTAG":  # ATG ATG TAG; never a start codon out of frame (TGA at 1)
+        starts = {a for s in segs for c, a, _ in s
+                  if lay.kind_names[lay.kind[c]] == "start+"}
+        assert starts == {0}
 
 
 def test_a_complete_gene_with_an_intron_is_allowed_exactly_in_frame():
@@ -170,13 +195,20 @@ def test_a_complete_gene_with_an_intron_is_allowed_exactly_in_frame():
     def log_z(seq, parts):
         mask = np.zeros((len(seq), len(lay)), bool)
         for kind, a, b in parts:
+            if kind == "intron+":  # donor, inside, acceptor
+                mask[a] = kinds == lay.kind_of("donor+")
+                mask[a + 1:b - 1] = kinds == lay.kind_of("intron+")
+                mask[b - 1] = kinds == lay.kind_of("acceptor+")
+                continue
             mask[a:b] = kinds == lay.kind_of(kind)
         mask &= sequence_allowed(lay, base_codes(seq))
         K = 8
         return float(log_partition(torch.zeros(1, len(seq), len(lay), dtype=torch.float64),
                                    torch.tensor(lay.transition_mask()),
                                    torch.tensor(lay.duration_mask(K)),
-                                   allowed=torch.as_tensor(mask)[None], backend="torch"))
+                                   allowed=torch.as_tensor(mask)[None], backend="torch",
+                                   proj_start=torch.tensor(np.where(lay.begin_mask(), 0.0, -1e4)[
+                                       np.arange(len(seq)) % 3])[None]))
 
     good = "ATGAAGTAAGATAA"  # intron GTAAG, 5 bp
     assert np.isfinite(log_z(good, [("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 10),
@@ -188,14 +220,21 @@ def test_a_complete_gene_with_an_intron_is_allowed_exactly_in_frame():
     assert np.isfinite(log_z("ATGAAGTAAAAGATAA", [
         ("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 12), ("CDS+", 12, 13),
         ("stop+", 13, 16)]))
+    # but not when it is not GT..AG (GCAAAAG)
+    assert log_z("ATGAAGCAAAAGATAA", [
+        ("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 12), ("CDS+", 12, 13),
+        ("stop+", 13, 16)]) < -1e3
 
 
 def test_introns_are_at_least_min_intron_long():
     lay = FrameLayout.from_scheme(scheme(min_intron=6))
     dm = lay.duration_mask(10)
-    intron = np.asarray(lay.kind) == lay.kind_of("intron+")
-    assert np.isneginf(dm[:5, intron]).all() and (dm[5:, intron] == 0).all()
-    assert (lay.duration_mask(4)[3, intron] == 0).all()  # K < min_intron: chains of K
+    intron = np.asarray(lay.kind) == lay.kind_of("intron+")  # 6 = donor + 4 inside + acceptor
+    assert np.isneginf(dm[:3, intron]).all() and (dm[3:, intron] == 0).all()
+    assert (lay.duration_mask(3)[2, intron] == 0).all()  # K < min_intron: chains of K
+    for k in ("donor+", "acceptor-"):
+        splice = np.asarray(lay.kind) == lay.kind_of(k)
+        assert (dm[0, splice] == 0).all() and np.isneginf(dm[1:, splice]).all()
 
 
 def test_sequence_allowed_against_a_direct_scan():
@@ -210,6 +249,13 @@ def test_sequence_allowed_against_a_direct_scan():
             continue
         kind, f = name.split("_")
         f = int(f)
+        pair = {"donor+": (0, "GT"), "acceptor+": (-1, "AG"), "acceptor-": (0, "CT"),
+                "donor-": (-1, "AC")}.get(kind)
+        if pair is not None:  # the label's base and its neighbour inside the intron
+            for t in range(T):
+                a = t + pair[0]
+                assert al[t, c] == (a >= 0 and seq[a:a + 2] == pair[1]), (name, t)
+            continue
         for t in range(T):
             cs = t - ((t - f) % 3)
             word = seq[cs:cs + 3] if cs >= 0 else ""
@@ -247,13 +293,17 @@ def test_gold_codes_of_genes_on_both_strands_and_through_an_intron():
     m0 = seq.index(minus)
     t1 = tx("+", (p0, p0 + 5), (p0 + 5 + len(intron), p0 + len(plus)))
     t2 = tx("-", (m0, m0 + 9))
+    assert seq[p0 + 5:p0 + 7] == "GT" and seq[p0 + 3 + len(intron):p0 + 5 + len(intron)] == "AG"
     lay, codes, rep = _gold(seq, [t1, t2])
     assert rep.kept == 2 and not rep.partial
     name = [lay.names[c] if c >= 0 else c for c in codes.tolist()]
     assert name[p0:p0 + 3] == [f"start+_{p0 % 3}"] * 3 and name[p0 + 3] == f"CDS+_{p0 % 3}"
-    assert all(n == INTRON_ANY["+"] for n in name[p0 + 5:p0 + 5 + len(intron)])
     after = p0 + 5 + len(intron)  # 'G' of the exon after the intron: codon position 2
+    assert all(n == INTRON_ANY["+"] for n in name[p0 + 6:after - 1])
     assert name[after] == f"CDS+_{(after - 2) % 3}"
+    # the splice bases: the frame the CDS would continue in right after each
+    assert name[p0 + 5] == f"donor+_{(p0 % 3 + 1) % 3}"
+    assert name[after - 1] == f"acceptor+_{(after - 2) % 3}"
     assert name[p0 + len(plus) - 3:p0 + len(plus)] == [f"stop+_{(p0 + len(plus) - 3) % 3}"] * 3
     assert name[m0:m0 + 3] == [f"stop-_{m0 % 3}"] * 3
     assert name[m0 + 6:m0 + 9] == [f"start-_{m0 % 3}"] * 3 and name[m0 + 3] == f"CDS-_{m0 % 3}"
@@ -281,6 +331,76 @@ def test_gold_reports_and_leaves_unknown_what_it_cannot_use():
     assert (codes[i1:i1 + 9] == UNKNOWN).all() and (codes[i2:i2 + 12] == UNKNOWN).all()
     assert lay.names[codes[i4 + 8]].startswith("stop+")
     assert "3 left unknown" in rep.line()
+
+
+def test_gold_leaves_unknown_introns_not_gt_ag_and_codons_next_to_an_intron():
+    good, odd = "GT" + "C" * 21 + "AG", "GC" + "C" * 21 + "AG"
+    seq = "CC" + "ATGAA" + odd + "GGGTTAA" + "CC" + "ATG" + good + "AAGTAA" + "CC"
+    i1, i2 = 2, 2 + 5 + len(odd) + 7 + 2
+    ts = [tx("+", (i1, i1 + 5), (i1 + 5 + len(odd), i1 + 12 + len(odd))),
+          tx("+", (i2, i2 + 3), (i2 + 3 + len(good), i2 + 9 + len(good)))]
+    lay, codes, rep = _gold(seq, ts)
+    assert rep.kept == 0 and rep.partial == {
+        "an intron not GT..AG": 1, "start or stop codon split by or next to an intron": 1}
+    for t in ts:
+        assert (codes[t.cds[0][0]:t.cds[-1][1]] == UNKNOWN).all()
+
+
+def test_boundary_marginals_against_enumeration():
+    """FrameHead.marginals' boundary track: the probability that a gene or an exon edge
+    lies at t, summed over every allowed segmentation enumerated here."""
+    from semiseg.framehead import FrameHead
+
+    seq = "CATGAGTAAAGAATAA"  # ATG A [GTAAAG] AA TAA
+    sch = LabelScheme.from_dict({"name": "t", "kind": "gene_structure", "min_intron": 4,
+                                 "background": "intergenic", "labels": [
+                                     {"name": "intergenic", "strand": "."},
+                                     {"name": "CDS+", "role": "CDS", "strand": "+"},
+                                     {"name": "intron+", "role": "intron", "strand": "+"}]})
+    lay = FrameLayout.from_scheme(sch)
+    K = 6
+    head = FrameHead(lay, max_duration=K, start_end=False)
+    torch.manual_seed(1)
+    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64)
+    for ch in ("start+", "stop+", "donor+", "acceptor+"):
+        R[..., lay.channels.index(ch)] += 3
+    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
+    onehot[0, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
+    head.double()
+    with torch.no_grad():
+        head.transition.normal_()
+        head.duration.normal_()
+    em = torch.cat([R, onehot], -1)
+    _, bnd = head.marginals(em)
+    # brute force: each allowed segmentation's score straight from the emission channels
+    emi = lay.expand_index()
+    tr = (head.transition.detach()[lay.kind][:, lay.kind].numpy()
+          + lay.transition_mask())
+    du = head.duration.detach()[:, lay.kind].numpy() + lay.duration_mask(K)
+    T = len(seq)
+    weights, events = [], []
+    for segs in allowed_segmentations(lay, seq, K):
+        score, prev, ev = 0.0, None, set()
+        for c, a, b in segs:
+            score += sum(float(R[0, u, emi[u % 3, c]]) for u in range(a, b)) + du[b - a - 1, c]
+            if prev is not None:
+                score += tr[(b - a - 1) % 3, prev, c]
+            prev = c
+            kind = lay.kind_names[lay.kind[c]][:-1]
+            if kind in ("start", "stop"):
+                ev |= {a, b}
+            elif kind == {"+": "donor", "-": "acceptor"}.get(lay.strand[c]):
+                ev.add(a)
+            elif kind in ("donor", "acceptor"):
+                ev.add(b)
+        weights.append(score)
+        events.append(ev)
+    w = np.exp(np.asarray(weights) - max(weights))
+    w /= w.sum()
+    want = np.array([sum(p for p, ev in zip(w, events) if t in ev) for t in range(T)])
+    want[0] = 1.0
+    assert np.allclose(bnd[0].numpy(), np.clip(want, 0, 1), atol=1e-8)
+    assert want[1:].max() > 0.3  # the gene's edges carry real probability
 
 
 def test_of_overlapping_genes_the_longest_is_kept():

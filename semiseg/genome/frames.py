@@ -1,28 +1,38 @@
 """Reading frames: the internal labels of a frame-aware gene model and the sequence rules.
 
 A gene-structure scheme's coding labels (role CDS, one per strand) become, inside the
-model, four *kinds* per strand, each in three absolute frames f (the position mod 3 at
-which the segment's codons start, counted from the start of the sequence decoded):
+model, six *kinds* per strand, each in three frames:
 
-    start_f   3 bp: an ATG in frame f (minus strand: CAT, the start codon read backwards)
-    CDS_f     coding bases whose frame-f codon is not a stop codon
-    stop_f    3 bp: a frame-f stop codon (TAA TAG TGA; minus strand TTA CTA TCA)
-    intron_g  an intron; g is the frame the coding sequence continues in after it
+    start_f     3 bp: an ATG in frame f (minus strand: CAT, the start codon read backwards)
+    CDS_f       coding bases whose frame-f codon is not a stop codon
+    stop_f      3 bp: a frame-f stop codon (TAA TAG TGA; minus strand TTA CTA TCA)
+    donor_g     1 bp: an intron's first base in transcript direction, the G of GT (minus
+                strand: the C of AC, its last base left to right)
+    intron_g    the inside of an intron
+    acceptor_g  1 bp: an intron's last base in transcript direction, the G of AG (minus
+                strand: the C of CT, its first base left to right)
 
-Every other scheme label (intergenic, UTR, ncRNA) is one *outside* internal label. Introns
-exist inside the model even when the scheme has no intron label: they then collapse to
-the background label.
+For start, CDS and stop, f is the absolute frame: the position mod 3 at which the
+segment's codons start, counted from the start of the sequence decoded. For the three
+intron kinds g is the frame the coding sequence would continue in right after the
+segment. Every other scheme label (intergenic, UTR, ncRNA) is one *outside* internal
+label. Introns exist inside the model even when the scheme has no intron label: they
+then collapse to the background label, as do their splice-site bases.
 
 Transitions are periodic with P = 3 (SPEC.md: `transition[(d-1) mod 3, src, dst]`, d the
 duration of the destination segment), which carries the frame through introns of any
-length: CDS_f -> intron_g and intron_g' -> intron_g are allowed only when g = f + d
-(mod 3); intron_g -> CDS_g. A plus-strand gene reads outside -> start_f -> CDS_f ... ->
-stop_f -> outside; a minus-strand one, left to right, outside -> stop_f -> CDS_f ... ->
-start_f -> outside. Chains CDS_f -> CDS_f (and outside -> outside, intron -> intron) let
-features be longer than K. Start and stop codons are never split by an intron.
+length: into a donor, intron or acceptor segment from CDS_f (or from another of the
+three with frame f) the new frame is g = f + d (mod 3); out of an intron into CDS the
+frame is kept. A plus-strand gene reads, left to right, outside -> start_f -> CDS_f ...
+-> stop_f -> outside, with each intron CDS -> donor -> intron ... -> acceptor -> CDS; a
+minus-strand one outside -> stop_f -> CDS_f ... -> start_f -> outside, with introns CDS
+-> acceptor -> intron ... -> donor -> CDS. Chains CDS_f -> CDS_f (and outside ->
+outside, intron -> intron) let features be longer than K. Start and stop codons are
+never split by an intron, and every intron is GT..AG (the splice-site bases are looked
+up in the sequence, each 1-bp splice label looking one base into the intron).
 
 Gold labels are per position internal label codes (:data:`UNKNOWN` = any label,
-``INTRON_ANY[strand]`` = any frame of that strand's intron), made by
+``INTRON_ANY[strand]`` = any frame of that strand's intron inside), made by
 :func:`frame_gold` from the transcripts of an annotation. Frames in gold codes are
 absolute (chromosome coordinates); :meth:`FrameLayout.shift` makes them relative to a
 window's start.
@@ -40,7 +50,16 @@ UNKNOWN = -1
 INTRON_ANY = {"+": -2, "-": -3}
 STOPS = {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}
 STARTS = {"+": "ATG", "-": "CAT"}
-KINDS = ("start", "CDS", "stop", "intron")
+KINDS = ("start", "CDS", "stop", "donor", "intron", "acceptor")
+INTRONIC = ("donor", "intron", "acceptor")
+# the splice-site kind at an intron's left / right end (genome order), and its two bases
+# (the splice label's own base and its neighbour inside the intron), per strand
+SPLICE_LEFT = {"+": ("donor", "GT"), "-": ("acceptor", "CT")}
+SPLICE_RIGHT = {"+": ("acceptor", "AG"), "-": ("donor", "AC")}
+# a start or stop codon may begin only at a position of its frame: elsewhere its
+# segments get this boundary score (proj_start), finite as SPEC.md asks, and far below
+# any score a real segmentation reaches
+MISALIGNED = -1.0e4
 BASES = "ACGT"  # base codes 0..3; 4 = anything else (N)
 
 
@@ -56,7 +75,8 @@ class FrameLayout:
         strand: per internal label, ``+``, ``-`` or ``.``.
         scheme_label: per internal label, the scheme label it collapses to.
         kind_names: ``outside:<label>`` for each outside label, then ``start+``, ``CDS+``,
-            ``stop+``, ``intron+`` (and the ``-`` ones) for each coding strand.
+            ``stop+``, ``donor+``, ``intron+``, ``acceptor+`` (and the ``-`` ones) for
+            each coding strand.
         channels: names of the encoder's output channels (see :meth:`expand_index`).
     """
 
@@ -100,10 +120,10 @@ class FrameLayout:
                 k = len(lay.kind_names)
                 lay.kind_names.append(f"{kname}{s}")
                 for f in range(3):
-                    lay._add(f"{kname}{s}_{f}", k, f, s, intron if kname == "intron" else cds)
+                    lay._add(f"{kname}{s}_{f}", k, f, s,
+                             intron if kname in INTRONIC else cds)
             lay.channels += [f"CDS{s}.codon{j}" for j in range(3)]
-            lay.channels += [f"start{s}", f"stop{s}", f"intron{s}", f"intron{s}.left",
-                             f"intron{s}.right"]
+            lay.channels += [f"{k}{s}" for k in KINDS if k != "CDS"]
         return lay
 
     def _add(self, name, kind, frame, strand, scheme_label):
@@ -128,20 +148,16 @@ class FrameLayout:
         raise KeyError(kind, frame)
 
     # ------------------------------------------------------------ emissions
-    def expand_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Channel gathers, by position mod 3: (emission, left, right), each (3, C) int64.
-
-        emission[r, c] is the encoder channel that scores internal label c at a position
-        t with t mod 3 = r; left / right the channel added when a segment of c starts /
-        ends at t (-1: none). A CDS label's channel is the codon position of t, counted
-        in the gene's reading direction, so both strands' channels mean the same thing
-        (and swap exactly under reverse complement).
+    def expand_index(self) -> np.ndarray:
+        """Channel gather by position mod 3: emission[r, c] (a (3, C) int64 table) is the
+        encoder channel that scores internal label c at a position t with t mod 3 = r.
+        A CDS label's channel is the codon position of t, counted in the gene's reading
+        direction, so both strands' channels mean the same thing (and swap exactly under
+        reverse complement); every other kind has one channel.
         """
         C = len(self)
         ch = {n: i for i, n in enumerate(self.channels)}
         em = np.zeros((3, C), np.int64)
-        left = np.full((3, C), -1, np.int64)
-        right = np.full((3, C), -1, np.int64)
         for c in range(C):
             kname = self.kind_names[self.kind[c]]
             f, s = self.frame[c], self.strand[c]
@@ -151,27 +167,24 @@ class FrameLayout:
                 elif kname[:-1] == "CDS":
                     pos = (r - f) % 3  # position in the forward-strand codon
                     em[r, c] = ch[f"CDS{s}.codon{pos if s == '+' else 2 - pos}"]
-                elif kname[:-1] in ("start", "stop"):
+                else:
                     em[r, c] = ch[kname]
-                else:  # intron
-                    em[r, c] = ch[f"intron{s}"]
-                    left[r, c] = ch[f"intron{s}.left"]
-                    right[r, c] = ch[f"intron{s}.right"]
-        return em, left, right
+        return em
 
     def channel_swap(self) -> np.ndarray:
-        """Permutation of the encoder channels under reverse complement (+ <-> -; an
-        intron's left boundary is the other strand's right one)."""
+        """Permutation of the encoder channels under reverse complement (+ <-> -)."""
         ch = {n: i for i, n in enumerate(self.channels)}
-        out = []
-        for n in self.channels:
-            m = n.translate(str.maketrans("+-", "-+"))
-            if ".left" in m:
-                m = m.replace(".left", ".right")
-            elif ".right" in m:
-                m = m.replace(".right", ".left")
-            out.append(ch.get(m, ch[n]))
-        return np.asarray(out, np.int64)
+        return np.asarray([ch.get(n.translate(str.maketrans("+-", "-+")), ch[n])
+                           for n in self.channels], np.int64)
+
+    def begin_mask(self) -> np.ndarray:
+        """(3, C) bool: whether a segment of label c may begin at a position t with
+        t mod 3 = r (start and stop codons only at a codon start of their frame)."""
+        m = np.ones((3, len(self)), bool)
+        for c in range(len(self)):
+            if self.kind_names[self.kind[c]][:-1] in ("start", "stop"):
+                m[:, c] = np.arange(3) == self.frame[c]
+        return m
 
     # ------------------------------------------------------------ structure
     def transition_mask(self) -> np.ndarray:
@@ -200,29 +213,34 @@ class FrameLayout:
                     else:
                         x, y = ka[:-1], kb[:-1]
                         plus = sa == "+"
+                        left, right = SPLICE_LEFT[sa][0], SPLICE_RIGHT[sa][0]
                         if (x, y) in ((("start", "CDS"), ("CDS", "stop")) if plus
                                       else (("stop", "CDS"), ("CDS", "start"))):
                             ok = fa == fb
-                        elif (x, y) == ("CDS", "CDS") or (x, y) == ("intron", "CDS"):
+                        elif (x, y) in (("CDS", "CDS"), (right, "CDS")):
                             ok = fa == fb
-                        elif x in ("CDS", "intron") and y == "intron":
+                        elif (x, y) in (("CDS", left), (left, "intron"),
+                                        ("intron", "intron"), ("intron", right)):
                             ok = fb == (fa + d) % 3
                     if ok:
                         m[r, a, b] = 0.0
         return m
 
     def duration_mask(self, K: int) -> np.ndarray:
-        """(K, C) float: start and stop codons last 3 bp, an intron segment at least
-        min(min_intron, K) bp (the scheme's `min_intron`); -inf elsewhere."""
+        """(K, C) float: start and stop codons last 3 bp, splice sites 1 bp, an intron's
+        inside segment at least min(max(2, min_intron - 2), K) bp (the scheme's
+        `min_intron` counts the splice bases too); -inf elsewhere."""
         m = np.zeros((K, len(self)))
+        inside = min(max(2, self.min_intron - 2), K)
         for c, k in enumerate(self.kind):
             kname = self.kind_names[k][:-1]
             if kname == "intron":
-                m[:min(self.min_intron, K) - 1, c] = -np.inf
-            if kname in ("start", "stop"):
+                m[:inside - 1, c] = -np.inf
+            fixed = {"start": 3, "stop": 3, "donor": 1, "acceptor": 1}.get(kname)
+            if fixed is not None:
                 m[:, c] = -np.inf
-                if K >= 3:
-                    m[2, c] = 0.0
+                if K >= fixed:
+                    m[fixed - 1, c] = 0.0
         return m
 
     # ------------------------------------------------------------ frames of windows
@@ -247,7 +265,9 @@ class FrameLayout:
 
     def flip(self, codes: np.ndarray) -> np.ndarray:
         """Gold codes of the reverse complement of a sequence of len(codes) bases: the
-        positions reversed, + and - swapped, frame f -> (len - f) mod 3."""
+        positions reversed, + and - swapped, a codon's frame f -> (len - f) mod 3 and a
+        splice base's g -> (len - g + 1) mod 3 (its frame is that of the coding sequence
+        on its right, which becomes the left). Intron insides are INTRON_ANY in gold."""
         n = len(codes)
         table = np.arange(len(self))
         for c in range(len(self)):
@@ -257,7 +277,9 @@ class FrameLayout:
                 if self.strand[c] in ("+", "-"):
                     table[c] = self._outside_twin(c)
                 continue
-            table[c] = self._find(self.kind_names.index(other), (n - self.frame[c]) % 3)
+            extra = 1 if kname[:-1] in ("donor", "acceptor") else 0
+            table[c] = self._find(self.kind_names.index(other),
+                                  (n - self.frame[c] + extra) % 3)
         rev = codes[::-1]
         special = {INTRON_ANY["+"]: INTRON_ANY["-"], INTRON_ANY["-"]: INTRON_ANY["+"]}
         out = np.where(rev >= 0, table[np.maximum(rev, 0)], rev)
@@ -330,6 +352,10 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
     CDS_f is forbidden on the bases of a frame-f stop codon and stop_f allowed only there;
     start_f only on the bases of a frame-f start codon. A codon that runs past
     either end of the sequence, or holds an N, is not a stop (partial genes are fine).
+    A splice-site label is allowed only on the first base of its intron-end
+    dinucleotide (plus strand: G of GT at the left end, G of AG at the right end;
+    minus strand: C of CT at the left end, C of AC at the right end), looking one base
+    into the intron, which therefore must be inside the sequence.
     """
     T = codes.shape[-1]
     trip = _codon_ids(codes)
@@ -346,11 +372,30 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
         kind, s = kname[:-1], kname[-1]
         if f < 0 or kind == "intron":
             continue
+        if kind in ("donor", "acceptor"):
+            out[..., c] = _splice_sites(codes, s, kind)
+            continue
         if kind == "start":
             out[..., c] = words[f] == _ids([STARTS[s]])[0]
             continue
         stop = np.isin(words[f], _ids(STOPS[s]))
         out[..., c] = stop if kind == "stop" else ~stop
+    return out
+
+
+def _splice_sites(codes: np.ndarray, strand: str, kind: str) -> np.ndarray:
+    """(..., T) bool: the positions where a splice label of this kind may stand."""
+    out = np.zeros(codes.shape, bool)
+    for side, step in ((SPLICE_LEFT, 1), (SPLICE_RIGHT, -1)):
+        name, pair = side[strand]
+        if name != kind:
+            continue
+        own, other = BASES.index(pair[0] if step == 1 else pair[1]), \
+            BASES.index(pair[1] if step == 1 else pair[0])
+        if step == 1:
+            out[..., :-1] = (codes[..., :-1] == own) & (codes[..., 1:] == other)
+        else:
+            out[..., 1:] = (codes[..., 1:] == own) & (codes[..., :-1] == other)
     return out
 
 
@@ -440,8 +485,13 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
             reason = "no stop codon"
         elif any(rna[i:i + 3] in STOPS["+"] for i in range(0, len(rna) - 3, 3)):
             reason = "in-frame stop codon inside"
-        elif min(blocks[0][1] - blocks[0][0], blocks[-1][1] - blocks[-1][0]) < 3:
-            reason = "start or stop codon split by an intron"
+        elif len(blocks) > 1 and min(blocks[0][1] - blocks[0][0],
+                                     blocks[-1][1] - blocks[-1][0]) <= 3:
+            reason = "start or stop codon split by or next to an intron"
+        elif any(upper[a1:a1 + 2] != SPLICE_LEFT[t.strand][1]
+                 or upper[b0 - 2:b0] != SPLICE_RIGHT[t.strand][1]
+                 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])):
+            reason = "an intron not GT..AG"
         lo, hi = blocks[0][0], blocks[-1][1]
         if reason is not None:
             report.partial[reason] = report.partial.get(reason, 0) + 1
@@ -462,6 +512,10 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
                 kind = "start" if k < 3 else "stop" if k >= total - 3 else "CDS"
                 mine[p - lo] = layout.index(f"{kind}{s}", f)
             done += b - a
+        for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:]):  # the splice-site bases
+            before, after = layout.frame[mine[a1 - 1 - lo]], layout.frame[mine[b0 - lo]]
+            mine[a1 - lo] = layout.index(f"{SPLICE_LEFT[s][0]}{s}", (before + 1) % 3)
+            mine[b0 - 1 - lo] = layout.index(f"{SPLICE_RIGHT[s][0]}{s}", after)
         genes.append((lo, hi, mine))
     # overlapping coding transcripts cannot all be genes of one segmentation: the longest
     # of each overlapping group is kept, the others are unknown where it does not reach

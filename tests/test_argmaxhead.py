@@ -1,0 +1,51 @@
+"""The no-CRF baseline head (semiseg/argmaxhead.py) against per-base numpy arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from semiseg.argmaxhead import ArgmaxHead
+from semiseg.genome import LabelScheme
+from semiseg.genome.frames import UNKNOWN, FrameLayout
+
+
+def layout():
+    return FrameLayout.from_scheme(LabelScheme.from_dict({
+        "name": "t", "kind": "gene_structure", "background": "intergenic", "labels": [
+            {"name": "intergenic", "strand": "."},
+            {"name": "CDS+", "role": "CDS", "strand": "+"},
+            {"name": "CDS-", "role": "CDS", "strand": "-"}]}))
+
+
+def test_argmax_head_against_numpy():
+    lay = layout()
+    head = ArgmaxHead(lay)
+    rng = np.random.default_rng(0)
+    B, T, C = 2, 30, head.num_labels
+    x = rng.normal(size=(B, T, C + 4)) * 2
+    em = torch.tensor(x, dtype=torch.float32)
+    codes = rng.integers(0, len(lay), size=(B, T))
+    codes[0, :5] = UNKNOWN
+    lengths = torch.tensor([30, 22])
+    # numpy oracle
+    lp = x[..., :C] - np.log(np.exp(x[..., :C]).sum(-1, keepdims=True))
+    y = np.asarray(lay.scheme_label)[codes]
+    y[0, :5] = -1
+    y[1, 22:] = -1
+    want = [-sum(lp[b, t, y[b, t]] for t in range(T) if y[b, t] >= 0) for b in range(B)]
+    got = head.nll(em, torch.as_tensor(codes), lengths)
+    assert np.allclose(got.numpy(), want, rtol=1e-5)
+    seg = head.decode(em, lengths)
+    for b, L in enumerate([30, 22]):
+        am = lp[b, :L].argmax(-1)
+        assert (seg.labels[b, :L].numpy() == am).all() and (seg.labels[b, L:] == -1).all()
+        rebuilt = np.concatenate([[c] * d for _, d, c in seg.segments[b]])
+        assert (rebuilt == am).all()
+        assert all(seg.segments[b][i][2] != seg.segments[b][i + 1][2]
+                   for i in range(len(seg.segments[b]) - 1))
+    p, bnd = head.marginals(em, lengths)
+    pn = np.exp(lp)
+    assert np.allclose(p[0].numpy(), pn[0], atol=1e-6)
+    assert np.allclose(bnd[0, 1:].numpy(), 1 - (pn[0, 1:] * pn[0, :-1]).sum(-1), atol=1e-6)
+    assert float(p[1, 22:].abs().max()) == 0 and float(bnd[1, 22:].abs().max()) == 0
