@@ -228,10 +228,12 @@ class FrameLayout:
 
     def duration_mask(self, K: int) -> np.ndarray:
         """(K, C) float: start and stop codons last 3 bp, splice sites 1 bp, an intron's
-        inside segment at least min(max(2, min_intron - 2), K) bp (the scheme's
-        `min_intron` counts the splice bases too); -inf elsewhere."""
+        inside segment at least max(2, min_intron - 2) bp (the scheme's `min_intron`
+        counts the splice bases too) when K reaches that, else any length (chained
+        pieces of K or less must add up to every length); -inf elsewhere."""
         m = np.zeros((K, len(self)))
-        inside = min(max(2, self.min_intron - 2), K)
+        inside = max(2, self.min_intron - 2)
+        inside = inside if inside <= K else 1
         for c, k in enumerate(self.kind):
             kname = self.kind_names[k][:-1]
             if kname == "intron":
