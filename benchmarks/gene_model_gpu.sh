@@ -36,6 +36,15 @@ for s in 0 1 2; do
 done
 wait
 echo "training wall $(( $(date +%s) - t0 )) s"
+if [ -n "${TRAIN_ONLY:-}" ]; then  # bring the checkpoints back; score elsewhere
+  mkdir -p "$OUTDIR"
+  for r in runs/*; do
+    tail -2 $r/metrics.tsv | cut -f1-8
+    [ -f $r/best.pt ] && tar czf "$OUTDIR/$(basename $r).tgz" $r/best.pt $r/metrics.tsv $r/config.yaml
+  done
+  tar czf "$OUTDIR/logs.tgz" logs
+  exit 0
+fi
 score() {
   r=$1; n=$(basename $r)
   python -m semiseg.cli annotate --model $r/best.pt --fasta data/yeast/chrI.fa \
