@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -366,15 +367,17 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                                f"({', '.join(list(sizes)[:8])})")
     mcfg = checkpoint_config(ckpt)
     res = mcfg.model.resolution
+    wanted = set(chroms or ())
     if regions:
         items = read_regions(regions, sizes, res)
         if chroms:
-            items = [it for it in items if it.chrom in chroms]
+            items = [it for it in items if it.chrom in wanted]
     else:
-        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in chroms]
+        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in wanted]
     if not items:
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
-    out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
+    per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:
+    out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
 
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
@@ -401,7 +404,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
-    pending = {c: sum(1 for it in items if it.chrom == c) for c in out_sizes}
+    pending = {c: per_chrom[c] for c in out_sizes}
     written = []
     with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
                       model_hash=ckpt["model_hash"], entropy=True) as writer, \
@@ -571,10 +574,10 @@ def merge(parts: list[str], out: str) -> list[str]:
         for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
             sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
             try:
-                header = []
+                header, seen = [], set()
                 for s in sources:
-                    header += [(c, n) for c, n in s.chroms().items()
-                               if c not in dict(header)]
+                    header += [(c, n) for c, n in s.chroms().items() if c not in seen]
+                    seen.update(s.chroms())
                 bw = pyBigWig.open(target(suffix), "w")
                 bw.addHeader(header)
                 for s in sources:

@@ -137,6 +137,39 @@ def merge(
 
 
 @app.command()
+def shard(
+    fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA (indexed if needed)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for shards.tsv and SHARD.bed."),
+    shards: int | None = typer.Option(None, "--shards", help="Number of shards (at most)."),
+    shard_size: float | None = typer.Option(None, "--shard-size",
+                                            help="Target bp per shard (50e6 is fine)."),
+    chroms: list[str] = typer.Option([], "--chroms", help="Only these chromosomes "
+                                                          "(repeatable or comma-separated)."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Group a genome's chromosomes into shards of balanced length for annotation: many
+    short contigs together, a long chromosome whole (annotate --regions OUT/SHARD.bed)."""
+    from . import ui
+    from .errors import SemisegError
+    from .shards import fasta_sizes, plan_shards, write_shards
+
+    ui.set_quiet(quiet)
+    size = None
+    if shard_size is not None:
+        if shard_size != int(shard_size) or shard_size < 1:
+            raise SemisegError(f"--shard-size: expected a whole number of bp >= 1, got "
+                               f"{shard_size:g}")
+        size = int(shard_size)
+    names = [c for item in chroms for c in item.split(",") if c]
+    sizes = fasta_sizes(str(fasta), names or None)
+    groups = plan_shards(sizes, shards=shards, shard_size=size)
+    write_shards(groups, sizes, out)
+    longest = max(sum(sizes[c] for c in g) for g in groups)
+    ui.log(f"{len(sizes):,} sequences ({sum(sizes.values()):,} bp) in {len(groups)} shards "
+           f"(largest {longest:,} bp): {out}/shards.tsv")
+
+
+@app.command()
 def evaluate(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
     truth: Path = typer.Option(..., "--truth", "-t", help="Truth BED or GFF3/GTF."),
