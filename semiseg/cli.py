@@ -99,6 +99,10 @@ def annotate(
                                                                   "side of a window, bp."),
     max_decode_steps: int | None = typer.Option(
         None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
+    batch_steps: int | None = typer.Option(
+        None, "--batch-steps", min=1, help="CRF steps per batch (short contigs, encoder "
+                                           "windows and decoding windows of long ones); "
+                                           "raise it to fill a GPU."),
     reverse_complement: str | None = typer.Option(
         None, "--reverse-complement", help="auto, on or off: average emissions over both "
                                            "strands (auto: if trained with augmentation)."),
@@ -117,7 +121,8 @@ def annotate(
     names = [c for item in chroms for c in item.split(",") if c]
     run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
-        max_decode_steps=max_decode_steps, reverse_complement=reverse_complement,
+        max_decode_steps=max_decode_steps, batch_steps=batch_steps,
+        reverse_complement=reverse_complement,
         samples=samples, seed=seed)
 
 
@@ -129,7 +134,7 @@ def merge(
 ) -> None:
     """Join per-chromosome annotations (from annotate --chroms) into one set of files."""
     from . import ui
-    from .annotate import merge as run
+    from .merge import merge as run
 
     ui.set_quiet(quiet)
     for path in run(parts, out):
