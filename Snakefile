@@ -57,14 +57,17 @@ rule train:
         out=f"{OUT}/model",
         device=config["device"],
         extra=TRAIN_SET,
+        # gpus.train > 1: one process per GPU under torchrun (semiseg/distributed.py)
+        launch=(f"torchrun --standalone --nproc_per_node={config['gpus']['train']} "
+                "-m semiseg.cli" if int(config["gpus"]["train"]) > 1 else "semiseg"),
     threads: config["threads"]["train"]
     resources:
         gpu=config["gpus"]["train"],
         mem_mb=config["mem_mb"]["train"],
         runtime=config["runtime"]["train"],
     shell:
-        "semiseg train --config {input.config} --out {params.out} --device {params.device} "
-        "--threads {threads} --quiet {params.extra} 2> {log}"
+        "{params.launch} train --config {input.config} --out {params.out} "
+        "--device {params.device} --threads {threads} --quiet {params.extra} 2> {log}"
 
 
 rule shard:

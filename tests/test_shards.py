@@ -198,7 +198,8 @@ def test_shard_command_errors_leave_nothing(fragmented, tmp_path):
 
 
 def test_snakemake_scatters_by_shard(fragmented):
-    """A dry run with `shards: 4`: one shard job, four annotate jobs, one merge."""
+    """A dry run with `shards: 4`: one shard job, four annotate jobs, one merge; with
+    gpus.train = 2 training runs under torchrun with two processes."""
     pytest.importorskip("snakemake")
     if shutil.which("snakemake") is None:
         if os.environ.get("CI"):
@@ -207,10 +208,11 @@ def test_snakemake_scatters_by_shard(fragmented):
     d, _ = fragmented
     cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
     cfg.update({"train_config": str(d / "cfg.yaml"), "fasta": str(d / "frag.fa"),
-                "chroms": None, "shards": 4, "truth": None, "outdir": str(d / "pipe")})
+                "chroms": None, "shards": 4, "truth": None, "outdir": str(d / "pipe"),
+                "gpus": {"train": 2, "annotate": 1}})
     (d / "pipe.yaml").write_text(yaml.safe_dump(cfg))
     proc = subprocess.run(["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
-                           "--configfile", str(d / "pipe.yaml"), "--cores", "2",
+                           "--configfile", str(d / "pipe.yaml"), "--cores", "2", "-p",
                            "--directory", str(d)],
                           capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep
@@ -223,3 +225,5 @@ def test_snakemake_scatters_by_shard(fragmented):
             counts[f[0]] = int(f[1])
     assert counts.get("annotate") == 4 and counts.get("shard") == 1 \
         and counts.get("merge") == 1, proc.stdout[-2000:]
+    assert "torchrun --standalone --nproc_per_node=2 -m semiseg.cli train" in proc.stdout
+    assert proc.stdout.count("--regions") == 4
