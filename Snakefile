@@ -1,4 +1,5 @@
-# semiseg pipeline: train -> annotate per chromosome (scatter) -> merge -> evaluate.
+# semiseg pipeline: train -> shard the genome -> annotate each shard (scatter) -> merge
+# -> evaluate.
 #
 #   snakemake --cores 2                                  # local, settings in configs/pipeline.yaml
 #   snakemake --cores 2 --configfile my.yaml             # other settings
@@ -6,11 +7,25 @@
 #
 # GPUs are a resource ("gpu"): give `--resources gpu=N` locally to run at most N GPU jobs at
 # once; the SLURM profile turns it into a GPU request.
+#
+# Shards (semiseg/shards.py): consecutive chromosomes of the FASTA grouped by total length,
+# `shards: N` (at most N jobs) or `shard_size: BP` (at most BP per job; a longer chromosome
+# alone, kept whole); with neither, one job per chromosome. The plan is made here, when
+# the Snakefile is read, from the FASTA index (.fai; built when missing), so the jobs are
+# known up front; the `shard` rule writes the same plan as files for the annotate jobs.
 
 configfile: "configs/pipeline.yaml"
 
+from semiseg.shards import fasta_sizes, plan_shards, shard_names
+
 OUT = config["outdir"]
-CHROMS = list(config["chroms"])
+CHROMS = list(config.get("chroms") or [])  # empty or null: every sequence of the FASTA
+SHARD_ARGS = (f"--shards {config['shards']}" if config.get("shards") else
+              f"--shard-size {int(float(config['shard_size']))}" if config.get("shard_size")
+              else "")
+SHARDS = shard_names(len(plan_shards(
+    fasta_sizes(config["fasta"], CHROMS or None), shards=config.get("shards") or None,
+    shard_size=int(float(config["shard_size"])) if config.get("shard_size") else None)))
 TRACKS = " ".join(f"--track {n}={p}" for n, p in (config.get("tracks") or {}).items())
 TRAIN_SET = " ".join(f"--set {kv}" for kv in (config.get("train_set") or []))
 ANNOTATION = ["bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw"]
@@ -42,26 +57,49 @@ rule train:
         out=f"{OUT}/model",
         device=config["device"],
         extra=TRAIN_SET,
+        # gpus.train > 1: one process per GPU under torchrun (semiseg/distributed.py)
+        launch=(f"torchrun --standalone --nproc_per_node={config['gpus']['train']} "
+                "-m semiseg.cli" if int(config["gpus"]["train"]) > 1 else "semiseg"),
     threads: config["threads"]["train"]
     resources:
         gpu=config["gpus"]["train"],
         mem_mb=config["mem_mb"]["train"],
         runtime=config["runtime"]["train"],
     shell:
-        "semiseg train --config {input.config} --out {params.out} --device {params.device} "
-        "--threads {threads} --quiet {params.extra} 2> {log}"
+        "{params.launch} train --config {input.config} --out {params.out} "
+        "--device {params.device} --threads {threads} --quiet {params.extra} 2> {log}"
+
+
+rule shard:
+    input:
+        fasta=config["fasta"],
+    output:
+        plan=f"{OUT}/shards/shards.tsv",
+        regions=expand(f"{OUT}/shards/{{shard}}.bed", shard=SHARDS),
+    params:
+        out=f"{OUT}/shards",
+        how=SHARD_ARGS,
+        chroms=f"--chroms {','.join(CHROMS)}" if CHROMS else "",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "semiseg shard --fasta {input.fasta} {params.how} {params.chroms} --out {params.out} "
+        "--quiet"
 
 
 rule annotate:
     input:
         model=f"{OUT}/model/best.pt",
         fasta=config["fasta"],
+        regions=f"{OUT}/shards/{{shard}}.bed",
     output:
-        expand(f"{OUT}/chroms/{{{{chrom}}}}.{{ext}}", ext=ANNOTATION),
+        expand(f"{OUT}/parts/{{{{shard}}}}.{{ext}}", ext=ANNOTATION),
     log:
-        f"{OUT}/logs/annotate.{{chrom}}.log",
+        f"{OUT}/logs/annotate.{{shard}}.log",
     params:
-        prefix=f"{OUT}/chroms/{{chrom}}",
+        prefix=f"{OUT}/parts/{{shard}}",
         device=config["device"],
         tracks=TRACKS,
     threads: config["threads"]["annotate"]
@@ -70,18 +108,18 @@ rule annotate:
         mem_mb=config["mem_mb"]["annotate"],
         runtime=config["runtime"]["annotate"],
     shell:
-        "semiseg annotate --model {input.model} --fasta {input.fasta} --chroms {wildcards.chrom} "
-        "{params.tracks} --out {params.prefix} --device {params.device} --threads {threads} "
-        "--quiet 2> {log}"
+        "semiseg annotate --model {input.model} --fasta {input.fasta} "
+        "--regions {input.regions} {params.tracks} --out {params.prefix} "
+        "--device {params.device} --threads {threads} --quiet 2> {log}"
 
 
 rule merge:
     input:
-        expand(f"{OUT}/chroms/{{chrom}}.{{ext}}", chrom=CHROMS, ext=ANNOTATION),
+        expand(f"{OUT}/parts/{{shard}}.{{ext}}", shard=SHARDS, ext=ANNOTATION),
     output:
         expand(f"{OUT}/annotation.{{ext}}", ext=ANNOTATION),
     params:
-        parts=expand(f"{OUT}/chroms/{{chrom}}", chrom=CHROMS),
+        parts=expand(f"{OUT}/parts/{{shard}}", shard=SHARDS),
         out=f"{OUT}/annotation",
     threads: 1
     resources:

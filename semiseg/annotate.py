@@ -27,8 +27,10 @@ semiseg/uncertainty.py says how each is defined with windowed decoding.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,7 @@ import numpy as np
 import torch
 
 from . import __version__, ui, uncertainty
+from .background import ahead
 from .checkpoint import (
     amp_enabled,
     build_model,
@@ -45,6 +48,7 @@ from .checkpoint import (
     pick_device,
 )
 from .errors import SemisegError
+from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .trainingdata import rc_columns, strand_swap
 
 
@@ -130,6 +134,10 @@ class Annotator:
         if self.cfg.crf.centering == "mean":
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
+        # encoder windows per call on a long sequence: the same budget as a batch of
+        # short contigs (annotate.batch_steps CRF steps), at least one window
+        self.encode_windows = max(1, batch_steps * self.res // window)
+        self.io_lock = threading.Lock()  # FASTA and track handles: one reader at a time
         self.samples, self.seed = samples, seed
         self.amp = amp_enabled(self.cfg, device)
         self.rc = None
@@ -139,8 +147,17 @@ class Annotator:
             self.rc = (rc_columns(ckpt["feature_names"]), swap.to(device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
-        feats, _ = self.data.load(chrom, start, end)
+        with self.io_lock:
+            feats, _ = self.data.load(chrom, start, end)
         return np.ascontiguousarray(feats[:, self.columns], dtype=np.float32)
+
+    def load_batch(self, regions: list[tuple[str, int, int]]) -> tuple[np.ndarray, list[int]]:
+        """Features of several regions, zero-padded to one (B, T, F) array, and lengths."""
+        xs = [self._load(*r) for r in regions]
+        x = np.zeros((len(xs), max(len(xi) for xi in xs), xs[0].shape[1]), np.float32)
+        for i, xi in enumerate(xs):
+            x[i, :len(xi)] = xi
+        return x, [len(xi) for xi in xs]
 
     @torch.no_grad()
     def _encode(self, x: np.ndarray, lengths: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,19 +203,27 @@ class Annotator:
             em, hid = self._encode(x[None], [len(x)])
             return em[0, :S], (hid[0, :S] if hid is not None else None)
         em_out = hid_out = None
-        for cs in range(0, L, core):  # core [cs, ce) in bp relative to item.start
+        wins = []  # (core start, core end, window start, window end), bp from item.start
+        for cs in range(0, L, core):
             ce = min(cs + core, L)
-            ws, we = max(0, cs - self.context), min(L, ce + self.context)
-            x = self._load(item.chrom, item.start + ws, item.start + we)
-            em, hid = self._encode(x[None], [len(x)])
-            a, b = (cs - ws) // self.res, (cs - ws) // self.res + -(-(ce - cs) // self.res)
-            if em_out is None:
-                em_out = em.new_empty(S, em.shape[-1])
-                hid_out = hid.new_empty(S, hid.shape[-1]) if hid is not None else None
-            s0 = cs // self.res
-            em_out[s0:s0 + b - a] = em[0, a:b]
-            if hid is not None:
-                hid_out[s0:s0 + b - a] = hid[0, a:b]
+            wins.append((cs, ce, max(0, cs - self.context), min(L, ce + self.context)))
+        k = self.encode_windows
+        chunks = [wins[i:i + k] for i in range(0, len(wins), k)]
+        # the next chunks' features are read while this one is encoded
+        loaded = ahead(lambda ch: self.load_batch(
+            [(item.chrom, item.start + ws, item.start + we) for _, _, ws, we in ch]), chunks)
+        for chunk, (x, lens) in zip(chunks, loaded):
+            em, hid = self._encode(x, lens)
+            for j, (cs, ce, ws, _) in enumerate(chunk):
+                a = (cs - ws) // self.res
+                b = a + -(-(ce - cs) // self.res)
+                if em_out is None:
+                    em_out = em.new_empty(S, em.shape[-1])
+                    hid_out = hid.new_empty(S, hid.shape[-1]) if hid is not None else None
+                s0 = cs // self.res
+                em_out[s0:s0 + b - a] = em[j, a:b]
+                if hid is not None:
+                    hid_out[s0:s0 + b - a] = hid[j, a:b]
         return em_out, hid_out
 
     @torch.no_grad()
@@ -233,19 +258,35 @@ class Annotator:
         windows = []
         for cs in range(0, S, core):
             ce = min(cs + core, S)
-            ws, we = max(0, cs - half), min(S, ce + half)
-            windows.append((cs, ce, ws, we))
+            windows.append((cs, ce, max(0, cs - half), min(S, ce + half)))
+        # several windows per semi-CRF call (the batch_steps budget); one at a time with
+        # samples, whose seed is per window
+        k = 1 if self.samples else max(1, self.batch_steps // W)
+        for i in range(0, len(windows), k):
+            chunk = windows[i:i + k]
+            n = max(we - ws for _, _, ws, we in chunk)
+            em_b = em.new_zeros(len(chunk), n, em.shape[-1])
+            hid_b = None if hid is None else hid.new_zeros(len(chunk), n, hid.shape[-1])
+            for j, (_, _, ws, we) in enumerate(chunk):
+                em_b[j, :we - ws] = em[ws:we]
+                if hid is not None:
+                    hid_b[j, :we - ws] = hid[ws:we]
             lab, p, b, _, smp = self.decode(
-                em[None, ws:we], None if hid is None else hid[None, ws:we],
-                torch.tensor([we - ws], device=em.device), runs=False, seed=seed + cs)
-            labels[cs:ce] = lab[0, cs - ws:ce - ws].cpu().numpy()
+                em_b, hid_b, torch.tensor([we - ws for _, _, ws, we in chunk],
+                                          device=em.device),
+                runs=False, seed=seed + chunk[0][0])
+            lab, p, b = lab.cpu().numpy(), p.cpu().numpy(), b.cpu().numpy()
             if post is None:
                 post = np.empty((S, p.shape[-1]), np.float32)
-            post[cs:ce] = p[0, cs - ws:ce - ws].cpu().numpy()
-            bnd[cs:ce] = b[0, cs - ws:ce - ws].cpu().numpy()
+            for j, (cs, ce, ws, _) in enumerate(chunk):
+                labels[cs:ce] = lab[j, cs - ws:ce - ws]
+                post[cs:ce] = p[j, cs - ws:ce - ws]
+                bnd[cs:ce] = b[j, cs - ws:ce - ws]
             if smp is not None:
-                for i, rows in enumerate(uncertainty.clip_samples(smp[0], cs - ws, ce - ws, ws)):
-                    samples[i] += rows
+                cs, ce, ws, _ = chunk[0]
+                for i_s, rows in enumerate(uncertainty.clip_samples(smp[0], cs - ws, ce - ws,
+                                                                    ws)):
+                    samples[i_s] += rows
         runp = np.full(S, np.nan)
         rs, re_ = uncertainty.run_spans(labels)
         mid = (rs + re_ - 1) // 2
@@ -274,14 +315,11 @@ class Annotator:
         lab, post, bnd, runp, smp = self.decode_long(em, hid, seed=seed)
         return lab, post, bnd, runp, smp, False
 
-    def run_batch(self, items: list[Item]):
-        """Several short sequences in one batch (each fits one encoder window)."""
-        xs = [self._load(it.chrom, it.start, it.end) for it in items]
-        T = max(len(x) for x in xs)
-        x = np.zeros((len(xs), T, xs[0].shape[1]), np.float32)
-        for i, xi in enumerate(xs):
-            x[i, :len(xi)] = xi
-        em, hid = self._encode(x, [len(xi) for xi in xs])
+    def run_batch(self, items: list[Item], loaded=None):
+        """Several short sequences in one batch (each fits one encoder window); `loaded`:
+        their load_batch, when it was read ahead."""
+        x, lengths = loaded or self.load_batch([(it.chrom, it.start, it.end) for it in items])
+        em, hid = self._encode(x, lengths)
         steps = torch.tensor([-(-(it.end - it.start) // self.res) for it in items],
                              device=self.device)
         seed = self.seed + zlib.crc32(f"{items[0].chrom}:{items[0].start}".encode())
@@ -366,15 +404,17 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                                f"({', '.join(list(sizes)[:8])})")
     mcfg = checkpoint_config(ckpt)
     res = mcfg.model.resolution
+    wanted = set(chroms or ())
     if regions:
         items = read_regions(regions, sizes, res)
         if chroms:
-            items = [it for it in items if it.chrom in chroms]
+            items = [it for it in items if it.chrom in wanted]
     else:
-        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in chroms]
+        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in wanted]
     if not items:
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
-    out_sizes = {c: sizes[c] for c in sizes if any(it.chrom == c for it in items)}
+    per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:
+    out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
 
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
@@ -401,37 +441,25 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
-    pending = {c: sum(1 for it in items if it.chrom == c) for c in out_sizes}
+    pending = {c: per_chrom[c] for c in out_sizes}
     written = []
     with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
                       model_hash=ckpt["model_hash"], entropy=True) as writer, \
             ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
-        for group in _groups(items, res, ann.window, ann.max_steps, ann.batch_steps):
-            if len(group) == 1:
-                it = group[0]
-                lab, post, bnd, runp, smp, whole = ann.run_long(it)
-                how = ("as one sequence" if whole else
-                       f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
-                ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
-                results = [(it, lab, post, bnd, runp, smp)]
-            else:
-                ui.log(f"{len(group)} short sequences decoded together in one batch")
-                results = [(it, *r) for it, r in zip(group, ann.run_batch(group))]
-            for it, lab, post, bnd, runp, smp in results:
-                by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd, runp))
-                if smp is not None:
-                    s0 = it.start // res
-                    sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
-                                        [[(a + s0, d, c) for a, d, c in rows] for rows in smp]))
-                pending[it.chrom] -= 1
-                bar.update(task, advance=it.end - it.start, info=it.chrom)
-            for chrom in list(pending):
-                if pending[chrom]:
-                    break
-                _emit(writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res,
-                      names, counts, fa, labels_to_segments)
-                del pending[chrom]
+        groups = list(_groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
+        # a reader thread reads the next batches of short contigs (long sequences read
+        # their encoder windows ahead the same way) while this thread encodes, decodes and
+        # writes. (Writing in a thread of its own was 4x slower on 2 CPU cores: its Python
+        # work holds the GIL that the semi-CRF's many short waits on its worker pool need.)
+        loaded = ahead(lambda g: None if len(g) == 1 else
+                       ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
+        try:
+            _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
+                             sample_rows, sizes, out_sizes, res, names, counts, fa,
+                             labels_to_segments)
+        finally:
+            loaded.close()
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
         written.append(summary)
@@ -450,8 +478,40 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     return written
 
 
+def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
+                     sample_rows, sizes, out_sizes, res, names, counts, fa,
+                     labels_to_segments) -> None:
+    """Decode each group (a long sequence, or short ones in one batch) and hand every
+    chromosome to the writer once all its parts are decoded."""
+    for group, x in zip(groups, loaded):
+        if len(group) == 1:
+            it = group[0]
+            lab, post, bnd, runp, smp, whole = ann.run_long(it)
+            how = ("as one sequence" if whole else
+                   f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
+            ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
+            results = [(it, lab, post, bnd, runp, smp)]
+        else:
+            ui.log(f"{len(group)} short sequences decoded together in one batch")
+            results = [(it, *r) for it, r in zip(group, ann.run_batch(group, x))]
+        for it, lab, post, bnd, runp, smp in results:
+            by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd, runp))
+            if smp is not None:
+                s0 = it.start // res
+                sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
+                                    [[(a + s0, d, c) for a, d, c in rows] for rows in smp]))
+            pending[it.chrom] -= 1
+            bar.update(task, advance=it.end - it.start, info=it.chrom)
+        for chrom in list(pending):
+            if pending[chrom]:
+                break
+            _emit(writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res, names,
+                  counts, fa, labels_to_segments, ann.io_lock)
+            del pending[chrom]
+
+
 def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[str],
-          counts: dict, fa, labels_to_segments) -> None:
+          counts: dict, fa, labels_to_segments, io_lock) -> None:
     """Assemble one chromosome from its decoded parts and hand it to the writer. Positions
     outside the decoded regions are written as gaps."""
     S = -(-length // res)
@@ -473,7 +533,8 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
         prev_end = it.end
     if prev_end < length:
         gaps.append((prev_end, length))
-    n_runs = fa.n_runs(chrom, min_length=max(100, res))
+    with io_lock:
+        n_runs = fa.n_runs(chrom, min_length=max(100, res))
     all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)
     if len(n_runs):
         all_gaps = np.concatenate([all_gaps, np.asarray(n_runs, np.int64).reshape(-1, 2)])
@@ -490,109 +551,3 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     writer.add(chrom, segments, posteriors=post, boundary=bnd,
                gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
                entropy=uncertainty.entropy_tracks(post, bnd))
-
-
-def merge(parts: list[str], out: str) -> list[str]:
-    """Join annotations of disjoint chromosome sets (PART.bed, ... from `annotate --chroms`)
-    into one (OUT.bed, ...), in the order given. Used by the Snakefile's gather step.
-    Every output is written to a temporary name and renamed once complete."""
-    import glob
-
-    import pyBigWig
-
-    if not parts:
-        raise SemisegError("merge: no inputs")
-    for p in parts:
-        for suffix in ("bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw"):
-            if not os.path.isfile(f"{p}.{suffix}"):
-                raise SemisegError(f"merge: {p}.{suffix} is missing (not a complete annotation)")
-    labels = sorted(f[len(parts[0]) + len(".posterior."):-len(".bw")]
-                    for f in glob.glob(f"{glob.escape(parts[0])}.posterior.*.bw"))
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp: dict[str, str] = {}
-
-    def target(suffix: str) -> str:
-        final = f"{out}.{suffix}"
-        tmp[final] = f"{out}.tmp.{suffix}"
-        return tmp[final]
-
-    try:
-        for suffix in ("bed", "browser.bed"):
-            with open(target(suffix), "w") as fh:
-                for i, p in enumerate(parts):
-                    with open(f"{p}.{suffix}") as src:
-                        for line in src:
-                            header = line.startswith(("#", "track", "browser"))
-                            # PREFIX.bed stays plain BED9 (even from parts written by
-                            # older versions); the browser BED keeps the first track line
-                            if not header or (i == 0 and suffix == "browser.bed"):
-                                fh.write(line)
-        heads, regions, body = [], [], []
-        for i, p in enumerate(parts):
-            with open(f"{p}.gff3") as src:
-                for line in src:
-                    if line.startswith("##sequence-region"):
-                        regions.append(line)
-                    elif line.startswith("#"):
-                        if i == 0 and line not in heads:
-                            heads.append(line)
-                    else:
-                        body.append(line)
-        gff_version = [h for h in heads if h.startswith("##gff-version")]
-        with open(target("gff3"), "w") as fh:
-            fh.writelines(gff_version + regions + [h for h in heads if h not in gff_version]
-                          + body)
-        counts: dict[str, list[int]] = {}
-        comment = ""
-        for p in parts:
-            with open(f"{p}.summary.tsv") as src:
-                for line in src:
-                    if line.startswith("#"):
-                        comment = comment or line
-                        continue
-                    f = line.rstrip("\n").split("\t")
-                    if f[0] == "label":
-                        continue
-                    c = counts.setdefault(f[0], [0, 0])
-                    c[0] += int(f[1])
-                    c[1] += int(f[2])
-        total = sum(c[1] for c in counts.values()) or 1
-        with open(target("summary.tsv"), "w") as fh:
-            fh.write(comment + "label\tsegments\tbp\tfraction\n")
-            fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
-                          for n, (segs, bp) in counts.items())
-        extra = [s for s in ("entropy.bw", "boundary_entropy.bw")
-                 if all(os.path.isfile(f"{p}.{s}") for p in parts)]
-        if all(os.path.isfile(f"{p}.samples.bed") for p in parts):
-            with open(target("samples.bed"), "w") as fh:
-                for i, p in enumerate(parts):
-                    with open(f"{p}.samples.bed") as src:
-                        fh.writelines(line for line in src if i == 0 or not line.startswith("#"))
-        for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
-            sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
-            try:
-                header = []
-                for s in sources:
-                    header += [(c, n) for c, n in s.chroms().items()
-                               if c not in dict(header)]
-                bw = pyBigWig.open(target(suffix), "w")
-                bw.addHeader(header)
-                for s in sources:
-                    for c in s.chroms():
-                        iv = s.intervals(c) or ()
-                        if iv:
-                            bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
-                                          ends=[b for _, b, _ in iv],
-                                          values=[float(v) for _, _, v in iv])
-                bw.close()
-            finally:
-                for s in sources:
-                    s.close()
-    except BaseException:
-        for t in tmp.values():
-            if os.path.exists(t):
-                os.remove(t)
-        raise
-    for final, t in tmp.items():
-        os.replace(t, final)
-    return list(tmp)

@@ -99,6 +99,10 @@ def annotate(
                                                                   "side of a window, bp."),
     max_decode_steps: int | None = typer.Option(
         None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
+    batch_steps: int | None = typer.Option(
+        None, "--batch-steps", min=1, help="CRF steps per batch (short contigs, encoder "
+                                           "windows and decoding windows of long ones); "
+                                           "raise it to fill a GPU."),
     reverse_complement: str | None = typer.Option(
         None, "--reverse-complement", help="auto, on or off: average emissions over both "
                                            "strands (auto: if trained with augmentation)."),
@@ -117,7 +121,8 @@ def annotate(
     names = [c for item in chroms for c in item.split(",") if c]
     run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
-        max_decode_steps=max_decode_steps, reverse_complement=reverse_complement,
+        max_decode_steps=max_decode_steps, batch_steps=batch_steps,
+        reverse_complement=reverse_complement,
         samples=samples, seed=seed)
 
 
@@ -129,11 +134,44 @@ def merge(
 ) -> None:
     """Join per-chromosome annotations (from annotate --chroms) into one set of files."""
     from . import ui
-    from .annotate import merge as run
+    from .merge import merge as run
 
     ui.set_quiet(quiet)
     for path in run(parts, out):
         ui.log(f"wrote {path}")
+
+
+@app.command()
+def shard(
+    fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA (indexed if needed)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for shards.tsv and SHARD.bed."),
+    shards: int | None = typer.Option(None, "--shards", help="Number of shards (at most)."),
+    shard_size: float | None = typer.Option(None, "--shard-size",
+                                            help="Target bp per shard (50e6 is fine)."),
+    chroms: list[str] = typer.Option([], "--chroms", help="Only these chromosomes "
+                                                          "(repeatable or comma-separated)."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Group a genome's chromosomes into shards of balanced length for annotation: many
+    short contigs together, a long chromosome whole (annotate --regions OUT/SHARD.bed)."""
+    from . import ui
+    from .errors import SemisegError
+    from .shards import fasta_sizes, plan_shards, write_shards
+
+    ui.set_quiet(quiet)
+    size = None
+    if shard_size is not None:
+        if shard_size != int(shard_size) or shard_size < 1:
+            raise SemisegError(f"--shard-size: expected a whole number of bp >= 1, got "
+                               f"{shard_size:g}")
+        size = int(shard_size)
+    names = [c for item in chroms for c in item.split(",") if c]
+    sizes = fasta_sizes(str(fasta), names or None)
+    groups = plan_shards(sizes, shards=shards, shard_size=size)
+    write_shards(groups, sizes, out)
+    longest = max(sum(sizes[c] for c in g) for g in groups)
+    ui.log(f"{len(sizes):,} sequences ({sum(sizes.values()):,} bp) in {len(groups)} shards "
+           f"(largest {longest:,} bp): {out}/shards.tsv")
 
 
 @app.command()

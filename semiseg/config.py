@@ -166,6 +166,9 @@ class TrainConfig:
                        reversed, so use it with unstranded tracks only)
     amp:               auto | on | off; mixed precision (bfloat16) for the encoder on
                        CUDA; the CRF always runs in float32
+    world_size:        a record, not a setting: the number of processes that trained the
+                       run (torchrun's WORLD_SIZE; 1 without torchrun), written by
+                       `semiseg train` into the run's config.yaml
     """
 
     epochs: int = 20
@@ -179,6 +182,7 @@ class TrainConfig:
     seed: int = 0
     reverse_complement: bool = False
     amp: str = "auto"
+    world_size: int = 1
 
 
 @dataclass
@@ -233,7 +237,8 @@ ON_OFF = {key for key, choices in CHOICES.items() if {"on", "off"} <= set(choice
 POSITIVE = {
     "inputs.bin_size", "windows.size", "model.channels", "model.kernel_size",
     "model.stem_kernel", "model.max_dilation", "model.lstm_hidden", "model.resolution",
-    "crf.max_duration", "train.epochs", "train.batch_size", "annotate.window",
+    "crf.max_duration", "train.epochs", "train.batch_size", "train.world_size",
+    "annotate.window",
     "annotate.max_decode_steps", "annotate.batch_steps",
 }
 NON_NEGATIVE = {

@@ -14,8 +14,18 @@ per epoch runs `train_epoch`, `validate` (metrics.py), `RunState.record` (best e
 early-stopping count) and writes the checkpoints.
 
 Reproducibility: the seed fixes initialisation, dropout and window order. The window
-order of epoch e comes from a generator seeded with (seed, e), and the global RNG state is
-saved with every checkpoint, so on CPU a resumed run equals an uninterrupted one.
+order of epoch e comes from a generator seeded with (seed, e), and the dropout masks of
+epoch e from the global RNG reseeded with (seed, e, rank), so on CPU a resumed run
+equals an uninterrupted one.
+
+Several processes (torchrun; distributed.py): every process loads the same windows and
+draws the same order; each takes its share of each global batch of `train.batch_size`
+windows, DistributedDataParallel averages the gradients, and validation is sharded and
+its counts summed across processes (each process then holds the same metrics and makes
+the same best-epoch and early-stopping decisions; no process idles while another
+validates). Rank 0 writes config.yaml (with train.world_size), the checkpoints and
+metrics.tsv. With dropout 0 the run equals a single-process one up to the order of
+floating-point reductions; with dropout each process draws its own masks.
 """
 
 from __future__ import annotations
@@ -35,10 +45,19 @@ from .checkpoint import (
     amp_enabled,
     build_model,
     load_checkpoint,
-    pick_device,
     save_checkpoint,
 )
 from .config import Config, save_config
+from .distributed import (
+    Context,
+    all_sum,
+    per_rank_batch,
+    shard,
+    start,
+    stop,
+    world_size,
+    wrap,
+)
 from .errors import SemisegError
 from .metrics import (
     add_segment_counts,
@@ -143,29 +162,62 @@ def _batch_nll(model, x, lengths, y, device, amp: bool):
     return model.crf.nll(em, y, steps, hidden=hid), em, hid, steps, y
 
 
+class BatchLoss(torch.nn.Module):
+    """The training loss of a (share of a) batch as one module call, so that
+    DistributedDataParallel sees every parameter (encoder and CRF) used in its forward.
+
+    forward(x, lengths, y, weight) -> (sum_b weight * nll_b / steps_b, nll (B,), steps (B,))
+    """
+
+    def __init__(self, model, device, amp: bool):
+        super().__init__()
+        self.model, self.device, self.amp = model, device, amp
+
+    def forward(self, x, lengths, y, weight: float):
+        nll, _, _, steps, _ = _batch_nll(self.model, x, lengths, y, self.device, self.amp)
+        return (nll / steps.to(nll.dtype)).sum() * weight, nll, steps
+
+
 # ----------------------------------------------------------------------------- epochs
 def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunState,
-                schedule: Schedule, device, amp: bool, on_batch=None) -> dict:
+                schedule: Schedule, device, amp: bool, on_batch=None,
+                ctx: Context | None = None, loss_fn=None) -> dict:
     """One pass over the training windows in the epoch's seeded order (half of them
     reverse-complemented when the Dataset flips strands). Advances `state.step`; returns
-    {"epoch", "lr" (the last one used), "train_loss" (NLL per CRF step)}."""
+    {"epoch", "lr" (the last one used), "train_loss" (NLL per CRF step)}.
+
+    With several processes (`ctx`), every process draws the same order and takes its
+    share of each global batch (distributed.shard); `loss_fn` is the BatchLoss under
+    DistributedDataParallel, which averages the gradients, and each share's loss is
+    weighted by world_size / (global batch) so the average is the global batch mean.
+    A process whose share of the last batch is empty runs one window at weight 0 (every
+    process must join each gradient reduction)."""
+    ctx = ctx or Context(device=device)
+    loss_fn = loss_fn or BatchLoss(model, device, amp)
     model.train()
     bs = cfg.train.batch_size
     gen = torch.Generator().manual_seed(cfg.train.seed * 100003 + epoch)
     order = torch.randperm(len(ds), generator=gen).tolist()
     flips = (torch.rand(len(ds), generator=gen) < 0.5).tolist()
+    # dropout masks: seeded per epoch and process (the same on resume; distinct per rank)
+    torch.manual_seed((cfg.train.seed * 100003 + epoch) * 1009 + ctx.rank)
     loss_sum, n_steps = 0.0, 0
     lr = cfg.train.lr
     for i in range(0, len(order), bs):
         lr = schedule.lr(state.step)
         for g in opt.param_groups:
             g["lr"] = lr
-        idx = order[i:i + bs]
+        batch = order[i:i + bs]
+        idx = shard(batch, ctx)
+        weight = ctx.world_size / len(batch)
+        if not idx:
+            idx, weight = batch[:1], 0.0
         x, lengths, y = ds.batch(idx, flip=[flips[j] for j in idx])
-        nll, _, _, steps, _ = _batch_nll(model, x, lengths, y, device, amp)
-        loss = (nll / steps.to(nll.dtype)).mean()
-        if not torch.isfinite(loss):
-            raise SemisegError(f"training diverged at epoch {epoch} (loss {loss.item()}); "
+        loss, nll, steps = loss_fn(x, lengths, y, weight)
+        # the batch mean over all processes: the same value (and divergence check) on each
+        mean = all_sum(loss.detach(), ctx) / ctx.world_size
+        if not torch.isfinite(mean):
+            raise SemisegError(f"training diverged at epoch {epoch} (loss {mean.item()}); "
                                "lower train.lr")
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -173,11 +225,14 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
         opt.step()
         state.step += 1
-        loss_sum += float(nll.detach().sum())
-        n_steps += int(steps.sum())
+        if weight:
+            loss_sum += float(nll.detach().double().sum())
+            n_steps += int(steps.sum())
         if on_batch is not None:
-            on_batch(loss.item())
-    return {"epoch": epoch, "lr": lr, "train_loss": loss_sum / max(1, n_steps)}
+            on_batch(mean.item())
+    totals = all_sum(torch.tensor([loss_sum, float(n_steps)], dtype=torch.float64), ctx)
+    return {"epoch": epoch, "lr": lr,
+            "train_loss": float(totals[0]) / max(1.0, float(totals[1]))}
 
 
 NO_VALIDATION = {"val_loss": float("nan"), "val_f1": float("nan"),
@@ -185,30 +240,47 @@ NO_VALIDATION = {"val_loss": float("nan"), "val_f1": float("nan"),
                  "val_boundary_f1": float("nan"), "val_f1_per_label": []}
 
 
-def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int) -> dict:
+def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int,
+             ctx: Context | None = None) -> dict:
     """Mean NLL per CRF step and per-label F1 of the Viterbi labels, at model resolution;
     segment F1 (>= 50% reciprocal overlap) and boundary F1 (within one step) averaged over
-    labels. Without validation windows, nan everywhere."""
+    labels. Without validation windows, nan everywhere.
+
+    With several processes the windows are sharded (window i to process i mod W) and the
+    counts and sums are added up across processes, so every process gets the metrics a
+    single process computes (counts exactly; the NLL sum up to summation order)."""
     if not len(ds):
         return dict(NO_VALIDATION)
+    ctx = ctx or Context(device=device)
     model.eval()
     conf = np.zeros((C, C), np.int64)
     seg_counts = new_segment_counts(C)
     nll_sum, steps_sum = 0.0, 0
-    bs = cfg.train.batch_size
+    bs = max(1, cfg.train.batch_size // ctx.world_size)
+    mine = shard(list(range(len(ds))), ctx)
     with torch.no_grad():
-        for i in range(0, len(ds), bs):
-            x, lengths, y = ds.batch(range(i, min(i + bs, len(ds))))
+        for i in range(0, len(mine), bs):
+            x, lengths, y = ds.batch(mine[i:i + bs])
             nll, em, hid, steps, y = _batch_nll(model, x, lengths, y, device, amp)
             if getattr(model, "frames", False):  # gold frame codes -> scheme labels
                 y = torch.as_tensor(model.crf.layout.collapse(y.cpu().numpy()), device=device)
-            nll_sum += float(nll.sum())
+            nll_sum += float(nll.double().sum())
             steps_sum += int(steps.sum())
             seg = model.crf.decode(em, steps, hidden=hid)
             conf += confusion(seg.labels.to(device), y, C)
             pred_np, true_np = seg.labels.cpu().numpy(), y.cpu().numpy()
             for b, n in enumerate(steps.tolist()):
                 add_segment_counts(seg_counts, true_np[b, :n], pred_np[b, :n], tolerance=1)
+    if ctx.enabled:  # one reduction: the counts (exact in float64 below 2^53) and sums
+        keys = sorted(seg_counts)
+        flat = np.concatenate([conf.ravel()] + [seg_counts[k] for k in keys]
+                              + [np.array([steps_sum])]).astype(np.float64)
+        flat = all_sum(torch.from_numpy(flat), ctx).numpy().round().astype(np.int64)
+        conf = flat[:C * C].reshape(C, C)
+        for j, k in enumerate(keys):
+            seg_counts[k] = flat[C * C + j * C:C * C + (j + 1) * C]
+        steps_sum = int(flat[-1])
+        nll_sum = float(all_sum(torch.tensor([nll_sum], dtype=torch.float64), ctx)[0])
     f1 = f1_scores(conf)
     present = (conf.sum(0) + conf.sum(1)) > 0
     seg_f1, bnd_f1 = segment_f1(seg_counts)
@@ -233,8 +305,9 @@ def _open_run(cfg: Config, out: Path, resume: bool) -> dict | None:
         raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is missing)")
     ckpt = load_checkpoint(last_path)
     # the device and the annotation settings may change; everything else must match
+    # (and the number of processes: the global batch, hence the run, is the same)
     diff = [k for k in _config_diff(ckpt["config"], cfg.to_dict())
-            if k != "device" and not k.startswith("annotate.")]
+            if k not in ("device", "train.world_size") and not k.startswith("annotate.")]
     if diff:
         raise SemisegError(f"--resume: the config differs from the run in {out} "
                            f"({', '.join(diff[:6])})")
@@ -329,24 +402,52 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
           threads: int | None = None) -> dict:
     """Train; returns the final checkpoint's summary (best epoch, best F1, paths).
 
+    Under torchrun (WORLD_SIZE > 1) this runs in every process: each takes its share of
+    every batch (distributed.py), and rank 0 alone writes the run folder and logs.
+
     Args:
         cfg: the resolved config.
         out: the run folder (created).
-        resume: continue from out/last.pt (the config must be the same).
+        resume: continue from out/last.pt (the config must be the same; the number of
+            processes may differ, the global batch is the same).
         stop_after: stop after this many epochs of this call (tests use it to simulate an
             interrupted run; the schedule still follows cfg.train.epochs).
         threads: CPU threads for torch (None: torch's default).
     """
-    out = Path(out)
-    device = pick_device(cfg.device)
+    per_rank_batch(cfg.train.batch_size, world_size())  # before any process waits
+    ctx = start(cfg.device)
+    try:
+        result = _train(cfg, Path(out), resume, stop_after, threads, ctx)
+    except BaseException:
+        stop(ctx, wait=False)  # the other processes may be anywhere: do not wait for them
+        raise
+    stop(ctx)
+    return result
+
+
+def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
+           threads: int | None, ctx: Context) -> dict:
+    import dataclasses
+
+    device = ctx.device
     amp = amp_enabled(cfg, device)
     if threads:
         torch.set_num_threads(threads)
+    if not ctx.main:
+        ui.set_quiet(True)
+    if cfg.train.world_size not in (1, ctx.world_size):
+        ui.log(f"train.world_size: the config says {cfg.train.world_size}; this run has "
+               f"{ctx.world_size} process(es), which is what config.yaml records")
+    cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train,
+                                                             world_size=ctx.world_size))
     last_path, best_path = out / "last.pt", out / "best.pt"
     ckpt = _open_run(cfg, out, resume)
     data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
     names = list(scheme.names)
-    ui.log(f"device {device.type}{' (bfloat16 encoder)' if amp else ''}; labels "
+    procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"
+             f" {cfg.train.batch_size // ctx.world_size} windows each per batch"
+             if ctx.enabled else "")
+    ui.log(f"device {device.type}{' (bfloat16 encoder)' if amp else ''}{procs}; labels "
            f"{', '.join(names)}; resolution {cfg.model.resolution} bp; K = "
            f"{cfg.crf.max_duration} steps ({cfg.crf.max_duration * cfg.model.resolution:,} bp)")
 
@@ -362,9 +463,11 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         state = RunState.from_checkpoint(ckpt)
         _set_rng_state(ckpt["rng"])
         ui.log(f"resuming {out} after epoch {state.epoch}")
-    else:
+    # every process starts from the same weights (the same seed; DDP also broadcasts)
+    loss_fn = wrap(BatchLoss(model, device, amp), ctx)
+    if ctx.main:
         out.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, out / "config.yaml")
+        save_config(cfg, out / "config.yaml")
 
     done_here, stopped_early = 0, False
     try:
@@ -384,16 +487,18 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
                                info=f"epoch {epoch}/{cfg.train.epochs} loss {loss:.4f}")
 
                 row = train_epoch(model, opt, train_ds, cfg, epoch, state, schedule, device,
-                                  amp, on_batch)
-                row.update(validate(model, valid_ds, cfg, device, amp, len(names)))
+                                  amp, on_batch, ctx=ctx, loss_fn=loss_fn)
+                row.update(validate(model, valid_ds, cfg, device, amp, len(names), ctx=ctx))
                 row["seconds"] = time.perf_counter() - t0
+                # the row is the same on every process (reduced), so is this decision
                 improved = state.record(row, cfg.train.select)
-                ckpt_state = _checkpoint(model, opt, state, schedule, cfg, scheme, data,
-                                         columns)
-                if improved:
-                    save_checkpoint(ckpt_state, best_path)
-                save_checkpoint(ckpt_state, last_path)
-                _write_metrics(state.history, names, out / "metrics.tsv")
+                if ctx.main:
+                    ckpt_state = _checkpoint(model, opt, state, schedule, cfg, scheme, data,
+                                             columns)
+                    if improved:
+                        save_checkpoint(ckpt_state, best_path)
+                    save_checkpoint(ckpt_state, last_path)
+                    _write_metrics(state.history, names, out / "metrics.tsv")
                 done_here += 1
                 ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
                        f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "

@@ -1,0 +1,116 @@
+"""`semiseg merge`: join the annotations of disjoint sets of sequences (the shards or
+chromosomes of `annotate --regions/--chroms`) into one set of files, in the order given.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import SemisegError
+
+
+def merge(parts: list[str], out: str) -> list[str]:
+    """Join annotations of disjoint chromosome sets (PART.bed, ... from `annotate --chroms`)
+    into one (OUT.bed, ...), in the order given. Used by the Snakefile's gather step.
+    Every output is written to a temporary name and renamed once complete."""
+    import glob
+
+    import pyBigWig
+
+    if not parts:
+        raise SemisegError("merge: no inputs")
+    for p in parts:
+        for suffix in ("bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw"):
+            if not os.path.isfile(f"{p}.{suffix}"):
+                raise SemisegError(f"merge: {p}.{suffix} is missing (not a complete annotation)")
+    labels = sorted(f[len(parts[0]) + len(".posterior."):-len(".bw")]
+                    for f in glob.glob(f"{glob.escape(parts[0])}.posterior.*.bw"))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp: dict[str, str] = {}
+
+    def target(suffix: str) -> str:
+        final = f"{out}.{suffix}"
+        tmp[final] = f"{out}.tmp.{suffix}"
+        return tmp[final]
+
+    try:
+        for suffix in ("bed", "browser.bed"):
+            with open(target(suffix), "w") as fh:
+                for i, p in enumerate(parts):
+                    with open(f"{p}.{suffix}") as src:
+                        for line in src:
+                            header = line.startswith(("#", "track", "browser"))
+                            # PREFIX.bed stays plain BED9 (even from parts written by
+                            # older versions); the browser BED keeps the first track line
+                            if not header or (i == 0 and suffix == "browser.bed"):
+                                fh.write(line)
+        heads, regions, body = [], [], []
+        for i, p in enumerate(parts):
+            with open(f"{p}.gff3") as src:
+                for line in src:
+                    if line.startswith("##sequence-region"):
+                        regions.append(line)
+                    elif line.startswith("#"):
+                        if i == 0 and line not in heads:
+                            heads.append(line)
+                    else:
+                        body.append(line)
+        gff_version = [h for h in heads if h.startswith("##gff-version")]
+        with open(target("gff3"), "w") as fh:
+            fh.writelines(gff_version + regions + [h for h in heads if h not in gff_version]
+                          + body)
+        counts: dict[str, list[int]] = {}
+        comment = ""
+        for p in parts:
+            with open(f"{p}.summary.tsv") as src:
+                for line in src:
+                    if line.startswith("#"):
+                        comment = comment or line
+                        continue
+                    f = line.rstrip("\n").split("\t")
+                    if f[0] == "label":
+                        continue
+                    c = counts.setdefault(f[0], [0, 0])
+                    c[0] += int(f[1])
+                    c[1] += int(f[2])
+        total = sum(c[1] for c in counts.values()) or 1
+        with open(target("summary.tsv"), "w") as fh:
+            fh.write(comment + "label\tsegments\tbp\tfraction\n")
+            fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
+                          for n, (segs, bp) in counts.items())
+        extra = [s for s in ("entropy.bw", "boundary_entropy.bw")
+                 if all(os.path.isfile(f"{p}.{s}") for p in parts)]
+        if all(os.path.isfile(f"{p}.samples.bed") for p in parts):
+            with open(target("samples.bed"), "w") as fh:
+                for i, p in enumerate(parts):
+                    with open(f"{p}.samples.bed") as src:
+                        fh.writelines(line for line in src if i == 0 or not line.startswith("#"))
+        for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
+            sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
+            try:
+                header, seen = [], set()
+                for s in sources:
+                    header += [(c, n) for c, n in s.chroms().items() if c not in seen]
+                    seen.update(s.chroms())
+                bw = pyBigWig.open(target(suffix), "w")
+                bw.addHeader(header)
+                for s in sources:
+                    for c in s.chroms():
+                        iv = s.intervals(c) or ()
+                        if iv:
+                            bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
+                                          ends=[b for _, b, _ in iv],
+                                          values=[float(v) for _, _, v in iv])
+                bw.close()
+            finally:
+                for s in sources:
+                    s.close()
+    except BaseException:
+        for t in tmp.values():
+            if os.path.exists(t):
+                os.remove(t)
+        raise
+    for final, t in tmp.items():
+        os.replace(t, final)
+    return list(tmp)

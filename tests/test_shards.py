@@ -1,0 +1,229 @@
+"""Annotation shards (semiseg/shards.py): the planner's grouping, and the round trip
+on a fragmented genome (thousands of short contigs) through `semiseg shard`, annotate
+per shard (--regions SHARD.bed) and `semiseg merge`, against annotating the whole genome
+in one job as the oracle; the Snakefile's shard scatter in a dry run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from semiseg.errors import SemisegError
+from semiseg.shards import plan_shards, read_plan, shard_names
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("pyBigWig")
+
+
+def _sizes(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"c{i}": int(v) for i, v in enumerate(rng.integers(200, 5001, n))}
+
+
+def _check_partition(groups, sizes):
+    """Every chromosome exactly once, groups non-empty, FASTA order kept."""
+    flat = [c for g in groups for c in g]
+    assert flat == list(sizes) and all(groups)
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 64])
+def test_shards_are_balanced_consecutive_runs(n):
+    sizes = _sizes()
+    groups = plan_shards(sizes, shards=n)
+    _check_partition(groups, sizes)
+    assert len(groups) <= n
+    total, biggest = sum(sizes.values()), max(sizes.values())
+    loads = [sum(sizes[c] for c in g) for g in groups]
+    # each shard is within one contig of an even share
+    assert max(loads) <= total / n + biggest and (n == 1 or min(loads) >= total / n - biggest)
+    if n <= len(sizes) // 10:
+        assert len(groups) == n
+
+
+def test_long_chromosomes_stay_whole_and_alone():
+    sizes = {"chr1": 250_000_000, **_sizes(2000), "chr2": 90_000_000, "chrM": 16_569}
+    groups = plan_shards(sizes, shards=8)
+    _check_partition(groups, sizes)
+    assert ["chr1"] in groups
+    by_size = plan_shards(sizes, shard_size=50_000_000)
+    _check_partition(by_size, sizes)
+    assert ["chr1"] in by_size and ["chr2"] in by_size
+    for g in by_size:  # over the target only when one chromosome alone is
+        assert len(g) == 1 or sum(sizes[c] for c in g) <= 50_000_000
+    # the small contigs (about 5 Mb) fit one shard between the two chromosomes; chrM
+    # comes after chr2 (90 Mb, over the target), so it starts a shard of its own
+    assert len(by_size) == 4 and by_size[-1] == ["chrM"]
+    assert plan_shards(sizes) == [[c] for c in sizes]  # neither: one per chromosome
+
+
+def test_planner_rejects_bad_arguments():
+    with pytest.raises(SemisegError, match="--shards: expected a number >= 1"):
+        plan_shards({"a": 5}, shards=0)
+    with pytest.raises(SemisegError, match="--shards and --shard-size"):
+        plan_shards({"a": 5}, shards=2, shard_size=10)
+    with pytest.raises(SemisegError, match="--shard-size"):
+        plan_shards({"a": 5}, shard_size=0)
+    assert shard_names(3) == ["0000", "0001", "0002"] and shard_names(12345)[-1] == "12344"
+
+
+# ----------------------------------------------------------------------------- round trip
+def cli(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "semiseg.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep
+                                   + os.environ.get("PYTHONPATH", "")))
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stderr[-3000:])
+    return proc
+
+
+@pytest.fixture(scope="module")
+def fragmented(tmp_path_factory):
+    """A tiny model (GC-rich 'on' segments, 50-bp steps) and a genome of 2,500 contigs
+    of 200-3,000 bp."""
+    from semiseg import ui
+    from semiseg.config import load_config
+    from semiseg.genome.synth import write_fasta
+    from semiseg.train import train
+
+    d = tmp_path_factory.mktemp("shards")
+    rng = np.random.default_rng(5)
+
+    def genome(lengths):
+        seqs, bed = {}, []
+        for name, n in lengths.items():
+            s = rng.choice(list("ACGT"), n)
+            pos, on = 0, False
+            while pos < n:
+                end = min(n, pos + int(rng.integers(150, 1500)))
+                if on:
+                    s[pos:end] = rng.choice(list("GC"), end - pos)
+                bed.append((name, pos, end, "on" if on else "off"))
+                pos, on = end, not on
+            seqs[name] = "".join(s)
+        return seqs, bed
+
+    seqs, bed = genome({"t": 30_000})
+    write_fasta(d / "train.fa", seqs)
+    (d / "truth.bed").write_text("".join(f"{c}\t{s}\t{e}\t{n}\n" for c, s, e, n in bed))
+    cfg = {
+        "inputs": {"fasta": "train.fa"},
+        "labels": {"annotation": "truth.bed",
+                   "scheme": {"name": "gc", "kind": "bed", "background": "off",
+                              "labels": [{"name": "off"}, {"name": "on"}]}},
+        "windows": {"size": 3000, "valid_fraction": 0.2},
+        "model": {"channels": 8, "layers": 2, "kernel_size": 3, "stem_kernel": 3,
+                  "max_dilation": 2, "resolution": 50},
+        "crf": {"max_duration": 16},
+        "train": {"epochs": 1, "batch_size": 4, "lr": 0.01, "patience": 0},
+        "device": "cpu",
+    }
+    (d / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    ui.set_quiet(True)
+    torch.set_num_threads(1)
+    train(load_config(d / "cfg.yaml"), d / "model")
+    lengths = {f"scaffold_{i}": int(n)
+               for i, n in enumerate(rng.integers(200, 3001, 2500))}
+    write_fasta(d / "frag.fa", genome(lengths)[0])
+    return d, lengths
+
+
+def _bed_rows(path):
+    return [ln.rstrip("\n").split("\t") for ln in open(path)
+            if not ln.startswith(("#", "track", "browser"))]
+
+
+def test_sharded_annotation_equals_one_job(fragmented):
+    """shard -> annotate each shard -> merge gives the whole-genome annotation, every
+    contig exactly once."""
+    import pyBigWig
+
+    from semiseg import ui
+    from semiseg.annotate import annotate, merge
+
+    d, lengths = fragmented
+    ui.set_quiet(True)
+    model, fa = d / "model" / "best.pt", d / "frag.fa"
+    annotate(str(model), str(fa), str(d / "one" / "a"))
+    cli("shard", "--fasta", fa, "--shards", 3, "--out", d / "plan", "--quiet")
+    plan = read_plan(d / "plan" / "shards.tsv")
+    assert len(plan) == 3
+    assert [c for _, g in plan for c in g] == list(lengths)  # each contig once, in order
+    parts = []
+    for name, _ in plan:
+        parts.append(str(d / "parts" / name))
+        annotate(str(model), str(fa), parts[-1], regions=str(d / "plan" / f"{name}.bed"))
+    merge(parts, str(d / "merged" / "a"))
+
+    one, merged = _bed_rows(d / "one" / "a.bed"), _bed_rows(d / "merged" / "a.bed")
+    assert [r[:4] + r[5:] for r in merged] == [r[:4] + r[5:] for r in one]
+    assert [int(r[4]) for r in merged] == pytest.approx([int(r[4]) for r in one], abs=1)
+    # every contig exactly once, covered from 0 to its end without gaps or overlaps
+    ends: dict[str, int] = {}
+    for r in merged:
+        assert int(r[1]) == ends.get(r[0], 0)
+        ends[r[0]] = int(r[2])
+    assert ends == lengths
+    assert (d / "merged" / "a.summary.tsv").read_text() == \
+        (d / "one" / "a.summary.tsv").read_text()
+    for track in ("boundary.bw", "posterior.on.bw"):
+        a, b = pyBigWig.open(str(d / "one" / f"a.{track}")), \
+            pyBigWig.open(str(d / "merged" / f"a.{track}"))
+        assert a.chroms() == b.chroms() == lengths
+        for c in list(lengths)[::97]:
+            np.testing.assert_allclose(b.values(c, 0, lengths[c]), a.values(c, 0, lengths[c]),
+                                       atol=1e-5)
+        a.close()
+        b.close()
+
+
+def test_shard_command_errors_leave_nothing(fragmented, tmp_path):
+    d, _ = fragmented
+    for args, word in ((["--shards", 0], "--shards"), (["--shards", 2, "--shard-size", 9],
+                                                       "--shards and --shard-size"),
+                       (["--shards", 2, "--chroms", "nope"], "--chroms")):
+        proc = cli("shard", "--fasta", d / "frag.fa", *args, "--out", tmp_path / "p",
+                   check=False)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 2 and len(lines) == 1 and word in lines[0], proc.stderr
+        assert not (tmp_path / "p").exists()
+
+
+def test_snakemake_scatters_by_shard(fragmented):
+    """A dry run with `shards: 4`: one shard job, four annotate jobs, one merge; with
+    gpus.train = 2 training runs under torchrun with two processes."""
+    pytest.importorskip("snakemake")
+    if shutil.which("snakemake") is None:
+        if os.environ.get("CI"):
+            pytest.fail("the snakemake command is not on PATH")
+        pytest.skip("needs the snakemake command on PATH")
+    d, _ = fragmented
+    cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
+    cfg.update({"train_config": str(d / "cfg.yaml"), "fasta": str(d / "frag.fa"),
+                "chroms": None, "shards": 4, "truth": None, "outdir": str(d / "pipe"),
+                "gpus": {"train": 2, "annotate": 1}})
+    (d / "pipe.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
+                           "--configfile", str(d / "pipe.yaml"), "--cores", "2", "-p",
+                           "--directory", str(d)],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep
+                                   + os.environ.get("PYTHONPATH", "")))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = {}
+    for line in proc.stdout.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[1].isdigit():
+            counts[f[0]] = int(f[1])
+    assert counts.get("annotate") == 4 and counts.get("shard") == 1 \
+        and counts.get("merge") == 1, proc.stdout[-2000:]
+    assert "torchrun --standalone --nproc_per_node=2 -m semiseg.cli train" in proc.stdout
+    assert proc.stdout.count("--regions") == 4
