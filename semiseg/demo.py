@@ -28,7 +28,6 @@ SCHEME = {
     "name": "cds",
     "kind": "gene_structure",
     "background": "intergenic",
-    "min_intron": 60,
     "labels": [
         {"name": "intergenic", "strand": ".", "color": [200, 200, 200]},
         {"name": "CDS+", "role": "CDS", "strand": "+", "color": [0, 90, 200]},

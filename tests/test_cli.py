@@ -111,7 +111,8 @@ def test_usage_error_exit_code(tmp_path):
 def test_demo_with_the_shipped_model(tmp_path):
     """`semiseg demo` annotates chrI at 1 bp with the shipped gene model and scores it at
     the exact base: every output is written, and every predicted CDS run on a strand is
-    a whole number of codons (the reading-frame model cannot produce anything else)."""
+    a whole number of codons and every intron GT..AG (the reading-frame model cannot
+    produce anything else)."""
     import json
 
     out = tmp_path / "demo"
@@ -137,3 +138,8 @@ def test_demo_with_the_shipped_model(tmp_path):
         if strand == "-":
             seq = seq.translate(comp)[::-1]
         assert len(seq) % 3 == 0 or sorted(parts)[0][0] == 0 or sorted(parts)[-1][1] == len(fa)
+        # every intron is GT..AG read on the gene's strand (CT..AC left to right on -)
+        blocks = sorted(parts)
+        for (_, a1, _), (b0, _, _) in zip(blocks[:-1], blocks[1:]):
+            intron = fa[a1:b0] if strand == "+" else fa[a1:b0].translate(comp)[::-1]
+            assert intron[:2] == "GT" and intron[-2:] == "AG", (a1, b0, strand)
