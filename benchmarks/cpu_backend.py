@@ -127,9 +127,9 @@ def main():
         f"\n## Compiled CPU backend (numba) vs torch backend — {DEVICE}, {DATE}, "
         f"commit {commit()}\n",
         "benchmarks/cpu_backend.py; float32 scores ~ N(0, 3^2), K=64, C=8, B=4; median of "
-        f"{runs_np} (numba) / {runs_t} (torch) runs after a warm-up; wall clock. The machine "
-        "was shared with other jobs while this ran, so absolute times are noisy; both "
-        "backends ran in the same process, one after the other.\n",
+        f"{runs_np} (numba) / {runs_t} (torch) runs after a warm-up; wall clock; both backends "
+        "ran in the same process, one after the other (other load on the machine is not "
+        "controlled: note it with the figures).\n",
         "| transitions | pass | T | torch backend | numba backend | speed-up |",
         "|---|---|---|---|---|---|",
     ]

@@ -53,18 +53,24 @@ class FrameHead(nn.Module):
             torch.as_tensor(layout.begin_mask()), 0.0, MISALIGNED), persistent=False)
         kinds = [layout.kind_names[k][:-1] for k in layout.kind]
         frames = torch.as_tensor(layout.frame)
-        # boundary events (marginals): a codon segment begins at t when its label holds t
-        # in the frame t mod 3 and ends there in the frame (t - 2) mod 3; a splice base
-        # is an intron's first base (left end) or last base (right end) by itself
-        codon = torch.tensor([k in ("start", "stop") for k in kinds])
+        # boundary events (marginals), the edges of genes and exons: a gene's left end is
+        # the first base of a plus-strand start or a minus-strand stop codon (held in the
+        # frame t mod 3), its right end the last base of a plus-strand stop or a
+        # minus-strand start codon (frame (t - 2) mod 3); a splice base is an intron's
+        # first base (left end) or last base (right end) by itself
+        strand = layout.strand
+        first = torch.tensor([(kinds[c], strand[c]) in (("start", "+"), ("stop", "-"))
+                              for c in range(len(kinds))])
+        last = torch.tensor([(kinds[c], strand[c]) in (("stop", "+"), ("start", "-"))
+                             for c in range(len(kinds))])
         left = torch.tensor([kinds[c] == SPLICE_LEFT.get(layout.strand[c], ("",))[0]
                              for c in range(len(kinds))])
         right = torch.tensor([kinds[c] == SPLICE_RIGHT.get(layout.strand[c], ("",))[0]
                               for c in range(len(kinds))])
         r = torch.arange(3)[:, None]
-        self.register_buffer("begins", ((codon & (frames == r)) | left).float(),
+        self.register_buffer("begins", ((first & (frames == r)) | left).float(),
                              persistent=False)
-        self.register_buffer("ends", ((codon & (frames == (r - 2) % 3)) | right).float(),
+        self.register_buffer("ends", ((last & (frames == (r - 2) % 3)) | right).float(),
                              persistent=False)
         self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
         self.register_buffer("tmask", torch.as_tensor(layout.transition_mask(), dtype=torch.float32),
@@ -172,10 +178,10 @@ class FrameHead(nn.Module):
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).
 
-        boundary[t]: the probability that a start codon, a stop codon or an intron begins
-        at t or ends at t - 1 (a gene's or an exon's edge), summed over those events and
-        capped at 1; exact except where two such events meet (adjacent genes), which are
-        counted twice. boundary[0] = 1.
+        boundary[t]: the probability that a gene or an intron begins at t or ends at t - 1
+        (where the scheme's label changes: a gene's edges are the outer ends of its start
+        and stop codons), summed over those events and capped at 1; exact except where
+        two such events meet (adjacent genes), which are counted twice. boundary[0] = 1.
         """
         t = self._terms(emissions.detach(), lengths)
         g_sc = self._posteriors(t, backend)

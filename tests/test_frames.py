@@ -346,23 +346,27 @@ def test_gold_leaves_unknown_introns_not_gt_ag_and_codons_next_to_an_intron():
         assert (codes[t.cds[0][0]:t.cds[-1][1]] == UNKNOWN).all()
 
 
-def test_boundary_marginals_against_enumeration():
+@pytest.mark.parametrize("strand", ["+", "-"])
+def test_boundary_marginals_against_enumeration(strand):
     """FrameHead.marginals' boundary track: the probability that a gene or an exon edge
     lies at t, summed over every allowed segmentation enumerated here."""
     from semiseg.framehead import FrameHead
 
     seq = "CATGAGTAAAGAATAA"  # ATG A [GTAAAG] AA TAA
+    seq = seq if strand == "+" else rc(seq)
     sch = LabelScheme.from_dict({"name": "t", "kind": "gene_structure", "min_intron": 4,
                                  "background": "intergenic", "labels": [
                                      {"name": "intergenic", "strand": "."},
-                                     {"name": "CDS+", "role": "CDS", "strand": "+"},
-                                     {"name": "intron+", "role": "intron", "strand": "+"}]})
+                                     {"name": f"CDS{strand}", "role": "CDS", "strand": strand},
+                                     {"name": f"intron{strand}", "role": "intron",
+                                      "strand": strand}]})
     lay = FrameLayout.from_scheme(sch)
     K = 6
     head = FrameHead(lay, max_duration=K, start_end=False)
     torch.manual_seed(1)
     R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64)
-    for ch in ("start+", "stop+", "donor+", "acceptor+"):
+    for ch in ("start", "stop", "donor", "acceptor"):
+        ch += strand
         R[..., lay.channels.index(ch)] += 3
     onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
     onehot[0, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
@@ -387,8 +391,10 @@ def test_boundary_marginals_against_enumeration():
                 score += tr[(b - a - 1) % 3, prev, c]
             prev = c
             kind = lay.kind_names[lay.kind[c]][:-1]
-            if kind in ("start", "stop"):
-                ev |= {a, b}
+            if (kind, lay.strand[c]) in (("start", "+"), ("stop", "-")):
+                ev.add(a)
+            elif (kind, lay.strand[c]) in (("stop", "+"), ("start", "-")):
+                ev.add(b)
             elif kind == {"+": "donor", "-": "acceptor"}.get(lay.strand[c]):
                 ev.add(a)
             elif kind in ("donor", "acceptor"):
