@@ -99,7 +99,15 @@ def build_model(ckpt_or_cfg: dict | Config, n_features: int | None = None,
         scheme = checkpoint_scheme(ckpt) if cfg.crf.frames else None
         model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
                           scheme=scheme)
-        model.load_state_dict(ckpt["model"])
+        try:
+            model.load_state_dict(ckpt["model"])
+        except RuntimeError as e:
+            first = str(e).strip().splitlines()[1].strip() if "\n" in str(e) else str(e)
+            raise SemisegError(
+                f"the model's parameters do not fit this semiseg "
+                f"(checkpoint made by semiseg {ckpt.get('semiseg_version', '?')}; "
+                f"{first.rstrip('.')}): the model's layout changed since, retrain it "
+                "with `semiseg train`") from None
         return model, cfg
     cfg = ckpt_or_cfg
     scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None

@@ -479,3 +479,17 @@ def test_frame_head_decodes_gene_structures_only():
     gold = torch.full((2, 400), UNKNOWN)
     nll = head.nll(em, gold, torch.tensor([400, 300]))
     assert torch.allclose(nll, torch.zeros(2), atol=1e-3)  # unknown everywhere: log Z - log Z
+
+
+def test_a_checkpoint_of_another_layout_is_a_clear_error():
+    """A gene model saved before its labels changed (e.g. before splice-site labels)
+    does not load into today's layout: one SemisegError, not a traceback."""
+    from semiseg.checkpoint import build_model, load_checkpoint
+    from semiseg.demo import SHIPPED_MODEL
+    from semiseg.errors import SemisegError
+
+    ckpt = load_checkpoint(SHIPPED_MODEL)
+    build_model(ckpt)  # the shipped model fits
+    ckpt["model"]["crf.start"] = torch.zeros(9)  # as in a model with 9 kinds
+    with pytest.raises(SemisegError, match="retrain"):
+        build_model(ckpt)
