@@ -234,8 +234,11 @@ class Annotator:
         `runs` is False) and posterior samples (samples[b][i], steps; None without
         --samples)."""
         crf = self.model.crf
-        seg = crf.decode(em, lengths, hidden=hid)
-        post, bnd = crf.marginals(em, lengths, hidden=hid)
+        if hasattr(crf, "decode_with_marginals"):  # the gene model: one posterior pass
+            seg, post, bnd = crf.decode_with_marginals(em, lengths, hidden=hid)
+        else:
+            seg = crf.decode(em, lengths, hidden=hid)
+            post, bnd = crf.marginals(em, lengths, hidden=hid)
         runp = (uncertainty.per_step_run_posteriors(crf, em, hid, lengths, seg.labels)
                 if runs else None)
         smp = (uncertainty.draw_samples(crf, em, hid, lengths, self.samples, seed)

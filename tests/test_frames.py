@@ -472,7 +472,12 @@ def test_frame_head_decodes_gene_structures_only():
     # posterior decoding: each base's expected correctness summed, at most one per base
     best = head.decode(em, torch.tensor([400, 400]))
     assert float(best.score.max()) <= 400 + 1e-3
+    # one posterior pass gives what decode and marginals give separately
+    seg2, post2, bnd2 = head.decode_with_marginals(em, torch.tensor([400, 300]))
+    seg1 = head.decode(em, torch.tensor([400, 300]))
+    assert torch.equal(seg1.labels, seg2.labels) and seg1.segments == seg2.segments
     post, bnd = head.marginals(em, torch.tensor([400, 300]))
+    assert torch.equal(post, post2) and torch.equal(bnd, bnd2)
     assert torch.allclose(post[0].sum(-1), torch.ones(400), atol=1e-4)
     assert float(post[1, 300:].abs().max()) == 0.0
     assert 0 <= float(bnd.min()) and float(bnd.max()) <= 1
