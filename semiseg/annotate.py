@@ -382,7 +382,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
     seed: their random seed (the same seed gives the same samples)."""
-    from .genome import Fasta, GenomeData, OutputWriter, labels_to_segments
+    from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
 
     if threads:
         torch.set_num_threads(threads)
@@ -400,11 +400,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     fa = Fasta(fasta)
     data = GenomeData.from_config(ckpt["genome"], fa, track_paths=given or None, alias=alias)
     sizes = dict(fa.chrom_sizes)
-    if chroms:
-        missing = [c for c in chroms if c not in sizes]
-        if missing:
-            raise SemisegError(f"--chroms: {', '.join(missing)} not in {fasta} "
-                               f"({', '.join(list(sizes)[:8])})")
+    check_chroms(chroms, sizes, fasta)
     mcfg = checkpoint_config(ckpt)
     res = mcfg.model.resolution
     wanted = set(chroms or ())

@@ -14,7 +14,8 @@ from torch import Tensor, nn
 
 from .crf import Segmentation
 from .errors import SemisegError
-from .genome.frames import FrameLayout, merge_runs
+from .genome.frames import FrameLayout
+from .uncertainty import run_spans
 
 
 class ArgmaxHead(nn.Module):
@@ -52,11 +53,12 @@ class ArgmaxHead(nn.Module):
         pad = torch.arange(T, device=lp.device)[None, :] >= L[:, None]
         lab = lab.masked_fill(pad, -1)
         score = best.masked_fill(pad, 0).exp().sum(-1)  # expected correct bases
+        lab_np = lab.cpu().numpy()
         segments = []
         for b, n in enumerate(L.tolist()):
-            row = lab[b, :n].tolist()
-            segments.append(merge_runs([(t, 1, c) for t, c in enumerate(row)],
-                                       list(range(self.num_labels))))
+            starts, ends = run_spans(lab_np[b, :n])
+            segments.append([(int(s), int(e - s), int(lab_np[b, s]))
+                             for s, e in zip(starts, ends)])
         return Segmentation(score=score, segments=segments, labels=lab)
 
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):

@@ -236,11 +236,10 @@ class Segmenter(nn.Module):
         if c.head == "argmax":  # the no-CRF baseline: one channel per scheme label
             from .argmaxhead import ArgmaxHead
 
+            from .trainingdata import strand_swap
+
             self.crf = ArgmaxHead(layout)
-            names = scheme.names
-            swap = [names.index(n.translate(str.maketrans("+-", "-+")))
-                    if n.translate(str.maketrans("+-", "-+")) in names else i
-                    for i, n in enumerate(names)]
+            swap = strand_swap(scheme)
         else:
             self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end)
             swap = layout.channel_swap()

@@ -83,7 +83,7 @@ def shard_names(n: int) -> list[str]:
 def fasta_sizes(fasta: str, chroms: list[str] | None = None) -> dict[str, int]:
     """{chrom: length} of a FASTA in file order (from its index, built when missing),
     restricted to `chroms` (an error names any that the FASTA lacks)."""
-    from .genome import Fasta
+    from .genome import Fasta, check_chroms
 
     if not os.path.isfile(fasta):
         raise SemisegError(f"--fasta: file not found: {fasta}")
@@ -91,10 +91,7 @@ def fasta_sizes(fasta: str, chroms: list[str] | None = None) -> dict[str, int]:
     sizes = dict(fa.chrom_sizes)
     fa.close()
     if chroms:
-        missing = [c for c in chroms if c not in sizes]
-        if missing:
-            raise SemisegError(f"--chroms: {', '.join(missing[:8])} not in {fasta} "
-                               f"({', '.join(list(sizes)[:8])})")
+        check_chroms(chroms, sizes, fasta)
         keep = set(chroms)
         sizes = {c: n for c, n in sizes.items() if c in keep}
     return sizes

@@ -49,3 +49,22 @@ def test_argmax_head_against_numpy():
     assert np.allclose(p[0].numpy(), pn[0], atol=1e-6)
     assert np.allclose(bnd[0, 1:].numpy(), 1 - (pn[0, 1:] * pn[0, :-1]).sum(-1), atol=1e-6)
     assert float(p[1, 22:].abs().max()) == 0 and float(bnd[1, 22:].abs().max()) == 0
+
+
+def test_the_argmax_model_swaps_strands_under_reverse_complement():
+    """The demo scheme (intergenic, CDS+, CDS-, intron+, intron-): the reverse-complement
+    pass swaps each stranded label's channel with its twin's, then A<->T, C<->G."""
+    import pytest
+
+    from semiseg.config import load_config
+    from semiseg.errors import SemisegError
+    from semiseg.genome import load_scheme
+    from semiseg.model import Segmenter
+
+    cfg = load_config("configs/demo.yaml", ["crf.head=argmax"])
+    scheme = load_scheme(cfg.labels.scheme)
+    model = Segmenter(4, len(scheme.names), cfg, scheme=scheme)
+    assert model.channel_swap.tolist() == [0, 2, 1, 4, 3, 5 + 3, 5 + 2, 5 + 1, 5 + 0]
+    with pytest.raises(SemisegError, match="crf.head"):
+        Segmenter(4, 5, load_config("configs/demo.yaml",
+                                    ["crf.head=argmax", "crf.frames=false"]), scheme=scheme)

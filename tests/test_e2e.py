@@ -8,8 +8,6 @@ A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 sl
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from commands import need
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "yeast"
@@ -300,10 +299,7 @@ def test_resume_equals_uninterrupted(work):
 def pipeline(work):
     """A pipeline config for the tiny model: two chromosomes scattered."""
     pytest.importorskip("snakemake")
-    if shutil.which("snakemake") is None or shutil.which("semiseg") is None:
-        if os.environ.get("CI"):  # .ci/run installs both: never skip there
-            pytest.fail("the snakemake and semiseg commands are not on PATH")
-        pytest.skip("needs the snakemake and semiseg commands on PATH (pip install -e .)")
+    need("snakemake", "semiseg", hint="pip install -e .")
     cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
     cfg.update({
         "train_config": str(work / "tiny.yaml"),

@@ -9,9 +9,9 @@ run on the files of a real `semiseg annotate` (test_e2e.py).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
+import commands
 import numpy as np
 import pytest
 
@@ -25,15 +25,8 @@ TOY = LabelScheme.from_dict({
 
 
 def need(tool: str) -> str:
-    """The path of a command-line tool; fails under CI, skips elsewhere, when missing."""
-    path = shutil.which(tool)
-    if path is None:
-        msg = (f"{tool} is not installed (apt-get install bedtools genometools; "
-               ".ci/run does it)")
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return path
+    """The path of a command-line tool (commands.need: a failure under CI, else a skip)."""
+    return commands.need(tool, hint="apt-get install bedtools genometools; .ci/run does it")[0]
 
 
 def run(*args: str) -> str:

@@ -6,7 +6,6 @@ in one job as the oracle; the Snakefile's shard scatter in a dry run."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from commands import need
 
 from semiseg.errors import SemisegError
 from semiseg.shards import plan_shards, read_plan, shard_names
@@ -201,10 +201,7 @@ def test_snakemake_scatters_by_shard(fragmented):
     """A dry run with `shards: 4`: one shard job, four annotate jobs, one merge; with
     gpus.train = 2 training runs under torchrun with two processes."""
     pytest.importorskip("snakemake")
-    if shutil.which("snakemake") is None:
-        if os.environ.get("CI"):
-            pytest.fail("the snakemake command is not on PATH")
-        pytest.skip("needs the snakemake command on PATH")
+    need("snakemake", hint="pip install -e .")
     d, _ = fragmented
     cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
     cfg.update({"train_config": str(d / "cfg.yaml"), "fasta": str(d / "frag.fa"),

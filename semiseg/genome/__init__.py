@@ -193,7 +193,7 @@ from .labels import (
 )
 from .readback import read_bedgraph, read_bigwig, read_prediction
 from .scheme import GAP, LabelScheme, load_scheme
-from .sequence import Fasta, onehot, read_chrom_sizes
+from .sequence import Fasta, check_chroms, onehot, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 from .windows import GenomeData, Window, make_windows, parse_region, split_windows
 from .write import OutputWriter, labels_to_segments, write_outputs
@@ -202,6 +202,7 @@ __all__ = [
     "GAP",
     "Annotation",
     "Fasta",
+    "check_chroms",
     "GenomeData",
     "LabelScheme",
     "OutputWriter",

@@ -386,18 +386,14 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
 
 
 def _splice_sites(codes: np.ndarray, strand: str, kind: str) -> np.ndarray:
-    """(..., T) bool: the positions where a splice label of this kind may stand."""
+    """(..., T) bool: the positions where a splice label of this kind may stand: the
+    first base of its dinucleotide at an intron's left end, the second at its right."""
     out = np.zeros(codes.shape, bool)
-    for side, step in ((SPLICE_LEFT, 1), (SPLICE_RIGHT, -1)):
+    for side, at in ((SPLICE_LEFT, slice(None, -1)), (SPLICE_RIGHT, slice(1, None))):
         name, pair = side[strand]
-        if name != kind:
-            continue
-        own, other = BASES.index(pair[0] if step == 1 else pair[1]), \
-            BASES.index(pair[1] if step == 1 else pair[0])
-        if step == 1:
-            out[..., :-1] = (codes[..., :-1] == own) & (codes[..., 1:] == other)
-        else:
-            out[..., 1:] = (codes[..., 1:] == own) & (codes[..., :-1] == other)
+        if name == kind:  # the dinucleotide pair[0] pair[1] starting at each t < T - 1
+            out[..., at] = ((codes[..., :-1] == BASES.index(pair[0]))
+                            & (codes[..., 1:] == BASES.index(pair[1])))
     return out
 
 

@@ -87,6 +87,14 @@ def read_chrom_sizes(path: str | os.PathLike) -> dict[str, int]:
     return sizes
 
 
+def check_chroms(chroms, sizes: dict[str, int], source: str) -> None:
+    """A one-line error (--chroms) naming the chromosomes of `chroms` not in `sizes`."""
+    missing = [c for c in chroms or () if c not in sizes]
+    if missing:
+        raise SemisegError(f"--chroms: {', '.join(missing[:8])} not in {source} "
+                           f"({', '.join(list(sizes)[:8])})")
+
+
 def _compression(path: str) -> str:
     """'plain', 'bgzip' or 'gzip' (plain gzip cannot be indexed)."""
     with open(path, "rb") as fh:
