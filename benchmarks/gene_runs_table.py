@@ -7,7 +7,9 @@ Each RUN_DIR holds eval_tol0.tsv and eval_tol20.tsv (`semiseg evaluate --toleran
 Columns: macro F1 over the 5 demo labels and over intergenic / CDS+ / CDS- (the mean of
 those rows under the 5-label scoring), exact segment and exact boundary F1 (3 labels),
 boundary F1 at +-20 bp (3 labels), and gene-level start+stop exact / intron GT..AG
-(gene_metrics.py) with the number of predicted introns. Spread = max - min over runs.
+(gene_metrics.py) with the number of predicted introns, and the predicted multi-exon
+genes with an in-frame stop codon across a splice junction (the model does not exclude
+them). Spread = max - min over runs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def run_row(d: str, seq: dict, truth) -> dict:
     s = seq["chrI"]
     canon = sum((s[a:a + 2] == "GT" and s[b - 2:b] == "AG") if st == "+" else
                 (s[a:a + 2] == "CT" and s[b - 2:b] == "AC") for st, a, b in introns)
+    junction_stops = 0
+    for g in pred:
+        if len(g.cds) > 1:
+            cds = g.coding_sequence(s)
+            junction_stops += any(cds[i:i + 3] in ("TAA", "TAG", "TGA")
+                                  for i in range(0, len(cds) - 3, 3))
     return {"macro F1 (5)": float(t0["macro"]["f1"]),
             "macro F1 (3)": mean(t0, "f1", THREE),
             "exact segment F1 (3)": mean(t0, "segment_f1_exact", THREE),
@@ -51,7 +59,8 @@ def run_row(d: str, seq: dict, truth) -> dict:
             "boundary F1 +-20 (3)": mean(t20, "boundary_f1", THREE),
             "gene start+stop exact": gm["both_exact"],
             "predicted introns": len(introns),
-            "introns GT..AG": canon}
+            "introns GT..AG": canon,
+            "genes with a junction stop": junction_stops}
 
 
 def main(argv: list[str]) -> None:
