@@ -6,6 +6,8 @@
 # annotation of chrI + chrII at 1 bp with the first model (bp/s).
 # Run on the GPU machine from the repository root:
 #   bash benchmarks/gene_model_gpu.sh [TRAIN_SECONDS]
+# Environment: VARIANT="name --set k=v ..." trains that variant instead of K = 3;
+# NO_ARGMAX, TRAIN_ONLY (checkpoints back, no scoring), NO_SPEED, GPUTEST="tests".
 # Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
 set -uo pipefail
 LIMIT=${1:-420}
@@ -27,9 +29,17 @@ t0=$(date +%s)
 for s in 0 1 2; do
   timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
       --out runs/gene_s$s --set train.seed=$s --threads 2 --quiet > logs/gene_s$s.log 2>&1 &
+  if [ -n "${VARIANT:-}" ]; then  # VARIANT="name --set key=value ..." instead of K = 3
+    set -- $VARIANT
+    vname=$1; shift
+    timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
+        --out runs/${vname}_s$s --set train.seed=$s "$@" --threads 2 --quiet \
+        > logs/${vname}_s$s.log 2>&1 &
+  else
   timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
       --out runs/k3_s$s --set train.seed=$s --set crf.max_duration=3 --threads 2 --quiet \
       > logs/k3_s$s.log 2>&1 &
+  fi
   [ -n "${NO_ARGMAX:-}" ] || timeout -s INT "$LIMIT" python -m semiseg.cli train --config configs/demo.yaml \
       --out runs/argmax_s$s --set train.seed=$s --set crf.head=argmax --threads 2 --quiet \
       > logs/argmax_s$s.log 2>&1 &

@@ -100,6 +100,9 @@ class ModelConfig:
     orf_features: the gene model's encoder also reads 18 open-reading-frame channels
                  made from the sequence (semiseg/orf.py: distances to in-frame stop and
                  start codons, kilobases away)
+    splice_features: the gene model's encoder also reads 4 splice-site channels: donor
+                 and acceptor log-odds per strand from position weight matrices counted
+                 at the training genes' introns (semiseg/splice.py)
     """
 
     encoder: str = "cnn"
@@ -115,6 +118,7 @@ class ModelConfig:
     fine_channels: int = 32
     fine_layers: int = 3
     orf_features: bool = False
+    splice_features: bool = False
 
 
 @dataclass

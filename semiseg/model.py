@@ -24,6 +24,7 @@ from .config import Config
 from .crf import SemiCRF
 from .errors import SemisegError
 from .orf import N_ORF, orf_features
+from .splice import N_SPLICE, SpliceSignals
 
 
 def steps_for(length, pool: int):
@@ -134,12 +135,13 @@ class GeneEncoder(nn.Module):
     def __init__(self, n_features: int, channels: int = 64, layers: int = 6,
                  kernel_size: int = 5, stem_kernel: int = 9, max_dilation: int = 16,
                  dropout: float = 0.05, trunk_pool: int = 8, fine_channels: int = 32,
-                 fine_layers: int = 3, orf: bool = False):
+                 fine_layers: int = 3, orf: bool = False, splice: bool = False):
         super().__init__()
         self.pool = 1
         self.trunk_pool = trunk_pool
         self.orf = orf
-        n_in = n_features + (N_ORF if orf else 0)
+        self.splice = SpliceSignals() if splice else None  # matrices set by train.py
+        n_in = n_features + (N_ORF if orf else 0) + (N_SPLICE if splice else 0)
         self.stem = nn.Conv1d(n_in, fine_channels, stem_kernel, padding=stem_kernel // 2)
         self.stem2 = nn.Conv1d(fine_channels, fine_channels, stem_kernel,
                                padding=stem_kernel // 2)
@@ -163,6 +165,8 @@ class GeneEncoder(nn.Module):
         mask = mask[:, None, :]
         if self.orf:  # the one-hot sequence is the first four features
             x = torch.cat([x, orf_features(x[..., :4], lengths).to(x.dtype)], -1)
+        if self.splice is not None:
+            x = torch.cat([x, self.splice(x[..., :4])], -1)
         h = self.act(self.stem(x.transpose(1, 2) * mask)) * mask
         fine = self.act(self.stem2(h)) * mask
         p = self.trunk_pool
@@ -231,7 +235,7 @@ class Segmenter(nn.Module):
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
             stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,
             trunk_pool=m.trunk_pool, fine_channels=m.fine_channels, fine_layers=m.fine_layers,
-            orf=m.orf_features)
+            orf=m.orf_features, splice=m.splice_features)
         self.has_hidden = False
         if c.head == "argmax":  # the no-CRF baseline: one channel per scheme label
             from .argmaxhead import ArgmaxHead

@@ -398,6 +398,20 @@ def _load_data(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- the run
+def _count_splice_sites(model, scheme, train_ds: Dataset) -> None:
+    """The splice-site matrices of model.splice_features, counted at the training
+    windows' gold donors and acceptors (semiseg/splice.py)."""
+    from .genome.frames import FrameLayout
+    from .splice import count_pwms
+
+    donor, acceptor, n = count_pwms([x[:, :4] for x in train_ds.x], train_ds.y,
+                                    FrameLayout.from_scheme(scheme))
+    model.encoder.splice.set(donor, acceptor)
+    ui.log(f"splice-site matrices from {n['donors']} donors and {n['acceptors']} acceptors "
+           "of the training windows" + ("" if n["donors"] and n["acceptors"] else
+                                         " (none: the splice channels carry no signal)"))
+
+
 def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | None = None,
           threads: int | None = None) -> dict:
     """Train; returns the final checkpoint's summary (best epoch, best F1, paths).
@@ -453,6 +467,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
 
     torch.manual_seed(cfg.train.seed)
     model, _ = build_model(cfg, len(columns), len(names))
+    if getattr(model.encoder, "splice", None) is not None:
+        _count_splice_sites(model, scheme, train_ds)
     model.to(device)
     opt = _optimizer(model, cfg)
     schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
