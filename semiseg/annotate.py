@@ -26,6 +26,7 @@ semiseg/uncertainty.py says how each is defined with windowed decoding.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -377,11 +378,12 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              max_decode_steps: int | None = None, batch_steps: int | None = None,
              alias: dict | None = None, threads: int | None = None,
              reverse_complement: str | None = None, samples: int = 0,
-             seed: int = 0) -> list[str]:
+             seed: int = 0, intron_penalty: float | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
-    seed: their random seed (the same seed gives the same samples)."""
+    seed: their random seed (the same seed gives the same samples); intron_penalty: the
+    gene model's log-score taken from each intron (None: annotate.intron_penalty)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
 
     if threads:
@@ -426,6 +428,14 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                     samples=samples, seed=seed)
     if samples < 0:
         raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
+    penalty = acfg.intron_penalty if intron_penalty is None else intron_penalty
+    if not (penalty >= 0 and math.isfinite(penalty)):
+        raise SemisegError(f"--intron-penalty: expected a finite number >= 0, got {penalty}")
+    if penalty and not hasattr(ann.model.crf, "intron_penalty"):
+        raise SemisegError("--intron-penalty: only the gene model (crf.frames with the "
+                           "semi-CRF head) has introns to penalise")
+    if penalty:
+        ann.model.crf.intron_penalty = float(penalty)
     sample_rows: list = []
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
@@ -436,7 +446,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
     ui.log(f"model {model} ({ckpt['model_hash']}), {len(items)} sequence(s) on "
            f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
-           + ("; emissions averaged over both strands" if use_rc else ""))
+           + ("; emissions averaged over both strands" if use_rc else "")
+           + (f"; intron penalty {penalty:g}" if penalty else ""))
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}

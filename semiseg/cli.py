@@ -109,6 +109,9 @@ def annotate(
     samples: int = typer.Option(0, "--samples", min=0, help="Also write N exact posterior "
                                                              "samples (PREFIX.samples.bed)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of --samples."),
+    intron_penalty: float | None = typer.Option(
+        None, "--intron-penalty", help="Gene model: log-score taken from each intron "
+                                       "(default: the model's annotate.intron_penalty)."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
@@ -122,7 +125,7 @@ def annotate(
     run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
-        reverse_complement=reverse_complement,
+        reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         samples=samples, seed=seed)
 
 

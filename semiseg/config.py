@@ -201,6 +201,9 @@ class AnnotateConfig:
     reverse_complement: auto | on | off; average the emissions of each sequence and of
              its reverse complement (stranded labels swapped); auto = on when the model
              was trained with train.reverse_complement
+    intron_penalty: the gene model (crf.frames) only: subtract this log-score from each
+             intron when annotating (0: as trained; larger: fewer introns). A prior for
+             genomes where the model's introns are less reliable than its genes
     """
 
     window: int = 100000
@@ -208,6 +211,7 @@ class AnnotateConfig:
     max_decode_steps: int = 2_000_000
     batch_steps: int = 200_000
     reverse_complement: str = "auto"
+    intron_penalty: float = 0.0
 
 
 @dataclass

@@ -50,7 +50,8 @@ SETTINGS = {
     "train": {"epochs": 30, "batch_size": 8, "lr": 0.002, "weight_decay": 0.01,
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 10, "seed": 0,
               "reverse_complement": True},
-    "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000},
+    "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
+                 "intron_penalty": 8.0},
     "device": "auto",
 }
 
@@ -134,7 +135,7 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     ui.log("step 2/3: annotate chrI at 1 bp")
     prefix = str(out / "annotation")
     annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
-             device=cfg.device)
+             device=cfg.device, intron_penalty=cfg.annotate.intron_penalty)
     t2 = time.perf_counter()
     ui.log("step 3/3: evaluate against the SGD annotation of chrI")
     scheme = LabelScheme.from_dict(SCHEME)

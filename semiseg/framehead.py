@@ -79,6 +79,10 @@ class FrameHead(nn.Module):
                              persistent=False)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
+        # annotate.intron_penalty: a log-score taken from each intron (its left splice
+        # base) when annotating; training leaves it at 0
+        self.intron_penalty = 0.0
+        self.register_buffer("intron_begin", left.float(), persistent=False)
 
     # ------------------------------------------------------------------ inputs
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
@@ -98,6 +102,8 @@ class FrameHead(nn.Module):
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask
+        if self.intron_penalty:
+            tr = tr - self.intron_penalty * self.intron_begin
         db = self.duration[:, k] + self.dmask
         return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
                     start=None if self.start is None else self.start[k],

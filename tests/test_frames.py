@@ -498,3 +498,46 @@ def test_a_checkpoint_of_another_layout_is_a_clear_error():
     ckpt["model"]["crf.start"] = torch.zeros(9)  # as in a model with 9 kinds
     with pytest.raises(SemisegError, match="retrain"):
         build_model(ckpt)
+
+
+def test_intron_penalty_is_a_score_taken_from_each_intron():
+    """annotate.intron_penalty b: the same distribution as b taken from the emission of
+    each intron's left splice base (a 1-bp segment, so once per intron), and a large b
+    leaves no intron in the decoded structure."""
+    from semiseg.framehead import FrameHead
+
+    rng = random.Random(5)
+    seq = "".join(rng.choice("ACGT") for _ in range(300))
+    lay = FrameLayout.from_scheme(scheme())
+    head = FrameHead(lay, max_duration=40).double()
+    torch.manual_seed(1)
+    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64) * 2
+    for ch in ("donor+", "acceptor+", "donor-", "acceptor-"):  # encourage introns
+        R[..., lay.channels.index(ch)] += 4
+    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
+    onehot[:, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
+    em = torch.cat([R, onehot], -1)
+    lengths = torch.tensor([300])
+    b = 1.7
+    R2 = R.clone()
+    R2[..., lay.channels.index("donor+")] -= b  # left splice bases: donor +, acceptor -
+    R2[..., lay.channels.index("acceptor-")] -= b
+    want_z = head.log_partition(torch.cat([R2, onehot], -1), lengths, backend="torch")
+    want_post, _ = head.marginals(torch.cat([R2, onehot], -1), lengths, backend="torch")
+    plain_post, _ = head.marginals(em, lengths, backend="torch")
+    head.intron_penalty = b
+    got_z = head.log_partition(em, lengths, backend="torch")
+    got_post, _ = head.marginals(em, lengths, backend="torch")
+    assert torch.allclose(got_z, want_z, atol=1e-9)
+    assert torch.allclose(got_post, want_post, atol=1e-9)
+    intron = [lay.scheme_label[c] for c in range(len(lay))
+              if lay.kind_names[lay.kind[c]].startswith("intron")]
+    assert float(plain_post[0][:, sorted(set(intron))].sum()) > 1.0  # introns were likely
+    head.intron_penalty = 1e4
+    seg = head.decode_internal(em, lengths)
+    names = [lay.kind_names[lay.kind[c]] for _, _, c in seg.segments[0]]
+    assert not {"donor+", "acceptor-"} & set(names)  # no intron begins in the sequence
+    # (one cut by the sequence's left end has no left splice base to penalise)
+    first_exon = next(i for i, n in enumerate(names) if not n[:-1] in ("intron", "acceptor",
+                                                                       "donor"))
+    assert not [n for n in names[first_exon:] if n[:-1] in ("intron", "acceptor", "donor")]

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Multi-GPU training speed-up at a fixed global batch (issue 13): the demo's gene model
+# (configs/demo.yaml, batch 8 windows of 6 kb at 1 bp) trained for EPOCHS epochs by one
+# process and by torchrun with 2 processes (4 windows each per batch), on the same
+# machine, one after the other; prints the per-epoch seconds (metrics.tsv, epoch 1
+# dropped as warm-up) and the median speed-up. Run on a 2-GPU machine from the
+# repository root:  bash benchmarks/ddp_speedup.sh [EPOCHS]
+# Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
+set -uo pipefail
+EPOCHS=${1:-5}
+if ls .whlg/*.whl >/dev/null 2>&1; then
+  python -m pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
+    .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \
+    .whlg/annotated_doc* .whlg/pydantic* .whlg/annotated_types* .whlg/typing_* 2>&1 | tail -2
+fi
+export PYTHONPATH=.
+nvidia-smi --query-gpu=name --format=csv,noheader
+rm -rf runs/ddp1 runs/ddp2
+ARGS="--config configs/demo.yaml --set train.epochs=$EPOCHS --set train.patience=100 --threads 4 --quiet"
+CUDA_VISIBLE_DEVICES=0 python -m semiseg.cli train $ARGS --out runs/ddp1 > runs_ddp1.log 2>&1 || tail -5 runs_ddp1.log
+torchrun --standalone --nproc_per_node=2 -m semiseg.cli train $ARGS --out runs/ddp2 > runs_ddp2.log 2>&1 || tail -5 runs_ddp2.log
+python - <<'PY'
+import csv, statistics
+def secs(run):
+    rows = list(csv.DictReader(open(f"runs/{run}/metrics.tsv"), delimiter="\t"))
+    return [float(r["seconds"]) for r in rows[1:]], rows[-1]
+(s1, r1), (s2, r2) = secs("ddp1"), secs("ddp2")
+print("| processes | epochs timed | median s/epoch | epoch seconds | last train loss | last val loss |")
+print("|---|---|---|---|---|---|")
+for n, s, r in ((1, s1, r1), (2, s2, r2)):
+    print(f"| {n} | {len(s)} | {statistics.median(s):.2f} | {', '.join(f'{x:.2f}' for x in s)} | {float(r['train_loss']):.5f} | {float(r['val_loss']):.5f} |")
+print(f"speed-up (median s/epoch, 1 process / 2 processes): {statistics.median(s1) / statistics.median(s2):.2f}x")
+PY
