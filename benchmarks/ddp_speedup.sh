@@ -8,12 +8,7 @@
 # Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
 set -uo pipefail
 EPOCHS=${1:-5}
-if ls .whlg/*.whl >/dev/null 2>&1; then
-  python -m pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
-    .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \
-    .whlg/annotated_doc* .whlg/pydantic* .whlg/annotated_types* .whlg/typing_* 2>&1 | tail -2
-fi
-export PYTHONPATH=.
+source benchmarks/gpu_setup.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 rm -rf runs/ddp1 runs/ddp2
 ARGS="--config configs/demo.yaml --set train.epochs=$EPOCHS --set train.patience=100 --threads 4 --quiet"

@@ -12,13 +12,7 @@
 set -uo pipefail
 LIMIT=${1:-420}
 OUTDIR=${OUT:-results}
-if ls .whlg/*.whl >/dev/null 2>&1; then
-  python -m pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
-    .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \
-    .whlg/annotated_doc* .whlg/pydantic* .whlg/annotated_types* .whlg/typing_* 2>&1 | tail -2
-fi
-export PYTHONPATH=.
-python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml" || exit 1
+source benchmarks/gpu_setup.sh
 python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
 rm -rf runs logs  # a warm machine keeps ignored folders between calls
 mkdir -p runs logs

@@ -50,21 +50,10 @@ def _train(cfg, out, *extra, nproc: int = 1, check: bool = True):
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    from semiseg.genome.synth import write_fasta
+    from semiseg.genome.synth import gc_island_genome, write_fasta
 
     d = tmp_path_factory.mktemp("ddp")
-    rng = np.random.default_rng(3)
-    seqs, bed = {}, []
-    for c, n in {"a": 26_000, "b": 8_000}.items():
-        s = rng.choice(list("ACGT"), n)
-        pos, on = 0, False
-        while pos < n:
-            end = min(n, pos + int(rng.integers(200, 900)))
-            if on:
-                s[pos:end] = rng.choice(list("GC"), end - pos)
-            bed.append((c, pos, end, "on" if on else "off"))
-            pos, on = end, not on
-        seqs[c] = "".join(s)
+    seqs, bed = gc_island_genome(np.random.default_rng(3), {"a": 26_000, "b": 8_000})
     write_fasta(d / "g.fa", seqs)
     (d / "truth.bed").write_text("".join(f"{c}\t{s}\t{e}\t{n}\n" for c, s, e, n in bed))
     cfg = {

@@ -91,25 +91,14 @@ def fragmented(tmp_path_factory):
     of 200-3,000 bp."""
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.genome.synth import write_fasta
+    from semiseg.genome.synth import gc_island_genome, write_fasta
     from semiseg.train import train
 
     d = tmp_path_factory.mktemp("shards")
     rng = np.random.default_rng(5)
 
     def genome(lengths):
-        seqs, bed = {}, []
-        for name, n in lengths.items():
-            s = rng.choice(list("ACGT"), n)
-            pos, on = 0, False
-            while pos < n:
-                end = min(n, pos + int(rng.integers(150, 1500)))
-                if on:
-                    s[pos:end] = rng.choice(list("GC"), end - pos)
-                bed.append((name, pos, end, "on" if on else "off"))
-                pos, on = end, not on
-            seqs[name] = "".join(s)
-        return seqs, bed
+        return gc_island_genome(rng, lengths, (150, 1500))
 
     seqs, bed = genome({"t": 30_000})
     write_fasta(d / "train.fa", seqs)

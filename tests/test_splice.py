@@ -39,7 +39,7 @@ def site_string(seq: str, p: int, span, minus: bool) -> str:
     q = p + 64
     if not minus:
         return s[q - before:q + after]
-    return rc(s[q - after + 1:q + before + 1]).replace("-", "-")
+    return rc(s[q - after + 1:q + before + 1])
 
 
 def test_counts_match_a_direct_count():

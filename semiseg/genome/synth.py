@@ -11,6 +11,25 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 
+def gc_island_genome(rng: np.random.Generator, lengths: Mapping[str, int],
+                     run: tuple[int, int] = (200, 900)) -> tuple[dict, list]:
+    """Random sequences of alternating 'off' (A, C, G, T) and 'on' (G, C only) runs of
+    rng.integers(*run) bp: ({name: sequence}, [(name, start, end, label), ...]), a task
+    whose truth a small model learns in seconds (the tests' toy genomes)."""
+    seqs, bed = {}, []
+    for name, n in lengths.items():
+        s = rng.choice(list("ACGT"), n)
+        pos, on = 0, False
+        while pos < n:
+            end = min(n, pos + int(rng.integers(*run)))
+            if on:
+                s[pos:end] = rng.choice(list("GC"), end - pos)
+            bed.append((name, pos, end, "on" if on else "off"))
+            pos, on = end, not on
+        seqs[name] = "".join(s)
+    return seqs, bed
+
+
 def write_fasta(path: str | os.PathLike, records: Mapping[str, str], width: int = 60,
                 bgzip: bool = False) -> str:
     """FASTA with lines of ``width`` letters; ``bgzip=True`` compresses it with BGZF."""
