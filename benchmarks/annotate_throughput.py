@@ -1,13 +1,18 @@
-"""Annotation throughput (bp/s) of `semiseg annotate` on a synthetic genome, with a
-randomly initialised model (throughput does not depend on training).
+"""Annotation throughput (bp/s) of `semiseg annotate` on a synthetic genome.
 
     PYTHONPATH=. python benchmarks/annotate_throughput.py --size 100e6         # one GPU
     PYTHONPATH=. python benchmarks/annotate_throughput.py --size 2e5 --device cpu
+    PYTHONPATH=. python benchmarks/annotate_throughput.py --size 10e6 \
+        --model semiseg/models/yeast_cds_frames.pt --source data/yeast/chrII.fa
 
-The genome: `--size` bp of random sequence, as chromosomes of `--chrom-size` bp (the last
-one shorter) plus `--contigs` short contigs of 200-5,000 bp (a fragmented assembly's
-tail). The model: `--config` (default configs/gene_structure.yaml: the 1-bp reading-frame
-gene model). For each `--batch-steps` value (compared in one run) the whole genome is
+The genome: `--size` bp of random sequence (or of `--source`'s sequence tiled), as
+chromosomes of `--chrom-size` bp (the last one shorter) plus `--contigs` short contigs of
+200-5,000 bp (a fragmented assembly's tail). The model: `--model` (a trained checkpoint)
+or `--config` randomly initialised (default configs/gene_structure.yaml: the 1-bp
+reading-frame gene model). The decoder's work does not depend on training, but the
+output's does: a trained model's posteriors are near 0 or 1 over long runs, which the
+bigWigs store as one entry per run (annotate.signal_precision), while a random model's
+change at every base (the worst case for writing). For each `--batch-steps` value (compared in one run) the whole genome is
 annotated `--repeats` times after a warm-up on the first chromosome, all outputs written
 (BED, GFF3, bigWigs); the table gives the median bp/s and the peak memory. Rows are
 appended to benchmarks/RESULTS.md with the date, commit and device unless --no-record.
@@ -32,8 +37,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-def synth_genome(path: str, size: int, chrom_size: int, contigs: int, seed: int) -> dict:
-    """A FASTA of random sequence; returns {name: length}."""
+def synth_genome(path: str, size: int, chrom_size: int, contigs: int, seed: int,
+                 source: np.ndarray | None = None) -> dict:
+    """A FASTA of random sequence, or of `source` (uint8 bases) tiled from a random offset
+    for each sequence; returns {name: length}."""
     rng = np.random.default_rng(seed)
     lengths = {}
     small = [int(n) for n in rng.integers(200, 5001, contigs)]
@@ -48,8 +55,13 @@ def synth_genome(path: str, size: int, chrom_size: int, contigs: int, seed: int)
     with open(path, "wb") as fh:
         for name, n in lengths.items():
             fh.write(f">{name}\n".encode())
+            off = int(rng.integers(0, len(source))) if source is not None else 0
             for lo in range(0, n, 1 << 24):  # 16 Mb at a time, 60 bp per line
-                seq = alphabet[rng.integers(0, 4, min(n, lo + (1 << 24)) - lo)]
+                m = min(n, lo + (1 << 24)) - lo
+                if source is None:
+                    seq = alphabet[rng.integers(0, 4, m)]
+                else:
+                    seq = np.take(source, np.arange(off + lo, off + lo + m), mode="wrap")
                 pad = (-len(seq)) % 60
                 lines = np.concatenate([seq, np.full(pad, 0, np.uint8)]).reshape(-1, 60)
                 lines = np.concatenate([lines, np.full((len(lines), 1), 10, np.uint8)], 1)
@@ -97,10 +109,20 @@ def main() -> None:
     ap.add_argument("--contigs", type=int, default=None,
                     help="short contigs (default: 2,000, or fewer for a small --size)")
     ap.add_argument("--config", default=os.path.join(ROOT, "configs", "gene_structure.yaml"))
+    ap.add_argument("--model", default=None,
+                    help="a trained checkpoint (default: --config's model, random init)")
+    ap.add_argument("--source", default=None,
+                    help="FASTA whose sequence is tiled into the genome (default: random "
+                         "bases); with a trained --model this gives realistic posteriors")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--batch-steps", default="200000,2000000",
                     help="comma-separated annotate.batch_steps values to compare")
     ap.add_argument("--max-decode-steps", type=int, default=None)
+    ap.add_argument("--signal-precision", default="0.0001",
+                    help="annotate.signal_precision values to compare (comma-separated)")
+    ap.add_argument("--profile", type=int, default=0,
+                    help="after the table, annotate once more under cProfile and print "
+                         "this many functions by own time and by cumulative time")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--no-record", action="store_true", help="print only")
@@ -116,17 +138,28 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="semiseg_tp_")
     fasta = os.path.join(work, "genome.fa")
     t = time.perf_counter()
-    lengths = synth_genome(fasta, size, int(args.chrom_size), contigs, seed=0)
+    source = None
+    if args.source:
+        from semiseg.genome import Fasta
+
+        with Fasta(args.source) as fa:
+            source = np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper()
+                                   .encode(), np.uint8)
+    lengths = synth_genome(fasta, size, int(args.chrom_size), contigs, seed=0,
+                           source=source)
     total = sum(lengths.values())
     print(f"genome: {total:,} bp, {len(lengths):,} sequences ({contigs} short contigs), "
           f"written in {time.perf_counter() - t:.1f} s", flush=True)
-    ckpt = os.path.join(work, "model.pt")
-    random_checkpoint(args.config, fasta, ckpt)
+    ckpt = args.model or os.path.join(work, "model.pt")
+    if not args.model:
+        random_checkpoint(args.config, fasta, ckpt)
     first = next(iter(lengths))
     rows = []
-    for bs in [int(float(v)) for v in args.batch_steps.split(",")]:
+    variants = [(int(float(b)), float(p)) for b in args.batch_steps.split(",")
+                for p in args.signal_precision.split(",")]
+    for bs, prec in variants:
         kw = {"device": args.device, "batch_steps": bs,
-              "max_decode_steps": args.max_decode_steps}
+              "max_decode_steps": args.max_decode_steps, "signal_precision": prec}
         annotate(ckpt, fasta, os.path.join(work, "warm"), chroms=[first], **kw)  # warm-up
         if torch.cuda.is_available() and args.device != "cpu":
             torch.cuda.reset_peak_memory_stats()
@@ -135,27 +168,30 @@ def main() -> None:
             t = time.perf_counter()
             annotate(ckpt, fasta, os.path.join(work, f"run{r}"), **kw)
             times.append(time.perf_counter() - t)
-            print(f"batch_steps {bs:,}: run {r + 1}: {times[-1]:.1f} s "
+            print(f"batch_steps {bs:,}, precision {prec:g}: run {r + 1}: {times[-1]:.1f} s "
                   f"({total / times[-1]:,.0f} bp/s)", flush=True)
         gpu_mb = (torch.cuda.max_memory_allocated() / 2**20
                   if torch.cuda.is_available() and args.device != "cpu" else float("nan"))
         med = statistics.median(times)
-        rows.append((bs, med, total / med, times, gpu_mb))
+        rows.append((bs, prec, med, total / med, times, gpu_mb))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "?"
     dev = device_name(args.device)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = (f"## annotate throughput (benchmarks/annotate_throughput.py) - {now}, commit "
-            f"{commit}\n{dev}; config {os.path.relpath(args.config, ROOT)} (random init); "
-            f"genome {total:,} bp: {len(lengths) - contigs} chromosome(s) of up to "
+            f"{commit}\n{dev}; model "
+            f"{args.model or os.path.relpath(args.config, ROOT) + ' (random init)'}; genome "
+            f"{total:,} bp ({'tiled from ' + args.source if args.source else 'random'}): "
+            f"{len(lengths) - contigs} chromosome(s) of up to "
             f"{int(args.chrom_size):,} bp + {contigs} contigs of 200-5,000 bp; median of "
             f"{args.repeats} runs after a warm-up, all outputs written; peak RSS "
             f"{rss:,.0f} MB; command: `PYTHONPATH=. python benchmarks/annotate_throughput.py "
             f"{' '.join(sys.argv[1:])}`\n")
-    table = ["| batch_steps | median s | bp/s | runs s | peak GPU MB |", "|---|---|---|---|---|"]
-    for bs, med, bps, times, gpu_mb in rows:
-        table.append(f"| {bs:,} | {med:.2f} | {bps:,.0f} | "
+    table = ["| batch_steps | signal precision | median s | bp/s | runs s | peak GPU MB |",
+             "|---|---|---|---|---|---|"]
+    for bs, prec, med, bps, times, gpu_mb in rows:
+        table.append(f"| {bs:,} | {prec:g} | {med:.2f} | {bps:,.0f} | "
                      f"{', '.join(f'{x:.2f}' for x in times)} | "
                      f"{'-' if np.isnan(gpu_mb) else f'{gpu_mb:,.0f}'} |")
     text = head + "\n" + "\n".join(table) + "\n"
@@ -163,6 +199,19 @@ def main() -> None:
     if not args.no_record:
         with open(os.path.join(ROOT, "benchmarks", "RESULTS.md"), "a") as fh:
             fh.write("\n" + text)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        bs, prec = variants[-1]
+        prof = cProfile.Profile()
+        prof.enable()
+        annotate(ckpt, fasta, os.path.join(work, "prof"), device=args.device,
+                 batch_steps=bs, max_decode_steps=args.max_decode_steps,
+                 signal_precision=prec)
+        prof.disable()
+        for key in ("tottime", "cumulative"):
+            pstats.Stats(prof).sort_stats(key).print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -378,12 +378,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              max_decode_steps: int | None = None, batch_steps: int | None = None,
              alias: dict | None = None, threads: int | None = None,
              reverse_complement: str | None = None, samples: int = 0,
-             seed: int = 0, intron_penalty: float | None = None) -> list[str]:
+             seed: int = 0, intron_penalty: float | None = None,
+             signal_precision: float | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
     seed: their random seed (the same seed gives the same samples); intron_penalty: the
-    gene model's log-score taken from each intron (None: annotate.intron_penalty)."""
+    gene model's log-score taken from each intron (None: annotate.intron_penalty);
+    signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
+    entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
 
     if threads:
@@ -436,6 +439,10 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                            "semi-CRF head) has introns to penalise")
     if penalty:
         ann.model.crf.intron_penalty = float(penalty)
+    precision = acfg.signal_precision if signal_precision is None else signal_precision
+    if not (precision >= 0 and math.isfinite(precision)):
+        raise SemisegError(f"--signal-precision: expected a finite number >= 0, got "
+                           f"{precision}")
     sample_rows: list = []
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
@@ -454,7 +461,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     pending = {c: per_chrom[c] for c in out_sizes}
     written = []
     with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
-                      model_hash=ckpt["model_hash"], entropy=True) as writer, \
+                      model_hash=ckpt["model_hash"], entropy=True,
+                      signal_precision=precision) as writer, \
             ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         groups = list(_groups(items, res, ann.window, ann.max_steps, ann.batch_steps))

@@ -204,6 +204,9 @@ class AnnotateConfig:
     intron_penalty: the gene model (crf.frames) only: subtract this log-score from each
              intron when annotating (0: as trained; larger: fewer introns). A prior for
              genomes where the model's introns are less reliable than its genes
+    signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
+             to a multiple of this and equal neighbours written as one entry, which keeps
+             1-bp tracks small and fast to write; 0: every step's exact float32 value
     """
 
     window: int = 100000
@@ -212,6 +215,7 @@ class AnnotateConfig:
     batch_steps: int = 200_000
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
+    signal_precision: float = 1e-4
 
 
 @dataclass
@@ -252,6 +256,7 @@ POSITIVE = {
 NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
     "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
+    "annotate.signal_precision",
 }
 
 

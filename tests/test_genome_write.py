@@ -186,6 +186,48 @@ def test_bigwig_and_bedgraph_round_trip(tmp_path, resolution):
             np.testing.assert_allclose(got_bg, want, rtol=1e-5, equal_nan=True)
 
 
+@pytest.mark.parametrize("resolution", [1, 3])
+@pytest.mark.parametrize("noisy", [False, True])
+def test_signal_precision_rounds_and_merges_runs(tmp_path, resolution, noisy):
+    """With signal_precision p every value reads back as the nearest multiple of p; flat
+    stretches become one entry per run (counted here from the rounded values), a track
+    that changes at every step stays one value per step."""
+    import pyBigWig
+
+    p = 0.01
+    n = 2000
+    sizes = {"c1": n * resolution - resolution // 2}  # at 3 bp the last step is shorter
+    rng = np.random.default_rng(5)
+    level = np.repeat(rng.random(n // 100), 100)
+    values = (level + rng.normal(0, 0.3 if noisy else 1e-4, n)).astype(np.float32)
+    segs = labels_to_segments(np.zeros(n, int), 0, resolution, end=sizes["c1"])
+    post = np.tile(values[:, None], (1, 3))
+    with OutputWriter(tmp_path / "q", SCHEME, sizes, resolution=resolution,
+                      formats=("bigwig", "bedgraph"), signal_precision=p) as w:
+        w.add("c1", segs, post, values, gaps=np.zeros((0, 2)))
+    want_steps = np.array([round(float(x) * 100) / 100 for x in values])
+    want = np.repeat(want_steps, resolution)[:sizes["c1"]].astype(np.float32)
+    got = read_bigwig(tmp_path / "q.boundary.bw", "c1", 0, sizes["c1"])
+    np.testing.assert_array_equal(got, want)
+    got_bg = read_bedgraph(tmp_path / "q.boundary.bedGraph", sizes, "c1", 0, sizes["c1"])
+    np.testing.assert_allclose(got_bg, want, rtol=1e-6)
+    runs = 1 + sum(want_steps[i] != want_steps[i - 1] for i in range(1, n))
+    bw = pyBigWig.open(str(tmp_path / "q.boundary.bw"))
+    entries = len(bw.intervals("c1"))
+    bw.close()
+    assert entries == (n if noisy else runs)
+    assert noisy or runs < n / 8
+
+
+def test_signal_precision_must_be_a_number_at_least_zero(tmp_path):
+    from semiseg.errors import SemisegError
+
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(SemisegError, match="signal precision"):
+            OutputWriter(tmp_path / "b", SCHEME, SIZES, signal_precision=bad)
+    assert not list(tmp_path.iterdir())
+
+
 def test_yeast_annotation_round_trip_through_every_format(tmp_path):
     scheme = load_scheme("gene_structure")
     with Fasta([os.path.join(YEAST, "chrI.fa"), os.path.join(YEAST, "chrII.fa")]) as fa:
