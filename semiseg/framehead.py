@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from .crf import Segmentation, log_partition, viterbi
-from .genome.frames import (MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout, merge_runs,
+from .genome.frames import (MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout,
                             sequence_allowed)
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
@@ -178,9 +178,13 @@ class FrameHead(nn.Module):
         seg = self._decode_posteriors(t, g, backend)
         lab = seg.labels
         out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
-        segments = [merge_runs(segs, self.layout.scheme_label) for segs in seg.segments]
+        # the scheme-label segments are the runs of `out` (internal segments of one scheme
+        # label merged, as merge_runs does): built on the device, listed only when read
+        change = torch.ones_like(out, dtype=torch.bool)
+        change[:, 1:] = out[:, 1:] != out[:, :-1]
         post, bnd = self._marginals_from(g, lengths)
-        return Segmentation(score=seg.score, segments=segments, labels=out), post, bnd
+        return Segmentation(score=seg.score, labels=out, seg_start=change & (out >= 0),
+                            lengths=seg._lengths), post, bnd
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():

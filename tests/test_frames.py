@@ -17,7 +17,7 @@ import torch
 
 from semiseg.genome import LabelScheme
 from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
-                                   frame_gold, sequence_allowed)
+                                   frame_gold, merge_runs, sequence_allowed)
 from semiseg.genome.gff import Transcript
 
 STOP = {"TAA", "TAG", "TGA"}
@@ -476,6 +476,12 @@ def test_frame_head_decodes_gene_structures_only():
     seg2, post2, bnd2 = head.decode_with_marginals(em, torch.tensor([400, 300]))
     seg1 = head.decode(em, torch.tensor([400, 300]))
     assert torch.equal(seg1.labels, seg2.labels) and seg1.segments == seg2.segments
+    # its segments are the internal path's, neighbours of one scheme label merged, and
+    # cover each sequence's length exactly
+    inner = head.decode_posterior_internal(em, torch.tensor([400, 300]))
+    for b, n in enumerate((400, 300)):
+        assert seg1.segments[b] == merge_runs(inner.segments[b], lay.scheme_label)
+        assert sum(d for _, d, _ in seg1.segments[b]) == n
     post, bnd = head.marginals(em, torch.tensor([400, 300]))
     assert torch.equal(post, post2) and torch.equal(bnd, bnd2)
     assert torch.allclose(post[0].sum(-1), torch.ones(400), atol=1e-4)

@@ -1,0 +1,110 @@
+"""Where the 1-bp gene model's annotation time goes on one device, stage by stage.
+
+    PYTHONPATH=. python benchmarks/gene_decode_profile.py --shapes 100x20000,20x100000
+
+For each (B, T) shape: B windows of T bp of real sequence (data/yeast/chrII.fa, tiled),
+the shipped model's emissions (semiseg/models/yeast_cds_frames.pt, both strands), then
+each stage of FrameHead.decode_with_marginals timed alone with the device synchronised
+before and after (median of --repeats): the CRF inputs (_terms: the sequence mask built on
+the host), the posterior pass (forward + backward), the posterior decode (Viterbi) and
+the collapsed marginals. With --kernels, the top CUDA kernels of one whole call
+(torch.profiler). Prints a table; nothing is recorded (a profile, not a benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn, dev, repeats):
+    out, times = None, []
+    for _ in range(repeats):
+        sync(dev)
+        t = time.perf_counter()
+        out = fn()
+        sync(dev)
+        times.append(time.perf_counter() - t)
+    return out, statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default="100x20000,20x100000")
+    ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
+                                                    "yeast_cds_frames.pt"))
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kernels", type=int, default=0, help="top N kernels of one call")
+    args = ap.parse_args()
+
+    from semiseg.annotate import Annotator
+    from semiseg.checkpoint import load_checkpoint
+    from semiseg.genome import Fasta, GenomeData
+    from semiseg.annotate import pick_device
+
+    dev = pick_device(args.device)
+    ckpt = load_checkpoint(args.model)
+    fa = Fasta(os.path.join(ROOT, "data", "yeast", "chrII.fa"))
+    data = GenomeData.from_config(ckpt["genome"], fa)
+    ann = Annotator(ckpt, data, dev, 100000, 5000, 10**9, 10**9, reverse_complement=True)
+    crf = ann.model.crf
+    crf.intron_penalty = 8.0
+    L = fa.chrom_sizes["chrII"]
+    print(f"device {torch.cuda.get_device_name(0) if dev.type == 'cuda' else 'cpu'}; "
+          f"internal labels {len(crf.layout)}, K {crf.max_duration}", flush=True)
+    print("| B x T | steps | terms s | posteriors s | Viterbi s | marginals s | total s | "
+          "us per step | steps/s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for shape in args.shapes.split(","):
+        B, T = (int(float(v)) for v in shape.split("x"))
+        starts = [(i * 7919 * 13) % (L - T) if T < L else 0 for i in range(B)]
+        ems = []
+        for s in starts:  # encode each window (in chunks, as annotate does)
+            e = min(L, s + T)
+            x = ann._load("chrII", s, e)
+            x = np.resize(x, (T, x.shape[1])) if len(x) < T else x
+            em, _ = ann._encode(x[None], [T])
+            ems.append(em[0])
+        em = torch.stack(ems)
+        lengths = torch.full((B,), T, device=dev)
+        with torch.no_grad():
+            t, s_terms = timed(lambda: crf._terms(em, lengths), dev, args.repeats)
+            g, s_post = timed(lambda: crf._posteriors(t, "auto"), dev, args.repeats)
+            seg, s_vit = timed(lambda: crf._decode_posteriors(t, g, "auto"), dev,
+                               args.repeats)
+            _, s_marg = timed(lambda: crf._marginals_from(g, lengths), dev, args.repeats)
+            _, s_all = timed(lambda: crf.decode_with_marginals(em, lengths), dev,
+                             args.repeats)
+        n = B * T
+        print(f"| {B} x {T:,} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
+              f"{s_marg:.3f} | {s_all:.3f} | {1e6 * s_all / T:.1f} | {n / s_all:,.0f} |",
+              flush=True)
+        if args.kernels and dev.type == "cuda":
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with torch.no_grad():
+                    crf.decode_with_marginals(em, lengths)
+                sync(dev)
+            print(prof.key_averages().table(sort_by="cuda_time_total",
+                                            row_limit=args.kernels), flush=True)
+        del em, ems, t, g, seg
+
+
+if __name__ == "__main__":
+    main()
