@@ -94,8 +94,7 @@ class FrameHead(nn.Module):
         if lengths is not None:  # past a sequence's end: N (a codon there is not a stop)
             past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
             codes = codes.masked_fill(past, 4)
-        allowed = torch.as_tensor(sequence_allowed(self.layout, codes.cpu().numpy()),
-                                  device=emissions.device)
+        allowed = sequence_allowed(self.layout, codes)
         r = torch.arange(T, device=emissions.device) % 3
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)

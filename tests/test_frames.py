@@ -242,6 +242,10 @@ def test_sequence_allowed_against_a_direct_scan():
     lay = FrameLayout.from_scheme(scheme())
     seq = "".join(rng.choice("ACGTTAGN") for _ in range(60))
     al = sequence_allowed(lay, base_codes(seq))
+    # a tensor in gives a tensor out (on its device), batched, the same mask
+    al_t = sequence_allowed(lay, torch.as_tensor(base_codes(seq)).long().repeat(2, 1))
+    assert isinstance(al_t, torch.Tensor) and al_t.shape == (2,) + al.shape
+    assert (al_t.numpy() == al[None]).all()
     T = len(seq)
     for c, name in enumerate(lay.names):
         if lay.frame[c] < 0 or name.startswith("intron"):

@@ -142,6 +142,43 @@ def test_gff3_phase_with_partial_codons(tmp_path):
     assert [r[7] for r in rows if r[2] == "CDS"] == ["0", "2", "0"]
 
 
+def test_gff3_partial_genes_at_chromosome_ends(tmp_path):
+    """A gene that runs into a chromosome end is marked partial (NCBI's attributes), and
+    when its 5' end is the cut one its CDS phases count codons from the whole 3' end."""
+    scheme = load_scheme("gene_structure")
+    names = [(0, 10, "CDS+"), (10, 20, "intron+"), (20, 30, "CDS+"), (30, 40, "intergenic"),
+             (40, 52, "CDS+"), (52, 60, "intergenic"),
+             (60, 74, "CDS-"), (74, 90, "intron-"), (90, 100, "CDS-")]
+    seg = np.array([(a, b, scheme.index(n)) for a, b, n in names])
+    write_outputs(tmp_path / "p", scheme, {"z": 100}, {"z": seg}, formats=("gff3",))
+    rows = [r.split("\t") for r in (tmp_path / "p.gff3").read_text().splitlines()
+            if not r.startswith("#")]
+    genes = [(int(r[3]), int(r[4]), dict(kv.split("=") for kv in r[8].split(";")))
+             for r in rows if r[2] == "gene"]
+    assert [(a, b, g.get("partial"), g.get("start_range"), g.get("end_range"))
+            for a, b, g in genes] == [(1, 30, "true", ".,1", None),
+                                      (41, 52, None, None, None),
+                                      (61, 100, "true", None, "100,.")]
+    mrna = [dict(kv.split("=") for kv in r[8].split(";")) for r in rows if r[2] == "mRNA"]
+    assert [m.get("partial") for m in mrna] == ["true", None, "true"]
+
+    def oracle(parts, strand):  # 5'-cut genes: codons end where the CDS ends
+        order = parts if strand == "+" else parts[::-1]
+        total = sum(b - a for a, b in order)
+        starts = [p for p in range(total) if (total - p) % 3 == 0]
+        out, done = {}, 0
+        for a, b in order:
+            out[(a + 1, b)] = str(min(q for q in starts + [total + 3] if q >= done) - done)
+            done += b - a
+        return out
+
+    want = {**oracle([(0, 10), (20, 30)], "+"), (41, 52): "0",
+            **oracle([(60, 74), (90, 100)], "-")}
+    got = {(int(r[3]), int(r[4])): r[7] for r in rows if r[2] == "CDS"}
+    assert got == want
+    assert want[(1, 10)] == "2" and want[(91, 100)] == "0"  # the oracle itself, by hand
+
+
 def test_ids_unique_across_concatenated_outputs(tmp_path):
     scheme = load_scheme("gene_structure")
     sizes = {"chrA": 300, "chrB": 300}

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from ..errors import SemisegError
 
@@ -332,14 +333,14 @@ def base_codes(seq: str | bytes) -> np.ndarray:
     return lut[np.frombuffer(raw, np.uint8)]
 
 
-def _codon_ids(codes: np.ndarray) -> np.ndarray:
+def _codon_ids(codes: torch.Tensor) -> torch.Tensor:
     """Id (0..63, or -1 with an N) of the triplet starting at each position (-1 past the end)."""
     n = codes.shape[-1]
-    out = np.full(codes.shape, -1, np.int64)
+    out = torch.full(codes.shape, -1, dtype=torch.int64, device=codes.device)
     if n >= 3:
-        a, b, c = (codes[..., i:n - 2 + i].astype(np.int64) for i in range(3))
+        a, b, c = (codes[..., i:n - 2 + i] for i in range(3))
         ok = (a < 4) & (b < 4) & (c < 4)
-        out[..., :n - 2] = np.where(ok, a * 16 + b * 4 + c, -1)
+        out[..., :n - 2] = torch.where(ok, a * 16 + b * 4 + c, -1)
     return out
 
 
@@ -347,9 +348,11 @@ def _ids(words) -> list[int]:
     return [BASES.index(w[0]) * 16 + BASES.index(w[1]) * 4 + BASES.index(w[2]) for w in words]
 
 
-def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
+def sequence_allowed(layout: FrameLayout, codes):
     """(..., T, C) bool: where each internal label may cover a position, from the bases
-    (..., T) of the sequence as decoded (frames relative to its first base).
+    (..., T) of the sequence as decoded (frames relative to its first base). `codes`: a
+    numpy array (the result is one) or a tensor (the result is one, on its device: the
+    gene model builds the mask where its emissions are).
 
     CDS_f is forbidden on the bases of a frame-f stop codon and stop_f allowed only there;
     start_f only on the bases of a frame-f start codon. A codon that runs past
@@ -359,15 +362,18 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
     minus strand: C of CT at the left end, C of AC at the right end), looking one base
     into the intron, which therefore must be inside the sequence.
     """
+    as_numpy = isinstance(codes, np.ndarray)
+    codes = torch.as_tensor(np.asarray(codes, np.int64)) if as_numpy else codes.long()
+    dev = codes.device
     T = codes.shape[-1]
     trip = _codon_ids(codes)
-    t = np.arange(T)
+    t = torch.arange(T, device=dev)
     words = {}  # frame f -> the id of the frame-f triplet holding each base (-1: none)
     for f in range(3):
         cs = t - ((t - f) % 3)  # first base of the frame-f triplet holding t
         inside = (cs >= 0) & (cs + 3 <= T)
-        words[f] = np.where(inside, np.take(trip, np.clip(cs, 0, T - 1), axis=-1), -1)
-    out = np.ones(codes.shape + (len(layout),), bool)
+        words[f] = torch.where(inside, trip[..., cs.clamp(0, max(T - 1, 0))], -1)
+    out = torch.ones(codes.shape + (len(layout),), dtype=torch.bool, device=dev)
     for c in range(len(layout)):
         f = layout.frame[c]
         kname = layout.kind_names[layout.kind[c]]
@@ -380,15 +386,15 @@ def sequence_allowed(layout: FrameLayout, codes: np.ndarray) -> np.ndarray:
         if kind == "start":
             out[..., c] = words[f] == _ids([STARTS[s]])[0]
             continue
-        stop = np.isin(words[f], _ids(STOPS[s]))
+        stop = torch.isin(words[f], torch.tensor(_ids(STOPS[s]), device=dev))
         out[..., c] = stop if kind == "stop" else ~stop
-    return out
+    return out.cpu().numpy() if as_numpy else out
 
 
-def _splice_sites(codes: np.ndarray, strand: str, kind: str) -> np.ndarray:
+def _splice_sites(codes: torch.Tensor, strand: str, kind: str) -> torch.Tensor:
     """(..., T) bool: the positions where a splice label of this kind may stand: the
     first base of its dinucleotide at an intron's left end, the second at its right."""
-    out = np.zeros(codes.shape, bool)
+    out = torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
     for side, at in ((SPLICE_LEFT, slice(None, -1)), (SPLICE_RIGHT, slice(1, None))):
         name, pair = side[strand]
         if name == kind:  # the dinucleotide pair[0] pair[1] starting at each t < T - 1

@@ -360,7 +360,8 @@ class OutputWriter:
                 sc_, m = sc_
                 if m is not None:
                     attrs = list(attrs) + [("mean_posterior", m)]
-            attr = ";".join(f"{k}={_esc(v)}" for k, v in attrs)
+            attr = ";".join(f"{k}={','.join(map(_esc, v)) if isinstance(v, tuple) else _esc(v)}"
+                            for k, v in attrs)  # a tuple: several values
             lines.append(f"{chrom}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
 
         roles = [sc.roles[l] if l >= 0 else None for l in lab.tolist()]
@@ -387,8 +388,14 @@ class OutputWriter:
                     j += 1
                     if r2 != "intron":
                         last = j
+                # a gene that runs into the chromosome's end or a gap may go on beyond
+                # it: a partial gene (NCBI's GFF3 attributes: partial, start_range and
+                # end_range with '.' on the open side)
+                cut = (k == 0 or labs[k - 1] < 0,
+                       e[last] >= self.chrom_sizes[chrom] or
+                       (last + 1 < len(labs) and labs[last + 1] < 0))
                 self._gene(row, chrom, list(range(k, last + 1)), s, e, roles, strand,
-                           coding, score)
+                           coding, score, cut)
                 k = last + 1
                 continue
             if gene_mode and (role == "intron" or l == sc.background):
@@ -405,13 +412,21 @@ class OutputWriter:
             k += 1
         out.write("".join(lines))
 
-    def _gene(self, row, chrom, idx, s, e, roles, strand, coding, score) -> None:
+    def _gene(self, row, chrom, idx, s, e, roles, strand, coding, score,
+              cut=(False, False)) -> None:
         self._gene_n += 1
         gid = f"{chrom}:gene{self._gene_n}"
         tid = f"{gid}.t1"
         a, b = int(s[idx[0]]), int(e[idx[-1]])
-        row("gene" if coding else "ncRNA_gene", a, b, strand, [("ID", gid), ("Name", gid)])
-        row("mRNA" if coding else "ncRNA", a, b, strand, [("ID", tid), ("Parent", gid)])
+        partial = []
+        if any(cut):
+            partial = [("partial", "true")]
+            partial += [("start_range", (".", str(a + 1)))] if cut[0] else []
+            partial += [("end_range", (str(b), "."))] if cut[1] else []
+        row("gene" if coding else "ncRNA_gene", a, b, strand,
+            [("ID", gid), ("Name", gid)] + partial)
+        row("mRNA" if coding else "ncRNA", a, b, strand,
+            [("ID", tid), ("Parent", gid)] + partial)
         # exons: maximal runs of non-intron segments
         exons: list[list[int]] = []
         for i in idx:
@@ -424,11 +439,16 @@ class OutputWriter:
         for n, (xa, xb) in enumerate(exons, 1):
             row("exon", xa, xb, strand, [("ID", f"{tid}.exon{n}"), ("Parent", tid)])
         cds = [i for i in idx if roles[i] == "CDS"]
-        # CDS phase, in transcription order
+        # CDS phase (bases before the next codon's first base), in transcription order.
+        # Codons are counted from the 5' end; for a gene cut at its 5' end only (its 3'
+        # end whole, the last codon ending where the CDS ends), from the 3' end
+        five, three = (cut[1], cut[0]) if strand == "-" else cut
+        total = sum(int(e[i] - s[i]) for i in cds)
+        offset = total % 3 if five and not three else 0
         phases = {}
         done = 0
         for i in (reversed(cds) if strand == "-" else cds):
-            phases[i] = (3 - done % 3) % 3
+            phases[i] = (offset - done) % 3
             done += int(e[i] - s[i])
         n_cds = n_utr = n_intron = 0
         for i in idx:
