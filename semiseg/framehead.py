@@ -21,8 +21,8 @@ import torch
 from torch import Tensor, nn
 
 from .crf import Segmentation, log_partition, viterbi
-from .genome.frames import (MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout,
-                            sequence_allowed)
+from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
+from .seqmask import sequence_allowed
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
 

@@ -17,7 +17,8 @@ import torch
 
 from semiseg.genome import LabelScheme
 from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
-                                   frame_gold, merge_runs, sequence_allowed)
+                                   frame_gold, merge_runs)
+from semiseg.seqmask import sequence_allowed
 from semiseg.genome.gff import Transcript
 
 STOP = {"TAA", "TAG", "TGA"}
