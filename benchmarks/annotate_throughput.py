@@ -120,6 +120,9 @@ def main() -> None:
     ap.add_argument("--max-decode-steps", type=int, default=None)
     ap.add_argument("--signal-precision", default="0.0001",
                     help="annotate.signal_precision values to compare (comma-separated)")
+    ap.add_argument("--write-behind", default="auto",
+                    help="annotate.WRITE_BEHIND values to compare: auto (on CUDA only), on, "
+                         "off (comma-separated)")
     ap.add_argument("--profile", type=int, default=0,
                     help="after the table, annotate once more under cProfile and print "
                          "this many functions by own time and by cumulative time")
@@ -129,6 +132,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from semiseg import ui
+    import semiseg.annotate as annotate_module
     from semiseg.annotate import annotate
 
     ui.set_quiet(True)
@@ -155,9 +159,11 @@ def main() -> None:
         random_checkpoint(args.config, fasta, ckpt)
     first = next(iter(lengths))
     rows = []
-    variants = [(int(float(b)), float(p)) for b in args.batch_steps.split(",")
-                for p in args.signal_precision.split(",")]
-    for bs, prec in variants:
+    behind = {"auto": None, "on": True, "off": False}
+    variants = [(int(float(b)), float(p), w) for b in args.batch_steps.split(",")
+                for p in args.signal_precision.split(",") for w in args.write_behind.split(",")]
+    for bs, prec, wb in variants:
+        annotate_module.WRITE_BEHIND = behind[wb]
         kw = {"device": args.device, "batch_steps": bs,
               "max_decode_steps": args.max_decode_steps, "signal_precision": prec}
         annotate(ckpt, fasta, os.path.join(work, "warm"), chroms=[first], **kw)  # warm-up
@@ -168,12 +174,13 @@ def main() -> None:
             t = time.perf_counter()
             annotate(ckpt, fasta, os.path.join(work, f"run{r}"), **kw)
             times.append(time.perf_counter() - t)
-            print(f"batch_steps {bs:,}, precision {prec:g}: run {r + 1}: {times[-1]:.1f} s "
+            print(f"batch_steps {bs:,}, precision {prec:g}, write-behind {wb}: run {r + 1}: "
+                  f"{times[-1]:.1f} s "
                   f"({total / times[-1]:,.0f} bp/s)", flush=True)
         gpu_mb = (torch.cuda.max_memory_allocated() / 2**20
                   if torch.cuda.is_available() and args.device != "cpu" else float("nan"))
         med = statistics.median(times)
-        rows.append((bs, prec, med, total / med, times, gpu_mb))
+        rows.append((bs, prec, wb, med, total / med, times, gpu_mb))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "?"
@@ -188,10 +195,10 @@ def main() -> None:
             f"{args.repeats} runs after a warm-up, all outputs written; peak RSS "
             f"{rss:,.0f} MB; command: `PYTHONPATH=. python benchmarks/annotate_throughput.py "
             f"{' '.join(sys.argv[1:])}`\n")
-    table = ["| batch_steps | signal precision | median s | bp/s | runs s | peak GPU MB |",
-             "|---|---|---|---|---|---|"]
-    for bs, prec, med, bps, times, gpu_mb in rows:
-        table.append(f"| {bs:,} | {prec:g} | {med:.2f} | {bps:,.0f} | "
+    table = ["| batch_steps | signal precision | write behind | median s | bp/s | runs s | "
+             "peak GPU MB |", "|---|---|---|---|---|---|---|"]
+    for bs, prec, wb, med, bps, times, gpu_mb in rows:
+        table.append(f"| {bs:,} | {prec:g} | {wb} | {med:.2f} | {bps:,.0f} | "
                      f"{', '.join(f'{x:.2f}' for x in times)} | "
                      f"{'-' if np.isnan(gpu_mb) else f'{gpu_mb:,.0f}'} |")
     text = head + "\n" + "\n".join(table) + "\n"
@@ -203,7 +210,8 @@ def main() -> None:
         import cProfile
         import pstats
 
-        bs, prec = variants[-1]
+        bs, prec, wb = variants[-1]
+        annotate_module.WRITE_BEHIND = behind[wb]
         prof = cProfile.Profile()
         prof.enable()
         annotate(ckpt, fasta, os.path.join(work, "prof"), device=args.device,

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from . import __version__, ui, uncertainty
-from .background import ahead
+from .background import Behind, ahead
 from .checkpoint import (
     amp_enabled,
     build_model,
@@ -372,6 +372,11 @@ def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None
     os.replace(tmp, path)
 
 
+# write each chromosome's files in a background thread while the next is decoded: None =
+# on CUDA devices only (background.Behind says why); True / False force it (benchmarks)
+WRITE_BEHIND: bool | None = None
+
+
 def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              regions: str | None = None, chroms: list[str] | None = None,
              device: str = "auto", window: int | None = None, context: int | None = None,
@@ -472,11 +477,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         # work holds the GIL that the semi-CRF's many short waits on its worker pool need.)
         loaded = ahead(lambda g: None if len(g) == 1 else
                        ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
+        # on a GPU each finished chromosome is written behind, while the next is decoded
+        emit = Behind(threaded=dev.type == "cuda" if WRITE_BEHIND is None else WRITE_BEHIND)
         try:
             _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                              sample_rows, sizes, out_sizes, res, names, counts, fa,
-                             labels_to_segments)
+                             labels_to_segments, emit)
+            emit.wait()
         finally:
+            emit.close()
             loaded.close()
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
@@ -498,7 +507,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
 
 def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                      sample_rows, sizes, out_sizes, res, names, counts, fa,
-                     labels_to_segments) -> None:
+                     labels_to_segments, emit) -> None:
     """Decode each group (a long sequence, or short ones in one batch) and hand every
     chromosome to the writer once all its parts are decoded."""
     for group, x in zip(groups, loaded):
@@ -523,8 +532,8 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
         for chrom in list(pending):
             if pending[chrom]:
                 break
-            _emit(writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res, names,
-                  counts, fa, labels_to_segments, ann.io_lock)
+            emit.submit(_emit, writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res,
+                        names, counts, fa, labels_to_segments, ann.io_lock)
             del pending[chrom]
 
 

@@ -32,3 +32,45 @@ def ahead(fn: Callable, items: Iterable, depth: int = 2) -> Iterator:
         finally:  # a consumer that stops early: drop what was not started
             for f in pending:
                 f.cancel()
+
+
+class Behind:
+    """Calls run in submission order in one background thread (`threaded`), at most
+    `depth` waiting, or at once in the caller's thread. An error surfaces in the caller
+    at its next `submit` or at `wait`.
+
+    Annotation on a GPU writes each chromosome's files here while the next batch is
+    decoded: the main thread then mostly waits on the device, which releases the GIL. On
+    CPU the decoder needs the GIL itself, and writing alongside it was slower (4x on 2
+    cores), so there it stays in the caller's thread."""
+
+    def __init__(self, threaded: bool, depth: int = 2):
+        self.depth = depth
+        self.pool = (ThreadPoolExecutor(1, thread_name_prefix="semiseg-write")
+                     if threaded else None)
+        self.pending: deque[Future] = deque()
+
+    def submit(self, fn: Callable, *args) -> None:
+        if self.pool is None:
+            fn(*args)
+            return
+        self.pending.append(self.pool.submit(fn, *args))
+        while self.pending and (self.pending[0].done() or len(self.pending) > self.depth):
+            self.pending.popleft().result()
+
+    def wait(self) -> None:
+        """Finish every call (raising the first error); the thread ends."""
+        try:
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop: calls not started are dropped, a running one is waited for."""
+        if self.pool is not None:
+            for f in self.pending:
+                f.cancel()
+            self.pool.shutdown(wait=True)
+            self.pool = None
+        self.pending.clear()

@@ -105,3 +105,57 @@ def test_model_hash_changes_with_weights():
     assert len(h) == 12 and h == model_hash(dict(sd))
     sd2 = dict(sd, a=torch.tensor([0.0, 0.0, 1e-7]))
     assert model_hash(sd2) != h
+
+
+def test_writing_behind_gives_the_same_files(tmp_path):
+    """annotate writes each chromosome in a background thread on a GPU (annotate.
+    WRITE_BEHIND): forced on here on the CPU, every output file must be byte for byte
+    the one written in the caller's thread."""
+    import os
+
+    import semiseg.annotate as A
+    from semiseg import ui
+    from semiseg.genome import Fasta
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with Fasta(os.path.join(root, "data", "yeast", "chrI.fa")) as fa:
+        seq = fa.fetch("chrI", 30000, 42000)
+    fasta = tmp_path / "three.fa"
+    fasta.write_text("".join(f">c{i}\n{seq[i * 4000:(i + 1) * 4000]}\n" for i in range(3)))
+    model = os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt")
+    ui.set_quiet(True)
+    try:
+        for flag in (False, True):  # one prefix name (the browser BED's track line)
+            A.WRITE_BEHIND = flag
+            (tmp_path / f"w{int(flag)}").mkdir()
+            A.annotate(model, str(fasta), str(tmp_path / f"w{int(flag)}" / "out"),
+                       device="cpu", intron_penalty=8.0)
+    finally:
+        A.WRITE_BEHIND = None
+        ui.set_quiet(False)
+    names = sorted(p.name for p in (tmp_path / "w0").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "w1").iterdir())
+    assert {"out.bed", "out.gff3", "out.boundary.bw"} <= set(names)
+    for n in names:
+        assert (tmp_path / "w0" / n).read_bytes() == (tmp_path / "w1" / n).read_bytes(), n
+
+
+def test_behind_runs_in_order_and_raises_the_first_error():
+    from semiseg.background import Behind
+
+    for threaded in (False, True):
+        done = []
+        b = Behind(threaded, depth=1)
+        for i in range(5):
+            b.submit(done.append, i)
+        b.wait()
+        assert done == list(range(5))
+
+        def boom():
+            raise RuntimeError("disk full")
+
+        b = Behind(threaded)
+        with pytest.raises(RuntimeError, match="disk full"):
+            b.submit(boom)
+            b.wait()
+        b.close()
