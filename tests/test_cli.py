@@ -91,6 +91,17 @@ def test_annotate_bad_model_files(tmp_path):
     assert not list(tmp_path.glob("a.*"))
 
 
+def test_annotate_bad_penalty_and_precision(tmp_path):
+    model = ROOT / "semiseg" / "models" / "yeast_cds_frames.pt"
+    fasta = ROOT / "data" / "yeast" / "chrI.fa"
+    for flag, value in (("--signal-precision", "-0.5"), ("--signal-precision", "nan"),
+                        ("--intron-penalty", "-1")):
+        proc = cli("annotate", "--model", model, "--fasta", fasta, "--out", tmp_path / "a",
+                   flag, value)
+        one_line_error(proc, flag, "finite number >= 0")
+    assert not list(tmp_path.glob("a.*"))
+
+
 def test_evaluate_missing_truth(tmp_path):
     pred = tmp_path / "p.bed"
     pred.write_text("chrI\t0\t100\tCDS+\n")
