@@ -28,6 +28,7 @@ SHARDS = shard_names(len(plan_shards(
     shard_size=int(float(config["shard_size"])) if config.get("shard_size") else None)))
 TRACKS = " ".join(f"--track {n}={p}" for n, p in (config.get("tracks") or {}).items())
 TRAIN_SET = " ".join(f"--set {kv}" for kv in (config.get("train_set") or []))
+ANNOTATE_ARGS = config.get("annotate_args") or ""
 ANNOTATION = ["bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw"]
 
 
@@ -102,6 +103,7 @@ rule annotate:
         prefix=f"{OUT}/parts/{{shard}}",
         device=config["device"],
         tracks=TRACKS,
+        extra=ANNOTATE_ARGS,
     threads: config["threads"]["annotate"]
     resources:
         gpu=config["gpus"]["annotate"],
@@ -110,7 +112,7 @@ rule annotate:
     shell:
         "semiseg annotate --model {input.model} --fasta {input.fasta} "
         "--regions {input.regions} {params.tracks} --out {params.prefix} "
-        "--device {params.device} --threads {threads} --quiet 2> {log}"
+        "--device {params.device} --threads {threads} --quiet {params.extra} 2> {log}"
 
 
 rule merge:

@@ -187,15 +187,17 @@ def test_shard_command_errors_leave_nothing(fragmented, tmp_path):
 
 
 def test_snakemake_scatters_by_shard(fragmented):
-    """A dry run with `shards: 4`: one shard job, four annotate jobs, one merge; with
-    gpus.train = 2 training runs under torchrun with two processes."""
+    """A dry run with `shards: 4`: one shard job, four annotate jobs (each with the
+    pipeline's annotate_args), one merge; with gpus.train = 2 training runs under
+    torchrun with two processes."""
     pytest.importorskip("snakemake")
     need("snakemake", hint="pip install -e .")
     d, _ = fragmented
     cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
     cfg.update({"train_config": str(d / "cfg.yaml"), "fasta": str(d / "frag.fa"),
                 "chroms": None, "shards": 4, "truth": None, "outdir": str(d / "pipe"),
-                "gpus": {"train": 2, "annotate": 1}})
+                "gpus": {"train": 2, "annotate": 1},
+                "annotate_args": "--max-decode-steps 20000 --batch-steps 2000000"})
     (d / "pipe.yaml").write_text(yaml.safe_dump(cfg))
     proc = subprocess.run(["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
                            "--configfile", str(d / "pipe.yaml"), "--cores", "2", "-p",
@@ -213,3 +215,4 @@ def test_snakemake_scatters_by_shard(fragmented):
         and counts.get("merge") == 1, proc.stdout[-2000:]
     assert "torchrun --standalone --nproc_per_node=2 -m semiseg.cli train" in proc.stdout
     assert proc.stdout.count("--regions") == 4
+    assert proc.stdout.count("--quiet --max-decode-steps 20000 --batch-steps 2000000") == 4
