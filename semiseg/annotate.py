@@ -436,18 +436,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                     samples=samples, seed=seed)
     if samples < 0:
         raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
-    penalty = acfg.intron_penalty if intron_penalty is None else intron_penalty
-    if not (penalty >= 0 and math.isfinite(penalty)):
-        raise SemisegError(f"--intron-penalty: expected a finite number >= 0, got {penalty}")
+    penalty = _at_least_zero("--intron-penalty", acfg.intron_penalty
+                             if intron_penalty is None else intron_penalty)
     if penalty and not hasattr(ann.model.crf, "intron_penalty"):
         raise SemisegError("--intron-penalty: only the gene model (crf.frames with the "
                            "semi-CRF head) has introns to penalise")
     if penalty:
-        ann.model.crf.intron_penalty = float(penalty)
-    precision = acfg.signal_precision if signal_precision is None else signal_precision
-    if not (precision >= 0 and math.isfinite(precision)):
-        raise SemisegError(f"--signal-precision: expected a finite number >= 0, got "
-                           f"{precision}")
+        ann.model.crf.intron_penalty = penalty
+    precision = _at_least_zero("--signal-precision", acfg.signal_precision
+                               if signal_precision is None else signal_precision)
     sample_rows: list = []
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
@@ -503,6 +500,12 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if os.path.exists(p):
             written.append(p)
     return written
+
+
+def _at_least_zero(flag: str, value: float) -> float:
+    if not (value >= 0 and math.isfinite(value)):
+        raise SemisegError(f"{flag}: expected a finite number >= 0, got {value}")
+    return float(value)
 
 
 def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,

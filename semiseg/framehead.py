@@ -166,7 +166,9 @@ class FrameHead(nn.Module):
         expected accuracy), collapsed to scheme labels (runs of one label merged).
         `score` is that expected number of correct bases.
         """
-        return self.decode_with_marginals(emissions, lengths, backend=backend)[0]
+        t = self._terms(emissions.detach(), lengths)
+        return self._collapsed(self._decode_posteriors(t, self._posteriors(t, backend),
+                                                       backend))
 
     def decode_with_marginals(self, emissions, lengths=None, hidden=None, *,
                               backend="auto"):
@@ -174,16 +176,19 @@ class FrameHead(nn.Module):
         marginals, boundary marginals), what annotation needs, at half the cost."""
         t = self._terms(emissions.detach(), lengths)
         g = self._posteriors(t, backend)
-        seg = self._decode_posteriors(t, g, backend)
+        return (self._collapsed(self._decode_posteriors(t, g, backend)),
+                *self._marginals_from(g, lengths))
+
+    def _collapsed(self, seg: Segmentation) -> Segmentation:
+        """The internal-label segmentation in scheme labels: its segments are the runs
+        of the collapsed labels (internal segments of one scheme label merged, as
+        merge_runs does), marked on the device and listed only when read."""
         lab = seg.labels
         out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
-        # the scheme-label segments are the runs of `out` (internal segments of one scheme
-        # label merged, as merge_runs does): built on the device, listed only when read
         change = torch.ones_like(out, dtype=torch.bool)
         change[:, 1:] = out[:, 1:] != out[:, :-1]
-        post, bnd = self._marginals_from(g, lengths)
         return Segmentation(score=seg.score, labels=out, seg_start=change & (out >= 0),
-                            lengths=seg._lengths), post, bnd
+                            lengths=seg.lengths)
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():

@@ -50,17 +50,11 @@ def _train(cfg, out, *extra, nproc: int = 1, check: bool = True):
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    from semiseg.genome.synth import gc_island_genome, write_fasta
+    from semiseg.genome.synth import gc_island_task
 
     d = tmp_path_factory.mktemp("ddp")
-    seqs, bed = gc_island_genome(np.random.default_rng(3), {"a": 26_000, "b": 8_000})
-    write_fasta(d / "g.fa", seqs)
-    (d / "truth.bed").write_text("".join(f"{c}\t{s}\t{e}\t{n}\n" for c, s, e, n in bed))
     cfg = {
-        "inputs": {"fasta": "g.fa"},
-        "labels": {"annotation": "truth.bed",
-                   "scheme": {"name": "gc", "kind": "bed", "background": "off",
-                              "labels": [{"name": "off"}, {"name": "on"}]}},
+        **gc_island_task(d, np.random.default_rng(3), {"a": 26_000, "b": 8_000}),
         # 13 training windows: the last global batch of 4 has one window, so one of the
         # two processes gets an empty share there (it must still join the reduction)
         "windows": {"chroms": ["a"], "valid_chroms": ["b"], "size": 2000},

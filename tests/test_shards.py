@@ -91,23 +91,13 @@ def fragmented(tmp_path_factory):
     of 200-3,000 bp."""
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.genome.synth import gc_island_genome, write_fasta
+    from semiseg.genome.synth import gc_island_genome, gc_island_task, write_fasta
     from semiseg.train import train
 
     d = tmp_path_factory.mktemp("shards")
     rng = np.random.default_rng(5)
-
-    def genome(lengths):
-        return gc_island_genome(rng, lengths, (150, 1500))
-
-    seqs, bed = genome({"t": 30_000})
-    write_fasta(d / "train.fa", seqs)
-    (d / "truth.bed").write_text("".join(f"{c}\t{s}\t{e}\t{n}\n" for c, s, e, n in bed))
     cfg = {
-        "inputs": {"fasta": "train.fa"},
-        "labels": {"annotation": "truth.bed",
-                   "scheme": {"name": "gc", "kind": "bed", "background": "off",
-                              "labels": [{"name": "off"}, {"name": "on"}]}},
+        **gc_island_task(d, rng, {"t": 30_000}, "train.fa", (150, 1500)),
         "windows": {"size": 3000, "valid_fraction": 0.2},
         "model": {"channels": 8, "layers": 2, "kernel_size": 3, "stem_kernel": 3,
                   "max_dilation": 2, "resolution": 50},
@@ -121,7 +111,7 @@ def fragmented(tmp_path_factory):
     train(load_config(d / "cfg.yaml"), d / "model")
     lengths = {f"scaffold_{i}": int(n)
                for i, n in enumerate(rng.integers(200, 3001, 2500))}
-    write_fasta(d / "frag.fa", genome(lengths)[0])
+    write_fasta(d / "frag.fa", gc_island_genome(rng, lengths, (150, 1500))[0])
     return d, lengths
 
 

@@ -67,6 +67,11 @@ class Segmentation:
             raise ValueError("Segmentation needs segments or seg_start")
 
     @property
+    def lengths(self) -> Tensor | None:
+        """(B,) the sequence lengths the segments cover (None when built from lists)."""
+        return self._lengths
+
+    @property
     def segments(self) -> list[list[tuple[int, int, int]]]:
         if self._segments is None:
             self._segments = _segment_lists(*self.segment_tensors(), self.score.shape[0])

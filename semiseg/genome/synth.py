@@ -30,6 +30,21 @@ def gc_island_genome(rng: np.random.Generator, lengths: Mapping[str, int],
     return seqs, bed
 
 
+def gc_island_task(folder: str | os.PathLike, rng: np.random.Generator,
+                   lengths: Mapping[str, int], fasta: str = "g.fa",
+                   run: tuple[int, int] = (200, 900)) -> dict:
+    """gc_island_genome written to `folder` (FASTA `fasta`, truth.bed); returns the
+    training config's `inputs` and `labels` for it (paths relative to `folder`)."""
+    seqs, bed = gc_island_genome(rng, lengths, run)
+    write_fasta(os.path.join(folder, fasta), seqs)
+    with open(os.path.join(folder, "truth.bed"), "w") as fh:
+        fh.writelines(f"{c}\t{s}\t{e}\t{n}\n" for c, s, e, n in bed)
+    return {"inputs": {"fasta": fasta},
+            "labels": {"annotation": "truth.bed",
+                       "scheme": {"name": "gc", "kind": "bed", "background": "off",
+                                  "labels": [{"name": "off"}, {"name": "on"}]}}}
+
+
 def write_fasta(path: str | os.PathLike, records: Mapping[str, str], width: int = 60,
                 bgzip: bool = False) -> str:
     """FASTA with lines of ``width`` letters; ``bgzip=True`` compresses it with BGZF."""
