@@ -8,7 +8,8 @@ Sections (all medians; inputs: scores ~ N(0, 3^2) float32, transition, duration 
 start, end ~ N(0, 1), full lengths, no mask or projections):
   per:    kernels.forward, forward+backward and viterbi, CUDA events (one warm-up that also
           compiles), static (C, C) against periodic (3, C, C) transitions on the same
-          scores, at (8, 20000, 100, 24) and (16, 20000, 1000, 16); goal periodic <= 1.3x.
+          scores, at (8, 20000, 100, 24), (16, 20000, 1000, 16) and the 1-bp gene model's
+          shape (64, 20000, 256, 37); goal periodic <= 1.3x.
   vit:    wall clock (host timer, synchronised) of the public API: semiseg.crf.viterbi
           with `.segments` read (and, separately, with only `.labels`), against
           semiseg.crf.log_partition (forward only), at the four shapes of issue 9;
@@ -103,7 +104,7 @@ def fwd_bwd(x):
 
 def section_per(reps):
     rows = []
-    for B, T, K, C in [(8, 20000, 100, 24), (16, 20000, 1000, 16)]:
+    for B, T, K, C in [(8, 20000, 100, 24), (16, 20000, 1000, 16), (64, 20000, 256, 37)]:
         p = leaves(B, T, K, C)
         res = {}
         for name, tr in (("static", p["transition"]),

@@ -1,0 +1,98 @@
+"""Registers and stack (spills) of the Triton chain kernels, compiled for a GPU on a machine
+without one: triton's compiler and its bundled ptxas and cuobjdump, no device time.
+
+    python benchmarks/compile_report.py [--kp 256] [--cp 64] [--warps 16] [--sm 90]
+        [--kernels static,periodic]
+
+Prints one line per kernel and mode: `REG:n STACK:bytes ...` as cuobjdump -res-usage gives
+it. A STACK of more than a few hundred bytes is spilled ring state: every step then moves
+it through local memory. (KP, CP) = (256, 64) is the 1-bp gene model (K = 256, 37 labels
+padded to 64). The register budget at 16 warps is 128 per thread; the ring alone takes
+KP * CP / (32 * warps) of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import re
+import subprocess
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from semiseg.crf.kernels import chain
+
+I32 = {"T", "C", "K", "P", "NCK", "seg0"}
+F64 = {"ck_n", "mid_n", "rows_n", "out_n", "fin_n", "rk_n", "log_z", "f_n", "r_n"}
+
+
+def _signature(fn, consts: dict) -> dict:
+    sig = {}
+    for p in inspect.signature(fn.fn).parameters:
+        if p in consts:
+            sig[p] = "constexpr"
+        elif p in I32:
+            sig[p] = "i32"
+        elif p in F64:
+            sig[p] = "*fp64"
+        elif p == "lengths":
+            sig[p] = "*i64"
+        elif p == "allowed":
+            sig[p] = "*u8"
+        elif p in ("bp_d", "bp_c"):
+            sig[p] = "*i16"
+        elif p in ("mid_bd", "mid_bc"):
+            sig[p] = "*i32"
+        else:
+            sig[p] = "*fp32"
+    return sig
+
+
+def usage(fn, consts: dict, warps: int, sm: int) -> str:
+    src = ASTSource(fn, _signature(fn, consts), constexprs=dict(consts))
+    k = triton.compile(src, target=GPUTarget("cuda", sm, 32), options={"num_warps": warps})
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
+        fh.write(k.asm["cubin"])
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump")
+    out = subprocess.run([tool, "-res-usage", fh.name], capture_output=True, text=True).stdout
+    os.unlink(fh.name)
+    m = re.search(r"REG:\d+ STACK:\d+ SHARED:\d+ LOCAL:\d+", out)
+    return m.group(0) if m else out.strip()[-200:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kp", type=int, default=256)
+    ap.add_argument("--cp", type=int, default=64)
+    ap.add_argument("--warps", type=int, default=16)
+    ap.add_argument("--sm", type=int, default=90)
+    ap.add_argument("--kernels", default="static,periodic")
+    a = ap.parse_args()
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    flags = {"KP": a.kp, "CP": a.cp, "HAS_ALLOWED": True, "HAS_PS": False, "HAS_PE": False}
+    fwd = {"LEAVE_OUT": 0, "WRITE_ROWS": False, "GAMMA_ROWS": a.cp >= 64}
+    runs = []
+    if "static" in a.kernels:
+        st = dict(flags, NP=1, NPP=1)
+        runs += [("static forward", chain._fwd_kernel, dict(st, **fwd, MODE=0, PHASE=0, REV=False)),
+                 ("static Viterbi half", chain._fwd_kernel, dict(st, **fwd, MODE=2, PHASE=0, REV=False)),
+                 ("static backward, rows", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=True, END=False)),
+                 ("static backward, wave", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=False, END=False))]
+    if "periodic" in a.kernels:
+        pe = dict(flags, NP=3, NPP=4)
+        runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),
+                 ("periodic Viterbi half (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=2, PHASE=0)),
+                 ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
+                 ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
+                 ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True))]
+    print(f"sm_{a.sm}, KP {a.kp}, CP {a.cp}, {a.warps} warps, triton {triton.__version__}")
+    for name, fn, consts in runs:
+        print(f"{name:40s} {usage(fn, consts, a.warps, a.sm)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
