@@ -1,7 +1,7 @@
 """Registers and stack (spills) of the Triton chain kernels, compiled for a GPU on a machine
 without one: triton's compiler and its bundled ptxas and cuobjdump, no device time.
 
-    python benchmarks/compile_report.py [--kp 256] [--cp 64] [--warps 16] [--sm 90]
+    python benchmarks/compile_report.py [--kp 256] [--cp 64] [--warps N] [--sm 90]
         [--kernels static,periodic]
 
 Prints one line per kernel and mode: `REG:n STACK:bytes ...` as cuobjdump -res-usage gives
@@ -24,6 +24,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from semiseg.crf import kernels as kn
 from semiseg.crf.kernels import chain
 
 I32 = {"T", "C", "K", "P", "NCK", "seg0"}
@@ -68,13 +69,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kp", type=int, default=256)
     ap.add_argument("--cp", type=int, default=64)
-    ap.add_argument("--warps", type=int, default=16)
+    ap.add_argument("--warps", type=int, default=None,
+                    help="warps per program (default: what the kernels pick for the shape)")
     ap.add_argument("--sm", type=int, default=90)
     ap.add_argument("--kernels", default="static,periodic")
     a = ap.parse_args()
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    warps = a.warps or kn._warps(a.kp, a.cp)
     flags = {"KP": a.kp, "CP": a.cp, "HAS_ALLOWED": True, "HAS_PS": False, "HAS_PE": False}
-    fwd = {"LEAVE_OUT": 0, "WRITE_ROWS": False, "GAMMA_ROWS": a.cp >= 64}
+    fwd = {"LEAVE_OUT": 0, "WRITE_ROWS": False, "GAMMA_ROWS": kn._gamma_rows(a.cp)}
     runs = []
     if "static" in a.kernels:
         st = dict(flags, NP=1, NPP=1)
@@ -83,15 +86,15 @@ def main():
                  ("static backward, rows", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=True, END=False)),
                  ("static backward, wave", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=False, END=False))]
     if "periodic" in a.kernels:
-        pe = dict(flags, NP=3, NPP=4)
+        pe = dict(flags, NP=3, NPP=kn._pow2(3))
         runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),
                  ("periodic Viterbi half (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=2, PHASE=0)),
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True))]
-    print(f"sm_{a.sm}, KP {a.kp}, CP {a.cp}, {a.warps} warps, triton {triton.__version__}")
+    print(f"sm_{a.sm}, KP {a.kp}, CP {a.cp}, {warps} warps, triton {triton.__version__}")
     for name, fn, consts in runs:
-        print(f"{name:40s} {usage(fn, consts, a.warps, a.sm)}", flush=True)
+        print(f"{name:40s} {usage(fn, consts, warps, a.sm)}", flush=True)
 
 
 if __name__ == "__main__":

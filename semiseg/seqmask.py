@@ -1,11 +1,10 @@
 """The gene model's sequence mask: where each internal label (semiseg.genome.frames'
 FrameLayout) may stand, from the bases alone (stop and start codons in each frame, splice
 dinucleotides). Built in torch on the device of the bases, so the gene model's CRF
-inputs never leave the GPU; a numpy array in gives a numpy array out."""
+inputs never leave the GPU."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
@@ -28,9 +27,8 @@ def _ids(words) -> list[int]:
 
 def sequence_allowed(layout: FrameLayout, codes):
     """(..., T, C) bool: where each internal label may cover a position, from the bases
-    (..., T) of the sequence as decoded (frames relative to its first base). `codes`: a
-    numpy array (the result is one) or a tensor (the result is one, on its device: the
-    gene model builds the mask where its emissions are).
+    (..., T) of the sequence as decoded (frames relative to its first base), a tensor of
+    base codes (frames.base_codes); the mask is on its device.
 
     CDS_f is forbidden on the bases of a frame-f stop codon and stop_f allowed only there;
     start_f only on the bases of a frame-f start codon. A codon that runs past
@@ -40,8 +38,7 @@ def sequence_allowed(layout: FrameLayout, codes):
     minus strand: C of CT at the left end, C of AC at the right end), looking one base
     into the intron, which therefore must be inside the sequence.
     """
-    as_numpy = isinstance(codes, np.ndarray)
-    codes = torch.as_tensor(np.asarray(codes, np.int64)) if as_numpy else codes.long()
+    codes = codes.long()
     dev = codes.device
     T = codes.shape[-1]
     trip = _codon_ids(codes)
@@ -66,7 +63,7 @@ def sequence_allowed(layout: FrameLayout, codes):
             continue
         stop = torch.isin(words[f], torch.tensor(_ids(STOPS[s]), device=dev))
         out[..., c] = stop if kind == "stop" else ~stop
-    return out.cpu().numpy() if as_numpy else out
+    return out
 
 
 def _splice_sites(codes: torch.Tensor, strand: str, kind: str) -> torch.Tensor:

@@ -259,7 +259,7 @@ def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int,
     conf = np.zeros((C, C), np.int64)
     seg_counts = new_segment_counts(C)
     nll_sum, steps_sum = 0.0, 0
-    bs = max(1, cfg.train.batch_size)
+    bs = cfg.train.batch_size
     mine = shard(list(range(len(ds))), ctx)
     with torch.no_grad():
         for i in range(0, len(mine), bs):

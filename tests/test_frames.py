@@ -18,7 +18,7 @@ import torch
 from semiseg.genome import LabelScheme
 from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
                                    frame_gold, merge_runs)
-from semiseg.seqmask import sequence_allowed
+from semiseg.seqmask import sequence_allowed as _sequence_allowed
 from semiseg.genome.gff import Transcript
 
 STOP = {"TAA", "TAG", "TGA"}
@@ -117,6 +117,11 @@ def check_structure(seq: str, labels: list[tuple[str, str, int, int]]):
             else:  # reverse-complement: the gene read 5' to 3'
                 flipped = [(k, T - e, T - s) for k, _, s, e in reversed(run)]
                 check_gene(rc(seq), flipped, b == T, a == 0)
+
+
+def sequence_allowed(lay, codes: np.ndarray) -> np.ndarray:
+    """The mask of one sequence's base codes, as numpy."""
+    return _sequence_allowed(lay, torch.as_tensor(codes)).numpy()
 
 
 def allowed_segmentations(lay, seq, K):
@@ -243,10 +248,9 @@ def test_sequence_allowed_against_a_direct_scan():
     lay = FrameLayout.from_scheme(scheme())
     seq = "".join(rng.choice("ACGTTAGN") for _ in range(60))
     al = sequence_allowed(lay, base_codes(seq))
-    # a tensor in gives a tensor out (on its device), batched, the same mask
-    al_t = sequence_allowed(lay, torch.as_tensor(base_codes(seq)).long().repeat(2, 1))
-    assert isinstance(al_t, torch.Tensor) and al_t.shape == (2,) + al.shape
-    assert (al_t.numpy() == al[None]).all()
+    # batched: each row the mask of its own sequence
+    al_t = _sequence_allowed(lay, torch.as_tensor(base_codes(seq)).repeat(2, 1))
+    assert al_t.shape == (2,) + al.shape and (al_t.numpy() == al[None]).all()
     T = len(seq)
     for c, name in enumerate(lay.names):
         if lay.frame[c] < 0 or name.startswith("intron"):
