@@ -139,6 +139,10 @@ class CRFConfig:
                   forbidden inside CDS, the frame carried through introns (README)
     head:         semicrf (the gene model) | argmax (with frames: the same encoder
                   classifying each base on its own, no CRF; a baseline)
+    site_scores:  the gene model's head adds position-weight-matrix scores of splice
+                  donors and acceptors, start and stop codons (counted at the training
+                  genes, semiseg/sites.py), times a learned weight per site, to those
+                  labels' emissions
     """
 
     max_duration: int = 64
@@ -149,6 +153,7 @@ class CRFConfig:
     centering: str = "none"
     frames: bool = False
     head: str = "semicrf"
+    site_scores: bool = False
 
 
 @dataclass

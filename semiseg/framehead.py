@@ -12,7 +12,9 @@ one-hot sequence in their last four channels.
 Learned scores are per kind, not per frame (the frame of a window is arbitrary): one
 transition table over kinds, one duration table (K, kinds), start/end scores per kind,
 all expanded to the internal labels. Splice sites are scored by the 1-bp donor and
-acceptor labels' own channels.
+acceptor labels' own channels, and with `site_scores` also by counted position weight
+matrices of splice sites, start and stop codons (sites.SiteScores), whose learned
+weights are the only per-site parameters.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torch import Tensor, nn
 from .crf import Segmentation, log_partition, viterbi
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .seqmask import sequence_allowed
+from .sites import SiteScores
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
 
@@ -34,10 +37,14 @@ class FrameHead(nn.Module):
         layout: the internal labels of the scheme.
         max_duration: K in bp.
         start_end: learn scores for the first and last segment's kind.
+        site_scores: add the site matrices' scores (sites.SiteScores; train.py counts
+            the matrices) to the emissions.
     """
 
-    def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True):
+    def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
+                 site_scores: bool = False):
         super().__init__()
+        self.sites = SiteScores(layout) if site_scores else None
         self.layout = layout
         self.num_labels = len(set(layout.scheme_label))
         self.max_duration = K = max_duration
@@ -98,6 +105,8 @@ class FrameHead(nn.Module):
         r = torch.arange(T, device=emissions.device) % 3
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)
+        if self.sites is not None:
+            scores = scores + self.sites(codes)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

@@ -201,6 +201,9 @@ class Segmenter(nn.Module):
         pool = m.resolution // cfg.inputs.bin_size
         self.pool = pool
         self.frames = bool(c.frames)
+        if c.site_scores and not (self.frames and c.head == "semicrf"):
+            raise SemisegError("crf.site_scores exists for the gene model's semi-CRF head "
+                               "only (crf.frames: true, crf.head: semicrf)")
         if c.head != "semicrf" and not self.frames:
             raise SemisegError(f"crf.head: {c.head!r} exists for the gene model only "
                                "(crf.frames: true)")
@@ -245,7 +248,8 @@ class Segmenter(nn.Module):
             self.crf = ArgmaxHead(layout)
             swap = strand_swap(scheme)
         else:
-            self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end)
+            self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end,
+                                 site_scores=c.site_scores)
             swap = layout.channel_swap()
         n = len(swap)
         self.emit = nn.Linear(self.encoder.hidden_dim, n)

@@ -401,18 +401,27 @@ def _load_data(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- the run
-def _count_splice_sites(model, scheme, train_ds: Dataset) -> None:
-    """The splice-site matrices of model.splice_features, counted at the training
-    windows' gold donors and acceptors (semiseg/splice.py)."""
+def _count_sites(model, scheme, train_ds: Dataset) -> None:
+    """The site matrices of model.splice_features (donor, acceptor) and crf.site_scores
+    (donor, acceptor, start, stop), counted at the training windows' gold sites
+    (semiseg/sites.py)."""
     from .genome.frames import FrameLayout
-    from .splice import count_pwms
+    from .sites import count_site_pwms
 
-    donor, acceptor, n = count_pwms([x[:, :4] for x in train_ds.x], train_ds.y,
-                                    FrameLayout.from_scheme(scheme))
-    model.encoder.splice.set(donor, acceptor)
-    ui.log(f"splice-site matrices from {n['donors']} donors and {n['acceptors']} acceptors "
-           "of the training windows" + ("" if n["donors"] and n["acceptors"] else
-                                         " (none: the splice channels carry no signal)"))
+    mats, n = count_site_pwms([x[:, :4] for x in train_ds.x], train_ds.y,
+                              FrameLayout.from_scheme(scheme))
+    users = []
+    if getattr(model.encoder, "splice", None) is not None:
+        model.encoder.splice.set(mats["donor"], mats["acceptor"])
+        users.append("the splice channels")
+    if getattr(model.crf, "sites", None) is not None:
+        model.crf.sites.set(mats)
+        users.append("the site scores")
+    none = [s for s, k in n.items() if not k]
+    ui.log(f"site matrices from {n['donor']} donors, {n['acceptor']} acceptors, "
+           f"{n['start']} start and {n['stop']} stop codons of the training windows"
+           + (f" (no {', '.join(none)}: those scores are 0 for {' and '.join(users)})"
+              if none else ""))
 
 
 def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | None = None,
@@ -470,8 +479,9 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
 
     torch.manual_seed(cfg.train.seed)
     model, _ = build_model(cfg, len(columns), len(names))
-    if getattr(model.encoder, "splice", None) is not None:
-        _count_splice_sites(model, scheme, train_ds)
+    if (getattr(model.encoder, "splice", None) is not None
+            or getattr(model.crf, "sites", None) is not None):
+        _count_sites(model, scheme, train_ds)
     model.to(device)
     opt = _optimizer(model, cfg)
     schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))

@@ -1,0 +1,180 @@
+"""Gene signals at the base: position weight matrices counted at the training genes.
+
+A genome has few introns (yeast chrII: 23 usable ones) and a few hundred genes, too few
+for a convolution to learn splice sites or a start codon's context from the CRF's
+gradient alone. What a gene finder does instead is count: the bases around the training
+sites, read in the transcript's direction, give a position weight matrix whose
+log-odds against the genome's base frequencies score any candidate site.
+
+Sites and their windows (transcript direction; offsets from the site's *anchor*, its
+first base in the transcript's direction):
+
+    donor      -3 .. +7    the intron's first base (the G of GT)
+    acceptor  -24 .. +3    the intron's last base (the G of AG)
+    start      -9 .. +5    the A of the ATG
+    stop       -6 .. +5    the stop codon's first base
+
+Two users: `splice.SpliceSignals` feeds donor and acceptor scores to the gene encoder as
+input channels (`model.splice_features`), and `SiteScores` adds each site's score, times
+a learned weight per site, to its labels' emissions in the CRF head
+(`crf.site_scores`), so that a site's evidence reaches the segment score directly.
+`count_site_pwms` reads the gold frame codes of the training windows
+(genome/frames.py) and their one-hot sequence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+# bases before the anchor, bases from the anchor on (anchor included)
+SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
+PSEUDO = 0.5
+# triplet ids of a codon read left to right: a*16 + b*4 + c with A C G T = 0 1 2 3
+_TRIPLETS = {"start": {"+": ("ATG",), "-": ("CAT",)},
+             "stop": {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}}
+
+
+def _trip_id(codon: str) -> int:
+    a, b, c = ("ACGT".index(x) for x in codon)
+    return a * 16 + b * 4 + c
+
+
+def windows(onehot: np.ndarray, pos: np.ndarray, before: int, after: int,
+            minus: bool) -> np.ndarray:
+    """(n, before + after, 4) one-hot windows in the transcript's direction around `pos`
+    (plus: pos - before .. pos + after - 1; minus: the reverse complement of
+    pos - after + 1 .. pos + before), zero where they leave the sequence."""
+    L = before + after
+    out = np.zeros((len(pos), L, 4), np.float32)
+    T = len(onehot)
+    for i, p in enumerate(pos):
+        lo = p - before if not minus else p - after + 1
+        a, b = max(lo, 0), min(lo + L, T)
+        if a >= b:
+            continue
+        w = np.zeros((L, 4), np.float32)
+        w[a - lo:b - lo] = onehot[a:b]
+        out[i] = w[::-1, ::-1] if minus else w  # A C G T reversed is the complement
+    return out
+
+
+def anchors(gold: np.ndarray, codes, minus: bool) -> np.ndarray:
+    """Anchor positions of a site kind in one window's gold codes: the first base in the
+    transcript's direction of each run of `codes` (plus: a run's left end; minus: its
+    right end). 1-bp sites are runs of one."""
+    hit = np.isin(gold, codes)
+    if not hit.any():
+        return np.zeros(0, np.int64)
+    prev = np.concatenate([[False], hit[:-1]])
+    nxt = np.concatenate([hit[1:], [False]])
+    return np.flatnonzero(hit & ~(nxt if minus else prev))
+
+
+def count_site_pwms(onehots, golds, layout, sites=tuple(SITES)) -> tuple[dict, dict]:
+    """Log-odds matrices {site: (4, L)} and site counts {site: n} from training windows.
+
+    onehots: per window a (T, 4) array (A, C, G, T); golds: per window its gold frame
+    codes (T,). Both strands' sites count into one matrix (read in the transcript's
+    direction). Site counts get PSEUDO per base; the background is the windows' base
+    composition. A site never seen gets a matrix of zeros (no evidence either way).
+    """
+    kinds = [layout.kind_names[k] for k in layout.kind]
+    codes = {f"{s}{st}": np.asarray([i for i, k in enumerate(kinds) if k == f"{s}{st}"])
+             for s in sites for st in "+-"}
+    counts = {s: np.zeros((sum(SITES[s]), 4)) for s in sites}
+    n = {s: 0 for s in sites}
+    bg = np.zeros(4)
+    for x, y in zip(onehots, golds):
+        x = np.asarray(x, np.float32)[:, :4]
+        y = np.asarray(y)
+        bg += x.sum(0)
+        for s in sites:
+            for st in "+-":
+                c = codes[f"{s}{st}"]
+                if not len(c):
+                    continue
+                pos = anchors(y, c, st == "-")
+                if len(pos):
+                    counts[s] += windows(x, pos, *SITES[s], minus=st == "-").sum(0)
+                    n[s] += len(pos)
+    bg = (bg + 1.0) / (bg.sum() + 4.0)
+    mats = {}
+    for s in sites:
+        if not n[s]:
+            mats[s] = np.zeros((4, sum(SITES[s])), np.float32)
+            continue
+        c = counts[s] + PSEUDO
+        p = c / c.sum(1, keepdims=True)
+        mats[s] = np.log(p / bg[None, :]).T.astype(np.float32)  # (4, L)
+    return mats, n
+
+
+def pwm_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
+    """(B, 4, T) one-hot (float) -> (B, T): at each base t, the matrix's score of the
+    window anchored at t (read on the minus strand: the reverse complement), zero-padded
+    off the sequence."""
+    L = pwm.shape[1]
+    if minus:  # the site read on the other strand: reverse complement the matrix
+        pwm = pwm.flip(0).flip(1)
+        before = L - 1 - before
+    w = pwm.to(x.dtype)[None]  # (1, 4, L)
+    return nn.functional.conv1d(nn.functional.pad(x, (before, L - 1 - before)), w)[:, 0]
+
+
+class SiteScores(nn.Module):
+    """The CRF head's site scores (`crf.site_scores`): for each site kind and strand, its
+    matrix score at the anchor, times a learned weight per kind (both strands share it,
+    initially 1: the log-odds as a gene finder adds them), added to the emissions of that
+    kind's internal labels (every frame). A start or stop codon's score is placed only
+    where that codon begins (its anchor), so a 3-bp codon segment collects it once.
+
+    Args:
+        layout: the gene model's FrameLayout.
+    """
+
+    def __init__(self, layout):
+        super().__init__()
+        self.names = list(SITES)
+        for s in self.names:
+            self.register_buffer(f"pwm_{s}", torch.zeros(4, sum(SITES[s])))
+        self.weight = nn.Parameter(torch.ones(len(self.names)))
+        kinds = [layout.kind_names[k] for k in layout.kind]
+        self.targets = []  # (site index, strand, label mask buffer name)
+        for i, s in enumerate(self.names):
+            for st in layout.strands:
+                mask = torch.tensor([k == f"{s}{st}" for k in kinds], dtype=torch.float32)
+                name = f"mask_{s}{'p' if st == '+' else 'm'}"
+                self.register_buffer(name, mask, persistent=False)
+                self.targets.append((i, st, name))
+
+    def set(self, mats: dict) -> None:
+        """Copy counted matrices ({site: (4, L)}, count_site_pwms) into the buffers."""
+        for s, m in mats.items():
+            getattr(self, f"pwm_{s}").copy_(torch.as_tensor(m))
+
+    def forward(self, codes: Tensor) -> Tensor:
+        """codes (B, T) int64 (A C G T = 0..3, anything else 4) -> (B, T, C) additive
+        emission scores."""
+        B, T = codes.shape
+        x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()
+        trip = torch.full((B, T), -1, dtype=torch.long, device=codes.device)
+        if T >= 3:
+            a, b, c = codes[:, :-2], codes[:, 1:-1], codes[:, 2:]
+            ok = (a < 4) & (b < 4) & (c < 4)
+            trip[:, :-2] = torch.where(ok, a * 16 + b * 4 + c, torch.full_like(a, -1))
+        out = None
+        for i, st, name in self.targets:
+            s = self.names[i]
+            sc = pwm_scores(x, getattr(self, f"pwm_{s}"), SITES[s][0], st == "-")
+            if s in _TRIPLETS:  # only at the anchor of such a codon
+                ids = torch.tensor([_trip_id(t) for t in _TRIPLETS[s][st]],
+                                   device=codes.device)
+                at = torch.isin(trip, ids)
+                if st == "-":  # the codon's anchor is its right end
+                    at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
+                sc = sc * at
+            term = (self.weight[i] * sc)[..., None] * getattr(self, name)
+            out = term if out is None else out + term
+        return out

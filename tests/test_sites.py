@@ -1,0 +1,222 @@
+"""Site matrices and the head's site scores (semiseg/sites.py) against string scans."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.genome.frames import FrameLayout
+from semiseg.genome.scheme import load_scheme
+from semiseg.sites import PSEUDO, SITES, SiteScores, count_site_pwms
+
+COMP = str.maketrans("ACGTN", "TGCAN")
+CODONS = {("start", "+"): {"ATG"}, ("start", "-"): {"CAT"},
+          ("stop", "+"): {"TAA", "TAG", "TGA"}, ("stop", "-"): {"TTA", "CTA", "TCA"}}
+
+
+def rc(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+def onehot(seq: str) -> np.ndarray:
+    x = np.zeros((len(seq), 4), np.float32)
+    for i, b in enumerate(seq):
+        if b in "ACGT":
+            x[i, "ACGT".index(b)] = 1
+    return x
+
+
+def codes_of(seq: str) -> torch.Tensor:
+    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
+
+
+def layout():
+    return FrameLayout.from_scheme(load_scheme("gene_structure"))
+
+
+def site_string(seq: str, p: int, span, minus: bool) -> str:
+    """The window anchored at p in the transcript's direction, '-' off the sequence."""
+    before, after = span
+    pad = "-" * 64
+    s = pad + seq + pad
+    q = p + 64
+    if not minus:
+        return s[q - before:q + after]
+    return rc(s[q - after + 1:q + before + 1])
+
+
+def pwm_score(mat: np.ndarray, window: str) -> float:
+    return sum(float(mat["ACGT".index(b), i]) for i, b in enumerate(window) if b in "ACGT")
+
+
+def test_counts_match_a_direct_count_for_every_site():
+    """Donors and acceptors are 1-bp gold labels, start and stop codons 3-bp runs; the
+    anchor is the first base in the transcript's direction (a minus codon's right end)."""
+    rng = random.Random(1)
+    lay = layout()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    code = {k: [i for i, n in enumerate(kinds) if n == k]
+            for k in (f"{s}{st}" for s in SITES for st in "+-")}
+    seqs, golds, want = [], [], {s: [] for s in SITES}
+    for _ in range(3):
+        seq = "".join(rng.choice("ACGT") for _ in range(400))
+        gold = np.full(len(seq), -1, np.int64)
+        free = np.ones(len(seq), bool)
+        for kind, labels in code.items():
+            site, strand = kind[:-1], kind[-1]
+            width = 3 if site in ("start", "stop") else 1
+            for _ in range(3):
+                while True:  # some near the edges too; sites never touch
+                    p = rng.randrange(0, len(seq) - width + 1)
+                    if free[max(0, p - 1):p + width + 1].all():
+                        break
+                free[p:p + width] = False
+                gold[p:p + width] = rng.choice(labels)  # any frame of the kind
+                anchor = p if strand == "+" else p + width - 1
+                want[site].append(site_string(seq, anchor, SITES[site], strand == "-"))
+        seqs.append(onehot(seq))
+        golds.append(gold)
+    mats, n = count_site_pwms(seqs, golds, lay)
+    assert n == {s: len(v) for s, v in want.items()}
+    allseq = "".join("".join("ACGT"[i] for i in x.argmax(1)) for x in seqs)
+    bg = [(allseq.count(b) + 1) / (len(allseq) + 4) for b in "ACGT"]
+    for site, strs in want.items():
+        mat = mats[site]
+        assert mat.shape == (4, sum(SITES[site]))
+        for i in range(mat.shape[1]):
+            col = [s[i] for s in strs]
+            total = sum(c in "ACGT" for c in col) + 4 * PSEUDO
+            for j, b in enumerate("ACGT"):
+                expect = math.log((col.count(b) + PSEUDO) / total / bg[j])
+                assert abs(mat[j, i] - expect) < 1e-5, (site, i, b)
+
+
+def test_a_site_never_seen_scores_zero():
+    lay = layout()
+    mats, n = count_site_pwms([onehot("ACGTACGTAC")], [np.full(10, -1)], lay)
+    assert all(v == 0 for v in n.values())
+    assert all(not m.any() for m in mats.values())
+
+
+def random_head(seed: int):
+    lay = layout()
+    head = SiteScores(lay)
+    g = np.random.default_rng(seed)
+    head.set({s: g.normal(size=(4, sum(SITES[s]))).astype(np.float32) for s in SITES})
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor(g.uniform(0.5, 2.0, len(SITES)), dtype=torch.float32))
+    return lay, head
+
+
+def expected_scores(lay, head, seq: str) -> np.ndarray:
+    """Per base and internal label, from string scans: weight x matrix score where a site
+    of that label's kind is anchored (codons: only where that codon begins)."""
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    out = np.zeros((len(seq), len(kinds)))
+    for c, kind in enumerate(kinds):
+        site, strand = kind[:-1], kind[-1]
+        if site not in SITES:
+            continue
+        w = float(head.weight.detach()[list(SITES).index(site)])
+        mat = getattr(head, f"pwm_{site}").numpy()
+        for p in range(len(seq)):
+            if site in ("start", "stop"):
+                codon = seq[p:p + 3] if strand == "+" else seq[max(0, p - 2):p + 1]
+                if codon not in CODONS[(site, strand)]:
+                    continue
+            out[p, c] = w * pwm_score(mat, site_string(seq, p, SITES[site], strand == "-"))
+    return out
+
+
+def planted_sequence(seed: int, n: int = 150) -> str:
+    r = random.Random(seed)
+    parts = []
+    while sum(map(len, parts)) < n:
+        parts.append(r.choice(["ATG", "CAT", "TAA", "TGA", "TCA", "CTA", "GT", "AG", "N"]
+                              + ["".join(r.choice("ACGT") for _ in range(5))]))
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scores_match_string_scans_on_both_strands(seed):
+    lay, head = random_head(seed)
+    seq = planted_sequence(seed)
+    got = head(codes_of(seq))[0].detach().double().numpy()
+    np.testing.assert_allclose(got, expected_scores(lay, head, seq), atol=1e-4)
+
+
+def test_a_codon_segment_collects_its_score_once():
+    """The 3 bases of a start codon's segment sum to one weighted matrix score (an ATG
+    cannot begin at its own second or third base); stop scores stand only where a stop
+    codon begins (ATGATGA: TGA at 6 and 9)."""
+    lay, head = random_head(5)
+    seq = "CCAGT" + "ATGATGA" + "GGCATCC"
+    got = head(codes_of(seq))[0].detach().double().numpy()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    w = float(head.weight.detach()[list(SITES).index("start")])
+    want = w * pwm_score(head.pwm_start.numpy(), site_string(seq, 5, SITES["start"], False))
+    for c in (i for i, k in enumerate(kinds) if k == "start+"):  # every frame
+        assert got[5:8, c].sum() == pytest.approx(want, abs=1e-4)
+    stop_p = kinds.index("stop+")
+    assert set(np.flatnonzero(got[:, stop_p])) == {6, 9}
+
+
+def test_reverse_complement_swaps_the_strands():
+    """A site read on the reverse complement is the same window: the minus-strand scores
+    of rc(seq), read backwards, are the plus-strand scores of seq (and vice versa)."""
+    lay, head = random_head(7)
+    seq = planted_sequence(11, 120)
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    fwd = head(codes_of(seq))[0].detach().numpy()
+    back = head(codes_of(rc(seq)))[0].detach().numpy()[::-1]
+    for s in SITES:
+        a, b = kinds.index(f"{s}+"), kinds.index(f"{s}-")
+        assert np.abs(fwd[:, a]).sum() > 0
+        np.testing.assert_allclose(back[:, b], fwd[:, a], atol=1e-4)
+        np.testing.assert_allclose(back[:, a], fwd[:, b], atol=1e-4)
+
+
+def test_site_scores_need_the_gene_model():
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.errors import SemisegError
+
+    cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "crf.head=argmax"])
+    with pytest.raises(SemisegError, match="site_scores"):
+        build_model(cfg, 4, 5)
+
+
+def test_training_counts_the_sites_into_the_head(tmp_path):
+    """On the demo's chrII the counted matrices put GT / AG at the splice bases, ATG at
+    the start codon and T at a stop codon's first base; matrices and weights travel with
+    the model's state."""
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.train import _count_sites, _load_data
+
+    cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "model.channels=8",
+                                            "model.layers=2", "model.fine_channels=8"])
+    data, scheme, columns, train_ds, _ = _load_data(cfg)
+    model, _ = build_model(cfg, len(columns), len(scheme.names))
+    _count_sites(model, scheme, train_ds)
+    sites = model.crf.sites
+    A, C, G, T = range(4)
+    d, a = sites.pwm_donor.numpy(), sites.pwm_acceptor.numpy()
+    s, x = sites.pwm_start.numpy(), sites.pwm_stop.numpy()
+    b = SITES["donor"][0]
+    assert d[:, b].argmax() == G and d[:, b + 1].argmax() == T
+    b = SITES["acceptor"][0]
+    assert a[:, b - 1].argmax() == A and a[:, b].argmax() == G
+    b = SITES["start"][0]
+    assert [s[:, b + i].argmax() for i in range(3)] == [A, T, G]
+    assert x[:, SITES["stop"][0]].argmax() == T
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    again, _ = build_model(cfg, len(columns), len(scheme.names))
+    again.load_state_dict(state)
+    for name in SITES:
+        assert torch.equal(getattr(again.crf.sites, f"pwm_{name}"),
+                           getattr(sites, f"pwm_{name}"))
