@@ -143,6 +143,9 @@ class CRFConfig:
                   donors and acceptors, start and stop codons (counted at the training
                   genes, semiseg/sites.py), times a learned weight per site, to those
                   labels' emissions
+    orf_length_scores: the gene model's head adds learned scores of ORF length to start
+                  codons (the ORF each opens) and stop codons (the longest ORF each can
+                  close), semiseg/orflength.py
     """
 
     max_duration: int = 64
@@ -154,6 +157,7 @@ class CRFConfig:
     frames: bool = False
     head: str = "semicrf"
     site_scores: bool = False
+    orf_length_scores: bool = False
 
 
 @dataclass

@@ -14,7 +14,9 @@ transition table over kinds, one duration table (K, kinds), start/end scores per
 all expanded to the internal labels. Splice sites are scored by the 1-bp donor and
 acceptor labels' own channels, and with `site_scores` also by counted position weight
 matrices of splice sites, start and stop codons (sites.SiteScores), whose learned
-weights are the only per-site parameters.
+weights are the only per-site parameters; with `orf_length_scores` start and stop codons
+also score the length of the open reading frame they open or close
+(orflength.OrfLengthScores).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torch import Tensor, nn
 from .crf import Segmentation, log_partition, viterbi
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .seqmask import sequence_allowed
+from .orflength import OrfLengthScores
 from .sites import SiteScores
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
@@ -39,12 +42,15 @@ class FrameHead(nn.Module):
         start_end: learn scores for the first and last segment's kind.
         site_scores: add the site matrices' scores (sites.SiteScores; train.py counts
             the matrices) to the emissions.
+        orf_length_scores: add learned scores of ORF length to start and stop codons
+            (orflength.OrfLengthScores).
     """
 
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
-                 site_scores: bool = False):
+                 site_scores: bool = False, orf_length_scores: bool = False):
         super().__init__()
         self.sites = SiteScores(layout) if site_scores else None
+        self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
         self.layout = layout
         self.num_labels = len(set(layout.scheme_label))
         self.max_duration = K = max_duration
@@ -107,6 +113,8 @@ class FrameHead(nn.Module):
         scores = torch.gather(R, 2, idx)
         if self.sites is not None:
             scores = scores + self.sites(codes)
+        if self.orf_length is not None:
+            scores = scores + self.orf_length(codes, lengths)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

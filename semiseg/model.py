@@ -201,9 +201,10 @@ class Segmenter(nn.Module):
         pool = m.resolution // cfg.inputs.bin_size
         self.pool = pool
         self.frames = bool(c.frames)
-        if c.site_scores and not (self.frames and c.head == "semicrf"):
-            raise SemisegError("crf.site_scores exists for the gene model's semi-CRF head "
-                               "only (crf.frames: true, crf.head: semicrf)")
+        for key in ("site_scores", "orf_length_scores"):
+            if getattr(c, key) and not (self.frames and c.head == "semicrf"):
+                raise SemisegError(f"crf.{key} exists for the gene model's semi-CRF head "
+                                   "only (crf.frames: true, crf.head: semicrf)")
         if c.head != "semicrf" and not self.frames:
             raise SemisegError(f"crf.head: {c.head!r} exists for the gene model only "
                                "(crf.frames: true)")
@@ -249,7 +250,8 @@ class Segmenter(nn.Module):
             swap = strand_swap(scheme)
         else:
             self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end,
-                                 site_scores=c.site_scores)
+                                 site_scores=c.site_scores,
+                                 orf_length_scores=c.orf_length_scores)
             swap = layout.channel_swap()
         n = len(swap)
         self.emit = nn.Linear(self.encoder.hidden_dim, n)

@@ -1,0 +1,142 @@
+"""ORF-length scores of the gene model's CRF head (`crf.orf_length_scores`).
+
+Whether an open reading frame is a gene depends on its length: in random sequence one
+codon in ~21 is a stop, so long ORFs are rare by chance, and genome annotations (SGD's
+among them) call ORFs of 100 codons and more. A start codon's segment is 3 bp, but the
+sequence fixes where its gene can end: for a gene without introns, at the first
+in-frame stop codon downstream. So each start codon gets a learned score of the length
+of the ORF it opens (bp from its first base to the end of that stop), and each stop
+codon a learned score of the longest ORF it can close (bp from just after the previous
+in-frame stop to its own end): functions of log-length, piecewise linear between
+N_KNOTS knots from 3 bp to 30 kb (flat beyond), all zero at first. Where no such stop
+lies inside the sequence, the length runs to the sequence's edge (a lower bound).
+
+Like the site scores (sites.py), each score stands at the codon's anchor (its first
+base in the transcript's direction), where the codon's 3-bp segment collects it once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .orf import NONE, _first_at_or_after, _last_at_or_before
+
+N_KNOTS = 16
+LOG_MIN, LOG_MAX = math.log(3.0), math.log(30000.0)
+_ATG, _CAT = 0 * 16 + 3 * 4 + 2, 1 * 16 + 0 * 4 + 3
+_STOP_PLUS = (3 * 16 + 0 * 4 + 0, 3 * 16 + 0 * 4 + 2, 3 * 16 + 2 * 4 + 0)   # TAA TAG TGA
+_STOP_MINUS = (3 * 16 + 3 * 4 + 0, 1 * 16 + 3 * 4 + 0, 3 * 16 + 1 * 4 + 0)  # TTA CTA TCA
+
+
+def triplets(codes: Tensor) -> Tensor:
+    """(B, T) base codes (A C G T = 0..3, else 4) -> (B, T) id of the codon read left to
+    right from each base (a*16 + b*4 + c), -1 where it holds a non-ACGT base or runs off
+    the end."""
+    B, T = codes.shape
+    trip = torch.full((B, T), -1, dtype=torch.long, device=codes.device)
+    if T >= 3:
+        a, b, c = codes[:, :-2], codes[:, 1:-1], codes[:, 2:]
+        ok = (a < 4) & (b < 4) & (c < 4)
+        trip[:, :-2] = torch.where(ok, a * 16 + b * 4 + c, torch.full_like(a, -1))
+    return trip
+
+
+def _shift(x: Tensor, by: int, fill) -> Tensor:
+    """y[:, t] = x[:, t - by], `fill` where that is outside."""
+    y = torch.full_like(x, fill)
+    if by > 0:
+        y[:, by:] = x[:, :-by]
+    elif by < 0:
+        y[:, :by] = x[:, -by:]
+    else:
+        y = x
+    return y
+
+
+def orf_lengths(codes: Tensor, lengths: Tensor | None = None) -> dict[str, Tensor]:
+    """Per base, float (B, T) lengths in bp (0 where no such codon is anchored):
+
+        start+  an ATG beginning here: to the end of the first in-frame stop downstream
+        stop+   a stop beginning here: from just after the previous in-frame stop
+        start-  a CAT ending here (its anchor: the A of the ATG read on the minus
+                strand): from its right end leftwards to the left end of the first
+                in-frame TTA/CTA/TCA
+        stop-   a TTA/CTA/TCA ending here: from its left end rightwards to just before
+                the next in-frame TTA/CTA/TCA (the previous stop in the gene's direction)
+
+    Missing stops: the length runs to the sequence's edge (`lengths` (B,) or T).
+    """
+    B, T = codes.shape
+    dev = codes.device
+    u = torch.arange(T, device=dev).expand(B, T)
+    L = (torch.full((B,), T, device=dev) if lengths is None else lengths.to(dev))[:, None]
+    trip = triplets(codes.masked_fill(u >= L, 4))  # past a sequence's end: N
+    stop_p = torch.isin(trip, torch.tensor(_STOP_PLUS, device=dev))
+    stop_m = torch.isin(trip, torch.tensor(_STOP_MINUS, device=dev))
+    zero = torch.zeros(B, T, device=dev)
+    # plus start at u: first stop v >= u + 3 (same residue): length v + 3 - u
+    nxt = _shift(_first_at_or_after(stop_p), -3, -NONE)
+    start_p = torch.where(nxt != -NONE, nxt + 3 - u, L - u).float()
+    # plus stop at u: previous stop v <= u - 3: length u - v (u + 3 with none)
+    prv = _shift(_last_at_or_before(stop_p), 3, NONE)
+    stop_pl = torch.where(prv != NONE, u - prv, u + 3).float()
+    # minus start, CAT at u (anchor u + 2): stop v <= u - 3: length u + 3 - v
+    prv_m = _shift(_last_at_or_before(stop_m), 3, NONE)
+    start_m = torch.where(prv_m != NONE, u + 3 - prv_m, u + 3).float()
+    # minus stop at u (anchor u + 2): next minus stop v >= u + 3: length v - u
+    nxt_m = _shift(_first_at_or_after(stop_m), -3, -NONE)
+    stop_mi = torch.where(nxt_m != -NONE, nxt_m - u, L - u).float()
+    at = {"start+": trip == _ATG, "stop+": stop_p, "start-": trip == _CAT, "stop-": stop_m}
+    out = {"start+": torch.where(at["start+"], start_p, zero),
+           "stop+": torch.where(at["stop+"], stop_pl, zero)}
+    # minus codons: their anchor is the codon's right end (u + 2)
+    out["start-"] = _shift(torch.where(at["start-"], start_m, zero), 2, 0.0)
+    out["stop-"] = _shift(torch.where(at["stop-"], stop_mi, zero), 2, 0.0)
+    return out
+
+
+def hat_basis(length: Tensor) -> Tensor:
+    """(...) lengths in bp (> 0) -> (..., N_KNOTS) piecewise-linear interpolation weights
+    over knots evenly spaced in log-length (flat outside); rows sum to 1."""
+    x = (length.clamp(min=1.0).log() - LOG_MIN) / (LOG_MAX - LOG_MIN) * (N_KNOTS - 1)
+    x = x.clamp(0, N_KNOTS - 1)
+    lo = x.floor().clamp(max=N_KNOTS - 2)
+    frac = x - lo
+    knots = torch.arange(N_KNOTS, device=length.device, dtype=length.dtype)
+    return ((knots == lo[..., None]) * (1 - frac)[..., None]
+            + (knots == lo[..., None] + 1) * frac[..., None])
+
+
+class OrfLengthScores(nn.Module):
+    """Learned start- and stop-codon scores of ORF length (module docstring), added to
+    the emissions of every frame of the start and stop labels at the codon's anchor.
+
+    Args:
+        layout: the gene model's FrameLayout.
+    """
+
+    def __init__(self, layout):
+        super().__init__()
+        self.knots = nn.Parameter(torch.zeros(2, N_KNOTS))  # start, stop
+        kinds = [layout.kind_names[k] for k in layout.kind]
+        self.targets = []
+        for i, site in enumerate(("start", "stop")):
+            for st in layout.strands:
+                name = f"mask_{site}{'p' if st == '+' else 'm'}"
+                self.register_buffer(name, torch.tensor(
+                    [k == f"{site}{st}" for k in kinds], dtype=torch.float32), persistent=False)
+                self.targets.append((i, f"{site}{st}", name))
+
+    def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """codes (B, T) -> (B, T, C) additive emission scores."""
+        ln = orf_lengths(codes, lengths)
+        out = None
+        for i, key, name in self.targets:
+            v = ln[key]
+            sc = (hat_basis(v.to(self.knots.dtype)) @ self.knots[i]) * (v > 0)
+            term = sc[..., None] * getattr(self, name)
+            out = term if out is None else out + term
+        return out

@@ -1,0 +1,204 @@
+"""ORF-length scores (semiseg/orflength.py) against string scans of the sequence."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.genome.frames import FrameLayout
+from semiseg.genome.scheme import load_scheme
+from semiseg.orflength import LOG_MAX, LOG_MIN, N_KNOTS, OrfLengthScores, hat_basis, orf_lengths
+
+COMP = str.maketrans("ACGTN", "TGCAN")
+STOPS = ("TAA", "TAG", "TGA")
+
+
+def rc(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+def codes_of(seq: str) -> torch.Tensor:
+    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
+
+
+def scan(seq: str) -> dict[str, np.ndarray]:
+    """The lengths by walking codon by codon along each strand's transcript direction."""
+    T = len(seq)
+    out = {k: np.zeros(T) for k in ("start+", "stop+", "start-", "stop-")}
+    for u in range(T - 2):
+        if seq[u:u + 3] == "ATG":  # walk right to the first in-frame stop
+            v = u + 3
+            while v + 3 <= T and seq[v:v + 3] not in STOPS:
+                v += 3
+            out["start+"][u] = (v + 3 - u) if v + 3 <= T else T - u
+        if seq[u:u + 3] in STOPS:  # walk left to the previous in-frame stop
+            v = u - 3
+            while v >= 0 and seq[v:v + 3] not in STOPS:
+                v -= 3
+            out["stop+"][u] = u - v if v >= 0 else u + 3
+    r = rc(seq)  # the minus strand, read in its own direction
+    for i in range(T - 2):  # i on r is the base T-1-i on seq: the anchor
+        if r[i:i + 3] == "ATG":
+            v = i + 3
+            while v + 3 <= T and r[v:v + 3] not in STOPS:
+                v += 3
+            out["start-"][T - 1 - i] = (v + 3 - i) if v + 3 <= T else T - i
+        if r[i:i + 3] in STOPS:
+            v = i - 3
+            while v >= 0 and r[v:v + 3] not in STOPS:
+                v -= 3
+            out["stop-"][T - 1 - i] = i - v if v >= 0 else i + 3
+    return out
+
+
+def random_seq(seed: int, n: int) -> str:
+    r = random.Random(seed)
+    parts = []
+    while sum(map(len, parts)) < n:
+        parts.append(r.choice(["ATG", "CAT", "TAA", "TGA", "TTA", "CTA", "N"]
+                              + ["".join(r.choice("ACGT") for _ in range(4))] * 3))
+    return "".join(parts)[:n]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lengths_match_a_codon_walk_on_both_strands(seed):
+    seq = random_seq(seed, 200 + 37 * seed)
+    got = orf_lengths(codes_of(seq))
+    want = scan(seq)
+    for k in want:
+        np.testing.assert_array_equal(got[k][0].numpy(), want[k], err_msg=k)
+
+
+def test_lengths_stop_at_the_sequence_length_given():
+    seq = random_seq(9, 120)
+    padded = codes_of(seq + "ACGTACGTAAACC")
+    got = orf_lengths(padded, torch.tensor([len(seq)]))
+    want = scan(seq)
+    for k in want:
+        np.testing.assert_array_equal(got[k][0, :len(seq)].numpy(), want[k], err_msg=k)
+
+
+def test_hat_basis_interpolates_in_log_length():
+    lengths = torch.tensor([1.0, 3.0, 50.0, 300.0, 29999.0, 1e6])
+    w = hat_basis(lengths)
+    assert torch.allclose(w.sum(-1), torch.ones(6))
+    pos = (torch.arange(N_KNOTS, dtype=torch.float32) * w).sum(-1)
+    x = ((lengths.log() - LOG_MIN) / (LOG_MAX - LOG_MIN) * (N_KNOTS - 1)).clamp(0, N_KNOTS - 1)
+    assert torch.allclose(pos, x, atol=1e-5)
+    assert ((w > 0).sum(-1) <= 2).all()
+
+
+def test_scores_are_the_knot_curve_at_each_anchor():
+    lay = FrameLayout.from_scheme(load_scheme("gene_structure"))
+    m = OrfLengthScores(lay)
+    with torch.no_grad():
+        m.knots.copy_(torch.randn(2, N_KNOTS))
+    seq = random_seq(3, 240)
+    got = m(codes_of(seq))[0].detach().numpy()
+    want = scan(seq)
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    grid = np.linspace(LOG_MIN, LOG_MAX, N_KNOTS)
+    for c, kind in enumerate(kinds):
+        if kind not in want:
+            assert not got[:, c].any()
+            continue
+        curve = m.knots[0 if kind.startswith("start") else 1].detach().numpy()
+        expect = np.array([np.interp(math.log(v), grid, curve) if v > 0 else 0.0
+                           for v in want[kind]])
+        np.testing.assert_allclose(got[:, c], expect, atol=1e-5, err_msg=kind)
+
+
+def test_reverse_complement_swaps_the_strands():
+    seq = random_seq(5, 180)
+    fwd = orf_lengths(codes_of(seq))
+    back = orf_lengths(codes_of(rc(seq)))
+    for a, b in (("start+", "start-"), ("stop+", "stop-")):
+        np.testing.assert_array_equal(back[b][0].numpy()[::-1], fwd[a][0].numpy())
+
+
+# ------------------------------------------------- in the gene model, against enumeration
+def _no_splice_seq(seed: int, n: int) -> str:
+    """A sequence with start and stop codons on both strands and no GT, AG, CT or AC
+    (no splice site on either strand: every gene is one exon)."""
+    r = random.Random(seed)
+    while True:
+        s = "".join(r.choice(["ATG", "CAT", "TAA", "TGA", "TTA", "TCA", "A", "T", "G", "C"])
+                    for _ in range(n))[:n]
+        if not any(d in s for d in ("GT", "AG", "CT", "AC")) and "ATG" in s and "CAT" in s:
+            return s
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_start_codon_scores_the_length_of_its_own_gene(seed):
+    """log Z of the gene model with ORF-length scores equals a brute-force sum over every
+    allowed segmentation in which each start codon adds the knot curve at the length of
+    the gene it opens, read off the segmentation itself (to the end of its stop codon, or
+    to the sequence's edge for a gene that runs off it), and each stop codon the curve
+    at the longest ORF it can close (walked on the string)."""
+    import sys
+
+    sys.path.insert(0, "tests")
+    from test_frames import allowed_segmentations, scheme
+
+    from semiseg.framehead import FrameHead
+    from semiseg.genome.frames import base_codes
+
+    seq = _no_splice_seq(seed, 13)
+    lay = FrameLayout.from_scheme(scheme())
+    K = 6
+    head = FrameHead(lay, max_duration=K, start_end=False, orf_length_scores=True).double()
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        head.transition.normal_()
+        head.duration.normal_()
+        head.orf_length.knots.copy_(torch.randn(2, N_KNOTS, dtype=torch.float64) * 2)
+    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64)
+    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
+    onehot[0, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
+    got = head.log_partition(torch.cat([R, onehot], -1), backend="torch")
+
+    grid = np.linspace(LOG_MIN, LOG_MAX, N_KNOTS)
+    knots = head.orf_length.knots.detach().numpy()
+    walk = scan(seq)
+    emi = lay.expand_index()
+    tr = head.transition.detach()[lay.kind][:, lay.kind].numpy() + lay.transition_mask()
+    du = head.duration.detach()[:, lay.kind].numpy() + lay.duration_mask(K)
+    T = len(seq)
+    scores = []
+    segmentations = allowed_segmentations(lay, seq, K)
+    for segs in segmentations:
+        kinds = [lay.kind_names[lay.kind[c]] for c, _, _ in segs]
+        score, prev = 0.0, None
+        for i, (c, a, b) in enumerate(segs):
+            score += sum(float(R[0, u, emi[u % 3, c]]) for u in range(a, b)) + du[b - a - 1, c]
+            if prev is not None:
+                score += tr[(b - a - 1) % 3, prev, c]
+            prev = c
+            if kinds[i] == "start+":  # its gene ends at the next stop+ segment, or runs off
+                end = next((bb for k, (_, _, bb) in zip(kinds[i:], segs[i:]) if k == "stop+"), T)
+                score += np.interp(math.log(end - a), grid, knots[0])
+            elif kinds[i] == "start-":  # its gene begins at the last stop- before it
+                left = next((aa for k, (_, aa, _) in zip(kinds[i::-1], segs[i::-1])
+                             if k == "stop-"), 0)
+                score += np.interp(math.log(b - left), grid, knots[0])
+            elif kinds[i] in ("stop+", "stop-"):
+                anchor = a if kinds[i] == "stop+" else b - 1
+                score += np.interp(math.log(walk[kinds[i]][anchor]), grid, knots[1])
+        scores.append(score)
+    assert any("start+" in {lay.kind_names[lay.kind[c]] for c, _, _ in s} for s in segmentations)
+    want = float(np.logaddexp.reduce(scores))
+    assert float(got[0]) == pytest.approx(want, abs=1e-5)  # the head scores in float32
+
+
+def test_orf_length_scores_need_the_gene_model():
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.errors import SemisegError
+
+    cfg = load_config("configs/demo.yaml", ["crf.orf_length_scores=true", "crf.head=argmax"])
+    with pytest.raises(SemisegError, match="orf_length_scores"):
+        build_model(cfg, 4, 5)
