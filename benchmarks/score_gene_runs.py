@@ -1,0 +1,191 @@
+"""Score trained gene-model runs the same way: chrI (the test chromosome) and the held-out
+last part of chrII (the validation windows), one row per run, then mean (spread).
+
+    python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
+        [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+
+Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
+annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
+chrII:VALID_START-end, the windows `semiseg train` held out with the demo config),
+then scores both like `semiseg evaluate` (the same functions: semiseg/metrics.py) at
+tolerance 0 and 20 over the demo's labels intergenic / CDS+ / CDS- (introns count as
+their own labels in the prediction and the truth, as in `semiseg evaluate`; the three
+columns are the means of those three labels' rows), plus the gene-level numbers of
+gene_metrics.py on chrI (start+stop exact over chrI's 121 coding genes) and the
+predicted introns (exactly right / predicted). Annotations already present are reused
+(delete them to re-annotate). Spread = max - min over a group's runs.
+
+chrII's validation part chooses settings; chrI is the test chromosome (README).
+--record TITLE appends the table to benchmarks/RESULTS.md with commit and machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from gene_metrics import (  # noqa: E402
+    TRUTH,
+    append_results,
+    commit,
+    gene_metrics,
+    machine,
+    read_fasta,
+    read_gff_genes,
+)
+
+from semiseg.intervals import read_segments, read_truth  # noqa: E402
+from semiseg.metrics import add_segment_counts, new_segment_counts, prf  # noqa: E402
+
+YEAST = os.path.join(ROOT, "data", "yeast")
+SCHEME = os.path.join(ROOT, "configs", "demo.yaml")
+SIZES = {"chrI": 230208, "chrII": 813178}
+VALID_START = 696000  # 116 training windows of 6,000 bp (configs/demo.yaml)
+NAMES = ["intergenic", "CDS+", "CDS-", "intron+", "intron-"]
+THREE = (0, 1, 2)
+
+
+def labels(track, chrom: str, lo: int, hi: int) -> np.ndarray:
+    """Label indices over [lo, hi) (intergenic where nothing is given)."""
+    a = np.zeros(hi - lo, np.int64)
+    if chrom in track.intervals:
+        starts, ends, names = track.intervals[chrom]
+        for i in np.argsort(starts, kind="stable"):
+            s, e = max(int(starts[i]), lo), min(int(ends[i]), hi)
+            if s < e and names[i] in NAMES:
+                a[s - lo:e - lo] = NAMES.index(names[i])
+    return a
+
+
+def scores(pred: np.ndarray, truth: np.ndarray) -> dict:
+    """Macro F1, exact segment F1, exact boundary F1 and boundary F1 +-20 over THREE."""
+    C = len(NAMES)
+    conf = np.bincount(truth * C + pred, minlength=C * C).reshape(C, C)
+    out = {"macro F1": [], "exact segment F1": [], "exact boundary F1": [],
+           "boundary F1 +-20": []}
+    seg0, seg20 = new_segment_counts(C), new_segment_counts(C)
+    add_segment_counts(seg0, truth, pred, 0)
+    add_segment_counts(seg20, truth, pred, 20)
+    for c in THREE:
+        tp = conf[c, c]
+        out["macro F1"].append(prf(tp, conf[:, c].sum(), conf[c].sum())[2])
+        out["exact segment F1"].append(prf(seg0["exact"][c], seg0["n_pred"][c],
+                                           seg0["n_true"][c])[2])
+        out["exact boundary F1"].append(prf(seg0["b_hit"][c], seg0["b_pred"][c],
+                                            seg0["b_true"][c])[2])
+        out["boundary F1 +-20"].append(prf(seg20["b_hit"][c], seg20["b_pred"][c],
+                                           seg20["b_true"][c])[2])
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def introns(bed_track, truth_track, chrom, lo, hi) -> str:
+    def runs(track):
+        out = set()
+        if chrom not in track.intervals:
+            return out
+        for s, e, n in zip(*track.intervals[chrom]):
+            if n.startswith("intron") and s >= lo and e <= hi:
+                out.add((int(s), int(e), n))
+        return out
+    p, t = runs(bed_track), runs(truth_track)
+    return f"{len(p & t)}/{len(p)}"
+
+
+def annotate(model: str, out: str, fasta: str, extra: list[str], threads: int) -> None:
+    if os.path.exists(out + ".bed"):
+        return
+    cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model", model, "--fasta",
+           fasta, "--out", out, "--quiet", *extra]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), NUMBA_NUM_THREADS=str(threads))
+    subprocess.run(cmd, check=True, env=env, cwd=ROOT)
+
+
+def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
+    model = os.path.join(d, "best.pt")
+    extra = [] if args.penalty is None else ["--intron-penalty", str(args.penalty)]
+    tag = "" if args.penalty is None else f".p{args.penalty:g}"
+    row = {}
+    if not args.no_valid:
+        region = os.path.join(d, "valid_region.bed")
+        with open(region, "w") as fh:
+            fh.write(f"chrII\t{VALID_START}\t{SIZES['chrII']}\n")
+        out = os.path.join(d, f"valid{tag}")
+        annotate(model, out, os.path.join(YEAST, "chrII.fa"),
+                 extra + ["--regions", region], args.threads)
+        p = read_segments(out + ".bed")
+        lo, hi = VALID_START, SIZES["chrII"]
+        s = scores(labels(p, "chrII", lo, hi), labels(truth_tracks["chrII"], "chrII", lo, hi))
+        row.update({f"valid {k}": v for k, v in s.items()})
+        row["valid introns right/pred"] = introns(p, truth_tracks["chrII"], "chrII", lo, hi)
+    if not args.no_chrI:
+        out = os.path.join(d, f"chrI{tag}")
+        annotate(model, out, os.path.join(YEAST, "chrI.fa"), extra, args.threads)
+        p = read_segments(out + ".bed")
+        hi = SIZES["chrI"]
+        s = scores(labels(p, "chrI", 0, hi), labels(truth_tracks["chrI"], "chrI", 0, hi))
+        row.update({f"chrI {k}": v for k, v in s.items()})
+        gm = gene_metrics(truth_genes, read_gff_genes(out + ".gff3", ["chrI"]), seqs)
+        row["chrI gene start+stop exact"] = gm["both_exact"]
+        row["chrI introns right/pred"] = introns(p, truth_tracks["chrI"], "chrI", 0, hi)
+    return row
+
+
+def table(groups: list[tuple[str, list[str], list[dict]]]) -> str:
+    cols = list(groups[0][2][0])
+    lines = ["| run | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for name, dirs, rows in groups:
+        for d, r in zip(dirs, rows):
+            lines.append(f"| {name} {os.path.basename(d.rstrip('/'))} | " + " | ".join(
+                f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+        if len(rows) > 1:
+            cells = []
+            for c in cols:
+                if isinstance(rows[0][c], float):
+                    v = np.array([r[c] for r in rows])
+                    cells.append(f"{v.mean():.3f} ({v.max() - v.min():.3f})")
+                else:
+                    cells.append(", ".join(r[c] for r in rows))
+            lines.append(f"| **{name} mean (spread)** | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("groups", nargs="+", help="GROUP=RUN_DIR[,RUN_DIR...]")
+    ap.add_argument("--penalty", type=float, default=None,
+                    help="annotate --intron-penalty (default: the model's own)")
+    ap.add_argument("--no-chrI", action="store_true")
+    ap.add_argument("--no-valid", action="store_true")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--record", default=None, help="append to RESULTS.md under this title")
+    args = ap.parse_args(argv)
+    from semiseg.evaluate import load_scheme_arg
+
+    scheme = load_scheme_arg(SCHEME)
+    truth_tracks = {c: read_truth(TRUTH, scheme, {c: n}) for c, n in SIZES.items()}
+    seqs = read_fasta(os.path.join(YEAST, "chrI.fa"))
+    truth_genes = read_gff_genes(TRUTH, ["chrI"])
+    groups = []
+    for g in args.groups:
+        name, dirs = g.split("=", 1)
+        dirs = dirs.split(",")
+        groups.append((name, dirs, [score_run(d, args, truth_tracks, seqs,
+                                              truth_genes) for d in dirs]))
+    text = table(groups)
+    print(text)
+    if args.record:
+        cmd = "python benchmarks/score_gene_runs.py " + " ".join(argv or sys.argv[1:])
+        append_results(f"\n## {args.record} - commit {commit()}, {machine()}\n\n"
+                       f"`{cmd}`\n\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()
