@@ -112,9 +112,9 @@ class FrameHead(nn.Module):
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)
         if self.sites is not None:
-            scores = scores + self.sites(codes)
+            scores = scores + self.sites(codes).to(scores.dtype)
         if self.orf_length is not None:
-            scores = scores + self.orf_length(codes, lengths)
+            scores = scores + self.orf_length(codes, lengths).to(scores.dtype)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

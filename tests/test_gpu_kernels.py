@@ -260,15 +260,18 @@ def test_periodic_against_float64(B, T, K, C):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
-def test_frame_model_on_the_gpu_matches_the_cpu():
+@pytest.mark.parametrize("extras", [False, True])
+def test_frame_model_on_the_gpu_matches_the_cpu(extras):
     """The gene model's head (periodic transitions, -inf masks, `allowed` from the
-    sequence, a begin penalty, ragged lengths) decodes the same on the GPU (Triton) as
-    the exact torch backend in float64 on the CPU, and its posteriors agree."""
+    sequence, a begin penalty, ragged lengths; with `extras` the site and ORF-length
+    scores) decodes the same on the GPU (Triton) as the exact torch backend in float64
+    on the CPU, and its posteriors agree."""
     import random
 
     from semiseg.framehead import FrameHead
     from semiseg.genome import LabelScheme
     from semiseg.genome.frames import FrameLayout, base_codes
+    from semiseg.sites import SITES
 
     sch = LabelScheme.from_dict({"name": "t", "kind": "gene_structure",
                                  "background": "intergenic", "min_intron": 20, "labels": [
@@ -288,14 +291,20 @@ def test_frame_model_on_the_gpu_matches_the_cpu():
     for b, s in enumerate(seqs):
         onehot[b, torch.arange(T), torch.as_tensor(base_codes(s)).long()] = 1
     em = torch.cat([R, onehot], -1)
-    head = FrameHead(lay, max_duration=256)
+    opts = dict(site_scores=extras, orf_length_scores=extras)
+    head = FrameHead(lay, max_duration=256, **opts)
     with torch.no_grad():
         head.transition.normal_()
         head.duration.normal_(0, 0.1)
+        if extras:
+            g = np.random.default_rng(0)
+            head.sites.set({k: g.normal(size=(4, sum(v))).astype(np.float32)
+                            for k, v in SITES.items()})
+            head.orf_length.knots.normal_()
     cpu = head.double()
     post_c, bnd_c = cpu.marginals(em.double(), lengths, backend="torch")
     seg_c = cpu.decode(em.double(), lengths, backend="torch")
-    gpu = FrameHead(lay, max_duration=256).cuda()
+    gpu = FrameHead(lay, max_duration=256, **opts).cuda()
     gpu.load_state_dict(head.float().state_dict())
     post_g, bnd_g = gpu.marginals(em.cuda(), lengths.cuda())
     seg_g = gpu.decode(em.cuda(), lengths.cuda())
