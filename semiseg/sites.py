@@ -14,10 +14,18 @@ first base in the transcript's direction):
     start      -9 .. +5    the A of the ATG
     stop       -6 .. +5    the stop codon's first base
 
+An intron's branch point lies upstream of its acceptor at a varying distance, so it gets
+no fixed window: `count_branch_pwm` takes the 7-mer most over-represented (against the
+windows' own 7-mer frequencies) in the BRANCH_FAR bases before the training acceptors,
+aligns each intron's closest match to it (BRANCH_NEAR to BRANCH_FAR bases upstream of
+the acceptor) and counts a 7-column matrix; an acceptor's branch score is the best
+matrix score in that range (yeast chrII: TACTAAC, found in most introns).
+
 Two users: `splice.SpliceSignals` feeds donor and acceptor scores to the gene encoder as
 input channels (`model.splice_features`), and `SiteScores` adds each site's score, times
 a learned weight per site, to its labels' emissions in the CRF head
-(`crf.site_scores`), so that a site's evidence reaches the segment score directly.
+(`crf.site_scores`; the branch score goes to the acceptor labels), so that a site's
+evidence reaches the segment score directly.
 `count_site_pwms` reads the gold frame codes of the training windows
 (genome/frames.py) and their one-hot sequence.
 """
@@ -31,6 +39,7 @@ from torch import Tensor, nn
 # bases before the anchor, bases from the anchor on (anchor included)
 SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
 PSEUDO = 0.5
+BRANCH_WIDTH, BRANCH_NEAR, BRANCH_FAR = 7, 10, 80
 # triplet ids of a codon read left to right: a*16 + b*4 + c with A C G T = 0 1 2 3
 _TRIPLETS = {"start": {"+": ("ATG",), "-": ("CAT",)},
              "stop": {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}}
@@ -111,6 +120,100 @@ def count_site_pwms(onehots, golds, layout, sites=tuple(SITES)) -> tuple[dict, d
     return mats, n
 
 
+def _kmer_ids(x: np.ndarray, k: int) -> np.ndarray:
+    """(T, 4) one-hot -> (T - k + 1,) ids of the k-mers starting at each base (base-4
+    number), -1 where one holds a base other than A, C, G, T."""
+    code = np.where(x.max(1) > 0.5, x.argmax(1), -1)
+    n = len(code) - k + 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    ids = np.zeros(n, np.int64)
+    bad = np.zeros(n, bool)
+    for j in range(k):
+        c = code[j:j + n]
+        ids = ids * 4 + np.maximum(c, 0)
+        bad |= c < 0
+    return np.where(bad, -1, ids)
+
+
+def count_branch_pwm(onehots, golds, layout) -> tuple[np.ndarray, str]:
+    """The branch-point matrix (4, BRANCH_WIDTH) of the training introns and its seed
+    k-mer ("" and zeros when fewer than 3 introns, or no k-mer is in at least a fifth of
+    them and over-represented).
+
+    The region of an intron is the BRANCH_FAR bases before its acceptor in the
+    transcript's direction; motif starts BRANCH_NEAR..BRANCH_FAR bases upstream of the
+    acceptor. Seed: the k-mer (k = BRANCH_WIDTH) present in the most regions relative to
+    the number expected from its frequency in the training windows (both strands).
+    Matrix: each region's closest match to the seed (fewest mismatches, then nearest the
+    acceptor), counted with PSEUDO per base, log-odds against the base composition.
+    """
+    k = BRANCH_WIDTH
+    kinds = [layout.kind_names[c] for c in layout.kind]
+    regions, bg, kmer_bg = [], np.zeros(4), np.zeros(4 ** k)
+    for x, y in zip(onehots, golds):
+        x = np.asarray(x, np.float32)[:, :4]
+        y = np.asarray(y)
+        bg += x.sum(0)
+        for xx in (x, x[::-1, ::-1]):  # both strands' k-mers
+            ids = _kmer_ids(np.ascontiguousarray(xx), k)
+            kmer_bg += np.bincount(ids[ids >= 0], minlength=4 ** k)
+        for st in "+-":
+            codes = [i for i, n in enumerate(kinds) if n == f"acceptor{st}"]
+            if not codes:
+                continue
+            pos = anchors(y, codes, st == "-")
+            if len(pos):
+                regions += list(windows(x, pos, BRANCH_FAR, 0, minus=st == "-"))
+    zero = np.zeros((4, k), np.float32)
+    if len(regions) < 3:
+        return zero, ""
+    starts = BRANCH_FAR - BRANCH_NEAR + 1  # motif starts per region
+    present = np.zeros(4 ** k)
+    region_ids = []
+    for r in regions:
+        ids = _kmer_ids(r, k)[:starts]
+        region_ids.append(ids)
+        present[np.unique(ids[ids >= 0])] += 1
+    freq = kmer_bg / max(1.0, kmer_bg.sum())
+    enrich = (present + 0.5) / (len(regions) * starts * freq + 0.5)
+    enrich[present < max(2, len(regions) / 5)] = 0
+    if enrich.max() <= 2.0:
+        return zero, ""
+    seed = int(enrich.argmax())
+    seed_bases = np.array([(seed >> (2 * (k - 1 - j))) & 3 for j in range(k)])
+    counts = np.zeros((k, 4))
+    for r in regions:
+        code = np.where(r.max(1) > 0.5, r.argmax(1), -1)
+        best, at = k + 1, -1
+        for i in range(starts):  # nearest the acceptor wins ties
+            mism = int((code[i:i + k] != seed_bases).sum())
+            if mism <= best:
+                best, at = mism, i
+        counts += r[at:at + k]
+    bg = (bg + 1.0) / (bg.sum() + 4.0)
+    c = counts + PSEUDO
+    p = c / c.sum(1, keepdims=True)
+    return (np.log(p / bg[None, :]).T.astype(np.float32),
+            "".join("ACGT"[b] for b in seed_bases))
+
+
+def branch_scores(x: Tensor, pwm: Tensor, minus: bool) -> Tensor:
+    """(B, 4, T) one-hot -> (B, T): for an acceptor at t, the best branch-matrix score of
+    a motif starting BRANCH_NEAR..BRANCH_FAR bases upstream of t in the transcript's
+    direction (plus: to the left; minus: to the right); 0 stands for windows off the
+    sequence."""
+    s = pwm_scores(x, pwm, 0, minus)  # a motif's score at its first base (transcript dir)
+    span = BRANCH_FAR - BRANCH_NEAR + 1
+    if not minus:  # max over s[t - FAR .. t - NEAR]
+        padded = nn.functional.pad(s, (BRANCH_FAR, 0))
+        m = nn.functional.max_pool1d(padded[:, None], span, stride=1)[:, 0]
+        return m[:, :s.shape[1]]
+    padded = nn.functional.pad(s, (0, BRANCH_FAR))  # max over s[t + NEAR .. t + FAR]
+    m = nn.functional.max_pool1d(padded[:, None], span, stride=1)[:, 0]
+    return m[:, BRANCH_NEAR:BRANCH_NEAR + s.shape[1]]
+
+
 def pwm_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
     """(B, 4, T) one-hot (float) -> (B, T): at each base t, the matrix's score of the
     window anchored at t (read on the minus strand: the reverse complement), zero-padded
@@ -127,7 +230,8 @@ class SiteScores(nn.Module):
     """The CRF head's site scores (`crf.site_scores`): for each site kind and strand, its
     matrix score at the anchor, times a learned weight per kind (both strands share it,
     initially 1: the log-odds as a gene finder adds them), added to the emissions of that
-    kind's internal labels (every frame). A start or stop codon's score is placed only
+    kind's internal labels (every frame); the acceptor labels also get the branch score
+    (branch_scores) times its own weight. A start or stop codon's score is placed only
     where that codon begins (its anchor), so a 3-bp codon segment collects it once.
 
     Args:
@@ -136,21 +240,24 @@ class SiteScores(nn.Module):
 
     def __init__(self, layout):
         super().__init__()
-        self.names = list(SITES)
-        for s in self.names:
+        self.names = [*SITES, "branch"]
+        for s in SITES:
             self.register_buffer(f"pwm_{s}", torch.zeros(4, sum(SITES[s])))
+        self.register_buffer("pwm_branch", torch.zeros(4, BRANCH_WIDTH))
         self.weight = nn.Parameter(torch.ones(len(self.names)))
         kinds = [layout.kind_names[k] for k in layout.kind]
-        self.targets = []  # (site index, strand, label mask buffer name)
-        for i, s in enumerate(self.names):
+        self.targets = []  # (score name, strand, label mask buffer name)
+        for s in self.names:
             for st in layout.strands:
-                mask = torch.tensor([k == f"{s}{st}" for k in kinds], dtype=torch.float32)
+                kind = f"{'acceptor' if s == 'branch' else s}{st}"
+                mask = torch.tensor([k == kind for k in kinds], dtype=torch.float32)
                 name = f"mask_{s}{'p' if st == '+' else 'm'}"
                 self.register_buffer(name, mask, persistent=False)
-                self.targets.append((i, st, name))
+                self.targets.append((s, st, name))
 
     def set(self, mats: dict) -> None:
-        """Copy counted matrices ({site: (4, L)}, count_site_pwms) into the buffers."""
+        """Copy counted matrices ({site: (4, L)}: count_site_pwms, and "branch":
+        count_branch_pwm) into the buffers."""
         for s, m in mats.items():
             getattr(self, f"pwm_{s}").copy_(torch.as_tensor(m))
 
@@ -165,9 +272,11 @@ class SiteScores(nn.Module):
             ok = (a < 4) & (b < 4) & (c < 4)
             trip[:, :-2] = torch.where(ok, a * 16 + b * 4 + c, torch.full_like(a, -1))
         out = None
-        for i, st, name in self.targets:
-            s = self.names[i]
-            sc = pwm_scores(x, getattr(self, f"pwm_{s}"), SITES[s][0], st == "-")
+        for s, st, name in self.targets:
+            if s == "branch":
+                sc = branch_scores(x, self.pwm_branch, st == "-")
+            else:
+                sc = pwm_scores(x, getattr(self, f"pwm_{s}"), SITES[s][0], st == "-")
             if s in _TRIPLETS:  # only at the anchor of such a codon
                 ids = torch.tensor([_trip_id(t) for t in _TRIPLETS[s][st]],
                                    device=codes.device)
@@ -175,6 +284,6 @@ class SiteScores(nn.Module):
                 if st == "-":  # the codon's anchor is its right end
                     at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
                 sc = sc * at
-            term = (self.weight[i] * sc)[..., None] * getattr(self, name)
+            term = (self.weight[self.names.index(s)] * sc)[..., None] * getattr(self, name)
             out = term if out is None else out + term
         return out

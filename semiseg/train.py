@@ -406,17 +406,21 @@ def _count_sites(model, scheme, train_ds: Dataset) -> None:
     (donor, acceptor, start, stop), counted at the training windows' gold sites
     (semiseg/sites.py)."""
     from .genome.frames import FrameLayout
-    from .sites import count_site_pwms
+    from .sites import count_branch_pwm, count_site_pwms
 
-    mats, n = count_site_pwms([x[:, :4] for x in train_ds.x], train_ds.y,
-                              FrameLayout.from_scheme(scheme))
+    layout = FrameLayout.from_scheme(scheme)
+    onehots = [x[:, :4] for x in train_ds.x]
+    mats, n = count_site_pwms(onehots, train_ds.y, layout)
     users = []
     if getattr(model.encoder, "splice", None) is not None:
         model.encoder.splice.set(mats["donor"], mats["acceptor"])
         users.append("the splice channels")
     if getattr(model.crf, "sites", None) is not None:
+        mats["branch"], seed = count_branch_pwm(onehots, train_ds.y, layout)
         model.crf.sites.set(mats)
         users.append("the site scores")
+        ui.log(f"branch-point matrix from the training introns: seed {seed}" if seed else
+               "no branch-point motif in the training introns: branch scores are 0")
     none = [s for s, k in n.items() if not k]
     ui.log(f"site matrices from {n['donor']} donors, {n['acceptor']} acceptors, "
            f"{n['start']} start and {n['stop']} stop codons of the training windows"

@@ -298,8 +298,9 @@ def test_frame_model_on_the_gpu_matches_the_cpu(extras):
         head.duration.normal_(0, 0.1)
         if extras:
             g = np.random.default_rng(0)
-            head.sites.set({k: g.normal(size=(4, sum(v))).astype(np.float32)
-                            for k, v in SITES.items()})
+            mats = {k: g.normal(size=(4, sum(v))).astype(np.float32)
+                    for k, v in SITES.items()}
+            head.sites.set({**mats, "branch": g.normal(size=(4, 7)).astype(np.float32)})
             head.orf_length.knots.normal_()
     cpu = head.double()
     post_c, bnd_c = cpu.marginals(em.double(), lengths, backend="torch")

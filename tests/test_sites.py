@@ -11,7 +11,16 @@ import torch
 
 from semiseg.genome.frames import FrameLayout
 from semiseg.genome.scheme import load_scheme
-from semiseg.sites import PSEUDO, SITES, SiteScores, count_site_pwms
+from semiseg.sites import (
+    BRANCH_FAR,
+    BRANCH_NEAR,
+    BRANCH_WIDTH,
+    PSEUDO,
+    SITES,
+    SiteScores,
+    count_branch_pwm,
+    count_site_pwms,
+)
 
 COMP = str.maketrans("ACGTN", "TGCAN")
 CODONS = {("start", "+"): {"ATG"}, ("start", "-"): {"CAT"},
@@ -106,10 +115,34 @@ def random_head(seed: int):
     lay = layout()
     head = SiteScores(lay)
     g = np.random.default_rng(seed)
-    head.set({s: g.normal(size=(4, sum(SITES[s]))).astype(np.float32) for s in SITES})
+    mats = {s: g.normal(size=(4, sum(SITES[s]))).astype(np.float32) for s in SITES}
+    mats["branch"] = g.normal(size=(4, BRANCH_WIDTH)).astype(np.float32)
+    head.set(mats)
     with torch.no_grad():
-        head.weight.copy_(torch.tensor(g.uniform(0.5, 2.0, len(SITES)), dtype=torch.float32))
+        head.weight.copy_(torch.tensor(g.uniform(0.5, 2.0, len(SITES) + 1),
+                                       dtype=torch.float32))
     return lay, head
+
+
+def branch_string(seq: str, p: int, mat: np.ndarray, minus: bool) -> float:
+    """The best branch-matrix score of a motif starting NEAR..FAR bases upstream of an
+    acceptor at p (transcript direction); a start off the sequence counts as 0 and the
+    bases off it add nothing."""
+    best = -np.inf
+    T = len(seq)
+    for o in range(BRANCH_NEAR, BRANCH_FAR + 1):
+        q = p + o if minus else p - o
+        if not 0 <= q < T:
+            best = max(best, 0.0)
+            continue
+        total = 0.0
+        for j in range(BRANCH_WIDTH):
+            u = q - j if minus else q + j
+            if 0 <= u < T and seq[u] in "ACGT":
+                b = seq[u].translate(COMP) if minus else seq[u]
+                total += float(mat["ACGT".index(b), j])
+        best = max(best, total)
+    return best
 
 
 def expected_scores(lay, head, seq: str) -> np.ndarray:
@@ -117,10 +150,15 @@ def expected_scores(lay, head, seq: str) -> np.ndarray:
     of that label's kind is anchored (codons: only where that codon begins)."""
     kinds = [lay.kind_names[k] for k in lay.kind]
     out = np.zeros((len(seq), len(kinds)))
+    wb = float(head.weight.detach()[len(SITES)])
     for c, kind in enumerate(kinds):
         site, strand = kind[:-1], kind[-1]
         if site not in SITES:
             continue
+        if site == "acceptor":
+            for p in range(len(seq)):
+                out[p, c] += wb * branch_string(seq, p, head.pwm_branch.numpy(),
+                                                strand == "-")
         w = float(head.weight.detach()[list(SITES).index(site)])
         mat = getattr(head, f"pwm_{site}").numpy()
         for p in range(len(seq)):
@@ -128,7 +166,7 @@ def expected_scores(lay, head, seq: str) -> np.ndarray:
                 codon = seq[p:p + 3] if strand == "+" else seq[max(0, p - 2):p + 1]
                 if codon not in CODONS[(site, strand)]:
                     continue
-            out[p, c] = w * pwm_score(mat, site_string(seq, p, SITES[site], strand == "-"))
+            out[p, c] += w * pwm_score(mat, site_string(seq, p, SITES[site], strand == "-"))
     return out
 
 
@@ -147,6 +185,36 @@ def test_scores_match_string_scans_on_both_strands(seed):
     seq = planted_sequence(seed)
     got = head(codes_of(seq))[0].detach().double().numpy()
     np.testing.assert_allclose(got, expected_scores(lay, head, seq), atol=1e-4)
+
+
+def test_the_branch_matrix_finds_a_planted_motif():
+    """Introns carrying TACTAAC (or one mismatch of it) at varying distances before the
+    acceptor: the seed is TACTAAC and the matrix spells it; too few introns: zeros."""
+    rng = random.Random(4)
+    lay = layout()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    acc = {st: kinds.index(f"acceptor{st}") for st in "+-"}
+    seqs, golds = [], []
+    for i in range(12):
+        intron = "".join(rng.choice("AATTGC") for _ in range(120))
+        motif = "TACTAAC" if i % 4 else "TACTAAT"
+        o = rng.randrange(BRANCH_NEAR + 8, BRANCH_FAR)  # motif start o bases upstream
+        p = len(intron) - 1  # the acceptor G
+        intron = intron[:p - o] + motif + intron[p - o + 7:p - 1] + "AG"
+        assert intron[p - o:p - o + 7] == motif and len(intron) == 120
+        flank = "".join(rng.choice("ACGT") for _ in range(40))
+        strand = "+-"[i % 2]
+        seq = flank + intron + flank if strand == "+" else flank + rc(intron) + flank
+        gold = np.full(len(seq), -1)
+        gold[40 + p if strand == "+" else 40 + (len(intron) - 1 - p)] = acc[strand]
+        seqs.append(onehot(seq))
+        golds.append(gold)
+    mat, seed = count_branch_pwm(seqs, golds, lay)
+    assert seed == "TACTAAC"
+    assert "".join("ACGT"[j] for j in mat.argmax(0)) == "TACTAAC"
+    assert mat[3, 6] > mat[2, 6] + 1  # the planted variant (T) counts, G never occurs
+    zero, none = count_branch_pwm(seqs[:2], golds[:2], lay)
+    assert none == "" and not zero.any()
 
 
 def test_a_codon_segment_collects_its_score_once():
