@@ -143,6 +143,9 @@ class CRFConfig:
                   donors and acceptors, start and stop codons (counted at the training
                   genes, semiseg/sites.py), times a learned weight per site, to those
                   labels' emissions
+    content_scores: the gene model's head adds to coding labels the log-odds of a
+                  three-periodic 5th-order Markov chain of coding sequence against one of
+                  sequence outside genes, counted at the training genes (semiseg/content.py)
     orf_length_scores: the gene model's head adds learned scores of ORF length to start
                   codons (the ORF each opens) and stop codons (the longest ORF each can
                   close), semiseg/orflength.py
@@ -158,6 +161,7 @@ class CRFConfig:
     head: str = "semicrf"
     site_scores: bool = False
     orf_length_scores: bool = False
+    content_scores: bool = False
 
 
 @dataclass

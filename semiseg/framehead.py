@@ -16,7 +16,8 @@ acceptor labels' own channels, and with `site_scores` also by counted position w
 matrices of splice sites, start and stop codons (sites.SiteScores), whose learned
 weights are the only per-site parameters; with `orf_length_scores` start and stop codons
 also score the length of the open reading frame they open or close
-(orflength.OrfLengthScores).
+(orflength.OrfLengthScores); with `content_scores` CDS bases get the log-odds of a
+counted coding Markov chain (content.ContentScores).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from torch import Tensor, nn
 from .crf import Segmentation, log_partition, viterbi
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .seqmask import sequence_allowed
+from .content import ContentScores
 from .orflength import OrfLengthScores
 from .sites import SiteScores
 
@@ -44,11 +46,15 @@ class FrameHead(nn.Module):
             the matrices) to the emissions.
         orf_length_scores: add learned scores of ORF length to start and stop codons
             (orflength.OrfLengthScores).
+        content_scores: add the coding-content log-odds (content.ContentScores; train.py
+            counts the table) to the CDS labels.
     """
 
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
-                 site_scores: bool = False, orf_length_scores: bool = False):
+                 site_scores: bool = False, orf_length_scores: bool = False,
+                 content_scores: bool = False):
         super().__init__()
+        self.content = ContentScores(layout) if content_scores else None
         self.sites = SiteScores(layout) if site_scores else None
         self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
         self.layout = layout
@@ -115,6 +121,8 @@ class FrameHead(nn.Module):
             scores = scores + self.sites(codes).to(scores.dtype)
         if self.orf_length is not None:
             scores = scores + self.orf_length(codes, lengths).to(scores.dtype)
+        if self.content is not None:
+            scores = scores + self.content(codes).to(scores.dtype)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

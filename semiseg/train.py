@@ -428,6 +428,20 @@ def _count_sites(model, scheme, train_ds: Dataset) -> None:
               if none else ""))
 
 
+def _count_content(model, scheme, train_ds: Dataset) -> None:
+    """The coding-content table of crf.content_scores, counted at the training windows'
+    gold CDS and outside bases (semiseg/content.py)."""
+    from .content import ORDER, count_content
+    from .genome.frames import FrameLayout
+
+    table, n = count_content([x[:, :4] for x in train_ds.x], train_ds.y,
+                             FrameLayout.from_scheme(scheme))
+    model.crf.content.set(table)
+    ui.log(f"coding-content table (order {ORDER}) from {n['coding']:,} coding and "
+           f"{n['outside']:,} outside bases of the training windows"
+           + ("" if n["coding"] and n["outside"] else ": too few, the scores are 0"))
+
+
 def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | None = None,
           threads: int | None = None) -> dict:
     """Train; returns the final checkpoint's summary (best epoch, best F1, paths).
@@ -486,6 +500,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     if (getattr(model.encoder, "splice", None) is not None
             or getattr(model.crf, "sites", None) is not None):
         _count_sites(model, scheme, train_ds)
+    if getattr(model.crf, "content", None) is not None:
+        _count_content(model, scheme, train_ds)
     model.to(device)
     opt = _optimizer(model, cfg)
     schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))

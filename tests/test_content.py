@@ -1,0 +1,160 @@
+"""Coding-content scores (semiseg/content.py) against counts and scans of strings."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg.content import ORDER, PSEUDO, WORDS, ContentScores, content_channels, count_content
+from semiseg.genome.frames import FrameLayout
+from semiseg.genome.scheme import load_scheme
+
+COMP = str.maketrans("ACGTN", "TGCAN")
+
+
+def rc(s: str) -> str:
+    return s.translate(COMP)[::-1]
+
+
+def onehot(seq: str) -> np.ndarray:
+    x = np.zeros((len(seq), 4), np.float32)
+    for i, b in enumerate(seq):
+        if b in "ACGT":
+            x[i, "ACGT".index(b)] = 1
+    return x
+
+
+def codes_of(seq: str) -> torch.Tensor:
+    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
+
+
+def layout():
+    return FrameLayout.from_scheme(load_scheme("gene_structure"))
+
+
+def word_id(word: str) -> int:
+    v = 0
+    for b in word:
+        v = v * 4 + "ACGT".index(b)
+    return v
+
+
+def read_word(seq: str, t: int, strand: str) -> str | None:
+    """The ORDER+1 bases ending at t in the strand's direction, None off the sequence or
+    with an N."""
+    if strand == "+":
+        w = seq[t - ORDER:t + 1] if t >= ORDER else ""
+    else:
+        w = rc(seq[t:t + ORDER + 1]) if t + ORDER < len(seq) else ""
+    return w if len(w) == ORDER + 1 and set(w) <= set("ACGT") else None
+
+
+def test_table_matches_a_direct_count():
+    rng = random.Random(2)
+    lay = layout()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    cds = {s: [i for i, k in enumerate(kinds) if k == f"CDS{s}"] for s in "+-"}
+    outside = [i for i, k in enumerate(kinds) if k.startswith("outside:")]
+    seqs, golds = [], []
+    coding = np.zeros((3, WORDS))
+    background = np.zeros(WORDS)
+    for _ in range(3):
+        seq = "".join(rng.choice("ACGTTAAN" if rng.random() < 0.02 else "ACGT")
+                      for _ in range(500))
+        gold = np.full(len(seq), -1)
+        gold[:150] = outside[0]
+        for s, (a, b) in (("+", (150, 300)), ("-", (320, 480))):
+            c = rng.choice(cds[s])  # one frame for the whole run, as in a gene
+            gold[a:b] = c
+        for t, c in enumerate(gold):
+            for s in "+-":
+                w = read_word(seq, t, s)
+                if w is None:
+                    continue
+                if c in outside:
+                    background[word_id(w)] += 1
+                if c in cds[s]:
+                    pos = (t - lay.frame[c]) % 3  # base of the left-to-right codon
+                    coding[pos if s == "+" else 2 - pos, word_id(w)] += 1
+        seqs.append(onehot(seq))
+        golds.append(gold)
+    table, n = count_content(seqs, golds, lay)
+    assert n == {"coding": int(coding.sum()), "outside": int(background.sum())}
+    for j in range(3):
+        for w in np.flatnonzero(coding[j] + background)[:200]:
+            ctx = w - w % 4
+            pc = (coding[j, w] + PSEUDO) / (coding[j, ctx:ctx + 4].sum() + 4 * PSEUDO)
+            pn = (background[w] + PSEUDO) / (background[ctx:ctx + 4].sum() + 4 * PSEUDO)
+            assert table[j, w] == pytest.approx(math.log(pc) - math.log(pn), abs=1e-5)
+
+
+def test_no_coding_bases_give_a_zero_table():
+    table, n = count_content([onehot("ACGT" * 10)], [np.full(40, -1)], layout())
+    assert n["coding"] == 0 and not table.any()
+
+
+def random_table(seed: int) -> torch.Tensor:
+    return torch.from_numpy(np.random.default_rng(seed).normal(size=(3, WORDS))).float()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_channels_match_string_scans_on_both_strands(seed):
+    r = random.Random(seed)
+    seq = "".join(r.choice("ACGT") for _ in range(60)) + "N" + "".join(
+        r.choice("ACGT") for _ in range(30))
+    table = random_table(seed)
+    got = content_channels(codes_of(seq), table)
+    for s in "+-":
+        for t in range(len(seq)):
+            w = read_word(seq, t, s)
+            want = [0.0] * 3 if w is None else [float(table[j, word_id(w)]) for j in range(3)]
+            np.testing.assert_allclose(got[s][0, t].numpy(), want, atol=1e-6)
+
+
+def test_head_scores_each_cds_label_at_its_codon_position():
+    """A CDS label of frame f at base t gets the table value of t's codon position in
+    its gene's direction, times the weight; every other label 0."""
+    lay = layout()
+    m = ContentScores(lay)
+    m.set(random_table(3).numpy())
+    with torch.no_grad():
+        m.weight.fill_(1.7)
+    r = random.Random(3)
+    seq = "".join(r.choice("ACGT") for _ in range(40))
+    got = m(codes_of(seq))[0].detach().numpy()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    for c, kind in enumerate(kinds):
+        for t in range(len(seq)):
+            if kind in ("CDS+", "CDS-"):
+                s = kind[-1]
+                pos = (t - lay.frame[c]) % 3
+                j = pos if s == "+" else 2 - pos
+                w = read_word(seq, t, s)
+                want = 0.0 if w is None else 1.7 * float(m.table[j, word_id(w)])
+            else:
+                want = 0.0
+            assert got[t, c] == pytest.approx(want, abs=1e-5), (kind, t)
+
+
+def test_reverse_complement_swaps_the_strands():
+    r = random.Random(8)
+    seq = "".join(r.choice("ACGT") for _ in range(80))
+    table = random_table(8)
+    fwd = content_channels(codes_of(seq), table)
+    back = content_channels(codes_of(rc(seq)), table)
+    np.testing.assert_allclose(back["-"][0].numpy()[::-1], fwd["+"][0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(back["+"][0].numpy()[::-1], fwd["-"][0].numpy(), atol=1e-6)
+
+
+def test_content_scores_need_the_gene_model():
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.errors import SemisegError
+
+    cfg = load_config("configs/demo.yaml", ["crf.content_scores=true", "crf.head=argmax"])
+    with pytest.raises(SemisegError, match="content_scores"):
+        build_model(cfg, 4, 5)
