@@ -3,7 +3,8 @@
 # checkpoints back (one archive per run under $OUT, or results/ without it) to be scored
 # elsewhere (benchmarks/score_gene_runs.py). Run on the GPU machine from the repository
 # root:
-#   bash benchmarks/train_variants_gpu.sh LIMIT_SECONDS "NAME [--set k=v ...]" ...
+#   bash benchmarks/train_variants_gpu.sh LIMIT_SECONDS "NAME[:S,S..] [--set k=v ...]" ...
+# (NAME:1,2 trains seeds 1 and 2 of that variant)
 # Environment: CONFIG (default configs/demo.yaml), SEEDS (default "0 1 2"),
 # GPUTEST="tests/..." also runs those GPU tests alongside.
 # Each run stops at LIMIT_SECONDS (SIGINT: last.pt and best.pt keep the last complete
@@ -24,8 +25,10 @@ fi
 t0=$(date +%s)
 for variant in "$@"; do
   set -- $variant
-  name=$1; shift
-  for s in $SEEDS; do
+  name=${1%%:*}; seeds=$SEEDS
+  [[ "$1" == *:* ]] && seeds=$(echo "${1#*:}" | tr , ' ')
+  shift
+  for s in $seeds; do
     timeout -s INT "$LIMIT" python -m semiseg.cli train --config "$CONFIG" \
         --out runs/${name}_s$s --set train.seed=$s "$@" --threads 1 --quiet \
         > logs/${name}_s$s.log 2>&1 &
