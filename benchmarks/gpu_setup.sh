@@ -6,4 +6,4 @@ if ls .whlg/*.whl >/dev/null 2>&1; then
     .whlg/annotated_doc* .whlg/click* 2>&1 | tail -2
 fi
 export PYTHONPATH=.
-python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml" || exit 1
+python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml, semiseg.cli" || exit 1
