@@ -170,6 +170,11 @@ class TrainConfig:
 
     epochs, batch_size: windows per batch
     lr, weight_decay:  AdamW
+    crf_lr_scale:      the CRF head's own parameters (transitions, durations, start/end
+                       scores, the gene model's site weights and ORF-length curves) learn
+                       at this multiple of lr: Adam moves a parameter by about lr per step
+                       at most, so over a few hundred steps a table entry moves about one
+                       unit, where a duration or transition score may need tens
     warmup_epochs:     linear warm-up (in epochs, fractions allowed), then cosine decay
     grad_clip:         maximum gradient norm (0 = off)
     patience:          early stopping after this many epochs without a better
@@ -192,6 +197,7 @@ class TrainConfig:
     batch_size: int = 8
     lr: float = 3e-3
     weight_decay: float = 0.01
+    crf_lr_scale: float = 1.0
     warmup_epochs: float = 1.0
     grad_clip: float = 1.0
     patience: int = 5
@@ -263,7 +269,7 @@ POSITIVE = {
     "inputs.bin_size", "windows.size", "model.channels", "model.kernel_size",
     "model.stem_kernel", "model.max_dilation", "model.lstm_hidden", "model.resolution",
     "crf.max_duration", "train.epochs", "train.batch_size", "train.world_size",
-    "annotate.window",
+    "annotate.window", "train.crf_lr_scale",
     "annotate.max_decode_steps", "annotate.batch_steps",
 }
 NON_NEGATIVE = {

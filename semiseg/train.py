@@ -206,7 +206,7 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     for i in range(0, len(order), bs):
         lr = schedule.lr(state.step)
         for g in opt.param_groups:
-            g["lr"] = lr
+            g["lr"] = lr * g.get("lr_scale", 1.0)
         batch = order[i:i + bs]
         idx = shard(batch, ctx)
         weight = ctx.world_size / len(batch)
@@ -340,12 +340,21 @@ def _set_rng_state(state: dict) -> None:
 
 
 def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
-    """AdamW; weight decay on the encoder's and emission layer's matrices only."""
-    decay, no_decay = [], []
+    """AdamW; weight decay on the encoder's and emission layer's matrices only; the CRF
+    head's own parameters (everything outside encoder and emit) at train.crf_lr_scale
+    times the learning rate (each group's "lr_scale", applied by train_epoch)."""
+    decay, no_decay, head = [], [], []
     for name, p in model.named_parameters():
-        (decay if p.dim() >= 2 and name.startswith(("encoder", "emit")) else no_decay).append(p)
-    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.train.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.train.lr)
+        if not name.startswith(("encoder", "emit")):
+            head.append(p)
+        elif p.dim() >= 2:
+            decay.append(p)
+        else:
+            no_decay.append(p)
+    groups = [{"params": decay, "weight_decay": cfg.train.weight_decay, "lr_scale": 1.0},
+              {"params": no_decay, "weight_decay": 0.0, "lr_scale": 1.0},
+              {"params": head, "weight_decay": 0.0, "lr_scale": cfg.train.crf_lr_scale}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.train.lr)
 
 
 def _checkpoint(model, opt, state: RunState, schedule: Schedule, cfg: Config, scheme, data,

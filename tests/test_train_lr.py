@@ -1,0 +1,51 @@
+"""train.crf_lr_scale: the CRF head's own parameters learn at a multiple of the rate.
+
+Oracle: Adam's first step moves every parameter with a non-zero gradient by the
+learning rate (m / sqrt(v) = +-1 after one step, up to eps), whatever the gradient's size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+
+@pytest.mark.parametrize("scale", [1.0, 25.0])
+def test_the_head_moves_scale_times_further_in_the_first_step(tmp_path, scale):
+    from semiseg import ui
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.genome.synth import gc_island_task
+    from semiseg.train import RunState, Schedule, _load_data, _optimizer, train_epoch
+
+    cfg = {**gc_island_task(tmp_path, np.random.default_rng(1), {"a": 4000}),
+           "windows": {"chroms": ["a"], "size": 2000, "valid_fraction": 0.0},
+           "model": {"channels": 8, "layers": 1, "kernel_size": 3, "stem_kernel": 3,
+                     "max_dilation": 1, "resolution": 10, "dropout": 0.0},
+           "crf": {"max_duration": 8},
+           "train": {"epochs": 1, "batch_size": 2, "lr": 1e-3, "warmup_epochs": 0,
+                     "grad_clip": 0, "weight_decay": 0.0, "crf_lr_scale": scale},
+           "device": "cpu"}
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    ui.set_quiet(True)
+    c = load_config(tmp_path / "cfg.yaml")
+    _, scheme, columns, train_ds, _ = _load_data(c)
+    torch.manual_seed(0)
+    model, _ = build_model(c, len(columns), len(scheme.names))
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = _optimizer(model, c)
+    sched = Schedule(total=10 ** 6, warmup=0, base_lr=1e-3)  # flat over one step
+    state = RunState()
+    train_epoch(model, opt, train_ds, c, 1, state, sched, torch.device("cpu"), False)
+    assert state.step >= 1
+    for name, p in model.named_parameters():
+        moved = (p.detach() - before[name]).abs()
+        moved = moved[moved > 0]
+        if not len(moved):
+            continue
+        want = 1e-3 * (scale if name.startswith("crf") else 1.0) * state.step
+        assert float(moved.max()) <= want * 1.001, name
+        if state.step == 1:
+            assert float(moved.max()) == pytest.approx(want, rel=1e-3), name
