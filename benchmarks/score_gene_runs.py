@@ -42,6 +42,7 @@ from gene_metrics import (  # noqa: E402
     read_gff_genes,
 )
 
+from semiseg.evaluate import _fill  # noqa: E402
 from semiseg.intervals import read_segments, read_truth  # noqa: E402
 from semiseg.metrics import add_segment_counts, new_segment_counts, prf  # noqa: E402
 
@@ -54,21 +55,17 @@ THREE = (0, 1, 2)
 
 
 def labels(track, chrom: str, lo: int, hi: int) -> np.ndarray:
-    """Label indices over [lo, hi) (intergenic where nothing is given)."""
-    a = np.zeros(hi - lo, np.int64)
-    if chrom in track.intervals:
-        starts, ends, names = track.intervals[chrom]
-        for i in np.argsort(starts, kind="stable"):
-            s, e = max(int(starts[i]), lo), min(int(ends[i]), hi)
-            if s < e and names[i] in NAMES:
-                a[s - lo:e - lo] = NAMES.index(names[i])
-    return a
+    """Label indices over [lo, hi), painted as `semiseg evaluate` paints them (intergenic
+    where nothing is given, -1 in gaps of the truth)."""
+    return _fill(hi, track, chrom, {n: i for i, n in enumerate(NAMES)}, 0)[lo:hi]
 
 
 def scores(pred: np.ndarray, truth: np.ndarray) -> dict:
-    """Macro F1, exact segment F1, exact boundary F1 and boundary F1 +-20 over THREE."""
+    """Macro F1, exact segment F1, exact boundary F1 and boundary F1 +-20 over THREE,
+    counted as `semiseg evaluate` counts them."""
     C = len(NAMES)
-    conf = np.bincount(truth * C + pred, minlength=C * C).reshape(C, C)
+    ok = (truth >= 0) & (pred >= 0)
+    conf = np.bincount(truth[ok] * C + pred[ok], minlength=C * C).reshape(C, C)
     out = {"macro F1": [], "exact segment F1": [], "exact boundary F1": [],
            "boundary F1 +-20": []}
     seg0, seg20 = new_segment_counts(C), new_segment_counts(C)
