@@ -8,7 +8,7 @@ segment F1, exact boundary F1, and predicted introns (exactly right / predicted 
 Only the chrII columns choose; chrI is printed for the record.
 
     python benchmarks/intron_penalty_grid.py [--model semiseg/models/yeast_cds_frames.pt]
-        [--penalties 0,2,4,8,10000]
+        [--penalties 0,2,4,8,10000] [--rc on|off]
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ def main(argv=None) -> None:
                                                     "yeast_cds_frames.pt"))
     ap.add_argument("--penalties", default="0,2,4,8,10000")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rc", choices=["on", "off"], default="off",
+                    help="average the reverse complement's emissions in (annotate's "
+                         "--reverse-complement)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     ckpt = load_checkpoint(args.model)
@@ -77,7 +80,7 @@ def main(argv=None) -> None:
         fasta = Fasta(os.path.join(YEAST, f"{chrom}.fa"))
         data = GenomeData.from_config(ckpt["genome"], fasta)
         ann = Annotator(ckpt, data, torch.device("cpu"), 100000, 5000, 2_000_000,
-                        2_000_000, reverse_complement=True)
+                        2_000_000, reverse_complement=args.rc == "on")
         L = dict(fasta.chrom_sizes)[chrom]
         em[chrom] = ann.emissions(Item(chrom, 0, L))[0]
         tru[chrom] = truth_labels(scheme, chrom, L)

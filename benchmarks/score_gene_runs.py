@@ -2,7 +2,7 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+        [--rc on|off] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
 annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
@@ -109,6 +109,9 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     model = os.path.join(d, "best.pt")
     extra = [] if args.penalty is None else ["--intron-penalty", str(args.penalty)]
     tag = "" if args.penalty is None else f".p{args.penalty:g}"
+    if args.rc is not None:
+        extra += ["--reverse-complement", args.rc]
+        tag += f".rc{args.rc}"
     row = {}
     if not args.no_valid:
         region = os.path.join(d, "valid_region.bed")
@@ -159,6 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("groups", nargs="+", help="GROUP=RUN_DIR[,RUN_DIR...]")
     ap.add_argument("--penalty", type=float, default=None,
                     help="annotate --intron-penalty (default: the model's own)")
+    ap.add_argument("--rc", choices=["auto", "on", "off"], default=None,
+                    help="annotate --reverse-complement (default: the model's own)")
     ap.add_argument("--no-chrI", action="store_true")
     ap.add_argument("--no-valid", action="store_true")
     ap.add_argument("--threads", type=int, default=2)

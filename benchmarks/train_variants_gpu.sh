@@ -41,7 +41,7 @@ for r in runs/*; do
   tail -1 $r/metrics.tsv 2>/dev/null | cut -f1-5,10-
   [ -f $r/best.pt ] && tar czf "$OUTDIR/$(basename $r).tgz" $r/best.pt $r/metrics.tsv $r/config.yaml
 done
-tail -3 logs/*.log | grep -i "error\|traceback" | head
+tail -n 3 -q logs/*.log | grep -i "error\|traceback" | head
 [ -f logs/gputest.log ] && tail -5 logs/gputest.log
 tar czf "$OUTDIR/logs.tgz" logs
 ls -la "$OUTDIR" | tail -n +2 | wc -l

@@ -438,9 +438,11 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
     penalty = _at_least_zero("--intron-penalty", acfg.intron_penalty
                              if intron_penalty is None else intron_penalty)
-    if penalty and not hasattr(ann.model.crf, "intron_penalty"):
-        raise SemisegError("--intron-penalty: only the gene model (crf.frames with the "
-                           "semi-CRF head) has introns to penalise")
+    if not hasattr(ann.model.crf, "intron_penalty"):
+        if intron_penalty:
+            raise SemisegError("--intron-penalty: only the gene model (crf.frames with the "
+                               "semi-CRF head) has introns to penalise")
+        penalty = 0.0  # a config's value on a model without introns (an argmax head)
     if penalty:
         ann.model.crf.intron_penalty = penalty
     precision = _at_least_zero("--signal-precision", acfg.signal_precision

@@ -35,6 +35,7 @@ SCHEME = {
         {"name": "intron+", "role": "intron", "strand": "+", "color": [130, 180, 240]},
         {"name": "intron-", "role": "intron", "strand": "-", "color": [240, 150, 150]},
     ],
+    "min_intron": 60,
 }
 
 SETTINGS = {
@@ -46,12 +47,14 @@ SETTINGS = {
               "trunk_pool": 8, "fine_channels": 32, "fine_layers": 3,
               "orf_features": True},
     "crf": {"max_duration": 256, "duration": "learned", "boundaries": False,
-            "start_end": True, "centering": "none", "frames": True},
-    "train": {"epochs": 30, "batch_size": 8, "lr": 0.002, "weight_decay": 0.01,
+            "start_end": True, "centering": "none", "frames": True, "site_scores": True,
+            "orf_length_scores": True},
+    "train": {"epochs": 30, "batch_size": 8, "lr": 0.002, "crf_lr_scale": 20,
+              "weight_decay": 0.01,
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 10, "seed": 0,
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
-                 "intron_penalty": 8.0},
+                 "reverse_complement": "off", "intron_penalty": 2.0},
     "device": "auto",
 }
 
@@ -135,7 +138,8 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     ui.log("step 2/3: annotate chrI at 1 bp")
     prefix = str(out / "annotation")
     annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
-             device=cfg.device, intron_penalty=cfg.annotate.intron_penalty)
+             device=cfg.device, intron_penalty=cfg.annotate.intron_penalty,
+             reverse_complement=cfg.annotate.reverse_complement)
     t2 = time.perf_counter()
     ui.log("step 3/3: evaluate against the SGD annotation of chrI")
     scheme = LabelScheme.from_dict(SCHEME)

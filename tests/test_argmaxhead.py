@@ -61,10 +61,53 @@ def test_the_argmax_model_swaps_strands_under_reverse_complement():
     from semiseg.genome import load_scheme
     from semiseg.model import Segmenter
 
-    cfg = load_config("configs/demo.yaml", ["crf.head=argmax"])
+    cfg = load_config("configs/demo.yaml", ["crf.head=argmax", "crf.site_scores=false",
+                                            "crf.orf_length_scores=false"])
     scheme = load_scheme(cfg.labels.scheme)
     model = Segmenter(4, len(scheme.names), cfg, scheme=scheme)
     assert model.channel_swap.tolist() == [0, 2, 1, 4, 3, 5 + 3, 5 + 2, 5 + 1, 5 + 0]
     with pytest.raises(SemisegError, match="crf.head"):
         Segmenter(4, 5, load_config("configs/demo.yaml",
-                                    ["crf.head=argmax", "crf.frames=false"]), scheme=scheme)
+                                    ["crf.head=argmax", "crf.frames=false",
+                                     "crf.site_scores=false", "crf.orf_length_scores=false"]),
+                  scheme=scheme)
+
+
+def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
+    """The demo config with crf.head=argmax keeps annotate.intron_penalty: annotating
+    with the config's value must work (nothing to penalise); asking for one on the
+    command line is a one-line error, and leaves no output."""
+    import copy
+    import os
+
+    import pytest
+
+    from semiseg.annotate import annotate
+    from semiseg.checkpoint import checkpoint_config, load_checkpoint, save_checkpoint
+    from semiseg.errors import SemisegError
+    from semiseg.genome import Fasta
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    ckpt = load_checkpoint(os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt"))
+    ckpt = copy.deepcopy(ckpt)
+    ckpt["config"]["crf"].update(head="argmax", site_scores=False, orf_length_scores=False)
+    ckpt["config"]["annotate"]["intron_penalty"] = 2.0
+    from semiseg.genome import load_scheme
+    from semiseg.model import Segmenter
+
+    cfg = checkpoint_config(ckpt)
+    torch.manual_seed(0)
+    model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
+                      scheme=load_scheme(cfg.labels.scheme))
+    ckpt["model"] = model.state_dict()
+    path = tmp_path / "argmax.pt"
+    save_checkpoint(ckpt, path)
+    with Fasta(os.path.join(root, "data", "yeast", "chrI.fa")) as fa:
+        seq = fa.fetch("chrI", 30000, 33000)
+    fasta = tmp_path / "s.fa"
+    fasta.write_text(f">s\n{seq}\n")
+    annotate(str(path), str(fasta), str(tmp_path / "a"), device="cpu")
+    assert (tmp_path / "a.bed").stat().st_size > 0
+    with pytest.raises(SemisegError, match="--intron-penalty"):
+        annotate(str(path), str(fasta), str(tmp_path / "b"), device="cpu", intron_penalty=2.0)
+    assert not list(tmp_path.glob("b.*"))
