@@ -126,43 +126,6 @@ def test_long_sequences_against_naive_dp(form, monkeypatch):
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_duration_caps_per_label(form, monkeypatch):
-    """Labels whose durations are -inf past some length (the kernels stop each label's
-    window at its longest finite duration): a 1-bp label, a fixed 3-bp one, one capped
-    at 4 and one free, against brute force and the plain dynamic programme with
-    autograd, log Z, every gradient and Viterbi."""
-    B, T, C, K = 2, 7, 4, 6
-    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=41)
-    db = kw["duration_bias"]
-    db[1:, 0] = -math.inf          # 1 bp only
-    db[:, 1] = -math.inf           # exactly 3 bp
-    db[2, 1] = 0.3
-    db[4:, 2] = -math.inf          # at most 4
-    _check_chunks(kw, chunks=(None, 2), monkeypatch=monkeypatch)
-    monkeypatch.setattr(cpu, "CHUNK", 7)
-    T = 60
-    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=42, lengths=[T, 43])
-    kw["duration_bias"][1:, 0] = -math.inf
-    kw["duration_bias"][:, 1] = -math.inf
-    kw["duration_bias"][2, 1] = 0.3
-    kw["duration_bias"][4:, 2] = -math.inf
-    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
-    args, opts = split({**kw, **leaves})
-    want = naive_dp(*args, **opts)
-    got = log_partition(*args, **opts, backend="numba")
-    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
-    names = list(leaves)
-    g_want = torch.autograd.grad(want.sum(), [leaves[n] for n in names])
-    g_got = torch.autograd.grad(got.sum(), [leaves[n] for n in names])
-    for n, a, b in zip(names, g_got, g_want):
-        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
-    args_d, opts_d = split(kw)
-    seg = viterbi(*args_d, **opts_d, backend="numba")
-    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
-    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
-
-
-@pytest.mark.parametrize("form", FORMS)
 def test_matches_torch_backend(form):
     """A mid-sized batch (several chunks, variable lengths, every input) against the torch
     backend in float64: log Z, every gradient, Viterbi score and marginals."""

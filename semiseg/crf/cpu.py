@@ -97,9 +97,6 @@ class _Arrays:
         self.db = np.ascontiguousarray(db)  # (K, C)
         self.db_t = np.ascontiguousarray(db.T)  # (C, K), d = k + 1
         self.db_rev = np.ascontiguousarray(db[::-1].T)  # (C, K), window index i: d = K - i
-        # per label, the longest duration with a finite bias (the kernels skip the rest)
-        finite = np.isfinite(db)
-        self.kc = np.where(finite.any(0), K - np.argmax(finite[::-1], axis=0), 0).astype(np.int64)
         # linear-space copies for the factorised kernels: exp(db - dbm[c]) <= 1
         top = db.max(axis=0)
         self.dbm = np.where(np.isfinite(top), top, 0.0)
@@ -121,11 +118,10 @@ class _Arrays:
         self.n_chunks = -(-(T + 1) // self.n)
 
     def common(self, b: int):
-        """The per-sequence inputs of sequence b, as the kernels take them first (and
-        the per-label duration caps kc, shared)."""
+        """The per-sequence inputs of sequence b, as the kernels take them first."""
         return (self.f[b], self.ps[b % self.ps.shape[0]], self.pe[b % self.pe.shape[0]],
                 self.alw[b % self.alw.shape[0]], self.has_ps, self.has_pe, self.has_alw,
-                int(self.lengths[b]), self.kc)
+                int(self.lengths[b]))
 
 
 def forward(x: CRFInputs):

@@ -17,10 +17,7 @@ The ring `ring[c, q, 0:2K]` holds G in Q rotated copies (copy q, slot s: residue
 (q - s - 1) mod Q), each slot written twice (s mod K and s mod K + K), so that boundary
 t reads copy t mod Q over the contiguous window [t mod K, t mod K + K), ordered
 d = K..1. `allowed` costs nothing: lo[c] is the earliest start a segment of c ending at
-t may have (one past the last disallowed position), so dmax(c) = min(kc[c], t - lo[c]), where
-kc[c] <= K is the longest duration with a finite duration_bias for label c (longer
-segments score -inf: skipping them is exact, and labels of fixed short duration, such
-as the gene model's codons and splice sites, cost a few steps instead of K).
+t may have (one past the last disallowed position), so dmax(c) = min(K, t - lo[c]).
 
 Fully duration-dependent form (Q >= K), O(L K C^2): rings of alpha_s (slot-major,
 (2K, C)) and P_s ((C, 2K)); the first segment (s = 0) takes start[c] in place of a
@@ -275,7 +272,7 @@ def _gammas(alpha, trT, etrT, trm, ea, gam):
 
 
 @njit(cache=True)
-def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_rev, edb_rev,
+def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
              dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
     S = 0). Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those
@@ -300,7 +297,7 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_
         if t > 0:
             j, q = t % K, t % Q
             for c in range(C):
-                dmax = min(kc[c], t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
+                dmax = min(K, t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
                 sm = _dot(lring[c, q], j + K - dmax, edb_rev[c], K - dmax, dmax)
                 if sm >= TINY:
                     alpha[c] = A[c] + R[c] + dbm[c] + math.log(sm)
@@ -337,7 +334,7 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_
 
 
 @njit(cache=True, nogil=True)
-def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_rev,
+def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
                 edb_rev, dbm, start, end, n, ck_ring, ck_lo, alpha_end):
     """log Z of one sequence; fills the checkpoints and alpha_L."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
@@ -360,7 +357,7 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, 
             for q in range(Q):
                 for i in range(K):
                     ck_ring[k, c, q, i] = ring[c, q, i]
-        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_rev,
+        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
                          edb_rev, dbm, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
                          none.reshape(0, 1, C), none)
     z = NEG
@@ -446,7 +443,7 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
 
 
 @njit(cache=True, nogil=True)
-def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trq, etrq, trqm, trT, etrT,
+def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
                  trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo,
                  alpha_end, z, w,
                  g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
@@ -484,7 +481,7 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trq, etrq, trqm
                     ring[c, q, i + K] = ck_ring[k, c, q, i]
             lo[c] = ck_lo[k, c]
         _relinearise(ring, lring, R)
-        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, etrT, trm, db_rev, edb_rev,
+        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
                  dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
         if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
             for c in range(C):
@@ -508,7 +505,7 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trq, etrq, trqm
                     # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
                     # the marginals of the segments (s, d, c) from the same exponentials
                     P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                    dmax = min(kc[c], hi[c] - s)
+                    dmax = min(K, hi[c] - s)
                     st = 0.0
                     # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
                     for d0 in range(dmax):
@@ -602,7 +599,7 @@ def _label_marginals(g_ps, g_pe, g_sc, L):
 
 
 @njit(cache=True, nogil=True)
-def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, db_rev, start, end,
+def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
                 n, bp_d, bp_c, labels, seg_start):
     """Best score of one sequence; fills its labels and segment starts."""
     C, Q = bp_c.shape[2], bp_c.shape[1]
@@ -623,7 +620,7 @@ def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trT, db_rev, sta
         if t > 0:
             j, q = t % K, t % Q
             for c in range(C):
-                dmax = min(kc[c], t - lo[c])
+                dmax = min(K, t - lo[c])
                 m, i = _argmax2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
                 alpha[c] = A[c] + m
                 bp_d[t, c] = dmax - i
@@ -714,7 +711,7 @@ def _dd_push(aring, pring, alpha, P, t, K):
 
 
 @njit(cache=True)
-def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, start,
+def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
             aring, pring, lo, S, t0, t1, alphas, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state; like `_fac_run`."""
     C = lo.shape[0]
@@ -730,7 +727,7 @@ def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, star
         if t > 0:
             j = t % K
             for c in range(C):
-                dmax = min(kc[c], t - lo[c])
+                dmax = min(K, t - lo[c])
                 # a first segment [0, t) of label c, when allowed
                 v0 = start[c] + pring[c, j + K - t] + db_rev[c, K - t] if dmax >= t else NEG
                 v, _ = _dd_window(aring, pring[c], tr_rev[c], db_rev[c], j, K, dmax, v0,
@@ -747,7 +744,7 @@ def _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, star
 
 
 @njit(cache=True, nogil=True)
-def dd_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, start, end,
+def dd_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
                n, ck_a, ck_p, ck_lo, alpha_end):
     """log Z of one sequence; fills the checkpoints and alpha_L."""
     K, C = ck_a.shape[1], ck_a.shape[2]
@@ -767,7 +764,7 @@ def dd_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, s
             for i in range(K):
                 ck_a[k, i, c] = aring[i, c]
                 ck_p[k, c, i] = pring[c, i]
-        alpha = _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, start,
+        alpha = _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
                         aring, pring, lo, S, t0, min(t0 + n, L + 1), none, none)
     z = NEG
     for c in range(C):
@@ -803,7 +800,7 @@ def _dd_segments(trp, u, alpha_s, z, w, g_tr, seg, beta, nk):
 
 
 @njit(cache=True, nogil=True)
-def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trp, tr_rev, db, db_rev,
+def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trp, tr_rev, db, db_rev,
                 start, end, n, ck_a, ck_p, ck_lo, alpha_end, z, w,
                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
     """Gradients of w * log Z of one sequence (trp, g_tr as (c', (d-1, c)), g_db (d-1, c))."""
@@ -833,7 +830,7 @@ def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trp, tr_rev, db,
                 pring[c, i + K] = ck_p[k, c, i]
         for c in range(C):
             lo[c] = ck_lo[k, c]
-        _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, start,
+        _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
                 aring, pring, lo, S, t0, t1, alphas, Ss)
         if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
             for i in range(2 * K):
@@ -857,7 +854,7 @@ def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trp, tr_rev, db,
                 for d0 in range(dtop):
                     for c in range(C):
                         P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                        ok = d0 < min(kc[c], hi[c] - s)
+                        ok = d0 < hi[c] - s
                         u[d0 * C + c] = P + db[d0, c] + hring[j + d0, c] if ok else NEG
                         seg[d0 * C + c] = 0.0
                 if s == 0:  # the first segment: start in place of a predecessor
@@ -888,7 +885,7 @@ def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, trp, tr_rev, db,
 
 
 @njit(cache=True, nogil=True)
-def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, start, end,
+def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start, end,
                n, bp_d, bp_c, labels, seg_start):
     """Best score of one sequence; fills its labels and segment starts."""
     C = start.shape[0]
@@ -909,7 +906,7 @@ def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, kc, tr_rev, db_rev, s
         if t > 0:
             j = t % K
             for c in range(C):
-                dmax = min(kc[c], t - lo[c])
+                dmax = min(K, t - lo[c])
                 v0 = start[c] + pring[c, j + K - t] + db_rev[c, K - t] if dmax >= t else NEG
                 m, ik = _dd_window(aring, pring[c], tr_rev[c], db_rev[c], j, K, dmax, v0,
                                    True)
