@@ -107,8 +107,10 @@ def annotate(model: str, out: str, fasta: str, extra: list[str], threads: int) -
 
 def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     model = os.path.join(d, "best.pt")
-    extra = [] if args.penalty is None else ["--intron-penalty", str(args.penalty)]
-    tag = "" if args.penalty is None else f".p{args.penalty:g}"
+    argmax = "head: argmax" in open(os.path.join(d, "config.yaml")).read()
+    extra = [] if args.penalty is None or argmax else ["--intron-penalty", str(args.penalty)]
+    tag = "" if args.penalty is None else f".p{args.penalty:g}"  # (no introns to penalise
+    # in an argmax-head run: its files carry the tag of the group's command all the same)
     if args.rc is not None:
         extra += ["--reverse-complement", args.rc]
         tag += f".rc{args.rc}"
