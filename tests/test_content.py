@@ -155,6 +155,7 @@ def test_content_scores_need_the_gene_model():
     from semiseg.config import load_config
     from semiseg.errors import SemisegError
 
-    cfg = load_config("configs/demo.yaml", ["crf.content_scores=true", "crf.head=argmax"])
+    cfg = load_config("configs/demo.yaml", ["crf.content_scores=true", "crf.head=argmax",
+                                            "crf.site_scores=false", "crf.orf_length_scores=false"])
     with pytest.raises(SemisegError, match="content_scores"):
         build_model(cfg, 4, 5)

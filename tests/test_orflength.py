@@ -199,6 +199,7 @@ def test_orf_length_scores_need_the_gene_model():
     from semiseg.config import load_config
     from semiseg.errors import SemisegError
 
-    cfg = load_config("configs/demo.yaml", ["crf.orf_length_scores=true", "crf.head=argmax"])
+    cfg = load_config("configs/demo.yaml", ["crf.orf_length_scores=true", "crf.head=argmax",
+                                            "crf.site_scores=false", "crf.content_scores=false"])
     with pytest.raises(SemisegError, match="orf_length_scores"):
         build_model(cfg, 4, 5)

@@ -253,7 +253,8 @@ def test_site_scores_need_the_gene_model():
     from semiseg.config import load_config
     from semiseg.errors import SemisegError
 
-    cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "crf.head=argmax"])
+    cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "crf.head=argmax",
+                                            "crf.orf_length_scores=false", "crf.content_scores=false"])
     with pytest.raises(SemisegError, match="site_scores"):
         build_model(cfg, 4, 5)
 
