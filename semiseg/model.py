@@ -234,6 +234,9 @@ class Segmenter(nn.Module):
         if self.pool != 1 or not cfg.inputs.sequence:
             raise SemisegError("crf.frames: reading frames need model.resolution = "
                                "inputs.bin_size = 1 and inputs.sequence: true")
+        if c.max_duration < 3 and c.head != "argmax":
+            raise SemisegError(f"crf.max_duration: the gene model needs at least 3 (start "
+                               f"and stop codons are 3-bp segments), got {c.max_duration}")
         layout = FrameLayout.from_scheme(scheme)
         self.encoder = GeneEncoder(
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,

@@ -556,3 +556,17 @@ def test_intron_penalty_is_a_score_taken_from_each_intron():
     first_exon = next(i for i, n in enumerate(names) if not n[:-1] in ("intron", "acceptor",
                                                                        "donor"))
     assert not [n for n in names[first_exon:] if n[:-1] in ("intron", "acceptor", "donor")]
+
+
+def test_the_gene_model_needs_room_for_a_codon():
+    """K < 3 cannot hold a start or stop codon segment: a one-line error, not a model
+    that can never place a complete gene."""
+    import pytest
+
+    from semiseg.checkpoint import build_model
+    from semiseg.config import load_config
+    from semiseg.errors import SemisegError
+
+    with pytest.raises(SemisegError, match="crf.max_duration.*at least 3"):
+        build_model(load_config("configs/demo.yaml", ["crf.max_duration=2"]), 4, 5)
+    build_model(load_config("configs/demo.yaml", ["crf.max_duration=3"]), 4, 5)
