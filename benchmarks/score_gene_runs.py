@@ -2,7 +2,7 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--rc on|off] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+        [--rc on|off] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
 annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
@@ -114,30 +114,58 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     if args.rc is not None:
         extra += ["--reverse-complement", args.rc]
         tag += f".rc{args.rc}"
-    row = {}
+    valid = chrI = None
     if not args.no_valid:
         region = os.path.join(d, "valid_region.bed")
         with open(region, "w") as fh:
             fh.write(f"chrII\t{VALID_START}\t{SIZES['chrII']}\n")
-        out = os.path.join(d, f"valid{tag}")
-        annotate(model, out, os.path.join(YEAST, "chrII.fa"),
+        valid = os.path.join(d, f"valid{tag}.bed")
+        annotate(model, valid[:-4], os.path.join(YEAST, "chrII.fa"),
                  extra + ["--regions", region], args.threads)
-        p = read_segments(out + ".bed")
+    if not args.no_chrI:
+        chrI = os.path.join(d, f"chrI{tag}.bed")
+        annotate(model, chrI[:-4], os.path.join(YEAST, "chrI.fa"), extra, args.threads)
+    genes = None if chrI is None else read_gff_genes(chrI[:-4] + ".gff3", ["chrI"])
+    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes)
+
+
+def score_beds(valid: str | None, chrI: str | None, chrI_genes, truth_tracks, seqs,
+               truth_genes) -> dict:
+    """One row from label BEDs: `valid` covering chrII's held-out part (a whole-chrII BED
+    is fine: only the region is scored), `chrI` covering chrI with its gene models
+    `chrI_genes`; either may be None."""
+    row = {}
+    if valid is not None:
+        p = read_segments(valid)
         lo, hi = VALID_START, SIZES["chrII"]
         s = scores(labels(p, "chrII", lo, hi), labels(truth_tracks["chrII"], "chrII", lo, hi))
         row.update({f"valid {k}": v for k, v in s.items()})
         row["valid introns right/pred"] = introns(p, truth_tracks["chrII"], "chrII", lo, hi)
-    if not args.no_chrI:
-        out = os.path.join(d, f"chrI{tag}")
-        annotate(model, out, os.path.join(YEAST, "chrI.fa"), extra, args.threads)
-        p = read_segments(out + ".bed")
+    if chrI is not None:
+        p = read_segments(chrI)
         hi = SIZES["chrI"]
         s = scores(labels(p, "chrI", 0, hi), labels(truth_tracks["chrI"], "chrI", 0, hi))
         row.update({f"chrI {k}": v for k, v in s.items()})
-        gm = gene_metrics(truth_genes, read_gff_genes(out + ".gff3", ["chrI"]), seqs)
+        gm = gene_metrics(truth_genes, chrI_genes, seqs)
         row["chrI gene start+stop exact"] = gm["both_exact"]
         row["chrI introns right/pred"] = introns(p, truth_tracks["chrI"], "chrI", 0, hi)
     return row
+
+
+def orf_finder_row(args, truth_tracks, seqs, truth_genes) -> dict:
+    """The naive ORF finder (orf_finder.py), scored like the runs."""
+    import orf_finder
+
+    out = os.path.join(ROOT, "results", "score_gene_runs")
+    os.makedirs(out, exist_ok=True)
+    valid = chrI = genes = None
+    if not args.no_valid:
+        valid = os.path.join(out, "orf_finder.chrII.bed")
+        orf_finder.run(os.path.join(YEAST, "chrII.fa"), valid)
+    if not args.no_chrI:
+        chrI = os.path.join(out, "orf_finder.chrI.bed")
+        genes = orf_finder.run(os.path.join(YEAST, "chrI.fa"), chrI)["genes"]
+    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes)
 
 
 def table(groups: list[tuple[str, list[str], list[dict]]]) -> str:
@@ -169,6 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-chrI", action="store_true")
     ap.add_argument("--no-valid", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--orf-finder", action="store_true",
+                    help="add a row for the naive ORF finder (benchmarks/orf_finder.py)")
     ap.add_argument("--record", default=None, help="append to RESULTS.md under this title")
     args = ap.parse_args(argv)
     from semiseg.evaluate import load_scheme_arg
@@ -183,6 +213,9 @@ def main(argv: list[str] | None = None) -> None:
         dirs = dirs.split(",")
         groups.append((name, dirs, [score_run(d, args, truth_tracks, seqs,
                                               truth_genes) for d in dirs]))
+    if args.orf_finder:
+        groups.append(("ORF finder", ["(no training)"],
+                       [orf_finder_row(args, truth_tracks, seqs, truth_genes)]))
     text = table(groups)
     print(text)
     if args.record:
