@@ -140,6 +140,7 @@ class Annotator:
         self.encode_windows = max(1, batch_steps * self.res // window)
         self.io_lock = threading.Lock()  # FASTA and track handles: one reader at a time
         self.samples, self.seed = samples, seed
+        self.hinted = False  # the long-chain hint (_annotate_groups) was given
         self.amp = amp_enabled(self.cfg, device)
         self.rc = None
         if reverse_complement:
@@ -510,6 +511,9 @@ def _at_least_zero(flag: str, value: float) -> float:
     return float(value)
 
 
+LONG_CHAIN = 200_000  # CRF steps above which a whole-sequence decode on a GPU gets a hint
+
+
 def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                      sample_rows, sizes, out_sizes, res, names, counts, fa,
                      labels_to_segments, emit) -> None:
@@ -522,6 +526,11 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
             how = ("as one sequence" if whole else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
+            if whole and ann.device.type == "cuda" and len(lab) > LONG_CHAIN and not ann.hinted:
+                ann.hinted = True  # once per run
+                ui.log(f"  (on a GPU one sequence is one chain, {LONG_CHAIN:,}+ steps run at "
+                       "about CPU speed; --max-decode-steps 20000 decodes in windows, "
+                       "several times faster: README, \"GPU use\")")
             results = [(it, lab, post, bnd, runp, smp)]
         else:
             ui.log(f"{len(group)} short sequences decoded together in one batch")
