@@ -27,22 +27,28 @@ WORDS = 4 ** (ORDER + 1)
 PSEUDO = 1.0
 
 
-def _word_ids(code: np.ndarray) -> np.ndarray:
-    """(T,) base codes (0..3, else N) -> (T,) id of the (ORDER+1)-mer ending at each base
-    (base-4, oldest base first), -1 where it runs off the start or holds an N."""
-    T = len(code)
-    ids = np.full(T, -1, np.int64)
+def word_ids(codes: Tensor) -> Tensor:
+    """(B, T) base codes (A C G T = 0..3, else 4) -> (B, T) id of the (ORDER+1)-mer ending
+    at each base (base-4, oldest base first), -1 where it runs off the start or holds an
+    N."""
+    B, T = codes.shape
+    ids = torch.full((B, T), -1, dtype=torch.long, device=codes.device)
     n = T - ORDER
     if n <= 0:
         return ids
-    acc = np.zeros(n, np.int64)
-    bad = np.zeros(n, bool)
+    acc = torch.zeros(B, n, dtype=torch.long, device=codes.device)
+    bad = torch.zeros(B, n, dtype=torch.bool, device=codes.device)
     for k in range(ORDER + 1):
-        c = code[k:k + n]
-        acc = acc * 4 + np.clip(c, 0, 3)
-        bad |= (c < 0) | (c > 3)
-    ids[ORDER:] = np.where(bad, -1, acc)
+        part = codes[:, k:k + n]
+        acc = acc * 4 + part.clamp(0, 3)
+        bad |= (part < 0) | (part > 3)
+    ids[:, ORDER:] = acc.masked_fill(bad, -1)
     return ids
+
+
+def _reverse_complement(codes: Tensor) -> Tensor:
+    """(B, T) codes of the minus strand read in its own direction."""
+    return torch.where(codes < 4, 3 - codes, codes).flip(-1)
 
 
 def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
@@ -60,22 +66,18 @@ def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     for x, y in zip(onehots, golds):
         x = np.asarray(x, np.float32)[:, :4]
         y = np.asarray(y)
-        code = np.where(x.max(1) > 0.5, x.argmax(1), 4)
-        T = len(code)
-        t = np.arange(T)
+        code = torch.from_numpy(np.where(x.max(1) > 0.5, x.argmax(1), 4))[None]
+        t = np.arange(len(y))
         for s in "+-":
-            if s == "+":
-                ids, yy, tt = _word_ids(code), y, t
-            else:  # the minus strand read in its own direction: reversed, complemented
-                comp = np.where(code < 4, 3 - code, 4)[::-1]
-                ids, yy, tt = _word_ids(comp)[::-1], y, t
+            ids = (word_ids(code) if s == "+" else
+                   word_ids(_reverse_complement(code)).flip(-1))[0].numpy()
             ok = ids >= 0
             if len(outside):
-                sel = ok & np.isin(yy, outside)
+                sel = ok & np.isin(y, outside)
                 background += np.bincount(ids[sel], minlength=WORDS)
             if s in layout.strands and len(cds[s]):
-                sel = ok & np.isin(yy, cds[s])
-                pos = (tt[sel] - frame[yy[sel]]) % 3  # position in the left-to-right codon
+                sel = ok & np.isin(y, cds[s])
+                pos = (t[sel] - frame[y[sel]]) % 3  # position in the left-to-right codon
                 j = pos if s == "+" else 2 - pos
                 np.add.at(coding, (j, ids[sel]), 1)
     n = {"coding": int(coding.sum()), "outside": int(background.sum())}
@@ -93,24 +95,11 @@ def content_channels(codes: Tensor, table: Tensor) -> dict[str, Tensor]:
     """(B, T) base codes (A C G T = 0..3, else 4) and the (3, WORDS) table -> per strand
     a (B, T, 3) tensor: the score of each base read as codon position j = 0, 1, 2 of a
     gene on that strand (0 where the word runs off the sequence or holds an N)."""
-    B, T = codes.shape
     out = {}
     for s in "+-":
-        c = codes if s == "+" else torch.where(codes < 4, 3 - codes, codes).flip(1)
-        ids = torch.zeros(B, T, dtype=torch.long, device=codes.device)
-        bad = torch.ones(B, T, dtype=torch.bool, device=codes.device)
-        if T > ORDER:
-            n = T - ORDER
-            acc = torch.zeros(B, n, dtype=torch.long, device=codes.device)
-            nb = torch.zeros(B, n, dtype=torch.bool, device=codes.device)
-            for k in range(ORDER + 1):
-                part = c[:, k:k + n]
-                acc = acc * 4 + part.clamp(0, 3)
-                nb |= part > 3
-            ids[:, ORDER:] = acc
-            bad[:, ORDER:] = nb
-        sc = table.to(torch.float32)[:, ids].permute(1, 2, 0)  # (B, T, 3)
-        sc = sc.masked_fill(bad[..., None], 0.0)
+        ids = word_ids(codes if s == "+" else _reverse_complement(codes))
+        sc = table.to(torch.float32)[:, ids.clamp(min=0)].permute(1, 2, 0)  # (B, T, 3)
+        sc = sc.masked_fill((ids < 0)[..., None], 0.0)
         out[s] = sc if s == "+" else sc.flip(1)
     return out
 
