@@ -8,32 +8,9 @@ import random
 import numpy as np
 import pytest
 import torch
+from seqs import codes_of, layout, onehot, rc
 
 from semiseg.content import ORDER, PSEUDO, WORDS, ContentScores, content_channels, count_content
-from semiseg.genome.frames import FrameLayout
-from semiseg.genome.scheme import load_scheme
-
-COMP = str.maketrans("ACGTN", "TGCAN")
-
-
-def rc(s: str) -> str:
-    return s.translate(COMP)[::-1]
-
-
-def onehot(seq: str) -> np.ndarray:
-    x = np.zeros((len(seq), 4), np.float32)
-    for i, b in enumerate(seq):
-        if b in "ACGT":
-            x[i, "ACGT".index(b)] = 1
-    return x
-
-
-def codes_of(seq: str) -> torch.Tensor:
-    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
-
-
-def layout():
-    return FrameLayout.from_scheme(load_scheme("gene_structure"))
 
 
 def word_id(word: str) -> int:

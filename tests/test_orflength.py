@@ -8,21 +8,12 @@ import random
 import numpy as np
 import pytest
 import torch
+from seqs import codes_of, layout, rc
 
 from semiseg.genome.frames import FrameLayout
-from semiseg.genome.scheme import load_scheme
 from semiseg.orflength import LOG_MAX, LOG_MIN, N_KNOTS, OrfLengthScores, hat_basis, orf_lengths
 
-COMP = str.maketrans("ACGTN", "TGCAN")
 STOPS = ("TAA", "TAG", "TGA")
-
-
-def rc(s: str) -> str:
-    return s.translate(COMP)[::-1]
-
-
-def codes_of(seq: str) -> torch.Tensor:
-    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
 
 
 def scan(seq: str) -> dict[str, np.ndarray]:
@@ -93,7 +84,7 @@ def test_hat_basis_interpolates_in_log_length():
 
 
 def test_scores_are_the_knot_curve_at_each_anchor():
-    lay = FrameLayout.from_scheme(load_scheme("gene_structure"))
+    lay = layout()
     m = OrfLengthScores(lay)
     with torch.no_grad():
         m.knots.copy_(torch.randn(2, N_KNOTS))

@@ -8,9 +8,8 @@ import random
 import numpy as np
 import pytest
 import torch
+from seqs import COMP, codes_of, layout, onehot, rc
 
-from semiseg.genome.frames import FrameLayout
-from semiseg.genome.scheme import load_scheme
 from semiseg.sites import (
     BRANCH_FAR,
     BRANCH_NEAR,
@@ -22,29 +21,8 @@ from semiseg.sites import (
     count_site_pwms,
 )
 
-COMP = str.maketrans("ACGTN", "TGCAN")
 CODONS = {("start", "+"): {"ATG"}, ("start", "-"): {"CAT"},
           ("stop", "+"): {"TAA", "TAG", "TGA"}, ("stop", "-"): {"TTA", "CTA", "TCA"}}
-
-
-def rc(s: str) -> str:
-    return s.translate(COMP)[::-1]
-
-
-def onehot(seq: str) -> np.ndarray:
-    x = np.zeros((len(seq), 4), np.float32)
-    for i, b in enumerate(seq):
-        if b in "ACGT":
-            x[i, "ACGT".index(b)] = 1
-    return x
-
-
-def codes_of(seq: str) -> torch.Tensor:
-    return torch.tensor([["ACGT".index(b) if b in "ACGT" else 4 for b in seq]])
-
-
-def layout():
-    return FrameLayout.from_scheme(load_scheme("gene_structure"))
 
 
 def site_string(seq: str, p: int, span, minus: bool) -> str:

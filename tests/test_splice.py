@@ -7,28 +7,9 @@ import random
 
 import numpy as np
 import torch
+from seqs import layout, onehot, rc
 
-from semiseg.genome.frames import FrameLayout
-from semiseg.genome.scheme import load_scheme
 from semiseg.splice import ACCEPTOR, DONOR, PSEUDO, SCALE, SpliceSignals, count_pwms
-
-COMP = str.maketrans("ACGTN", "TGCAN")
-
-
-def rc(s: str) -> str:
-    return s.translate(COMP)[::-1]
-
-
-def onehot(seq: str) -> np.ndarray:
-    x = np.zeros((len(seq), 4), np.float32)
-    for i, b in enumerate(seq):
-        if b in "ACGT":
-            x[i, "ACGT".index(b)] = 1
-    return x
-
-
-def layout():
-    return FrameLayout.from_scheme(load_scheme("gene_structure"))
 
 
 def site_string(seq: str, p: int, span, minus: bool) -> str:
