@@ -34,20 +34,17 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gene_metrics as gm  # noqa: E402
+import orf_finder  # noqa: E402
 
-NAMES = ("intergenic", "CDS+", "CDS-", "intron+", "intron-")
-COLORS = {"intergenic": "200,200,200", "CDS+": "0,90,200", "CDS-": "200,40,40",
-          "intron+": "130,180,240", "intron-": "240,150,150"}
 STOPS = ("TAA", "TAG", "TGA")
 MIN_INTRON = 60
 
 
 def non_overlapping(genes):
-    kept = []
-    for g in sorted(genes, key=lambda g: (-g.length, g.start)):
-        if all(not (h.start < g.end and g.start < h.end) for h in kept):
-            kept.append(g)
-    return sorted(kept, key=lambda g: g.start)
+    """The genes kept by the ORF finder's rule (orf_finder.select_orfs: longest span first,
+    no overlap on either strand), sorted by position."""
+    by_span = {(g.start, g.end, g.strand): g for g in genes}
+    return [by_span[o] for o in orf_finder.select_orfs(list(by_span))]
 
 
 def orf_start(g, seq: str):
@@ -76,6 +73,8 @@ def longest_orf(g, seq: str):
 
 
 def write_bed(path: str, genes, chrom: str, size: int) -> None:
+    """The genes as a label BED: CDS+/CDS- (codes 1, 2), the gaps of MIN_INTRON bp or more
+    between a gene's CDS rows intron+/intron- (3, 4), intergenic elsewhere."""
     a = np.zeros(size, np.int8)
     for g in genes:
         code = 1 if g.strand == "+" else 2
@@ -84,15 +83,7 @@ def write_bed(path: str, genes, chrom: str, size: int) -> None:
         for (_, e1), (s2, _) in zip(g.cds, g.cds[1:]):
             if s2 - e1 >= MIN_INTRON:
                 a[e1:s2] = code + 2
-    change = np.flatnonzero(a[1:] != a[:-1]) + 1
-    starts = np.concatenate([[0], change]).tolist()
-    ends = np.concatenate([change, [size]]).tolist()
-    with open(path, "w") as fh:
-        fh.write("# chrI_ceiling scheme=cds resolution=1\n")
-        for s, e in zip(starts, ends):
-            n = NAMES[int(a[s])]
-            strand = "." if n == "intergenic" else n[-1]
-            fh.write(f"{chrom}\t{s}\t{e}\t{n}\t0\t{strand}\t{s}\t{e}\t{COLORS[n]}\n")
+    gm.write_label_bed(path, {chrom: a}, "chrI_ceiling")
 
 
 def main(argv=None) -> None:

@@ -46,12 +46,13 @@ RESULTS_DIR = os.path.join(ROOT, "results")
 RESULTS_MD = os.path.join(ROOT, "benchmarks", "RESULTS.md")
 
 STOPS = ("TAA", "TAG", "TGA")
-LABELS = ("intergenic", "CDS+", "CDS-")
+LABELS = ("intergenic", "CDS+", "CDS-", "intron+", "intron-")  # codes 0..4 of label arrays
 STRAND_LABEL = {"+": "CDS+", "-": "CDS-"}
 LABEL_STRAND = {"CDS+": "+", "CDS-": "-"}
 # colours and strands as in configs/demo.yaml, so the BED looks like semiseg's
-COLORS = {"intergenic": (200, 200, 200), "CDS+": (0, 90, 200), "CDS-": (200, 40, 40)}
-BED_STRAND = {"intergenic": ".", "CDS+": "+", "CDS-": "-"}
+COLORS = {"intergenic": (200, 200, 200), "CDS+": (0, 90, 200), "CDS-": (200, 40, 40),
+          "intron+": (130, 180, 240), "intron-": (240, 150, 150)}
+BED_STRAND = {"intergenic": ".", "CDS+": "+", "CDS-": "-", "intron+": "+", "intron-": "-"}
 
 _COMP = str.maketrans("ACGTNRYKMSWBDHVacgtnrykmswbdhv", "TGCANYRMKSWVHDBtgcanyrmkswvhdb")
 
