@@ -27,6 +27,7 @@ import subprocess
 import sys
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,7 +108,8 @@ def annotate(model: str, out: str, fasta: str, extra: list[str], threads: int) -
 
 def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     model = os.path.join(d, "best.pt")
-    argmax = "head: argmax" in open(os.path.join(d, "config.yaml")).read()
+    with open(os.path.join(d, "config.yaml")) as fh:
+        argmax = yaml.safe_load(fh)["crf"].get("head") == "argmax"
     extra = [] if args.penalty is None or argmax else ["--intron-penalty", str(args.penalty)]
     tag = "" if args.penalty is None else f".p{args.penalty:g}"  # (no introns to penalise
     # in an argmax-head run: its files carry the tag of the group's command all the same)
