@@ -149,6 +149,9 @@ class CRFConfig:
     orf_length_scores: the gene model's head adds learned scores of ORF length to start
                   codons (the ORF each opens) and stop codons (the longest ORF each can
                   close), semiseg/orflength.py
+    upstream_start_scores: the gene model's head adds to each start codon a learned
+                  score of how many in-frame start codons lie upstream of it in its ORF
+                  (0, 1, 2, 3+: a ribosome mostly starts at the first), semiseg/orflength.py
     """
 
     max_duration: int = 64
@@ -161,6 +164,7 @@ class CRFConfig:
     head: str = "semicrf"
     site_scores: bool = False
     orf_length_scores: bool = False
+    upstream_start_scores: bool = False
     content_scores: bool = False
 
 

@@ -16,7 +16,9 @@ acceptor labels' own channels, and with `site_scores` also by counted position w
 matrices of splice sites, start and stop codons (sites.SiteScores), whose learned
 weights are the only per-site parameters; with `orf_length_scores` start and stop codons
 also score the length of the open reading frame they open or close
-(orflength.OrfLengthScores); with `content_scores` CDS bases get the log-odds of a
+(orflength.OrfLengthScores), and with `upstream_start_scores` start codons the number of
+in-frame start codons upstream in their ORF (orflength.UpstreamStartScores); with
+`content_scores` CDS bases get the log-odds of a
 counted coding Markov chain (content.ContentScores).
 """
 
@@ -29,7 +31,7 @@ from .crf import Segmentation, log_partition, viterbi
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .seqmask import sequence_allowed
 from .content import ContentScores
-from .orflength import OrfLengthScores
+from .orflength import OrfLengthScores, UpstreamStartScores
 from .sites import SiteScores
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
@@ -46,17 +48,20 @@ class FrameHead(nn.Module):
             the matrices) to the emissions.
         orf_length_scores: add learned scores of ORF length to start and stop codons
             (orflength.OrfLengthScores).
+        upstream_start_scores: add a learned score of the number of in-frame start
+            codons upstream in the ORF to start codons (orflength.UpstreamStartScores).
         content_scores: add the coding-content log-odds (content.ContentScores; train.py
             counts the table) to the CDS labels.
     """
 
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
-                 content_scores: bool = False):
+                 content_scores: bool = False, upstream_start_scores: bool = False):
         super().__init__()
         self.content = ContentScores(layout) if content_scores else None
         self.sites = SiteScores(layout) if site_scores else None
         self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
+        self.upstream = UpstreamStartScores(layout) if upstream_start_scores else None
         self.layout = layout
         self.num_labels = len(set(layout.scheme_label))
         self.max_duration = K = max_duration
@@ -121,6 +126,8 @@ class FrameHead(nn.Module):
             scores = scores + self.sites(codes).to(scores.dtype)
         if self.orf_length is not None:
             scores = scores + self.orf_length(codes, lengths).to(scores.dtype)
+        if self.upstream is not None:
+            scores = scores + self.upstream(codes, lengths).to(scores.dtype)
         if self.content is not None:
             scores = scores + self.content(codes).to(scores.dtype)
 

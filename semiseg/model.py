@@ -201,7 +201,8 @@ class Segmenter(nn.Module):
         pool = m.resolution // cfg.inputs.bin_size
         self.pool = pool
         self.frames = bool(c.frames)
-        for key in ("site_scores", "orf_length_scores", "content_scores"):
+        for key in ("site_scores", "orf_length_scores", "upstream_start_scores",
+                    "content_scores"):
             if getattr(c, key) and not (self.frames and c.head == "semicrf"):
                 raise SemisegError(f"crf.{key} exists for the gene model's semi-CRF head "
                                    "only (crf.frames: true, crf.head: semicrf)")
@@ -255,6 +256,7 @@ class Segmenter(nn.Module):
             self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end,
                                  site_scores=c.site_scores,
                                  orf_length_scores=c.orf_length_scores,
+                                 upstream_start_scores=c.upstream_start_scores,
                                  content_scores=c.content_scores)
             swap = layout.channel_swap()
         n = len(swap)

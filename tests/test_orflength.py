@@ -11,7 +11,8 @@ import torch
 from seqs import codes_of, layout, rc
 
 from semiseg.genome.frames import FrameLayout
-from semiseg.orflength import LOG_MAX, LOG_MIN, N_KNOTS, OrfLengthScores, hat_basis, orf_lengths
+from semiseg.orflength import (LOG_MAX, LOG_MIN, N_KNOTS, N_UPSTREAM, OrfLengthScores,
+                                UpstreamStartScores, hat_basis, orf_lengths, upstream_starts)
 
 STOPS = ("TAA", "TAG", "TGA")
 
@@ -109,6 +110,80 @@ def test_reverse_complement_swaps_the_strands():
     back = orf_lengths(codes_of(rc(seq)))
     for a, b in (("start+", "start-"), ("stop+", "stop-")):
         np.testing.assert_array_equal(back[b][0].numpy()[::-1], fwd[a][0].numpy())
+
+
+# ------------------------------------------------- start codons upstream in the same ORF
+def scan_upstream(seq: str) -> dict[str, np.ndarray]:
+    """Walk upstream codon by codon from each start codon (in its transcript's direction)
+    counting start codons until an in-frame stop or the sequence's edge; -1 elsewhere."""
+    T = len(seq)
+    out = {}
+    for key, s in (("start+", seq), ("start-", rc(seq))):
+        a = np.full(T, -1)
+        for i in range(T - 2):
+            if s[i:i + 3] != "ATG":
+                continue
+            n, v = 0, i - 3
+            while v >= 0 and s[v:v + 3] not in STOPS:
+                n += s[v:v + 3] == "ATG"
+                v -= 3
+            a[i if key == "start+" else T - 1 - i] = n  # the anchor on the given strand
+        out[key] = a
+    return out
+
+
+def nested_starts_seq(seed: int, n: int) -> str:
+    """Random sequence rich in in-frame ATG runs (ATGATG..., CATCAT...) and stops."""
+    r = random.Random(seed)
+    parts = []
+    while sum(map(len, parts)) < n:
+        parts.append(r.choice(["ATG" * r.randint(1, 4), "CAT" * r.randint(1, 4), "TAA",
+                               "TGA", "TTA", "TCA", "N", "AAA", "GCG", "A", "CC"]))
+    return "".join(parts)[:n]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_upstream_starts_match_a_codon_walk_on_both_strands(seed):
+    seq = nested_starts_seq(seed, 300 + 41 * seed)
+    got = upstream_starts(codes_of(seq))
+    want = scan_upstream(seq)
+    assert max(want["start+"].max(), want["start-"].max()) >= 3  # the 3+ bin is reached
+    for k in want:
+        np.testing.assert_array_equal(got[k][0].numpy(), want[k], err_msg=k)
+
+
+def test_upstream_starts_stop_at_the_sequence_length_given():
+    seq = nested_starts_seq(11, 150)
+    got = upstream_starts(codes_of(seq + "ATGATGTAAATG"), torch.tensor([len(seq)]))
+    want = scan_upstream(seq)
+    for k in want:
+        np.testing.assert_array_equal(got[k][0, :len(seq)].numpy(), want[k], err_msg=k)
+        assert (got[k][0, len(seq):] == -1).all()
+
+
+def test_upstream_starts_swap_under_reverse_complement():
+    seq = nested_starts_seq(7, 200)
+    fwd, back = upstream_starts(codes_of(seq)), upstream_starts(codes_of(rc(seq)))
+    np.testing.assert_array_equal(back["start-"][0].numpy()[::-1], fwd["start+"][0].numpy())
+
+
+def test_upstream_scores_are_the_weight_of_the_count_at_each_start_anchor():
+    lay = layout()
+    m = UpstreamStartScores(lay)
+    with torch.no_grad():
+        m.weight.copy_(torch.tensor([1.5, -0.25, -2.0, -4.0]))
+    assert len(m.weight) == N_UPSTREAM
+    seq = nested_starts_seq(4, 260)
+    got = m(codes_of(seq))[0].detach().numpy()
+    want = scan_upstream(seq)
+    w = [1.5, -0.25, -2.0, -4.0]
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    for c, kind in enumerate(kinds):
+        if kind not in want:
+            assert not got[:, c].any(), kind
+            continue
+        expect = np.array([w[min(n, 3)] if n >= 0 else 0.0 for n in want[kind]])
+        np.testing.assert_allclose(got[:, c], expect, err_msg=kind)
 
 
 # ------------------------------------------------- in the gene model, against enumeration
