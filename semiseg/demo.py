@@ -51,7 +51,7 @@ SETTINGS = {
             "orf_length_scores": True},
     "train": {"epochs": 30, "batch_size": 8, "lr": 0.002, "crf_lr_scale": 20,
               "weight_decay": 0.01,
-              "warmup_epochs": 1, "grad_clip": 1.0, "patience": 10, "seed": 0,
+              "warmup_epochs": 1, "grad_clip": 1.0, "patience": 0, "seed": 0,
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
                  "reverse_complement": "off", "intron_penalty": 2.0},
