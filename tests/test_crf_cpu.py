@@ -202,3 +202,38 @@ def test_forward_keeps_only_checkpoints(form):
     assert kept < B * T * C
     n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))
     assert ck_lo.shape[1] == n_chunks
+
+
+def test_compiled_kernels_are_cached_outside_the_package(tmp_path):
+    """With no NUMBA_CACHE_DIR, a fresh process caches the kernels it compiles under
+    $XDG_CACHE_HOME/semiseg/numba and writes nothing into the package (a cache there is
+    not in pip's record and outlives an uninstall), and numba's own setting is restored
+    for the rest of the process; $SEMISEG_CACHE_DIR moves it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import semiseg
+
+    pkg = Path(semiseg.__file__).parent
+    before = sorted(pkg.rglob("*.nb[ic]"))
+    code = ("import torch, numba.core.config as c\n"
+            "from semiseg.crf import log_partition\n"
+            "x = torch.randn(1, 9, 2, dtype=torch.float64)\n"
+            "log_partition(x, torch.zeros(2, 2, dtype=torch.float64),\n"
+            "              torch.zeros(3, 2, dtype=torch.float64), backend='numba')\n"
+            "print(repr(c.CACHE_DIR))\n")
+    root = str(pkg.parent)
+    for var, where in (("XDG_CACHE_HOME", tmp_path / "xdg" / "semiseg" / "numba"),
+                       ("SEMISEG_CACHE_DIR", tmp_path / "own" / "numba")):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("NUMBA_CACHE_DIR", "SEMISEG_CACHE_DIR", "XDG_CACHE_HOME")}
+        env[var] = str(where.parent if var == "SEMISEG_CACHE_DIR" else tmp_path / "xdg")
+        env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=300, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip() == "''"  # numba's setting is back to unset
+        assert list(where.rglob("*.nbi")), f"nothing cached under {where}"
+    assert sorted(pkg.rglob("*.nb[ic]")) == before

@@ -8,7 +8,7 @@ cpu_kernels.py, one compiled function per pass over one sequence (it releases th
 the sequences of a batch run in parallel on a small thread pool, each writing only its
 own outputs, so results do not depend on the scheduling. Importing this module imports
 numba (dispatch.py imports it only when first needed); compiled code is cached on
-disk, so only the first process compiles.
+disk outside the package (cpu_kernels.cache_dir()), so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
 O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per

@@ -46,12 +46,36 @@ maximum pass and a sum of `fexp(v - max)`, a polynomial exp that LLVM vectorises
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 from llvmlite import ir
 from numba import njit
+from numba.core import config as _numba_config
 from numba.core import types
 from numba.extending import intrinsic
+
+
+def cache_dir() -> str:
+    """Where the compiled kernels are cached: $NUMBA_CACHE_DIR when set (numba's own
+    setting), else $SEMISEG_CACHE_DIR/numba, else $XDG_CACHE_HOME/semiseg/numba (default
+    ~/.cache/semiseg/numba). Never inside the installed package: numba's default there
+    (__pycache__ next to this file) is not in pip's record of the install, so an
+    uninstall left a semiseg/ folder behind that shadowed a later editable install."""
+    if _numba_config.CACHE_DIR:
+        return _numba_config.CACHE_DIR
+    if os.environ.get("SEMISEG_CACHE_DIR"):
+        return os.path.join(os.environ["SEMISEG_CACHE_DIR"], "numba")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "semiseg", "numba")
+
+
+# numba picks a function's cache folder when @njit(cache=True) decorates it, so the
+# setting is held only while this module defines its kernels (restored at its end: other
+# numba users in the process keep their own). A folder that cannot be written makes
+# numba fall back to its usual places.
+_USER_CACHE_DIR = _numba_config.CACHE_DIR
+_numba_config.CACHE_DIR = cache_dir()
 
 NEG = -np.inf
 # fast-math flags of the reduction loops: reassociation lets LLVM vectorise sums and
@@ -921,3 +945,6 @@ def dd_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start
             break
         _dd_push(aring, pring, alpha, P, t, K)
     return _traceback(alpha, end, bp_d, bp_c, L, 1, labels, seg_start, True)
+
+
+_numba_config.CACHE_DIR = _USER_CACHE_DIR
