@@ -47,13 +47,19 @@ def scan(seq: str) -> dict[str, np.ndarray]:
     return out
 
 
-def random_seq(seed: int, n: int) -> str:
+def draw_seq(seed: int, n: int, piece) -> str:
+    """n bases of pieces drawn by piece(rng) until there are enough."""
     r = random.Random(seed)
     parts = []
     while sum(map(len, parts)) < n:
-        parts.append(r.choice(["ATG", "CAT", "TAA", "TGA", "TTA", "CTA", "N"]
-                              + ["".join(r.choice("ACGT") for _ in range(4))] * 3))
+        parts.append(piece(r))
     return "".join(parts)[:n]
+
+
+def random_seq(seed: int, n: int) -> str:
+    return draw_seq(seed, n, lambda r: r.choice(
+        ["ATG", "CAT", "TAA", "TGA", "TTA", "CTA", "N"]
+        + ["".join(r.choice("ACGT") for _ in range(4))] * 3))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -134,12 +140,9 @@ def scan_upstream(seq: str) -> dict[str, np.ndarray]:
 
 def nested_starts_seq(seed: int, n: int) -> str:
     """Random sequence rich in in-frame ATG runs (ATGATG..., CATCAT...) and stops."""
-    r = random.Random(seed)
-    parts = []
-    while sum(map(len, parts)) < n:
-        parts.append(r.choice(["ATG" * r.randint(1, 4), "CAT" * r.randint(1, 4), "TAA",
-                               "TGA", "TTA", "TCA", "N", "AAA", "GCG", "A", "CC"]))
-    return "".join(parts)[:n]
+    return draw_seq(seed, n, lambda r: r.choice(
+        ["ATG" * r.randint(1, 4), "CAT" * r.randint(1, 4), "TAA", "TGA", "TTA", "TCA", "N",
+         "AAA", "GCG", "A", "CC"]))
 
 
 @pytest.mark.parametrize("seed", range(4))
