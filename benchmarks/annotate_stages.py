@@ -1,0 +1,101 @@
+"""Where `semiseg annotate`'s wall time goes, stage by stage: the encoder (Annotator.
+_encode), the semi-CRF decode (Annotator.decode: posteriors, posterior decoding and the
+copies of its results to the host) and the rest (reading, host-side assembly, waits on
+the writer), on the synthetic genome of annotate_throughput.py.
+
+    PYTHONPATH=. python benchmarks/annotate_stages.py --size 10e6 --chrom-size 2.5e6 \
+        --contigs 500 --max-decode-steps 20000 --batch-steps 2000000 --device cuda \
+        --model semiseg/models/yeast_cds_frames.pt --source data/yeast/chrII.fa
+
+Each timed stage synchronises the device before and after itself, so the sum is the
+time of the stages run one after another (what an overlap of them could save). Prints a
+table; nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from annotate_throughput import synth_genome  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=float, default=10e6)
+    ap.add_argument("--chrom-size", type=float, default=2.5e6)
+    ap.add_argument("--contigs", type=int, default=500)
+    ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
+                                                    "yeast_cds_frames.pt"))
+    ap.add_argument("--source", default=os.path.join(ROOT, "data", "yeast", "chrII.fa"))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--batch-steps", type=int, default=2_000_000)
+    ap.add_argument("--max-decode-steps", type=int, default=20_000)
+    args = ap.parse_args()
+
+    import semiseg.annotate as A
+    from semiseg import ui
+    from semiseg.genome import Fasta
+
+    ui.set_quiet(True)
+    work = tempfile.mkdtemp(prefix="stages_")
+    fasta = os.path.join(work, "genome.fa")
+    with Fasta(args.source) as fa:
+        source = np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper().encode(),
+                               np.uint8)
+    lengths = synth_genome(fasta, int(args.size), int(args.chrom_size), args.contigs, 0,
+                           source=source)
+    total = sum(lengths.values())
+    kw = {"device": args.device, "batch_steps": args.batch_steps,
+          "max_decode_steps": args.max_decode_steps}
+    A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
+               **kw)
+    A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)  # contig shapes too
+    spent = {"_encode": 0.0, "decode": 0.0}
+    sync = torch.cuda.synchronize if args.device != "cpu" else (lambda: None)
+
+    def timed(name, fn):
+        def run(*a, **k):
+            sync()
+            t = time.perf_counter()
+            out = fn(*a, **k)
+            sync()
+            spent[name] += time.perf_counter() - t
+            return out
+        return run
+
+    plain = {n: getattr(A.Annotator, n) for n in spent}
+    t = time.perf_counter()
+    A.annotate(args.model, fasta, os.path.join(work, "plain"), **kw)
+    wall_plain = time.perf_counter() - t
+    for n, fn in plain.items():
+        setattr(A.Annotator, n, timed(n, fn))
+    try:
+        t = time.perf_counter()
+        A.annotate(args.model, fasta, os.path.join(work, "timed"), **kw)
+        wall = time.perf_counter() - t
+    finally:
+        for n, fn in plain.items():
+            setattr(A.Annotator, n, fn)
+    rest = wall - sum(spent.values())
+    dev = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
+    print(f"{dev}; genome {total:,} bp; wall without timers {wall_plain:.2f} s "
+          f"({total / wall_plain:,.0f} bp/s), with timers {wall:.2f} s")
+    print("| stage | s | share |")
+    print("|---|---|---|")
+    for n, s in [("encoder (_encode)", spent["_encode"]), ("semi-CRF decode (decode)",
+                                                         spent["decode"]), ("rest", rest)]:
+        print(f"| {n} | {s:.2f} | {s / wall:.0%} |")
+
+
+if __name__ == "__main__":
+    main()
