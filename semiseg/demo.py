@@ -48,7 +48,7 @@ SETTINGS = {
               "orf_features": True},
     "crf": {"max_duration": 256, "duration": "learned", "boundaries": False,
             "start_end": True, "centering": "none", "frames": True, "site_scores": True,
-            "orf_length_scores": True},
+            "orf_length_scores": True, "upstream_start_scores": False},
     "train": {"epochs": 30, "batch_size": 8, "lr": 0.002, "crf_lr_scale": 20,
               "weight_decay": 0.01,
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 0, "seed": 0,
