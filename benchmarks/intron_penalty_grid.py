@@ -8,7 +8,11 @@ segment F1, exact boundary F1, and predicted introns (exactly right / predicted 
 Only the chrII columns choose; chrI is printed for the record.
 
     python benchmarks/intron_penalty_grid.py [--model semiseg/models/yeast_cds_frames.pt]
-        [--penalties 0,2,4,8,10000] [--rc on|off]
+        [--penalties 0,2,4,8,10000] [--branch-penalties 0] [--rc on|off]
+
+--branch-penalties: annotate.branch_penalty values (a log-score taken from each intron
+whose acceptor has no branch point within one base of the consensus), each combined with
+each intron penalty.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ def main(argv=None) -> None:
     ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
                                                     "yeast_cds_frames.pt"))
     ap.add_argument("--penalties", default="0,2,4,8,10000")
+    ap.add_argument("--branch-penalties", default="0")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rc", choices=["on", "off"], default="off",
                     help="average the reverse complement's emissions in (annotate's "
@@ -88,12 +93,14 @@ def main(argv=None) -> None:
     cut = int(len(tru["chrII"]) * 0.85) // 3 * 3  # the validation split, codon-aligned
     regions = [("chrII train", "chrII", 0, cut), ("chrII valid", "chrII", cut, None),
                ("chrI", "chrI", 0, None)]
-    print("| penalty | " + " | ".join(f"{n}: macro F1 / exact segment F1 / exact boundary "
+    print("| penalty | branch penalty | " + " | ".join(f"{n}: macro F1 / exact segment F1 / exact boundary "
                                       f"F1 / introns right/predicted/true" for n, *_ in regions)
           + " |")
-    print("|---|" + "---|" * len(regions))
-    for pen in [float(p) for p in args.penalties.split(",")]:
-        crf.intron_penalty = pen
+    print("|---|---|" + "---|" * len(regions))
+    grid = [(float(p), float(b)) for p in args.penalties.split(",")
+            for b in args.branch_penalties.split(",")]
+    for pen, bpen in grid:
+        crf.intron_penalty, crf.branch_penalty = pen, bpen
         cells = []
         for _, chrom, lo, hi in regions:
             hi = hi or len(tru[chrom])
@@ -102,7 +109,7 @@ def main(argv=None) -> None:
             f, se, bf = score(pred, t, len(scheme.names))
             pi, ti = introns(pred), introns(t)
             cells.append(f"{f:.3f} / {se:.3f} / {bf:.3f} / {len(pi & ti)}/{len(pi)}/{len(ti)}")
-        print(f"| {pen:g} | " + " | ".join(cells) + " |", flush=True)
+        print(f"| {pen:g} | {bpen:g} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

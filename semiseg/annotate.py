@@ -385,12 +385,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              alias: dict | None = None, threads: int | None = None,
              reverse_complement: str | None = None, samples: int = 0,
              seed: int = 0, intron_penalty: float | None = None,
+             branch_penalty: float | None = None,
              signal_precision: float | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
     seed: their random seed (the same seed gives the same samples); intron_penalty: the
     gene model's log-score taken from each intron (None: annotate.intron_penalty);
+    branch_penalty: the same from each intron without a near-consensus branch point
+    (None: annotate.branch_penalty);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
@@ -446,6 +449,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         penalty = 0.0  # a config's value on a model without introns (an argmax head)
     if penalty:
         ann.model.crf.intron_penalty = penalty
+    bpen = _at_least_zero("--branch-penalty", acfg.branch_penalty
+                          if branch_penalty is None else branch_penalty)
+    if bpen and getattr(ann.model.crf, "sites", None) is None:
+        if branch_penalty:
+            raise SemisegError("--branch-penalty: only the gene model trained with "
+                               "crf.site_scores: true has a branch-point matrix")
+        bpen = 0.0  # a config's value on a model without one
+    if bpen:
+        ann.model.crf.branch_penalty = bpen
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if signal_precision is None else signal_precision)
     sample_rows: list = []

@@ -112,6 +112,10 @@ def annotate(
     intron_penalty: float | None = typer.Option(
         None, "--intron-penalty", help="Gene model: log-score taken from each intron "
                                        "(default: the model's annotate.intron_penalty)."),
+    branch_penalty: float | None = typer.Option(
+        None, "--branch-penalty", help="Gene model: log-score taken from each intron with no "
+                                       "branch point near the consensus (default: the "
+                                       "model's annotate.branch_penalty, 0)."),
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
                                          "neighbours as one entry (0: exact; default: "
@@ -130,7 +134,8 @@ def annotate(
         chroms=names or None, device=device or "auto", window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
-        signal_precision=signal_precision, samples=samples, seed=seed)
+        branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
+        seed=seed)
 
 
 @app.command()

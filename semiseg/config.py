@@ -227,6 +227,10 @@ class AnnotateConfig:
     intron_penalty: the gene model (crf.frames) only: subtract this log-score from each
              intron when annotating (0: as trained; larger: fewer introns). A prior for
              genomes where the model's introns are less reliable than its genes
+    branch_penalty: the gene model with crf.site_scores only: subtract this log-score from
+             each intron whose acceptor has no branch point within one base of the
+             branch matrix's consensus (yeast TACTAAC) 10-80 bp upstream (0: off). A
+             prior for genomes whose introns nearly all carry one
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps
              1-bp tracks small and fast to write; 0: every step's exact float32 value
@@ -238,6 +242,7 @@ class AnnotateConfig:
     batch_steps: int = 200_000
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
+    branch_penalty: float = 0.0
     signal_precision: float = 1e-4
 
 

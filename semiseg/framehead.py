@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from .crf import Segmentation, log_partition, viterbi
+from .errors import SemisegError
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .seqmask import sequence_allowed
 from .content import ContentScores
@@ -106,6 +107,9 @@ class FrameHead(nn.Module):
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
         # base) when annotating; training leaves it at 0
         self.intron_penalty = 0.0
+        # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
+        # no branch point near the consensus (sites.SiteScores.weak_branch)
+        self.branch_penalty = 0.0
         self.register_buffer("intron_begin", left.float(), persistent=False)
 
     # ------------------------------------------------------------------ inputs
@@ -130,6 +134,11 @@ class FrameHead(nn.Module):
             scores = scores + self.upstream(codes, lengths).to(scores.dtype)
         if self.content is not None:
             scores = scores + self.content(codes).to(scores.dtype)
+        if self.branch_penalty:
+            if self.sites is None:
+                raise SemisegError("annotate.branch_penalty needs a model trained with "
+                                   "crf.site_scores: true (the branch-point matrix)")
+            scores = scores - self.branch_penalty * self.sites.weak_branch(codes).to(scores.dtype)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

@@ -40,6 +40,7 @@ from torch import Tensor, nn
 SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
 PSEUDO = 0.5
 BRANCH_WIDTH, BRANCH_NEAR, BRANCH_FAR = 7, 10, 80
+BRANCH_MIN_MATCH = BRANCH_WIDTH - 1  # weak_branch: fewer consensus bases than this
 # triplet ids of a codon read left to right: a*16 + b*4 + c with A C G T = 0 1 2 3
 _TRIPLETS = {"start": {"+": ("ATG",), "-": ("CAT",)},
              "stop": {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}}
@@ -260,6 +261,25 @@ class SiteScores(nn.Module):
         count_branch_pwm) into the buffers."""
         for s, m in mats.items():
             getattr(self, f"pwm_{s}").copy_(torch.as_tensor(m))
+
+    def weak_branch(self, codes: Tensor) -> Tensor:
+        """codes (B, T) -> (B, T, C) float: 1 at the acceptor labels of each strand where
+        no 7-mer BRANCH_NEAR..BRANCH_FAR bases upstream (transcript direction) matches
+        the branch matrix's consensus (its best base per column; yeast TACTAAC) at
+        BRANCH_MIN_MATCH or more bases, else 0; all 0 when no branch matrix was counted.
+        (annotate.branch_penalty takes a log-score from such introns.)"""
+        B, T = codes.shape
+        out = torch.zeros(B, T, getattr(self, self.targets[0][2]).numel(), device=codes.device)
+        if not bool(self.pwm_branch.any()):
+            return out
+        x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()
+        cons = nn.functional.one_hot(self.pwm_branch.argmax(0), 4).T.float()  # (4, width)
+        for s, st, name in self.targets:
+            if s == "branch":
+                matches = branch_scores(x, cons, st == "-")  # bases matched, best motif
+                out = out + (matches < BRANCH_MIN_MATCH - 0.5).float()[..., None] * \
+                    getattr(self, name)
+        return out
 
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) int64 (A C G T = 0..3, anything else 4) -> (B, T, C) additive

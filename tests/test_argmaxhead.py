@@ -74,9 +74,10 @@ def test_the_argmax_model_swaps_strands_under_reverse_complement():
 
 
 def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
-    """The demo config with crf.head=argmax keeps annotate.intron_penalty: annotating
-    with the config's value must work (nothing to penalise); asking for one on the
-    command line is a one-line error, and leaves no output."""
+    """The demo config with crf.head=argmax keeps annotate.intron_penalty (and a
+    branch_penalty): annotating with the config's values must work (nothing to
+    penalise); asking for one on the command line is a one-line error, as is a negative
+    branch penalty, and none leaves output."""
     import copy
     import os
 
@@ -92,6 +93,7 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
     ckpt = copy.deepcopy(ckpt)
     ckpt["config"]["crf"].update(head="argmax", site_scores=False, orf_length_scores=False)
     ckpt["config"]["annotate"]["intron_penalty"] = 2.0
+    ckpt["config"]["annotate"]["branch_penalty"] = 2.0
     from semiseg.genome import load_scheme
     from semiseg.model import Segmenter
 
@@ -110,4 +112,9 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
     assert (tmp_path / "a.bed").stat().st_size > 0
     with pytest.raises(SemisegError, match="--intron-penalty"):
         annotate(str(path), str(fasta), str(tmp_path / "b"), device="cpu", intron_penalty=2.0)
+    with pytest.raises(SemisegError, match="--branch-penalty"):
+        annotate(str(path), str(fasta), str(tmp_path / "b"), device="cpu", branch_penalty=2.0)
+    with pytest.raises(SemisegError, match="--branch-penalty: expected a finite number"):
+        annotate(os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt"), str(fasta),
+                 str(tmp_path / "b"), device="cpu", branch_penalty=-1.0)
     assert not list(tmp_path.glob("b.*"))

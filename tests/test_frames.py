@@ -570,3 +570,57 @@ def test_the_gene_model_needs_room_for_a_codon():
     with pytest.raises(SemisegError, match="crf.max_duration.*at least 3"):
         build_model(load_config("configs/demo.yaml", ["crf.max_duration=2"]), 4, 5)
     build_model(load_config("configs/demo.yaml", ["crf.max_duration=3"]), 4, 5)
+
+
+def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
+    """annotate.branch_penalty b: the same distribution as b taken from the acceptor
+    channel wherever no 7-mer 10-80 bp upstream (transcript direction) is within one base
+    of the branch consensus (walked on the string), and a large b leaves no intron ending
+    at such an acceptor in the decoded structure."""
+    import sys
+
+    sys.path.insert(0, "tests")
+    from test_sites import CONSENSUS, weak_scan
+
+    from semiseg.framehead import FrameHead
+
+    rng = random.Random(8)
+    parts = []
+    while sum(map(len, parts)) < 320:  # branch points, one-off ones, and splice sites
+        parts.append(rng.choice([CONSENSUS, "TACTTAC", "GTTAGTA", "GTTAGTT",
+                                 "".join(rng.choice("ACGT") for _ in range(30))]))
+    seq = "".join(parts)[:320]
+    lay = FrameLayout.from_scheme(scheme())
+    head = FrameHead(lay, max_duration=40, site_scores=True).double()
+    pwm = torch.full((4, 7), -1.0)
+    for j, base in enumerate(CONSENSUS):
+        pwm["ACGT".index(base), j] = 1.5
+    head.sites.set({"branch": pwm})
+    torch.manual_seed(2)
+    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64) * 2
+    for ch in ("donor+", "acceptor+", "donor-", "acceptor-"):  # encourage introns
+        R[..., lay.channels.index(ch)] += 4
+    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
+    onehot[:, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
+    em = torch.cat([R, onehot], -1)
+    lengths = torch.tensor([len(seq)])
+    weak = weak_scan(seq)
+    assert weak["+"].any() and (~weak["+"]).any() and weak["-"].any() and (~weak["-"]).any()
+    b = 2.3
+    R2 = R.clone()
+    for st in "+-":
+        R2[0, :, lay.channels.index(f"acceptor{st}")] -= b * torch.as_tensor(weak[st],
+                                                                              dtype=torch.float64)
+    want_z = head.log_partition(torch.cat([R2, onehot], -1), lengths, backend="torch")
+    plain_z = head.log_partition(em, lengths, backend="torch")
+    head.branch_penalty = b
+    got_z = head.log_partition(em, lengths, backend="torch")
+    assert torch.allclose(got_z, want_z, atol=1e-9)
+    assert float(plain_z - got_z) > 1e-3  # it took something
+    head.branch_penalty = 1e4
+    seg = head.decode_internal(em, lengths)
+    acceptors = [(s, lay.kind_names[lay.kind[c]]) for s, _, c in seg.segments[0]
+                 if lay.kind_names[lay.kind[c]] in ("acceptor+", "acceptor-")]
+    assert acceptors  # introns still decoded, at acceptors with a branch point
+    for s, kind in acceptors:
+        assert not weak[kind[-1]][s], (s, kind)

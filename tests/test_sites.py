@@ -267,3 +267,56 @@ def test_training_counts_the_sites_into_the_head(tmp_path):
     for name in SITES:
         assert torch.equal(getattr(again.crf.sites, f"pwm_{name}"),
                            getattr(sites, f"pwm_{name}"))
+
+
+# ------------------------------------------------- weak branch points (annotate.branch_penalty)
+CONSENSUS = "TACTAAC"
+
+
+def weak_scan(seq: str) -> dict[str, np.ndarray]:
+    """Per base t and strand: True when no 7-mer starting BRANCH_NEAR..BRANCH_FAR bases
+    upstream of t in the transcript's direction (inside the sequence) matches CONSENSUS at
+    6 or more bases, walked on the strings."""
+    T = len(seq)
+    r = rc(seq)
+    out = {"+": np.zeros(T, bool), "-": np.zeros(T, bool)}
+    for t in range(T):
+        for st, s, u in (("+", seq, t), ("-", r, T - 1 - t)):  # u: t on that strand
+            best = 0
+            for v in range(u - BRANCH_FAR, u - BRANCH_NEAR + 1):
+                if v < 0:
+                    continue
+                best = max(best, sum(a == b for a, b in zip(s[v:v + 7], CONSENSUS)))
+            out[st][t] = best < 6
+    return out
+
+
+def test_weak_branch_marks_acceptors_without_a_near_consensus_motif():
+    lay = layout()
+    m = SiteScores(lay)
+    pwm = np.full((4, 7), -1.0, np.float32)
+    for j, b in enumerate(CONSENSUS):
+        pwm["ACGT".index(b), j] = 1.5
+    m.set({"branch": pwm})
+    rng = random.Random(3)
+    parts = []
+    while sum(map(len, parts)) < 400:  # exact, one-off and two-off motifs on both strands
+        motif = list(CONSENSUS)
+        for _ in range(rng.choice([0, 1, 2])):
+            motif[rng.randrange(7)] = rng.choice("ACGT")
+        m7 = "".join(motif)
+        parts.append(rng.choice([m7, rc(m7)]))
+        parts.append("".join(rng.choice("ACGT") for _ in range(rng.randint(5, 60))))
+    seq = "".join(parts)[:400]
+    got = m.weak_branch(codes_of(seq))[0].numpy()
+    want = weak_scan(seq)
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    assert want["+"].any() and (~want["+"]).any() and want["-"].any() and (~want["-"]).any()
+    for c, kind in enumerate(kinds):
+        if kind in ("acceptor+", "acceptor-"):
+            np.testing.assert_array_equal(got[:, c], want[kind[-1]].astype(np.float32),
+                                          err_msg=kind)
+        else:
+            assert not got[:, c].any(), kind
+    m.set({"branch": np.zeros((4, 7), np.float32)})  # no matrix counted: no evidence
+    assert not m.weak_branch(codes_of(seq)).any()
