@@ -515,6 +515,18 @@ def test_a_checkpoint_of_another_layout_is_a_clear_error():
         build_model(ckpt)
 
 
+def _intron_friendly(lay, seq: str, seed: int):
+    """Random float64 channels (seeded) with the splice-site channels raised so that
+    introns are likely, the one-hot of `seq`, and the two as the head's emissions."""
+    torch.manual_seed(seed)
+    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64) * 2
+    for ch in ("donor+", "acceptor+", "donor-", "acceptor-"):
+        R[..., lay.channels.index(ch)] += 4
+    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
+    onehot[:, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
+    return R, onehot, torch.cat([R, onehot], -1)
+
+
 def test_intron_penalty_is_a_score_taken_from_each_intron():
     """annotate.intron_penalty b: the same distribution as b taken from the emission of
     each intron's left splice base (a 1-bp segment, so once per intron), and a large b
@@ -525,13 +537,7 @@ def test_intron_penalty_is_a_score_taken_from_each_intron():
     seq = "".join(rng.choice("ACGT") for _ in range(300))
     lay = FrameLayout.from_scheme(scheme())
     head = FrameHead(lay, max_duration=40).double()
-    torch.manual_seed(1)
-    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64) * 2
-    for ch in ("donor+", "acceptor+", "donor-", "acceptor-"):  # encourage introns
-        R[..., lay.channels.index(ch)] += 4
-    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
-    onehot[:, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
-    em = torch.cat([R, onehot], -1)
+    R, onehot, em = _intron_friendly(lay, seq, seed=1)
     lengths = torch.tensor([300])
     b = 1.7
     R2 = R.clone()
@@ -596,13 +602,7 @@ def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
     for j, base in enumerate(CONSENSUS):
         pwm["ACGT".index(base), j] = 1.5
     head.sites.set({"branch": pwm})
-    torch.manual_seed(2)
-    R = torch.randn(1, len(seq), len(lay.channels), dtype=torch.float64) * 2
-    for ch in ("donor+", "acceptor+", "donor-", "acceptor-"):  # encourage introns
-        R[..., lay.channels.index(ch)] += 4
-    onehot = torch.zeros(1, len(seq), 4, dtype=torch.float64)
-    onehot[:, torch.arange(len(seq)), torch.as_tensor(base_codes(seq)).long()] = 1
-    em = torch.cat([R, onehot], -1)
+    R, onehot, em = _intron_friendly(lay, seq, seed=2)
     lengths = torch.tensor([len(seq)])
     weak = weak_scan(seq)
     assert weak["+"].any() and (~weak["+"]).any() and weak["-"].any() and (~weak["-"]).any()
