@@ -50,7 +50,21 @@ from semiseg.metrics import add_segment_counts, new_segment_counts, prf  # noqa:
 YEAST = os.path.join(ROOT, "data", "yeast")
 SCHEME = os.path.join(ROOT, "configs", "demo.yaml")
 SIZES = {"chrI": 230208, "chrII": 813178}
-VALID_START = 696000  # 116 training windows of 6,000 bp (configs/demo.yaml)
+VALID_START = 696000  # inside the held-out last 15% (691,201-813,178) of configs/demo.yaml
+
+
+def valid_block(cfg: dict) -> tuple[int, int]:
+    """chrII's scored held-out region for a run's resolved config: VALID_START-end for the
+    demo's split (all earlier tables), or, with windows.valid_offset (a cross-validation
+    fold), the block `semiseg train` held out, from the same function (split_regions)."""
+    if cfg.get("windows", {}).get("valid_offset") is None:
+        return VALID_START, SIZES["chrII"]
+    from semiseg.config import from_dict
+    from semiseg.trainingdata import split_regions
+
+    _, valid = split_regions(from_dict(cfg), SIZES)
+    (_, lo, hi), = [v for v in valid if v[0] == "chrII"]
+    return lo, hi
 NAMES = ["intergenic", "CDS+", "CDS-", "intron+", "intron-"]
 THREE = (0, 1, 2)
 
@@ -109,7 +123,9 @@ def annotate(model: str, out: str, fasta: str, extra: list[str], threads: int) -
 def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     model = os.path.join(d, "best.pt")
     with open(os.path.join(d, "config.yaml")) as fh:
-        argmax = yaml.safe_load(fh)["crf"].get("head") == "argmax"
+        cfg = yaml.safe_load(fh)
+    argmax = cfg["crf"].get("head") == "argmax"
+    block = valid_block(cfg)
     extra = [] if args.penalty is None or argmax else ["--intron-penalty", str(args.penalty)]
     tag = "" if args.penalty is None else f".p{args.penalty:g}"  # (no introns to penalise
     # in an argmax-head run: its files carry the tag of the group's command all the same)
@@ -120,7 +136,7 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     if not args.no_valid:
         region = os.path.join(d, "valid_region.bed")
         with open(region, "w") as fh:
-            fh.write(f"chrII\t{VALID_START}\t{SIZES['chrII']}\n")
+            fh.write(f"chrII\t{block[0]}\t{block[1]}\n")
         valid = os.path.join(d, f"valid{tag}.bed")
         annotate(model, valid[:-4], os.path.join(YEAST, "chrII.fa"),
                  extra + ["--regions", region], args.threads)
@@ -128,18 +144,18 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
         chrI = os.path.join(d, f"chrI{tag}.bed")
         annotate(model, chrI[:-4], os.path.join(YEAST, "chrI.fa"), extra, args.threads)
     genes = None if chrI is None else read_gff_genes(chrI[:-4] + ".gff3", ["chrI"])
-    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes)
+    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes, block)
 
 
 def score_beds(valid: str | None, chrI: str | None, chrI_genes, truth_tracks, seqs,
-               truth_genes) -> dict:
-    """One row from label BEDs: `valid` covering chrII's held-out part (a whole-chrII BED
-    is fine: only the region is scored), `chrI` covering chrI with its gene models
+               truth_genes, block: tuple[int, int] = (VALID_START, SIZES["chrII"])) -> dict:
+    """One row from label BEDs: `valid` covering chrII's held-out `block` (a whole-chrII
+    BED is fine: only the region is scored), `chrI` covering chrI with its gene models
     `chrI_genes`; either may be None."""
     row = {}
     if valid is not None:
         p = read_segments(valid)
-        lo, hi = VALID_START, SIZES["chrII"]
+        lo, hi = block
         s = scores(labels(p, "chrII", lo, hi), labels(truth_tracks["chrII"], "chrII", lo, hi))
         row.update({f"valid {k}": v for k, v in s.items()})
         row["valid introns right/pred"] = introns(p, truth_tracks["chrII"], "chrII", lo, hi)

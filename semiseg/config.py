@@ -72,6 +72,9 @@ class WindowsConfig:
     valid_chroms: chromosomes held out for validation; if empty, the last
                   `valid_fraction` of each training chromosome is held out instead
     valid_fraction: see valid_chroms
+    valid_offset: where in each chromosome (a fraction of its length) the held-out
+                  block of `valid_fraction` starts; None: at the end (1 - valid_fraction).
+                  Different offsets give the folds of a cross-validation
     """
 
     size: int = 20000
@@ -79,6 +82,7 @@ class WindowsConfig:
     chroms: list[str] | None = None
     valid_chroms: list[str] = field(default_factory=list)
     valid_fraction: float = 0.15
+    valid_offset: float | None = None
 
 
 @dataclass
@@ -394,6 +398,10 @@ def _validate(cfg: Config) -> None:
     if not 0 <= cfg.windows.valid_fraction < 1:
         raise SemisegError(f"windows.valid_fraction: must be in [0, 1), got "
                            f"{cfg.windows.valid_fraction}")
+    off = cfg.windows.valid_offset
+    if off is not None and not 0 <= off <= 1 - cfg.windows.valid_fraction:
+        raise SemisegError(f"windows.valid_offset: must be in [0, 1 - valid_fraction] = "
+                           f"[0, {1 - cfg.windows.valid_fraction:g}], got {off}")
     if cfg.windows.overlap >= cfg.windows.size:
         raise SemisegError("windows.overlap must be smaller than windows.size")
     if not cfg.model.dropout < 1:

@@ -146,12 +146,22 @@ def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
         valid = [(c, 0, sizes[c]) for c in cfg.windows.valid_chroms]
     else:
         train, valid = [], []
+        frac, off = cfg.windows.valid_fraction, cfg.windows.valid_offset
         for c in chroms:
-            cut = int(sizes[c] * (1 - cfg.windows.valid_fraction)) // res * res
-            if cut > 0:
-                train.append((c, 0, cut))
-            if cut < sizes[c] and cfg.windows.valid_fraction > 0:
-                valid.append((c, cut, sizes[c]))
+            if off is None:  # the last part
+                cut = int(sizes[c] * (1 - frac)) // res * res
+                if cut > 0:
+                    train.append((c, 0, cut))
+                if cut < sizes[c] and frac > 0:
+                    valid.append((c, cut, sizes[c]))
+                continue
+            a = int(sizes[c] * off) // res * res  # the held-out block [a, b)
+            b = int(sizes[c] * (off + frac)) // res * res
+            if off + frac >= 1 - 1e-9:
+                b = sizes[c]
+            train += [(c, s, e) for s, e in ((0, a), (b, sizes[c])) if e > s]
+            if b > a:
+                valid.append((c, a, b))
     if not train:
         raise SemisegError("windows: no training chromosomes left after the validation split")
     return train, valid

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from semiseg.errors import SemisegError
@@ -60,3 +62,34 @@ def test_split_by_chrom_and_region():
     # window 20-30 straddles the test region: dropped, not leaked into train
     assert [(x.chrom, x.start) for x in r["train"]] == [("a", 0), ("b", 0), ("b", 10),
                                                          ("c", 0), ("c", 10)]
+
+
+def test_validation_block_at_the_end_or_at_an_offset():
+    """windows.valid_fraction holds out the last part of each chromosome; with
+    windows.valid_offset the block starts there instead (cross-validation folds), the
+    training regions are what is left on either side, and every base is in exactly one."""
+    from semiseg.config import load_config
+    from semiseg.trainingdata import split_regions
+
+    sizes = {"a": 1000, "b": 400}
+
+    def split(*sets):
+        return split_regions(load_config(None, list(sets)), sizes)
+
+    train, valid = split("windows.valid_fraction=0.25")
+    assert valid == [("a", 750, 1000), ("b", 300, 400)]
+    assert train == [("a", 0, 750), ("b", 0, 300)]
+    train, valid = split("windows.valid_fraction=0.25", "windows.valid_offset=0.5")
+    assert valid == [("a", 500, 750), ("b", 200, 300)]
+    assert train == [("a", 0, 500), ("a", 750, 1000), ("b", 0, 200), ("b", 300, 400)]
+    train, valid = split("windows.valid_fraction=0.25", "windows.valid_offset=0")
+    assert valid == [("a", 0, 250), ("b", 0, 100)] and train[0] == ("a", 250, 1000)
+    for off in (0.0, 0.1, 0.5, 0.75):  # a partition of every chromosome
+        train, valid = split("windows.valid_fraction=0.25", f"windows.valid_offset={off}")
+        for c, n in sizes.items():
+            cover = sorted((s, e) for cc, s, e in train + valid if cc == c)
+            assert cover[0][0] == 0 and cover[-1][1] == n
+            assert all(x[1] == y[0] for x, y in itertools.pairwise(cover))
+    assert split("windows.valid_fraction=0")[1] == []
+    with pytest.raises(SemisegError, match="windows.valid_offset"):
+        split("windows.valid_fraction=0.25", "windows.valid_offset=0.8")
