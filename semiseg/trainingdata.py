@@ -214,6 +214,25 @@ def frame_gold_for(cfg: Config, scheme, annotation, data):
                      min_intron=scheme.min_intron)
 
 
+def clear_of_rigid(gold, windows: list[Window], res: int = 1) -> tuple[list[Window], int]:
+    """The gene model's windows with every edge inside a start or stop codon or an
+    intron moved inwards to the nearest safe boundary (FrameGold.safe_cuts): a window
+    only shrinks, so it never reaches into a neighbouring region (the validation block).
+    Returns (windows, edges moved); a window left empty is dropped."""
+    out, moved = [], 0
+    for w in windows:
+        ok = gold.safe_cuts(w.chrom)
+        s, e = w.start, w.end
+        while s < e and not ok[s]:
+            s += 1
+        while e > s and not ok[e]:
+            e -= 1
+        moved += (s != w.start) + (e != w.end)
+        if e > s:
+            out.append(Window(w.chrom, s, e) if (s, e) != (w.start, w.end) else w)
+    return out, moved
+
+
 def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
                   train_windows: list[Window], valid_windows: list[Window],
                   on_load=None) -> tuple[Dataset, Dataset]:
@@ -226,6 +245,12 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
         rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
               "rc_labels": gold.layout.flip if cfg.crf.frames else strand_swap(scheme),
               "pool": res // cfg.inputs.bin_size}
+    if cfg.crf.frames:
+        train_windows, moved_t = clear_of_rigid(gold, train_windows, res)
+        valid_windows, moved_v = clear_of_rigid(gold, valid_windows, res)
+        if moved_t or moved_v:
+            ui.log(f"{moved_t + moved_v} window edge(s) moved out of a codon or an intron "
+                   "(a piece of one cannot be segmented)")
     train_ds = Dataset(data, gold, train_windows, columns, res, on_load=on_load, **rc)
     valid_ds = Dataset(data, gold, valid_windows, columns, res, on_load=on_load)
     if cfg.crf.frames:

@@ -624,3 +624,58 @@ def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
     assert acceptors  # introns still decoded, at acceptors with a branch point
     for s, kind in acceptors:
         assert not weak[kind[-1]][s], (s, kind)
+
+
+def test_window_edges_are_moved_out_of_codons_and_introns():
+    """A training window whose edge cuts a stop codon or an intron (chrII's own genes,
+    min_intron 60, K = 256) has a gold labelling no segmentation can hold (log Z of the
+    gold-masked model is -inf: training stopped with an infinite loss); after
+    trainingdata.clear_of_rigid every such window is representable, and each window
+    only shrank, by less than the piece it left."""
+    from semiseg.crf import log_partition
+    from semiseg.genome import Fasta, read_annotation
+    from semiseg.genome.frames import FrameGold
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
+    from semiseg.trainingdata import Window, clear_of_rigid
+
+    sch = scheme(min_intron=60)
+    fa = Fasta(["data/yeast/chrII.fa"])
+    gff = "data/yeast/yeast_chrI_chrII.gff3"
+    sizes = {"chrI": 230208, "chrII": fa.chrom_sizes["chrII"]}
+    ann = read_annotation(gff, sch, sizes)
+    rows, gtf = read_gff_rows(gff, sizes)
+    tx = [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrII"]
+    gold = FrameGold(FrameLayout.from_scheme(sch), ann, tx, fa)
+    tx = [t for t in tx if len(t.cds)]
+    lay = gold.layout
+    edges = []  # the middle of every intron, and the middle base of 12 stop codons
+    for t in tx:
+        cds = sorted(map(tuple, t.cds.tolist()))
+        edges += [(a_end + b_start) // 2 for (_, a_end), (b_start, _) in zip(cds, cds[1:])]
+    for t in tx[:12]:
+        cds = t.cds.tolist()
+        edges.append(max(e for _, e in cds) - 2 if t.strand == "+"
+                     else min(s for s, _ in cds) + 1)
+    L = sizes["chrII"]
+    windows = [w for p in edges for w in (Window("chrII", max(0, p - 1500), p),
+                                          Window("chrII", p, min(L, p + 1500)))]
+    K = 256
+    tm = torch.tensor(lay.transition_mask())
+    dm = torch.tensor(lay.duration_mask(K))
+
+    def log_z(ws):
+        out = []
+        for w in ws:
+            al = sequence_allowed(lay, base_codes(fa.fetch("chrII", w.start, w.end)))
+            allowed = torch.as_tensor(al & lay.gold_mask(gold.labels("chrII", w.start, w.end)))
+            out.append(float(log_partition(torch.zeros(1, *allowed.shape, dtype=torch.float64),
+                                           tm, dm, allowed=allowed[None])))
+        return np.array(out)
+
+    assert np.isinf(log_z(windows)).sum() >= len(edges)  # each edge breaks a window
+    moved, n = clear_of_rigid(gold, windows)
+    assert n >= len(edges) and len(moved) == len(windows)
+    assert np.isfinite(log_z(moved)).all()
+    for w, m in zip(windows, moved):
+        assert w.start <= m.start < m.end <= w.end
+        assert (m.start - w.start) + (w.end - m.end) < 1100  # at most one intron's worth

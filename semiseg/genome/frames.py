@@ -504,6 +504,29 @@ class FrameGold:
                 min_intron=self._min_intron, report=self.report)
         return self.codes[chrom]
 
+    def safe_cuts(self, chrom: str) -> np.ndarray:
+        """(L + 1,) bool: whether a window may begin or end at boundary p of the
+        chromosome (between bases p - 1 and p): not inside a start or stop codon, and not
+        inside an intron or next to its splice bases. A window edge there leaves a piece
+        shorter than the label's fixed or minimum duration, or a splice base without its
+        dinucleotide, which no segmentation of the window can hold."""
+        codes = self._chrom(chrom)
+        L = self.layout
+        kinds = [L.kind_names[k][:-1] for k in L.kind]
+        # one group per rigid piece: a codon (its label, one frame throughout) or a whole
+        # intron of one strand (splice bases and the inside, INTRON_ANY)
+        group = np.full(len(codes), -1, np.int64)
+        for c, kind in enumerate(kinds):
+            if kind in ("start", "stop"):
+                group[codes == c] = c
+            elif kind in ("donor", "acceptor", "intron"):
+                group[codes == c] = len(kinds) + "+-".index(L.strand[c])
+        for st, code in INTRON_ANY.items():
+            group[codes == code] = len(kinds) + "+-".index(st)
+        ok = np.ones(len(codes) + 1, bool)
+        ok[1:-1] = ~((group[1:] == group[:-1]) & (group[1:] >= 0))
+        return ok
+
     def labels(self, chrom: str, start: int = 0, end: int | None = None,
                resolution: int = 1) -> np.ndarray:
         if resolution != 1:
