@@ -2,7 +2,7 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--rc on|off] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+        [--rc on|off] [--branch-penalty B] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
 annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
@@ -127,11 +127,15 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     argmax = cfg["crf"].get("head") == "argmax"
     block = valid_block(cfg)
     extra = [] if args.penalty is None or argmax else ["--intron-penalty", str(args.penalty)]
+    if args.branch_penalty and not argmax:
+        extra += ["--branch-penalty", str(args.branch_penalty)]
     tag = "" if args.penalty is None else f".p{args.penalty:g}"  # (no introns to penalise
     # in an argmax-head run: its files carry the tag of the group's command all the same)
     if args.rc is not None:
         extra += ["--reverse-complement", args.rc]
         tag += f".rc{args.rc}"
+    if args.branch_penalty:
+        tag += f".b{args.branch_penalty:g}"
     valid = chrI = None
     if not args.no_valid:
         region = os.path.join(d, "valid_region.bed")
@@ -208,6 +212,8 @@ def table(groups: list[tuple[str, list[str], list[dict]]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("groups", nargs="+", help="GROUP=RUN_DIR[,RUN_DIR...]")
+    ap.add_argument("--branch-penalty", type=float, default=0.0,
+                    help="annotate's --branch-penalty (0: off)")
     ap.add_argument("--penalty", type=float, default=None,
                     help="annotate --intron-penalty (default: the model's own)")
     ap.add_argument("--rc", choices=["auto", "on", "off"], default=None,
