@@ -440,24 +440,15 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                     samples=samples, seed=seed)
     if samples < 0:
         raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
-    penalty = _at_least_zero("--intron-penalty", acfg.intron_penalty
-                             if intron_penalty is None else intron_penalty)
-    if not hasattr(ann.model.crf, "intron_penalty"):
-        if intron_penalty:
-            raise SemisegError("--intron-penalty: only the gene model (crf.frames with the "
-                               "semi-CRF head) has introns to penalise")
-        penalty = 0.0  # a config's value on a model without introns (an argmax head)
-    if penalty:
-        ann.model.crf.intron_penalty = penalty
-    bpen = _at_least_zero("--branch-penalty", acfg.branch_penalty
-                          if branch_penalty is None else branch_penalty)
-    if bpen and getattr(ann.model.crf, "sites", None) is None:
-        if branch_penalty:
-            raise SemisegError("--branch-penalty: only the gene model trained with "
-                               "crf.site_scores: true has a branch-point matrix")
-        bpen = 0.0  # a config's value on a model without one
-    if bpen:
-        ann.model.crf.branch_penalty = bpen
+    crf = ann.model.crf
+    _set_penalty(crf, "intron_penalty", acfg.intron_penalty, intron_penalty,
+                 hasattr(crf, "intron_penalty"),
+                 "only the gene model (crf.frames with the semi-CRF head) has introns to "
+                 "penalise")
+    _set_penalty(crf, "branch_penalty", acfg.branch_penalty, branch_penalty,
+                 getattr(crf, "sites", None) is not None,
+                 "only the gene model trained with crf.site_scores: true has a "
+                 "branch-point matrix")
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if signal_precision is None else signal_precision)
     sample_rows: list = []
@@ -471,7 +462,9 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     ui.log(f"model {model} ({ckpt['model_hash']}), {len(items)} sequence(s) on "
            f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
            + ("; emissions averaged over both strands" if use_rc else "")
-           + (f"; intron penalty {penalty:g}" if penalty else ""))
+           + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
+                     for attr in ("intron_penalty", "branch_penalty")
+                     if getattr(crf, attr, 0)))
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
@@ -515,6 +508,22 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if os.path.exists(p):
             written.append(p)
     return written
+
+
+def _set_penalty(head, attr: str, configured: float, given: float | None, exists: bool,
+                 why: str) -> None:
+    """Set a gene-model head's annotate-time penalty `attr` from the command line (`given`)
+    or the checkpoint's annotate section (`configured`). A model without it (`exists`
+    False) ignores a configured value (e.g. an argmax head trained from the demo config),
+    but asking for one on the command line is an error saying `why`."""
+    flag = "--" + attr.replace("_", "-")
+    value = _at_least_zero(flag, configured if given is None else given)
+    if not exists:
+        if given:
+            raise SemisegError(f"{flag}: {why}")
+        return
+    if value:
+        setattr(head, attr, value)
 
 
 def _at_least_zero(flag: str, value: float) -> float:

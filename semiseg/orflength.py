@@ -28,7 +28,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .orf import NONE, _first_at_or_after, _last_at_or_before
+from .orf import NONE, _first_at_or_after, _last_at_or_before, _shift
 
 N_KNOTS = 16
 LOG_MIN, LOG_MAX = math.log(3.0), math.log(30000.0)
@@ -50,16 +50,24 @@ def triplets(codes: Tensor) -> Tensor:
     return trip
 
 
-def _shift(x: Tensor, by: int, fill) -> Tensor:
-    """y[:, t] = x[:, t - by], `fill` where that is outside."""
-    y = torch.full_like(x, fill)
-    if by > 0:
-        y[:, by:] = x[:, :-by]
-    elif by < 0:
-        y[:, :by] = x[:, -by:]
-    else:
-        y = x
-    return y
+def _codon_scan(codes: Tensor, lengths: Tensor | None) -> dict[str, Tensor]:
+    """The codons and nearest in-frame stops both ORF scans read, (B, T) each: `trip`
+    (triplets; past a sequence's end N), `u` (positions), `L` (lengths, (B, 1)), `stop+`,
+    `stop-` (a stop of that strand begins at u), and for each u the same-residue stop
+    `prv+`/`prv-` beginning at or before u - 3 (NONE: none) and `nxt+`/`nxt-` beginning at
+    or after u + 3 (-NONE: none)."""
+    B, T = codes.shape
+    dev = codes.device
+    u = torch.arange(T, device=dev).expand(B, T)
+    L = (torch.full((B,), T, device=dev) if lengths is None else lengths.to(dev))[:, None]
+    trip = triplets(codes.masked_fill(u >= L, 4))  # past a sequence's end: N
+    out = {"trip": trip, "u": u, "L": L}
+    for st, stops in (("+", _STOP_PLUS), ("-", _STOP_MINUS)):
+        stop = torch.isin(trip, torch.tensor(stops, device=dev))
+        out[f"stop{st}"] = stop
+        out[f"prv{st}"] = _shift(_last_at_or_before(stop), 3, NONE)
+        out[f"nxt{st}"] = _shift(_first_at_or_after(stop), -3, -NONE)
+    return out
 
 
 def orf_lengths(codes: Tensor, lengths: Tensor | None = None) -> dict[str, Tensor]:
@@ -75,32 +83,22 @@ def orf_lengths(codes: Tensor, lengths: Tensor | None = None) -> dict[str, Tenso
 
     Missing stops: the length runs to the sequence's edge (`lengths` (B,) or T).
     """
-    B, T = codes.shape
-    dev = codes.device
-    u = torch.arange(T, device=dev).expand(B, T)
-    L = (torch.full((B,), T, device=dev) if lengths is None else lengths.to(dev))[:, None]
-    trip = triplets(codes.masked_fill(u >= L, 4))  # past a sequence's end: N
-    stop_p = torch.isin(trip, torch.tensor(_STOP_PLUS, device=dev))
-    stop_m = torch.isin(trip, torch.tensor(_STOP_MINUS, device=dev))
-    zero = torch.zeros(B, T, device=dev)
+    k = _codon_scan(codes, lengths)
+    trip, u, L = k["trip"], k["u"], k["L"]
+    zero = torch.zeros(trip.shape, device=trip.device)
     # plus start at u: first stop v >= u + 3 (same residue): length v + 3 - u
-    nxt = _shift(_first_at_or_after(stop_p), -3, -NONE)
-    start_p = torch.where(nxt != -NONE, nxt + 3 - u, L - u).float()
+    start_p = torch.where(k["nxt+"] != -NONE, k["nxt+"] + 3 - u, L - u).float()
     # plus stop at u: previous stop v <= u - 3: length u - v (u + 3 with none)
-    prv = _shift(_last_at_or_before(stop_p), 3, NONE)
-    stop_pl = torch.where(prv != NONE, u - prv, u + 3).float()
+    stop_pl = torch.where(k["prv+"] != NONE, u - k["prv+"], u + 3).float()
     # minus start, CAT at u (anchor u + 2): stop v <= u - 3: length u + 3 - v
-    prv_m = _shift(_last_at_or_before(stop_m), 3, NONE)
-    start_m = torch.where(prv_m != NONE, u + 3 - prv_m, u + 3).float()
+    start_m = torch.where(k["prv-"] != NONE, u + 3 - k["prv-"], u + 3).float()
     # minus stop at u (anchor u + 2): next minus stop v >= u + 3: length v - u
-    nxt_m = _shift(_first_at_or_after(stop_m), -3, -NONE)
-    stop_mi = torch.where(nxt_m != -NONE, nxt_m - u, L - u).float()
-    at = {"start+": trip == _ATG, "stop+": stop_p, "start-": trip == _CAT, "stop-": stop_m}
-    out = {"start+": torch.where(at["start+"], start_p, zero),
-           "stop+": torch.where(at["stop+"], stop_pl, zero)}
+    stop_mi = torch.where(k["nxt-"] != -NONE, k["nxt-"] - u, L - u).float()
+    out = {"start+": torch.where(trip == _ATG, start_p, zero),
+           "stop+": torch.where(k["stop+"], stop_pl, zero)}
     # minus codons: their anchor is the codon's right end (u + 2)
-    out["start-"] = _shift(torch.where(at["start-"], start_m, zero), 2, 0.0)
-    out["stop-"] = _shift(torch.where(at["stop-"], stop_mi, zero), 2, 0.0)
+    out["start-"] = _shift(torch.where(trip == _CAT, start_m, zero), 2, 0.0)
+    out["stop-"] = _shift(torch.where(k["stop-"], stop_mi, zero), 2, 0.0)
     return out
 
 
@@ -122,30 +120,38 @@ def upstream_starts(codes: Tensor, lengths: Tensor | None = None) -> dict[str, T
         start-  a CAT beginning at u (anchor u + 2): CATs at v = u (mod 3), u < v < s,
                 s the first TTA/CTA/TCA beginning at or after u + 3
     """
-    B, T = codes.shape
-    dev = codes.device
-    if lengths is not None:
-        u = torch.arange(T, device=dev).expand(B, T)
-        codes = codes.masked_fill(u >= lengths.to(dev)[:, None], 4)
-    trip = triplets(codes)
+    k = _codon_scan(codes, lengths)
+    trip, T = k["trip"], codes.shape[1]
     atg, cat = trip == _ATG, trip == _CAT
-    stop_p = torch.isin(trip, torch.tensor(_STOP_PLUS, device=dev))
-    stop_m = torch.isin(trip, torch.tensor(_STOP_MINUS, device=dev))
-    none = torch.full((B, T), -1, dtype=torch.long, device=dev)
+    none = torch.full_like(trip, -1)
     # plus: ATGs at or before u minus u itself, minus those at or before the stop
     cnt = _count_at_or_before(atg)
-    prv = _shift(_last_at_or_before(stop_p), 3, NONE)
+    prv = k["prv+"]
     before_stop = torch.gather(cnt, 1, prv.clamp(min=0)) * (prv != NONE)
     plus = torch.where(atg, cnt - 1 - before_stop, none)
     # minus: the same on the mirrored sequence (v -> T - 1 - v keeps residues apart)
     cnt_r = _count_at_or_before(cat.flip(1)).flip(1)  # CATs at v >= u, v = u (mod 3)
-    nxt = _shift(_first_at_or_after(stop_m), -3, -NONE)
+    nxt = k["nxt-"]
     after_stop = torch.gather(cnt_r, 1, nxt.clamp(max=T - 1)) * (nxt != -NONE)
     minus = _shift(torch.where(cat, cnt_r - 1 - after_stop, none), 2, -1)
     return {"start+": plus, "start-": minus}
 
 
 N_UPSTREAM = 4  # 0, 1, 2, 3 or more in-frame start codons upstream
+
+
+def _codon_masks(module: nn.Module, layout, sites) -> list[tuple[str, str]]:
+    """Register a (C,) float mask of each site kind's internal labels per strand on
+    `module` (buffers mask_startp, mask_stopm, ...); returns [(kind, buffer name)]."""
+    kinds = [layout.kind_names[k] for k in layout.kind]
+    out = []
+    for site in sites:
+        for st in layout.strands:
+            name = f"mask_{site}{'p' if st == '+' else 'm'}"
+            module.register_buffer(name, torch.tensor(
+                [k == f"{site}{st}" for k in kinds], dtype=torch.float32), persistent=False)
+            out.append((f"{site}{st}", name))
+    return out
 
 
 class UpstreamStartScores(nn.Module):
@@ -160,13 +166,7 @@ class UpstreamStartScores(nn.Module):
     def __init__(self, layout):
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(N_UPSTREAM))
-        kinds = [layout.kind_names[k] for k in layout.kind]
-        self.targets = []
-        for st in layout.strands:
-            name = f"mask_start{'p' if st == '+' else 'm'}"
-            self.register_buffer(name, torch.tensor(
-                [k == f"start{st}" for k in kinds], dtype=torch.float32), persistent=False)
-            self.targets.append((f"start{st}", name))
+        self.targets = _codon_masks(self, layout, ("start",))
 
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""
@@ -203,14 +203,8 @@ class OrfLengthScores(nn.Module):
     def __init__(self, layout):
         super().__init__()
         self.knots = nn.Parameter(torch.zeros(2, N_KNOTS))  # start, stop
-        kinds = [layout.kind_names[k] for k in layout.kind]
-        self.targets = []
-        for i, site in enumerate(("start", "stop")):
-            for st in layout.strands:
-                name = f"mask_{site}{'p' if st == '+' else 'm'}"
-                self.register_buffer(name, torch.tensor(
-                    [k == f"{site}{st}" for k in kinds], dtype=torch.float32), persistent=False)
-                self.targets.append((i, f"{site}{st}", name))
+        self.targets = [(0 if key.startswith("start") else 1, key, name)
+                        for key, name in _codon_masks(self, layout, ("start", "stop"))]
 
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""

@@ -247,6 +247,7 @@ class SiteScores(nn.Module):
         self.register_buffer("pwm_branch", torch.zeros(4, BRANCH_WIDTH))
         self.weight = nn.Parameter(torch.ones(len(self.names)))
         kinds = [layout.kind_names[k] for k in layout.kind]
+        self.n_labels = len(kinds)
         self.targets = []  # (score name, strand, label mask buffer name)
         for s in self.names:
             for st in layout.strands:
@@ -269,7 +270,7 @@ class SiteScores(nn.Module):
         BRANCH_MIN_MATCH or more bases, else 0; all 0 when no branch matrix was counted.
         (annotate.branch_penalty takes a log-score from such introns.)"""
         B, T = codes.shape
-        out = torch.zeros(B, T, getattr(self, self.targets[0][2]).numel(), device=codes.device)
+        out = torch.zeros(B, T, self.n_labels, device=codes.device)
         if not bool(self.pwm_branch.any()):
             return out
         x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()

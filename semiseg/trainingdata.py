@@ -148,19 +148,11 @@ def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
         train, valid = [], []
         frac, off = cfg.windows.valid_fraction, cfg.windows.valid_offset
         for c in chroms:
-            if off is None:  # the last part
-                cut = int(sizes[c] * (1 - frac)) // res * res
-                if cut > 0:
-                    train.append((c, 0, cut))
-                if cut < sizes[c] and frac > 0:
-                    valid.append((c, cut, sizes[c]))
-                continue
-            a = int(sizes[c] * off) // res * res  # the held-out block [a, b)
-            b = int(sizes[c] * (off + frac)) // res * res
-            if off + frac >= 1 - 1e-9:
-                b = sizes[c]
-            train += [(c, s, e) for s, e in ((0, a), (b, sizes[c])) if e > s]
-            if b > a:
+            n = sizes[c]  # held out: [a, b), by default the last part (b = n)
+            a = int(n * (1 - frac if off is None else off)) // res * res
+            b = n if off is None or off + frac >= 1 - 1e-9 else int(n * (off + frac)) // res * res
+            train += [(c, s, e) for s, e in ((0, a), (b, n)) if e > s]
+            if b > a and frac > 0:
                 valid.append((c, a, b))
     if not train:
         raise SemisegError("windows: no training chromosomes left after the validation split")
@@ -214,14 +206,16 @@ def frame_gold_for(cfg: Config, scheme, annotation, data):
                      min_intron=scheme.min_intron)
 
 
-def clear_of_rigid(gold, windows: list[Window], res: int = 1) -> tuple[list[Window], int]:
+def clear_of_rigid(gold, windows: list[Window]) -> tuple[list[Window], int]:
     """The gene model's windows with every edge inside a start or stop codon or an
     intron moved inwards to the nearest safe boundary (FrameGold.safe_cuts): a window
     only shrinks, so it never reaches into a neighbouring region (the validation block).
     Returns (windows, edges moved); a window left empty is dropped."""
-    out, moved = [], 0
+    out, moved, cuts = [], 0, {}
     for w in windows:
-        ok = gold.safe_cuts(w.chrom)
+        if w.chrom not in cuts:  # once per chromosome
+            cuts[w.chrom] = gold.safe_cuts(w.chrom)
+        ok = cuts[w.chrom]
         s, e = w.start, w.end
         while s < e and not ok[s]:
             s += 1
@@ -229,7 +223,7 @@ def clear_of_rigid(gold, windows: list[Window], res: int = 1) -> tuple[list[Wind
             e -= 1
         moved += (s != w.start) + (e != w.end)
         if e > s:
-            out.append(Window(w.chrom, s, e) if (s, e) != (w.start, w.end) else w)
+            out.append(Window(w.chrom, s, e))
     return out, moved
 
 
@@ -246,8 +240,8 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
               "rc_labels": gold.layout.flip if cfg.crf.frames else strand_swap(scheme),
               "pool": res // cfg.inputs.bin_size}
     if cfg.crf.frames:
-        train_windows, moved_t = clear_of_rigid(gold, train_windows, res)
-        valid_windows, moved_v = clear_of_rigid(gold, valid_windows, res)
+        train_windows, moved_t = clear_of_rigid(gold, train_windows)
+        valid_windows, moved_v = clear_of_rigid(gold, valid_windows)
         if moved_t or moved_v:
             ui.log(f"{moved_t + moved_v} window edge(s) moved out of a codon or an intron "
                    "(a piece of one cannot be segmented)")

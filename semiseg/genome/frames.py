@@ -511,18 +511,22 @@ class FrameGold:
         shorter than the label's fixed or minimum duration, or a splice base without its
         dinucleotide, which no segmentation of the window can hold."""
         codes = self._chrom(chrom)
-        L = self.layout
-        kinds = [L.kind_names[k][:-1] for k in L.kind]
+        lay = self.layout
+        C = len(lay)
         # one group per rigid piece: a codon (its label, one frame throughout) or a whole
-        # intron of one strand (splice bases and the inside, INTRON_ANY)
-        group = np.full(len(codes), -1, np.int64)
-        for c, kind in enumerate(kinds):
+        # intron of one strand (splice bases and the inside, coded INTRON_ANY), as a
+        # table indexed by code - lo (the negative codes UNKNOWN, INTRON_ANY included)
+        lo = min(UNKNOWN, *INTRON_ANY.values())
+        table = np.full(C - lo, -1, np.int64)
+        for c in range(C):
+            kind = lay.kind_names[lay.kind[c]][:-1]
             if kind in ("start", "stop"):
-                group[codes == c] = c
+                table[c - lo] = c
             elif kind in ("donor", "acceptor", "intron"):
-                group[codes == c] = len(kinds) + "+-".index(L.strand[c])
+                table[c - lo] = C + "+-".index(lay.strand[c])
         for st, code in INTRON_ANY.items():
-            group[codes == code] = len(kinds) + "+-".index(st)
+            table[code - lo] = C + "+-".index(st)
+        group = table[codes.astype(np.int64) - lo]
         ok = np.ones(len(codes) + 1, bool)
         ok[1:-1] = ~((group[1:] == group[:-1]) & (group[1:] >= 0))
         return ok
