@@ -403,7 +403,8 @@ def three(result: dict) -> dict:
     and a method without introns would score 0 on them)."""
     rows = [r for r in result["labels"] if r["label"] in THREE]
     return {k: float(np.mean([r[k] for r in rows])) for k in
-            ("f1", "segment_f1_exact", "boundary_f1", "segment_f1_overlap50")}
+            ("precision", "recall", "f1", "segment_f1_exact", "boundary_f1",
+             "segment_f1_overlap50")}
 
 
 def score_method(name: str, bed: str, genes: Sequence[Gene] | None, seqs: Mapping[str, str],
