@@ -56,12 +56,13 @@ def synth_genome(path: str, size: int, chrom_size: int, contigs: int, seed: int,
         for name, n in lengths.items():
             fh.write(f">{name}\n".encode())
             off = int(rng.integers(0, len(source))) if source is not None else 0
-            for lo in range(0, n, 1 << 24):  # 16 Mb at a time, 60 bp per line
-                m = min(n, lo + (1 << 24)) - lo
+            chunk = 60 << 18  # ~15.7 Mb at a time, a whole number of 60-bp lines
+            for lo in range(0, n, chunk):
+                m = min(n, lo + chunk) - lo
                 if source is None:
                     seq = alphabet[rng.integers(0, 4, m)]
                 else:
-                    seq = np.take(source, np.arange(off + lo, off + lo + m), mode="wrap")
+                    seq = source[np.arange(off + lo, off + lo + m) % len(source)]
                 pad = (-len(seq)) % 60
                 lines = np.concatenate([seq, np.full(pad, 0, np.uint8)]).reshape(-1, 60)
                 lines = np.concatenate([lines, np.full((len(lines), 1), 10, np.uint8)], 1)
