@@ -241,12 +241,15 @@ def test_bitwise_deterministic_gradients():
         assert torch.equal(runs[0][1][name], runs[1][1][name]), name
 
 
-@pytest.mark.parametrize("B,T,K,C", [(8, 20000, 100, 24), (2, 5000, 300, 25), (3, 800, 1000, 6)])
+@pytest.mark.parametrize("B,T,K,C", [(8, 20000, 100, 24), (2, 5000, 300, 25), (3, 800, 1000, 6),
+                                     (2, 3000, 256, 37)])
 def test_periodic_against_float64(B, T, K, C):
     """Periodic (3, C, C) transitions (chain._fwd_end_kernel, the NP > 1 reversed chain,
     _bwd_kernel with END): log Z, every gradient, Viterbi and its path, bitwise
     determinism, at realistic shapes with allowed masks, variable lengths and -inf
-    transitions; "auto" picks the kernels."""
+    transitions; "auto" picks the kernels. (2, 5000, 300, 25) runs the periodic Viterbi
+    at 32 warps (_viterbi_per_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64)
+    and the backward's wave kernels at 32 warps (_wave_warps)."""
     kn = _kn()
     p, extra = problem(B, T, K, C, seed=B * T + K + 3, period=3, allowed=True,
                        lengths=[T] + [T - 13 * i for i in range(1, B)])

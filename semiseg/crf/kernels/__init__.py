@@ -85,6 +85,27 @@ def _warps(KP: int, CP: int) -> int:
     return 16
 
 
+def _wave_warps(KP: int, CP: int, kernel: str) -> int:
+    """Warps of the periodic backward's wave kernels (`kernel`: "recompute", the
+    end-indexed chain's MODE 1, or "bwd", _bwd_kernel END). At the 1-bp gene model's
+    shape (KP x CP = 256 x 64) 32 warps ran the backward 1.5x faster than _warps' 16 on
+    an H100, while the chains of the forward and its second halves ran 0.86x
+    (benchmarks/KERNELS_NOTES.md, "Warps per kernel"); at CP <= 32 the same change was
+    0.3-0.8x, so it applies from CP = 64 only."""
+    if WARPS is not None:
+        return WARPS
+    return 32 if CP >= 64 and KP * CP >= 16384 else _warps(KP, CP)
+
+
+def _viterbi_per_warps(KP: int, CP: int) -> int:
+    """Warps of the periodic Viterbi chains: 32 from KP = 512 at KP x CP >= 16384, where
+    it measured 1.6-1.7x faster than 16 (KP = 512 and 1024 at CP = 32 and 16), but not at
+    KP = 256, CP = 64 (0.5x)."""
+    if WARPS is not None:
+        return WARPS
+    return 32 if KP >= 512 and KP * CP >= 16384 else _warps(KP, CP)
+
+
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
 PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
@@ -578,18 +599,19 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     g_db = torch.zeros(B, nck, KP, CP, **f32)
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32)
     trans = x.transition.contiguous()
+    nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         chain._fwd_end_kernel[(B, w)](
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
             dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, num_warps=nw,
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, num_warps=nw_rec,
             **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, num_warps=nw,
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, num_warps=nw_bwd,
             **flags)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
     return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
@@ -614,7 +636,7 @@ def _viterbi_per(x: CRFInputs):
                        dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, NPP, C, device=dev,
                        dtype=torch.int16 if NPP * CP < 2**15 else torch.int32)
-    nw = _warps(KP, CP)
+    nw = _viterbi_per_warps(KP, CP)
 
     def fwd():
         chain._fwd_end_kernel[(B,)](
