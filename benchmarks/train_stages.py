@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import os
 import statistics
 import subprocess
@@ -33,7 +34,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import torch  # noqa: E402
+import torch
 
 STAGES = ("batch", "encoder", "CRF loss", "backward", "optimizer")
 
@@ -81,7 +82,7 @@ def step(model, opt, ds, idx, dev, amp: bool):
     opt.step()
     _sync(dev)
     t.append(time.perf_counter())
-    return [b - a for a, b in zip(t, t[1:])]
+    return [b - a for a, b in itertools.pairwise(t)]
 
 
 def kernel_share(model, opt, ds, idx, dev, amp: bool) -> float:
@@ -113,7 +114,7 @@ def main() -> None:
     rows = []
     for shape in args.shapes.split(","):
         batch, window = (int(v) for v in shape.lower().split("x"))
-        cfg, model, opt, ds = setup(args.config, batch, window, dev)
+        _, model, opt, ds = setup(args.config, batch, window, dev)
         idx = list(range(min(batch, len(ds))))
         step(model, opt, ds, idx, dev, amp)  # warm-up, compiles
         times = [step(model, opt, ds, idx, dev, amp) for _ in range(args.reps)]
@@ -132,9 +133,9 @@ def main() -> None:
     print(table)
     if args.out:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True).stdout.strip() or "unknown"
+                             capture_output=True, text=True, check=False).stdout.strip() or "unknown"
         name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
-        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         with open(args.out, "w") as fh:
             fh.write(f"## training step of the gene model, stage by stage "
                      f"(benchmarks/train_stages.py) - {when}, commit {sha}, {name}\n\n"
