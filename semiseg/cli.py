@@ -116,6 +116,10 @@ def annotate(
         None, "--branch-penalty", help="Gene model: log-score taken from each intron with no "
                                        "branch point near the consensus (default: the "
                                        "model's annotate.branch_penalty, 0)."),
+    first_atg: bool | None = typer.Option(
+        None, "--first-atg/--no-first-atg", help="Gene model: move each gene's start codon "
+                                                 "to the first ATG of its reading frame "
+                                                 "(default: the model's annotate.first_atg)."),
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
                                          "neighbours as one entry (0: exact; default: "
@@ -135,7 +139,7 @@ def annotate(
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
-        seed=seed)
+        seed=seed, first_atg=first_atg)
 
 
 @app.command()

@@ -235,6 +235,9 @@ class AnnotateConfig:
              each intron whose acceptor has no branch point within one base of the
              branch matrix's consensus (yeast TACTAAC) 10-80 bp upstream (0: off). A
              prior for genomes whose introns nearly all carry one
+    first_atg: the gene model at 1 bp only: move each gene's start codon to the first
+             ATG of its open reading frame (the upstream-most in-frame ATG after the
+             previous stop), over intergenic bases only (semiseg/firstatg.py)
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps
              1-bp tracks small and fast to write; 0: every step's exact float32 value
@@ -247,6 +250,7 @@ class AnnotateConfig:
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
     branch_penalty: float = 0.0
+    first_atg: bool = False
     signal_precision: float = 1e-4
 
 

@@ -54,7 +54,7 @@ SETTINGS = {
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 0, "seed": 0,
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
-                 "reverse_complement": "off", "intron_penalty": 2.0},
+                 "reverse_complement": "off", "intron_penalty": 2.0, "first_atg": True},
     "device": "auto",
 }
 
@@ -139,7 +139,8 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     prefix = str(out / "annotation")
     annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
              device=cfg.device, intron_penalty=cfg.annotate.intron_penalty,
-             reverse_complement=cfg.annotate.reverse_complement)
+             reverse_complement=cfg.annotate.reverse_complement,
+             first_atg=cfg.annotate.first_atg)
     t2 = time.perf_counter()
     ui.log("step 3/3: evaluate against the SGD annotation of chrI")
     scheme = LabelScheme.from_dict(SCHEME)
