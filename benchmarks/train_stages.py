@@ -5,7 +5,7 @@ much of the device time is the semi-CRF kernels (issue 10's training-speed goal)
         [--shapes 8x6000,128x1500,64x6000] [--reps 5] [--device cuda] [--out FILE.md]
 
 For each BATCHxWINDOW shape: the config's data and model (as `semiseg train` builds
-them, seed 0, untrained; site matrices counted from the training windows), the first
+them, seed 0, untrained: train.new_model), the first
 BATCH training windows, then one training step split into stages, each with the device
 synchronised before and after it:
   batch     Dataset.batch (the windows' features and gold, on the host)
@@ -46,16 +46,12 @@ def _sync(dev) -> None:
 
 def setup(config: str, batch: int, window: int, dev):
     from semiseg import train as tr
-    from semiseg.checkpoint import build_model
     from semiseg.config import load_config
 
-    cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}"])
+    cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}",
+                               "train.seed=0"])
     _, scheme, columns, train_ds, _ = tr._load_data(cfg)
-    torch.manual_seed(0)
-    model, _ = build_model(cfg, len(columns), len(scheme.names))
-    if (getattr(model.encoder, "splice", None) is not None
-            or getattr(model.crf, "sites", None) is not None):
-        tr._count_sites(model, scheme, train_ds)
+    model = tr.new_model(cfg, scheme, columns, train_ds)
     model.to(dev).train()
     return cfg, model, tr._optimizer(model, cfg), train_ds
 

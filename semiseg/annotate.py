@@ -519,11 +519,10 @@ def _first_atg_labels(scheme, res: int, configured: bool, given: bool | None):
     """(CDS label per strand, background label) for firstatg.extend_starts, or None when
     off. Asked for with --first-atg where the model has no codons to move: a one-line
     error; set in the model's config there: off (as _set_penalty does)."""
-    on = configured if given is None else given
+    if not (configured if given is None else given):
+        return None
     cds = {st: scheme.role_label("CDS", st) for st in ("+", "-")}
     cds = {st: c for st, c in cds.items() if c is not None}
-    if not on:
-        return None
     if res != 1 or not cds or scheme.background is None:
         if given:
             raise SemisegError("--first-atg: only a gene model at 1 bp (labels of role CDS, "
@@ -622,7 +621,7 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     if starts is not None:
         with io_lock:
             seq = fa.fetch(chrom)
-        for _, _, lo, hi in extend_starts(lab, seq, *starts, res=res):
+        for _, _, lo, hi in extend_starts(lab, seq, *starts):
             runp[lo:hi] = np.nan
     with io_lock:
         n_runs = fa.n_runs(chrom, min_length=max(100, res))

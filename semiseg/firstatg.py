@@ -17,19 +17,29 @@ from __future__ import annotations
 
 import numpy as np
 
-STOPS = {"+": (b"TAA", b"TAG", b"TGA"), "-": (b"TTA", b"CTA", b"TCA")}
-START = {"+": b"ATG", "-": b"CAT"}
+from .genome.frames import STARTS, STOPS
 
 
-def extend_starts(labels: np.ndarray, seq: str, cds: dict[str, int], background: int,
-                  res: int = 1) -> list[tuple[int, int, int, int]]:
+def _walk(s: bytes, labels: np.ndarray, q: int, step: int, strand: str, background: int):
+    """Codons beginning at q, q + step, ... (step +-3), while inside the sequence, over
+    background labels and not a stop of `strand`: where the last start codon met begins
+    (None: none)."""
+    stops = [c.encode() for c in STOPS[strand]]
+    start, best = STARTS[strand].encode(), None
+    while 0 <= q and q + 3 <= len(labels) and s[q:q + 3] not in stops \
+            and (labels[q:q + 3] == background).all():
+        if s[q:q + 3] == start:
+            best = q
+        q += step
+    return best
+
+
+def extend_starts(labels: np.ndarray, seq: str, cds: dict[str, int],
+                  background: int) -> list[tuple[int, int, int, int]]:
     """Extend gene starts in `labels` (1-bp scheme labels of one chromosome, changed in
     place) to the first ATG of their ORF. `seq`: the chromosome's sequence; `cds`: the
     CDS label of each strand ("+", "-") that has one. Returns (start, end) of each
-    extension and of the whole CDS run after it, in sequence order. Only 1-bp labels
-    (`res` 1) carry codons."""
-    if res != 1 or not cds:
-        return []
+    extension and of the whole CDS run after it, in sequence order."""
     s = seq.upper().encode("ascii", "replace")
     n = len(labels)
     changed = np.flatnonzero(np.diff(labels)) + 1
@@ -40,25 +50,15 @@ def extend_starts(labels: np.ndarray, seq: str, cds: dict[str, int], background:
     for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
         c = int(orig[a])
         if c == cds.get("+") and a > 0 and labels[a - 1] == background \
-                and s[a:a + 3] == START["+"]:
-            p, best = a - 3, a
-            while p >= 0 and s[p:p + 3] not in STOPS["+"] \
-                    and (labels[p:p + 3] == background).all():
-                if s[p:p + 3] == START["+"]:
-                    best = p
-                p -= 3
-            if best < a:
-                labels[best:a] = c
-                out.append((best, a, best, b))
+                and s[a:a + 3] == STARTS["+"].encode():
+            f = _walk(s, labels, a - 3, -3, "+", background)
+            if f is not None:
+                labels[f:a] = c
+                out.append((f, a, f, b))
         elif c == cds.get("-") and b < n and labels[b] == background \
-                and s[b - 3:b] == START["-"]:
-            p, best = b, b
-            while p + 3 <= n and s[p:p + 3] not in STOPS["-"] \
-                    and (labels[p:p + 3] == background).all():
-                if s[p:p + 3] == START["-"]:
-                    best = p + 3
-                p += 3
-            if best > b:
-                labels[b:best] = c
-                out.append((b, best, a, best))
+                and s[b - 3:b] == STARTS["-"].encode():
+            f = _walk(s, labels, b, 3, "-", background)
+            if f is not None:
+                labels[b:f + 3] = c
+                out.append((b, f + 3, a, f + 3))
     return out

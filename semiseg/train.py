@@ -410,6 +410,19 @@ def _load_data(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- the run
+def new_model(cfg: Config, scheme, columns, train_ds: Dataset):
+    """The config's model, initialised from train.seed, with the tables counted from the
+    training windows (site matrices, coding content) where the config asks for them."""
+    torch.manual_seed(cfg.train.seed)
+    model, _ = build_model(cfg, len(columns), len(scheme.names))
+    if (getattr(model.encoder, "splice", None) is not None
+            or getattr(model.crf, "sites", None) is not None):
+        _count_sites(model, scheme, train_ds)
+    if getattr(model.crf, "content", None) is not None:
+        _count_content(model, scheme, train_ds)
+    return model
+
+
 def _count_sites(model, scheme, train_ds: Dataset) -> None:
     """The site matrices of model.splice_features (donor, acceptor) and crf.site_scores
     (donor, acceptor, start, stop), counted at the training windows' gold sites
@@ -504,13 +517,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
            f"{', '.join(names)}; resolution {cfg.model.resolution} bp; K = "
            f"{cfg.crf.max_duration} steps ({cfg.crf.max_duration * cfg.model.resolution:,} bp)")
 
-    torch.manual_seed(cfg.train.seed)
-    model, _ = build_model(cfg, len(columns), len(names))
-    if (getattr(model.encoder, "splice", None) is not None
-            or getattr(model.crf, "sites", None) is not None):
-        _count_sites(model, scheme, train_ds)
-    if getattr(model.crf, "content", None) is not None:
-        _count_content(model, scheme, train_ds)
+    model = new_model(cfg, scheme, columns, train_ds)
     model.to(device)
     opt = _optimizer(model, cfg)
     schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
