@@ -93,6 +93,10 @@ def build_model(ckpt_or_cfg: dict | Config, n_features: int | None = None,
     from .genome import load_scheme
     from .model import Segmenter
 
+    if isinstance(ckpt_or_cfg, dict) and "members" in ckpt_or_cfg:
+        from .ensemble import build_ensemble
+
+        return build_ensemble(ckpt_or_cfg, build_model)
     if isinstance(ckpt_or_cfg, dict):
         ckpt = ckpt_or_cfg
         cfg = checkpoint_config(ckpt)
