@@ -463,7 +463,10 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     counts = {n: {"segments": 0, "bp": 0} for n in names}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
-    ui.log(f"model {model} ({ckpt['model_hash']}), {len(items)} sequence(s) on "
+    members = len(ckpt.get("members", ()))
+    ui.log(f"model {model} ({ckpt['model_hash']}"
+           + (f", an ensemble of {members} models" if members else "")
+           + f"), {len(items)} sequence(s) on "
            f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
            + ("; emissions averaged over both strands" if use_rc else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"

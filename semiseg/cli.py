@@ -143,6 +143,22 @@ def annotate(
 
 
 @app.command()
+def ensemble(
+    models: list[Path] = typer.Argument(..., help="Two or more gene-model checkpoints (or "
+                                                  "run folders) trained with one config."),
+    out: Path = typer.Option(..., "--out", "-o", help="Ensemble checkpoint to write."),
+    quiet: bool = _QUIET,
+) -> None:
+    """Combine gene models that differ only in training (seeds) into one model: annotate
+    averages their CRF terms and decodes once (README, "Ensembles")."""
+    from . import ui
+    from .ensemble import write_ensemble
+
+    ui.set_quiet(quiet)
+    ui.log(f"wrote {write_ensemble([str(m) for m in models], str(out))}")
+
+
+@app.command()
 def merge(
     parts: list[str] = typer.Argument(..., help="Annotation prefixes to join, in order."),
     out: str = typer.Option(..., "--out", "-o", help="Output prefix."),

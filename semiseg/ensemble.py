@@ -17,6 +17,8 @@ columns) without optimizer state, plus `members` (one state dict per member) and
 from __future__ import annotations
 
 import hashlib
+import os
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -89,6 +91,35 @@ def build_ensemble(ckpt: dict, build_member) -> tuple[Ensemble, object]:
     return Ensemble(members), cfg
 
 
+def _shared(ckpt: dict, key: str):
+    """ckpt[key], with the genome's file paths left out (the same features may have been
+    read from copies in other folders; annotate reads the files it is given)."""
+    value = ckpt[key]
+    if key == "genome":
+        value = {k: v for k, v in value.items() if k != "fasta"}
+        value["tracks"] = [{k: v for k, v in t.items() if k != "path"}
+                           for t in value.get("tracks", [])]
+    return value
+
+
+def _section(ckpt: dict, key: str):
+    from .checkpoint import checkpoint_config
+
+    return checkpoint_config(ckpt).to_dict()[key]
+
+
+def write_ensemble(paths: list[str], out: str) -> str:
+    """Read single-model checkpoints, write their ensemble to `out`; returns `out`."""
+    from .checkpoint import load_checkpoint, save_checkpoint
+
+    ckpt = make_ensemble([load_checkpoint(p) for p in paths], paths)
+    if os.path.isdir(out):
+        raise SemisegError(f"--out: {out} is a folder; give the checkpoint file to write")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(ckpt, out)
+    return out
+
+
 def make_ensemble(ckpts: list[dict], names: list[str]) -> dict:
     """One ensemble checkpoint from single-model checkpoints (`names` for messages)."""
     if len(ckpts) < 2:
@@ -102,11 +133,11 @@ def make_ensemble(ckpts: list[dict], names: list[str]) -> dict:
             raise SemisegError(f"{name}: only gene models (crf.frames: true with the "
                                "semi-CRF head) can be combined")
         for key in SHARED:
-            if ck[key] != first[key]:
+            if _shared(ck, key) != _shared(first, key):
                 raise SemisegError(f"{name}: its {key} differs from {name0}'s: members "
                                    "must share the label scheme, genome and features")
-        for key in SHARED_CONFIG:
-            if ck["config"].get(key) != first["config"].get(key):
+        for key in SHARED_CONFIG:  # resolved configs: defaults filled in
+            if _section(ck, key) != _section(first, key):
                 raise SemisegError(f"{name}: its config section {key!r} differs from "
                                    f"{name0}'s: members must differ only in training")
     digest = hashlib.sha256("".join(ck["model_hash"] for ck in ckpts).encode())
