@@ -108,6 +108,16 @@ def _section(ckpt: dict, key: str):
     return checkpoint_config(ckpt).to_dict()[key]
 
 
+def member_checkpoint(ckpt: dict, i: int = 0) -> dict:
+    """Member i of an ensemble checkpoint as a single-model checkpoint (a single-model
+    checkpoint is returned as it is)."""
+    if "members" not in ckpt:
+        return ckpt
+    out = {k: v for k, v in ckpt.items() if k not in ("members", "member_hashes")}
+    out.update(model=ckpt["members"][i], model_hash=ckpt["member_hashes"][i])
+    return out
+
+
 def write_ensemble(paths: list[str], out: str) -> str:
     """Read single-model checkpoints, write their ensemble to `out`; returns `out`."""
     from .checkpoint import load_checkpoint, save_checkpoint
