@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint
-from semiseg.ensemble import make_ensemble, write_ensemble
+from semiseg.ensemble import make_ensemble, member_checkpoint, write_ensemble
 from semiseg.errors import SemisegError
 from semiseg.model import model_hash
 
@@ -151,3 +151,13 @@ def test_bad_combinations_are_refused(shipped, tmp_path):
         torch.save(shipped, tmp_path / "a.pt")
         torch.save(b, tmp_path / "b.pt")
         write_ensemble([str(tmp_path / "a.pt"), str(tmp_path / "b.pt")], str(save))
+
+
+def test_a_member_comes_back_out(shipped):
+    b = perturbed(shipped, 4)
+    ens = make_ensemble([shipped, b], ["a", "b"])
+    back = member_checkpoint(ens, 1)
+    assert back["model_hash"] == b["model_hash"] and "members" not in back
+    model, _ = build_model(back)
+    assert model_hash(model.state_dict()) == b["model_hash"]
+    assert member_checkpoint(shipped) is shipped
