@@ -2,7 +2,7 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--rc on|off] [--branch-penalty B] [--first-atg] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+        [--rc on|off] [--branch-penalty B] [--first-atg] [--long-orfs N] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
 annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
@@ -139,6 +139,9 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     if args.first_atg and not argmax:
         extra += ["--first-atg"]
         tag += ".atg"
+    if args.long_orfs is not None and not argmax:
+        extra += ["--long-orfs", str(args.long_orfs)]
+        tag += f".o{args.long_orfs}"
     valid = chrI = None
     if not args.no_valid:
         region = os.path.join(d, "valid_region.bed")
@@ -223,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="annotate --reverse-complement (default: the model's own)")
     ap.add_argument("--first-atg", action="store_true",
                     help="annotate --first-atg (start codons at their ORF's first ATG)")
+    ap.add_argument("--long-orfs", type=int, default=None,
+                    help="annotate --long-orfs N (intergenic ORFs of N+ codons called genes)")
     ap.add_argument("--no-chrI", action="store_true")
     ap.add_argument("--no-valid", action="store_true")
     ap.add_argument("--threads", type=int, default=2)

@@ -49,7 +49,7 @@ from .checkpoint import (
     pick_device,
 )
 from .errors import SemisegError
-from .firstatg import extend_starts
+from .generules import apply_rules, gene_rules
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .trainingdata import rc_columns, strand_swap
 
@@ -388,7 +388,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              seed: int = 0, intron_penalty: float | None = None,
              branch_penalty: float | None = None,
              signal_precision: float | None = None,
-             first_atg: bool | None = None) -> list[str]:
+             first_atg: bool | None = None, long_orfs: int | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
@@ -396,7 +396,9 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     gene model's log-score taken from each intron (None: annotate.intron_penalty);
     branch_penalty: the same from each intron without a near-consensus branch point
     (None: annotate.branch_penalty); first_atg: move each gene's start codon to the first
-    ATG of its open reading frame (firstatg.py; None: annotate.first_atg);
+    ATG of its open reading frame (firstatg.py; None: annotate.first_atg); long_orfs:
+    call intergenic ORFs of at least this many codons genes (orffill.py; 0: off; None:
+    annotate.long_orfs);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
@@ -452,7 +454,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                  getattr(crf, "sites", None) is not None,
                  "only the gene model trained with crf.site_scores: true has a "
                  "branch-point matrix")
-    starts = _first_atg_labels(scheme, res, acfg.first_atg, first_atg)
+    rules = gene_rules(scheme, res, acfg.first_atg, first_atg, acfg.long_orfs, long_orfs)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if signal_precision is None else signal_precision)
     sample_rows: list = []
@@ -472,7 +474,10 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
                      for attr in ("intron_penalty", "branch_penalty")
                      if getattr(crf, attr, 0))
-           + ("; start codons moved to the first ATG of their ORF" if starts else ""))
+           + ("; start codons moved to the first ATG of their ORF"
+              if rules and rules.first_atg else "")
+           + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"
+              if rules and rules.long_orfs else ""))
     total_bp = sum(it.end - it.start for it in items)
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
@@ -495,7 +500,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         try:
             _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                              sample_rows, sizes, out_sizes, res, names, counts, fa,
-                             labels_to_segments, emit, starts)
+                             labels_to_segments, emit, rules)
             emit.wait()
         finally:
             emit.close()
@@ -516,22 +521,6 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if os.path.exists(p):
             written.append(p)
     return written
-
-
-def _first_atg_labels(scheme, res: int, configured: bool, given: bool | None):
-    """(CDS label per strand, background label) for firstatg.extend_starts, or None when
-    off. Asked for with --first-atg where the model has no codons to move: a one-line
-    error; set in the model's config there: off (as _set_penalty does)."""
-    if not (configured if given is None else given):
-        return None
-    cds = {st: scheme.role_label("CDS", st) for st in ("+", "-")}
-    cds = {st: c for st, c in cds.items() if c is not None}
-    if res != 1 or not cds or scheme.background is None:
-        if given:
-            raise SemisegError("--first-atg: only a gene model at 1 bp (labels of role CDS, "
-                               "a background label) has start codons to move")
-        return None
-    return cds, scheme.background
 
 
 def _set_penalty(head, attr: str, configured: float, given: float | None, exists: bool,
@@ -561,7 +550,7 @@ LONG_CHAIN = 200_000  # CRF steps above which a whole-sequence decode on a GPU g
 
 def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                      sample_rows, sizes, out_sizes, res, names, counts, fa,
-                     labels_to_segments, emit, starts=None) -> None:
+                     labels_to_segments, emit, rules=None) -> None:
     """Decode each group (a long sequence, or short ones in one batch) and hand every
     chromosome to the writer once all its parts are decoded."""
     for group, x in zip(groups, loaded):
@@ -592,16 +581,17 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
             if pending[chrom]:
                 break
             emit.submit(_emit, writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res,
-                        names, counts, fa, labels_to_segments, ann.io_lock, starts)
+                        names, counts, fa, labels_to_segments, ann.io_lock, rules)
             del pending[chrom]
 
 
 def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[str],
-          counts: dict, fa, labels_to_segments, io_lock, starts=None) -> None:
+          counts: dict, fa, labels_to_segments, io_lock, rules=None) -> None:
     """Assemble one chromosome from its decoded parts and hand it to the writer. Positions
-    outside the decoded regions are written as gaps. `starts` ((CDS label per strand,
-    background label) or None): genes' start codons moved to the first ATG of their ORF
-    (firstatg.py); an extended gene's run posterior is unknown (NaN: no BED score)."""
+    outside the decoded regions are written as gaps. `rules` (GeneRules or None): genes'
+    start codons moved to the first ATG of their ORF (firstatg.py), then long intergenic
+    ORFs called genes (orffill.py); a gene so changed or added has no run posterior (NaN:
+    no BED score)."""
     S = -(-length // res)
     C = len(names)
     lab = np.full(S, -1, np.int64)
@@ -621,11 +611,10 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
         prev_end = it.end
     if prev_end < length:
         gaps.append((prev_end, length))
-    if starts is not None:
+    if rules is not None:
         with io_lock:
             seq = fa.fetch(chrom)
-        for _, _, lo, hi in extend_starts(lab, seq, *starts):
-            runp[lo:hi] = np.nan
+        apply_rules(rules, lab, seq, runp)
     with io_lock:
         n_runs = fa.n_runs(chrom, min_length=max(100, res))
     all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)

@@ -116,3 +116,15 @@ def build_model(ckpt_or_cfg: dict | Config, n_features: int | None = None,
     cfg = ckpt_or_cfg
     scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
     return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg
+
+
+def write_ensemble(paths: list[str], out: str) -> str:
+    """Read single-model checkpoints, write their ensemble to `out`; returns `out`."""
+    from .ensemble import make_ensemble
+
+    ckpt = make_ensemble([load_checkpoint(p) for p in paths], paths)
+    if os.path.isdir(out):
+        raise SemisegError(f"--out: {out} is a folder; give the checkpoint file to write")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(ckpt, out)
+    return out

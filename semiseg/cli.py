@@ -120,6 +120,9 @@ def annotate(
         None, "--first-atg/--no-first-atg", help="Gene model: move each gene's start codon "
                                                  "to the first ATG of its reading frame "
                                                  "(default: the model's annotate.first_atg)."),
+    long_orfs: int | None = typer.Option(
+        None, "--long-orfs", help="Gene model: call intergenic ORFs of at least N codons "
+                                  "genes (0: off; default: the model's annotate.long_orfs)."),
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
                                          "neighbours as one entry (0: exact; default: "
@@ -139,7 +142,7 @@ def annotate(
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
-        seed=seed, first_atg=first_atg)
+        seed=seed, first_atg=first_atg, long_orfs=long_orfs)
 
 
 @app.command()
@@ -152,7 +155,7 @@ def ensemble(
     """Combine gene models that differ only in training (seeds) into one model: annotate
     averages their CRF terms and decodes once (README, "Ensembles")."""
     from . import ui
-    from .ensemble import write_ensemble
+    from .checkpoint import write_ensemble
 
     ui.set_quiet(quiet)
     ui.log(f"wrote {write_ensemble([str(m) for m in models], str(out))}")

@@ -238,6 +238,10 @@ class AnnotateConfig:
     first_atg: the gene model at 1 bp only: move each gene's start codon to the first
              ATG of its open reading frame (the upstream-most in-frame ATG after the
              previous stop), over intergenic bases only (semiseg/firstatg.py)
+    long_orfs: the gene model at 1 bp only: after first_atg, call every open reading frame
+             of at least this many codons (stop included; first ATG to stop) that lies
+             wholly in intergenic sequence a gene, the longest first (semiseg/orffill.py;
+             0: off). SGD's convention for yeast is 100
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps
              1-bp tracks small and fast to write; 0: every step's exact float32 value
@@ -251,6 +255,7 @@ class AnnotateConfig:
     intron_penalty: float = 0.0
     branch_penalty: float = 0.0
     first_atg: bool = False
+    long_orfs: int = 0
     signal_precision: float = 1e-4
 
 

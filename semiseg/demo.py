@@ -54,7 +54,8 @@ SETTINGS = {
               "warmup_epochs": 1, "grad_clip": 1.0, "patience": 0, "seed": 0,
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
-                 "reverse_complement": "off", "intron_penalty": 2.0, "first_atg": True},
+                 "reverse_complement": "off", "intron_penalty": 0.0, "first_atg": True,
+                 "long_orfs": 100},
     "device": "auto",
 }
 

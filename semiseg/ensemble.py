@@ -17,12 +17,11 @@ columns) without optimizer state, plus `members` (one state dict per member) and
 from __future__ import annotations
 
 import hashlib
-import os
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
+from .config import from_dict
 from .errors import SemisegError
 from .framehead import SEQ, FrameHead
 
@@ -103,9 +102,7 @@ def _shared(ckpt: dict, key: str):
 
 
 def _section(ckpt: dict, key: str):
-    from .checkpoint import checkpoint_config
-
-    return checkpoint_config(ckpt).to_dict()[key]
+    return from_dict(ckpt["config"]).to_dict()[key]
 
 
 def member_checkpoint(ckpt: dict, i: int = 0) -> dict:
@@ -115,18 +112,6 @@ def member_checkpoint(ckpt: dict, i: int = 0) -> dict:
         return ckpt
     out = {k: v for k, v in ckpt.items() if k not in ("members", "member_hashes")}
     out.update(model=ckpt["members"][i], model_hash=ckpt["member_hashes"][i])
-    return out
-
-
-def write_ensemble(paths: list[str], out: str) -> str:
-    """Read single-model checkpoints, write their ensemble to `out`; returns `out`."""
-    from .checkpoint import load_checkpoint, save_checkpoint
-
-    ckpt = make_ensemble([load_checkpoint(p) for p in paths], paths)
-    if os.path.isdir(out):
-        raise SemisegError(f"--out: {out} is a folder; give the checkpoint file to write")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    save_checkpoint(ckpt, out)
     return out
 
 

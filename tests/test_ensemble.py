@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint
-from semiseg.ensemble import make_ensemble, member_checkpoint, write_ensemble
+from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint, write_ensemble
+from semiseg.ensemble import make_ensemble, member_checkpoint
 from semiseg.errors import SemisegError
 from semiseg.model import model_hash
 

@@ -106,17 +106,18 @@ def test_what_is_left_alone():
     extend_starts(lab, seq, {"+": CP}, BG)
     assert lab.tolist() == [BG] * 13 + [CP] * 8 + [BG] * 3
     # coarser resolutions carry no codons: annotate leaves the step off there
-    from semiseg.annotate import _first_atg_labels
+    from semiseg.generules import gene_rules
     from semiseg.genome import load_scheme
 
-    assert _first_atg_labels(load_scheme("gene_structure"), 20, True, None) is None
+    assert gene_rules(load_scheme("gene_structure"), 20, True, None, 0, None) is None
 
 
 def test_annotate_first_atg_on_the_shipped_model(tmp_path):
     """With --first-atg every gene of the GFF3 whose 5' side is intergenic starts at the
     first ATG of its ORF or at a base next to another feature; without it the same genes
     end at the same stop codons. A model without CDS labels refuses the flag."""
-    from semiseg.annotate import _first_atg_labels, annotate
+    from semiseg.annotate import annotate
+    from semiseg.generules import gene_rules
     from semiseg.genome import Fasta, load_scheme
 
     with Fasta(os.path.join(ROOT, "data", "yeast", "chrI.fa")) as fa:
@@ -127,7 +128,7 @@ def test_annotate_first_atg_on_the_shipped_model(tmp_path):
     genes = {}
     for flag in (False, True):
         out = tmp_path / ("on" if flag else "off")
-        annotate(model, str(fasta), str(out), device="cpu", first_atg=flag)
+        annotate(model, str(fasta), str(out), device="cpu", first_atg=flag, long_orfs=0)
         rows = [line.split("\t") for line in Path(f"{out}.bed").read_text().splitlines()]
         lab = np.zeros(len(seq), np.int64)
         for r in rows:
@@ -140,6 +141,6 @@ def test_annotate_first_atg_on_the_shipped_model(tmp_path):
     chromatin = load_scheme({"name": "chromatin", "kind": "bed", "background": "quiet",
                              "labels": [{"name": "quiet"}, {"name": "active"}]})
     with pytest.raises(SemisegError, match="--first-atg"):
-        _first_atg_labels(chromatin, 200, False, True)
-    assert _first_atg_labels(chromatin, 200, True, None) is None  # a config's default
-    assert _first_atg_labels(load_scheme("gene_structure"), 1, False, None) is None
+        gene_rules(chromatin, 200, False, True, 0, None)
+    assert gene_rules(chromatin, 200, True, None, 0, None) is None  # a config's default
+    assert gene_rules(load_scheme("gene_structure"), 1, False, None, 0, None) is None
