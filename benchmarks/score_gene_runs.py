@@ -2,7 +2,8 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--rc on|off] [--branch-penalty B] [--first-atg] [--long-orfs N] [--orf-finder] [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
+        [--rc on|off] [--branch-penalty B] [--first-atg] [--long-orfs N] [--orf-finder]
+        [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
 annotate` on chrI (RUN_DIR/chrI.*) and on chrII's validation region (RUN_DIR/valid.*,
@@ -13,7 +14,8 @@ their own labels in the prediction and the truth, as in `semiseg evaluate`; the 
 columns are the means of those three labels' rows), plus the gene-level numbers of
 gene_metrics.py on chrI (start+stop exact over chrI's 121 coding genes) and the
 predicted introns (exactly right / predicted). Annotations already present are reused
-(delete them to re-annotate). Spread = max - min over a group's runs.
+(delete them to re-annotate). Spread = max - min over a group's runs. --orf-finder adds
+the ORF finder scored on chrI and on each held-out block of the runs given.
 
 chrII's validation part chooses settings; chrI is the test chromosome (README).
 --record TITLE appends the table to benchmarks/RESULTS.md with commit and machine.
@@ -180,8 +182,9 @@ def score_beds(valid: str | None, chrI: str | None, chrI_genes, truth_tracks, se
     return row
 
 
-def orf_finder_row(args, truth_tracks, seqs, truth_genes) -> dict:
-    """The naive ORF finder (orf_finder.py), scored like the runs."""
+def orf_finder_row(args, truth_tracks, seqs, truth_genes,
+                   block: tuple[int, int] = (VALID_START, SIZES["chrII"])) -> dict:
+    """The naive ORF finder (orf_finder.py), scored like the runs (on chrII's `block`)."""
     import orf_finder
 
     out = os.path.join(ROOT, "results", "score_gene_runs")
@@ -193,7 +196,13 @@ def orf_finder_row(args, truth_tracks, seqs, truth_genes) -> dict:
     if not args.no_chrI:
         chrI = os.path.join(out, "orf_finder.chrI.bed")
         genes = orf_finder.run(os.path.join(YEAST, "chrI.fa"), chrI)["genes"]
-    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes)
+    return score_beds(valid, chrI, genes, truth_tracks, seqs, truth_genes, block)
+
+
+def run_block(d: str) -> tuple[int, int]:
+    """chrII's held-out block of the run in folder d."""
+    with open(os.path.join(d, "config.yaml")) as fh:
+        return valid_block(yaml.safe_load(fh))
 
 
 def table(groups: list[tuple[str, list[str], list[dict]]]) -> str:
@@ -247,9 +256,11 @@ def main(argv: list[str] | None = None) -> None:
         dirs = dirs.split(",")
         groups.append((name, dirs, [score_run(d, args, truth_tracks, seqs,
                                               truth_genes) for d in dirs]))
-    if args.orf_finder:
-        groups.append(("ORF finder", ["(no training)"],
-                       [orf_finder_row(args, truth_tracks, seqs, truth_genes)]))
+    if args.orf_finder:  # one row per held-out block of the runs given
+        blocks = list(dict.fromkeys(run_block(d) for _, dirs, _ in groups for d in dirs))
+        groups.append(("ORF finder", [f"(no training; chrII {lo}-{hi})" for lo, hi in blocks],
+                       [orf_finder_row(args, truth_tracks, seqs, truth_genes, b)
+                        for b in blocks]))
     text = table(groups)
     print(text)
     if args.record:
