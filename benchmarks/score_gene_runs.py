@@ -2,7 +2,8 @@
 last part of chrII (the validation windows), one row per run, then mean (spread).
 
     python benchmarks/score_gene_runs.py GROUP=RUN_DIR[,RUN_DIR...] ... [--penalty P]
-        [--rc on|off] [--branch-penalty B] [--first-atg] [--long-orfs N] [--orf-finder]
+        [--rc on|off] [--branch-penalty B] [--first-atg] [--long-orfs N] [--donor-motif M]
+        [--orf-finder]
         [--no-chrI] [--no-valid] [--threads N] [--record TITLE]
 
 Each RUN_DIR holds best.pt (`semiseg train`). For each run this script calls `semiseg
@@ -141,6 +142,9 @@ def score_run(d: str, args, truth_tracks, seqs, truth_genes) -> dict:
     if args.first_atg and not argmax:
         extra += ["--first-atg"]
         tag += ".atg"
+    if args.donor_motif and not argmax:
+        extra += ["--donor-motif", args.donor_motif]
+        tag += f".d{args.donor_motif}"
     if args.long_orfs is not None and not argmax:
         extra += ["--long-orfs", str(args.long_orfs)]
         tag += f".o{args.long_orfs}"
@@ -237,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="annotate --first-atg (start codons at their ORF's first ATG)")
     ap.add_argument("--long-orfs", type=int, default=None,
                     help="annotate --long-orfs N (intergenic ORFs of N+ codons called genes)")
+    ap.add_argument("--donor-motif", default=None,
+                    help="annotate --donor-motif M (introns begin with this IUPAC motif)")
     ap.add_argument("--no-chrI", action="store_true")
     ap.add_argument("--no-valid", action="store_true")
     ap.add_argument("--threads", type=int, default=2)

@@ -49,7 +49,7 @@ from .checkpoint import (
     pick_device,
 )
 from .errors import SemisegError
-from .generules import apply_rules, gene_rules
+from .generules import apply_rules, gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .trainingdata import rc_columns, strand_swap
 
@@ -388,7 +388,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              seed: int = 0, intron_penalty: float | None = None,
              branch_penalty: float | None = None,
              signal_precision: float | None = None,
-             first_atg: bool | None = None, long_orfs: int | None = None) -> list[str]:
+             first_atg: bool | None = None, long_orfs: int | None = None,
+             donor_motif: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
@@ -398,7 +399,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     (None: annotate.branch_penalty); first_atg: move each gene's start codon to the first
     ATG of its open reading frame (firstatg.py; None: annotate.first_atg); long_orfs:
     call intergenic ORFs of at least this many codons genes (orffill.py; 0: off; None:
-    annotate.long_orfs);
+    annotate.long_orfs); donor_motif: introns must begin with this IUPAC motif (None:
+    annotate.donor_motif; "": any GT);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
@@ -454,6 +456,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                  getattr(crf, "sites", None) is not None,
                  "only the gene model trained with crf.site_scores: true has a "
                  "branch-point matrix")
+    set_donor_motif(crf, acfg.donor_motif, donor_motif)
     rules = gene_rules(scheme, res, acfg.first_atg, first_atg, acfg.long_orfs, long_orfs)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if signal_precision is None else signal_precision)
@@ -474,6 +477,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
                      for attr in ("intron_penalty", "branch_penalty")
                      if getattr(crf, attr, 0))
+           + (f"; introns begin {crf.donor_motif}" if getattr(crf, "donor_motif", "") else "")
            + ("; start codons moved to the first ATG of their ORF"
               if rules and rules.first_atg else "")
            + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"

@@ -116,6 +116,9 @@ def annotate(
         None, "--branch-penalty", help="Gene model: log-score taken from each intron with no "
                                        "branch point near the consensus (default: the "
                                        "model's annotate.branch_penalty, 0)."),
+    donor_motif: str | None = typer.Option(
+        None, "--donor-motif", help="Gene model: introns must begin with this IUPAC motif "
+                                    "(e.g. GTANG; default: the model's annotate.donor_motif)."),
     first_atg: bool | None = typer.Option(
         None, "--first-atg/--no-first-atg", help="Gene model: move each gene's start codon "
                                                  "to the first ATG of its reading frame "
@@ -142,7 +145,7 @@ def annotate(
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
-        seed=seed, first_atg=first_atg, long_orfs=long_orfs)
+        seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif)
 
 
 @app.command()

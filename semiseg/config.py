@@ -235,6 +235,9 @@ class AnnotateConfig:
              each intron whose acceptor has no branch point within one base of the
              branch matrix's consensus (yeast TACTAAC) 10-80 bp upstream (0: off). A
              prior for genomes whose introns nearly all carry one
+    donor_motif: the gene model only: an intron must begin with this IUPAC motif on its
+             strand (e.g. GTANG; "" or GT: any GT); a prior for genomes with a strict 5'
+             splice site (yeast: GTATGT)
     first_atg: the gene model at 1 bp only: move each gene's start codon to the first
              ATG of its open reading frame (the upstream-most in-frame ATG after the
              previous stop), over intergenic bases only (semiseg/firstatg.py)
@@ -254,6 +257,7 @@ class AnnotateConfig:
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
     branch_penalty: float = 0.0
+    donor_motif: str = ""
     first_atg: bool = False
     long_orfs: int = 0
     signal_precision: float = 1e-4

@@ -55,7 +55,7 @@ SETTINGS = {
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
                  "reverse_complement": "off", "intron_penalty": 0.0, "first_atg": True,
-                 "long_orfs": 100},
+                 "long_orfs": 100, "donor_motif": "GTANG"},
     "device": "auto",
 }
 
@@ -141,7 +141,8 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
              device=cfg.device, intron_penalty=cfg.annotate.intron_penalty,
              reverse_complement=cfg.annotate.reverse_complement,
-             first_atg=cfg.annotate.first_atg)
+             first_atg=cfg.annotate.first_atg, long_orfs=cfg.annotate.long_orfs,
+             donor_motif=cfg.annotate.donor_motif)
     t2 = time.perf_counter()
     ui.log("step 3/3: evaluate against the SGD annotation of chrI")
     scheme = LabelScheme.from_dict(SCHEME)

@@ -27,12 +27,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .content import ContentScores
 from .crf import Segmentation, log_partition, viterbi
 from .errors import SemisegError
 from .genome.frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
-from .seqmask import sequence_allowed
-from .content import ContentScores
 from .orflength import OrfLengthScores, UpstreamStartScores
+from .seqmask import donor_motif_mask, sequence_allowed
 from .sites import SiteScores
 
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
@@ -110,6 +110,8 @@ class FrameHead(nn.Module):
         # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
         # no branch point near the consensus (sites.SiteScores.weak_branch)
         self.branch_penalty = 0.0
+        # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
+        self.donor_motif = ""
         self.register_buffer("intron_begin", left.float(), persistent=False)
 
     # ------------------------------------------------------------------ inputs
@@ -123,6 +125,10 @@ class FrameHead(nn.Module):
             past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
             codes = codes.masked_fill(past, 4)
         allowed = sequence_allowed(self.layout, codes)
+        if self.donor_motif:
+            for c, kname in enumerate(self.layout.kind_names[k] for k in self.layout.kind):
+                if kname[:-1] == "donor":
+                    allowed[..., c] &= donor_motif_mask(codes, self.donor_motif, kname[-1])
         r = torch.arange(T, device=emissions.device) % 3
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)

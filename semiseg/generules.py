@@ -1,7 +1,9 @@
 """Sequence rules applied to a gene model's decoded labels before they are written:
 start codons moved to the first ATG of their open reading frame (firstatg.py), then long
 intergenic ORFs called genes (orffill.py). `annotate` reads them from the model's annotate
-section or the command line (gene_rules) and applies them per chromosome (apply_rules)."""
+section or the command line (gene_rules) and applies them per chromosome (apply_rules).
+The donor motif (set_donor_motif) is a rule of the same kind applied before decoding: it
+narrows where the gene model's introns may begin."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 from .errors import SemisegError
 from .firstatg import extend_starts
 from .orffill import long_orfs as paint_long_orfs
+from .seqmask import check_motif
 
 
 class GeneRules(NamedTuple):
@@ -55,3 +58,17 @@ def apply_rules(rules: GeneRules, lab: np.ndarray, seq: bytes, runp: np.ndarray)
         for lo, hi in paint_long_orfs(lab, seq, rules.cds, rules.background,
                                       rules.long_orfs):
             runp[lo:hi] = np.nan
+
+
+def set_donor_motif(head, configured: str, given: str | None) -> None:
+    """The gene head's donor motif from the command line or the checkpoint's annotate
+    section (as annotate._set_penalty: ignored where configured for a model without introns)."""
+    motif = configured if given is None else given
+    if not motif:
+        return
+    if not hasattr(head, "donor_motif"):
+        if given:
+            raise SemisegError("--donor-motif: only the gene model (crf.frames with the "
+                               "semi-CRF head) has introns")
+        return
+    head.donor_motif = check_motif(motif)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from .errors import SemisegError
 from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
 
 
@@ -63,6 +64,47 @@ def sequence_allowed(layout: FrameLayout, codes):
             continue
         stop = torch.isin(words[f], torch.tensor(_ids(STOPS[s]), device=dev))
         out[..., c] = stop if kind == "stop" else ~stop
+    return out
+
+
+IUPAC = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT", "S": "CG",
+         "W": "AT", "K": "GT", "M": "AC", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG",
+         "N": "ACGT"}
+_COMPLEMENT = str.maketrans("ACGTRYSWKMBDHVN", "TGCAYRSWMKVHDBN")
+
+
+def check_motif(motif: str, what: str = "--donor-motif") -> str:
+    """`motif` in upper case if it is a donor motif (IUPAC letters, starting GT), else a
+    one-line error naming `what`."""
+    m = motif.strip().upper()
+    if not m.startswith("GT") or any(ch not in IUPAC for ch in m):
+        raise SemisegError(f"{what}: expected IUPAC letters (ACGT RYSWKMBDHV N) starting "
+                           f"with GT, the intron's first bases, got {motif!r}")
+    return m
+
+
+def donor_motif_mask(codes: torch.Tensor, motif: str, strand: str) -> torch.Tensor:
+    """(..., T) bool: where a donor label of `strand` may stand if the intron must begin
+    with `motif` (IUPAC, read on the gene's strand from the intron's first base, which
+    the donor label covers): plus strand, the bases t.. t+m-1 match it; minus strand,
+    the bases t-m+1 .. t match its reverse complement. A motif running past either end
+    of the sequence, or over an N (unless the motif has N there), does not match."""
+    m = motif if strand == "+" else motif.translate(_COMPLEMENT)[::-1]
+    n, T = len(m), codes.shape[-1]
+    out = torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
+    if T < n:
+        return out
+    ok = torch.ones(codes.shape[:-1] + (T - n + 1,), dtype=torch.bool, device=codes.device)
+    for i, ch in enumerate(m):
+        if ch == "N":
+            continue
+        word = codes[..., i:T - n + 1 + i]
+        ok &= torch.isin(word, torch.tensor([BASES.index(b) for b in IUPAC[ch]],
+                                            device=codes.device))
+    if strand == "+":
+        out[..., :T - n + 1] = ok
+    else:
+        out[..., n - 1:] = ok
     return out
 
 
