@@ -47,8 +47,8 @@ class EnsembleHead(FrameHead):
         out = None
         n = len(self.members)
         for i, head in enumerate(self.members):
-            head.intron_penalty = self.intron_penalty
-            head.branch_penalty = self.branch_penalty
+            for attr in FrameHead.ANNOTATE_SETTINGS:  # what annotate set on this head
+                setattr(head, attr, getattr(self, attr))
             t = head._terms(emissions[..., i * self.width:(i + 1) * self.width], lengths)
             if out is None:
                 out = t

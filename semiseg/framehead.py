@@ -55,6 +55,9 @@ class FrameHead(nn.Module):
             counts the table) to the CDS labels.
     """
 
+    # set by annotate on the head it decodes with (an ensemble passes them on)
+    ANNOTATE_SETTINGS = ("intron_penalty", "branch_penalty", "donor_motif")
+
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
                  content_scores: bool = False, upstream_start_scores: bool = False):
