@@ -71,4 +71,5 @@ def set_donor_motif(head, configured: str, given: str | None) -> None:
             raise SemisegError("--donor-motif: only the gene model (crf.frames with the "
                                "semi-CRF head) has introns")
         return
-    head.donor_motif = check_motif(motif)
+    head.donor_motif = check_motif(motif, "--donor-motif" if given is not None
+                                   else "the model's annotate.donor_motif")

@@ -113,6 +113,8 @@ def test_set_from_the_command_line_or_the_model_config():
     assert gene.donor_motif == "GTATGT"
     with pytest.raises(SemisegError, match="--donor-motif"):
         set_donor_motif(gene, "", "AG")
+    with pytest.raises(SemisegError, match="annotate.donor_motif"):
+        set_donor_motif(gene, "GTX", None)  # a bad value from the checkpoint's config
     chromatin = SimpleNamespace()  # a head without introns
     set_donor_motif(chromatin, "GTANG", None)  # configured: ignored
     assert not hasattr(chromatin, "donor_motif")
