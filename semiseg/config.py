@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from .errors import SemisegError
+from .iupac import check_motif
 
 
 @dataclass
@@ -301,7 +302,7 @@ POSITIVE = {
 NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
     "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
-    "annotate.signal_precision",
+    "annotate.signal_precision", "annotate.long_orfs",
 }
 
 
@@ -425,6 +426,8 @@ def _validate(cfg: Config) -> None:
     if cfg.annotate.window % cfg.model.resolution or cfg.annotate.context % cfg.model.resolution:
         raise SemisegError("annotate.window and annotate.context must be multiples of "
                            f"model.resolution ({cfg.model.resolution})")
+    if cfg.annotate.donor_motif:
+        check_motif(cfg.annotate.donor_motif, "annotate.donor_motif")
     if not cfg.inputs.sequence and not cfg.inputs.tracks:
         raise SemisegError("inputs: the model needs the sequence, tracks, or both")
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from .errors import SemisegError
 from .firstatg import extend_starts
+from .iupac import check_motif
 from .orffill import long_orfs as paint_long_orfs
-from .seqmask import check_motif
 
 
 class GeneRules(NamedTuple):

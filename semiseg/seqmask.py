@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from .errors import SemisegError
 from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
+from .iupac import COMPLEMENT, IUPAC
 
 
 def _codon_ids(codes: torch.Tensor) -> torch.Tensor:
@@ -67,29 +67,13 @@ def sequence_allowed(layout: FrameLayout, codes):
     return out
 
 
-IUPAC = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "AG", "Y": "CT", "S": "CG",
-         "W": "AT", "K": "GT", "M": "AC", "B": "CGT", "D": "AGT", "H": "ACT", "V": "ACG",
-         "N": "ACGT"}
-_COMPLEMENT = str.maketrans("ACGTRYSWKMBDHVN", "TGCAYRSWMKVHDBN")
-
-
-def check_motif(motif: str, what: str = "--donor-motif") -> str:
-    """`motif` in upper case if it is a donor motif (IUPAC letters, starting GT), else a
-    one-line error naming `what`."""
-    m = motif.strip().upper()
-    if not m.startswith("GT") or any(ch not in IUPAC for ch in m):
-        raise SemisegError(f"{what}: expected IUPAC letters (ACGT RYSWKMBDHV N) starting "
-                           f"with GT, the intron's first bases, got {motif!r}")
-    return m
-
-
 def donor_motif_mask(codes: torch.Tensor, motif: str, strand: str) -> torch.Tensor:
     """(..., T) bool: where a donor label of `strand` may stand if the intron must begin
     with `motif` (IUPAC, read on the gene's strand from the intron's first base, which
     the donor label covers): plus strand, the bases t.. t+m-1 match it; minus strand,
     the bases t-m+1 .. t match its reverse complement. A motif running past either end
     of the sequence, or over an N (unless the motif has N there), does not match."""
-    m = motif if strand == "+" else motif.translate(_COMPLEMENT)[::-1]
+    m = motif if strand == "+" else motif.translate(COMPLEMENT)[::-1]
     n, T = len(m), codes.shape[-1]
     out = torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
     if T < n:

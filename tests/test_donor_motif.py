@@ -18,7 +18,8 @@ from test_frames import _intron_friendly, rc, scheme
 
 from semiseg.errors import SemisegError
 from semiseg.genome.frames import FrameLayout, base_codes
-from semiseg.seqmask import check_motif, donor_motif_mask
+from semiseg.iupac import check_motif
+from semiseg.seqmask import donor_motif_mask
 
 CLASSES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "[AG]", "Y": "[CT]", "S": "[CG]",
            "W": "[AT]", "K": "[GT]", "M": "[AC]", "B": "[CGT]", "D": "[AGT]", "H": "[ACT]",
@@ -120,3 +121,13 @@ def test_set_from_the_command_line_or_the_model_config():
     assert not hasattr(chromatin, "donor_motif")
     with pytest.raises(SemisegError, match="only the gene model"):
         set_donor_motif(chromatin, "", "GTANG")
+
+
+def test_a_config_with_a_bad_motif_or_orf_length_is_refused_when_read():
+    from semiseg.config import from_dict
+
+    assert from_dict({"annotate": {"donor_motif": "GTANG"}}).annotate.donor_motif == "GTANG"
+    with pytest.raises(SemisegError, match="annotate.donor_motif"):
+        from_dict({"annotate": {"donor_motif": "AGGT"}})
+    with pytest.raises(SemisegError, match="annotate.long_orfs"):
+        from_dict({"annotate": {"long_orfs": -1}})
