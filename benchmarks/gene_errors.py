@@ -35,6 +35,7 @@ from collections import Counter
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from chrI_ceiling import non_overlapping  # noqa: E402
 from gene_metrics import (  # noqa: E402
     TRUTH,
     YEAST,
@@ -88,15 +89,6 @@ def classify(truth, pred) -> Counter:
     return out
 
 
-def painted(truth):
-    """SGD genes kept when overlaps are resolved longest first (the truth tracks)."""
-    kept = []
-    for g in sorted(truth, key=lambda g: (g.start - g.end, g.start)):
-        if all(not (k.start < g.end and g.start < k.end) for k in kept):
-            kept.append(g)
-    return kept
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+")
@@ -127,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         model += classify(truth, pred)
         orf += classify(truth, [g for g in orfs_all if inside(g)])
         both = {(g.strand, g.five_prime, g.three_prime) for g in pred}
-        kept = painted(truth)
+        kept = non_overlapping(truth)
         long = [g for g in kept if g.length >= 303]
         reach["SGD genes in the block"] += len(truth)
         reach["kept by painting (overlaps resolved)"] += len(kept)

@@ -44,21 +44,17 @@ class EnsembleHead(FrameHead):
         self.sites = h0.sites
 
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
-        out = None
-        n = len(self.members)
+        terms = []
         for i, head in enumerate(self.members):
             for attr in FrameHead.ANNOTATE_SETTINGS:  # what annotate set on this head
                 setattr(head, attr, getattr(self, attr))
-            t = head._terms(emissions[..., i * self.width:(i + 1) * self.width], lengths)
-            if out is None:
-                out = t
-                for key in ("scores", "transition", "duration_bias", "start", "end"):
-                    if out[key] is not None:
-                        out[key] = out[key] / n
-                continue
-            for key in ("scores", "transition", "duration_bias", "start", "end"):
-                if t[key] is not None:
-                    out[key] = out[key] + t[key] / n
+            terms.append(head._terms(emissions[..., i * self.width:(i + 1) * self.width],
+                                     lengths))
+        n = len(terms)
+        out = dict(terms[0])  # `allowed` and the rest are the same for every member
+        for key in ("scores", "transition", "duration_bias", "start", "end"):
+            if out[key] is not None:
+                out[key] = sum((t[key] / n for t in terms[1:]), terms[0][key] / n)
         return out
 
 

@@ -128,10 +128,12 @@ class FrameHead(nn.Module):
             past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
             codes = codes.masked_fill(past, 4)
         allowed = sequence_allowed(self.layout, codes)
-        if self.donor_motif:
-            for c, kname in enumerate(self.layout.kind_names[k] for k in self.layout.kind):
-                if kname[:-1] == "donor":
-                    allowed[..., c] &= donor_motif_mask(codes, self.donor_motif, kname[-1])
+        if self.donor_motif:  # one mask per strand, for that strand's donor labels
+            for strand in self.layout.strands:
+                donors = [c for c, k in enumerate(self.layout.kind)
+                          if self.layout.kind_names[k] == "donor" + strand]
+                ok = donor_motif_mask(codes, self.donor_motif, strand)
+                allowed[..., donors] &= ok[..., None]
         r = torch.arange(T, device=emissions.device) % 3
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)

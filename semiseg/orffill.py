@@ -16,18 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .genome.frames import STARTS, STOPS
-
-_CODE = np.full(256, 4, np.int64)
-for _i, _b in enumerate(b"ACGT"):
-    _CODE[_b] = _i
-    _CODE[_b + 32] = _i  # lower case
+from .genome.frames import BASES, STARTS, STOPS, base_codes
 
 
-def _codons(seq: bytes) -> np.ndarray:
-    """Codon id (16 a + 4 b + c) beginning at each position, -1 where a base is not ACGT
-    or the codon runs past the end."""
-    b = _CODE[np.frombuffer(seq, np.uint8)]
+def _codons(b: np.ndarray) -> np.ndarray:
+    """Codon id (16 a + 4 b + c) beginning at each position of the base codes `b`
+    (frames.base_codes), -1 where a base is not ACGT or the codon runs past the end."""
+    b = b.astype(np.int64)
     out = np.full(len(b), -1, np.int64)
     if len(b) >= 3:
         cid = 16 * b[:-2] + 4 * b[1:-1] + b[2:]
@@ -37,13 +32,13 @@ def _codons(seq: bytes) -> np.ndarray:
 
 
 def _id(codon: str) -> int:
-    return 16 * "ACGT".index(codon[0]) + 4 * "ACGT".index(codon[1]) + "ACGT".index(codon[2])
+    return 16 * BASES.index(codon[0]) + 4 * BASES.index(codon[1]) + BASES.index(codon[2])
 
 
-def plus_orfs(seq: bytes, min_codons: int) -> list[tuple[int, int]]:
-    """[start, end) of the plus-strand ORFs of `seq`, first ATG to stop codon (included),
-    at least min_codons codons long."""
-    cid = _codons(seq)
+def plus_orfs(codes: np.ndarray, min_codons: int) -> list[tuple[int, int]]:
+    """[start, end) of the plus-strand ORFs of the base codes `codes`, first ATG to stop
+    codon (included), at least min_codons codons long."""
+    cid = _codons(codes)
     atg = np.flatnonzero(cid == _id(STARTS["+"]))
     stop = np.flatnonzero(np.isin(cid, [_id(c) for c in STOPS["+"]]))
     out = []
@@ -63,13 +58,13 @@ def long_orfs(labels: np.ndarray, seq: str, cds: dict[str, int], background: int
     """Paint ORFs of >= min_codons codons lying wholly on `background` in `labels` (1-bp
     scheme labels of one chromosome, changed in place) with the CDS label of their
     strand (`cds`: "+" and/or "-"). Returns the painted (start, end) pairs, sorted."""
-    s = seq.encode("ascii", "replace")
+    codes = base_codes(seq)
     n = len(labels)
-    comp = s.translate(bytes.maketrans(b"ACGTacgt", b"TGCAtgca"))[::-1]
     cand = []
     if "+" in cds:
-        cand += [(a, e, "+") for a, e in plus_orfs(s, min_codons)]
-    if "-" in cds:
+        cand += [(a, e, "+") for a, e in plus_orfs(codes, min_codons)]
+    if "-" in cds:  # the reverse complement: A C G T = 0..3 <-> 3..0, N stays 4
+        comp = np.where(codes < 4, 3 - codes, 4)[::-1]
         cand += [(n - e, n - a, "-") for a, e in plus_orfs(comp, min_codons)]
     other = np.concatenate([[0], np.cumsum(labels != background)])
     cand = [c for c in cand if other[c[1]] == other[c[0]]]
