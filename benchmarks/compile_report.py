@@ -84,14 +84,18 @@ def main():
         runs += [("static forward", chain._fwd_kernel, dict(st, **fwd, MODE=0, PHASE=0, REV=False)),
                  ("static Viterbi half", chain._fwd_kernel, dict(st, **fwd, MODE=2, PHASE=0, REV=False)),
                  ("static backward, rows", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=True, END=False)),
-                 ("static backward, wave", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=False, END=False))]
+                 ("static backward, wave", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=False, END=False)),
+                 ("static backward, rows, posteriors", chain._bwd_kernel,
+                  dict(st, REV=False, ROWS_FULL=True, END=False, PARAM_GRADS=False))]
     if "periodic" in a.kernels:
         pe = dict(flags, NP=3, NPP=kn._pow2(3))
         runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),
                  ("periodic Viterbi half (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=2, PHASE=0)),
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
-                 ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True))]
+                 ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
+                 ("periodic backward (wave), posteriors", chain._bwd_kernel,
+                  dict(pe, REV=False, ROWS_FULL=False, END=True, PARAM_GRADS=False))]
     print(f"sm_{a.sm}, KP {a.kp}, CP {a.cp}, {warps} warps, triton {triton.__version__}")
     for name, fn, consts in runs:
         print(f"{name:40s} {usage(fn, consts, warps, a.sm)}", flush=True)

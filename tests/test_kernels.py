@@ -157,6 +157,12 @@ def check_against_brute(p, extra):
             torch.testing.assert_close(got, g_ref[name], rtol=1e-4, atol=2e-5, msg=name)
     if not ok.all():  # a sequence with no allowed segmentation contributes nothing
         assert grads["scores"][~ok.to(DEV)].abs().max() == 0
+    # what posteriors ask for: the per-position gradients alone, the same bits; the
+    # duration-bias and transition sums are skipped (the dd kernels form them anyway)
+    part = kn.backward(x, saved, torch.ones_like(lz), wanted=("scores", "proj_start"))
+    for name in ("scores", "proj_start", "proj_end", "start", "end"):
+        assert torch.equal(part[name], grads[name]), name
+    assert x.duration_dependent or not {"duration_bias", "transition"} & set(part)
 
     score, labels, seg_start = kn.viterbi(x)
     lengths = x.lengths.cpu()
@@ -442,3 +448,19 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
     for name in FLOAT_FIELDS:
         torch.testing.assert_close(gp[name].reshape(gs[name].shape), gs[name], rtol=1e-4,
                                    atol=1e-5, msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("period", [None, 3])
+def test_viterbi_mask_folded_into_scores_is_the_same(period, monkeypatch):
+    """kernels.viterbi folds `allowed` into the scores (FOLD_MASK, for speed): the same
+    score, labels and starts as the kernels reading the mask themselves."""
+    p, extra = make(3, 9, 4, 3, seed=31, lengths=[9, 7, 4], allowed=True, neg_inf=True,
+                    period=period)
+    x = as_inputs(p, extra)
+    assert x.allowed is not None and not bool(x.allowed.all())
+    folded = kn.viterbi(x)
+    monkeypatch.setattr(kn, "FOLD_MASK", False)
+    own = kn.viterbi(x)
+    for a, b in zip(folded, own):
+        assert torch.equal(a, b)

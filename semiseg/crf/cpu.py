@@ -145,8 +145,9 @@ def forward(x: CRFInputs):
     return torch.from_numpy(log_z).to(x.scores.dtype), saved
 
 
-def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
-    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS."""
+def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
+    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS
+    (all of them, whatever `wanted` asks: dispatch.py)."""
     a, ck, ck_lo, alpha_end, log_z = saved
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)

@@ -5,9 +5,13 @@ Every backend is a module with three functions over a `CRFInputs` (inputs.py):
     forward(x) -> (log_z (B,), saved)
         log Z per sequence (-inf where no segmentation is allowed) and whatever the
         backward pass needs (checkpoints); nothing O(T*K*C).
-    backward(x, saved, grad_log_z (B,)) -> dict[str, Tensor]
+    backward(x, saved, grad_log_z (B,), wanted=None) -> dict[str, Tensor]
         the gradient of sum_b grad_log_z[b] * log Z_b with respect to every floating
         input named in inputs.FLOAT_FIELDS, in the shape and dtype of that input.
+        `wanted` (None: all) names the gradients the caller will read; a backend may
+        leave the others out (the Triton one skips duration_bias and transition, sums
+        over every position, when neither is wanted: posteriors need only the
+        per-position ones), and returns the wanted ones unchanged by the choice.
         "proj_start" and "proj_end" are returned even when x has none (as if they
         were zeros): d log Z / d proj_start[b, t, c] is the probability that a segment
         of label c starts at t, which gives the boundary marginals. A sequence whose
@@ -169,11 +173,11 @@ class _LogPartition(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_log_z):
-        grads = ctx.module.backward(ctx.x, ctx.saved, grad_log_z.contiguous())
-        out = []
-        for i, name in enumerate(FLOAT_FIELDS):
-            need = ctx.needs_input_grad[2 + i]
-            out.append(grads[name] if need and getattr(ctx.x, name) is not None else None)
+        need = {name: ctx.needs_input_grad[2 + i] and getattr(ctx.x, name) is not None
+                for i, name in enumerate(FLOAT_FIELDS)}
+        grads = ctx.module.backward(ctx.x, ctx.saved, grad_log_z.contiguous(),
+                                    wanted=[n for n, w in need.items() if w])
+        out = [grads[name] if need[name] else None for name in FLOAT_FIELDS]
         return (None, None, *out)
 
 
@@ -268,5 +272,6 @@ def marginals(
         x = x.replace(**{n: (getattr(x, n).detach() if getattr(x, n) is not None else None)
                          for n in FLOAT_FIELDS})
         log_z, saved = module.forward(x)
-        grads = module.backward(x, saved, torch.ones_like(log_z))
+        grads = module.backward(x, saved, torch.ones_like(log_z),
+                                wanted=("scores", "proj_start"))
     return grads["scores"], grads["proj_start"].sum(-1)

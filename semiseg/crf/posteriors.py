@@ -145,7 +145,8 @@ def _end_marginals(x: CRFInputs, backend: str) -> tuple[Tensor, Tensor, Tensor]:
     module = _backend(x, backend)
     with torch.no_grad():
         log_z, saved = module.forward(x)
-        g = module.backward(x, saved, torch.ones_like(log_z))
+        g = module.backward(x, saved, torch.ones_like(log_z),
+                            wanted=("scores", "proj_start", "proj_end"))
     B, T, C = x.scores.shape
     E = torch.zeros(B, T + 1, C, dtype=WORK, device=x.scores.device)
     E[:, 1:] = g["proj_end"].to(WORK)

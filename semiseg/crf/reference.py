@@ -334,8 +334,9 @@ def forward(x: CRFInputs):
 # ---------------------------------------------------------------------------- backward
 
 
-def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
-    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS."""
+def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
+    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS
+    (all of them, whatever `wanted` asks: dispatch.py)."""
     with torch.no_grad(), _one_thread(x.scores.device):
         return _backward(x, saved, grad_log_z)
 

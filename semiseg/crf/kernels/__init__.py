@@ -143,6 +143,22 @@ def _common(x: CRFInputs):
     return scores, allowed, ps, pe, start, end, flags, dummy
 
 
+FOLD_MASK = True  # Viterbi: `allowed` folded into the scores on the host (benchmarks set it)
+
+
+def _folded(x: CRFInputs, scores, allowed, flags):
+    """The Viterbi kernels' scores and mask with `allowed` folded into the scores (-inf
+    where a label is not allowed: the very values chain._emission makes of them), so the
+    kernels compile without HAS_ALLOWED. Measured on an H100 (triton 3.6) at the gene
+    model's shape, (100, 20000, 256, 37) periodic: the Viterbi chains took 1065 ms with
+    HAS_ALLOWED and 413 ms without it, an all-True mask as slow as the real one (RESULTS.md,
+    "Viterbi with a sequence mask"); the forward chains did not change (288 / 280 ms)."""
+    if not flags["HAS_ALLOWED"] or not FOLD_MASK:
+        return scores, allowed, flags
+    return (scores.masked_fill(~x.allowed, float("-inf")), allowed,
+            dict(flags, HAS_ALLOWED=False))
+
+
 GAMMA_ROWS: bool | None = None  # force the forward's gamma variant (tests); None = by shape
 
 
@@ -191,22 +207,30 @@ def _backward_buffers(x: CRFInputs, KP: int, CP: int, tr_shape: tuple):
     return state, grads
 
 
+def _param_grads(wanted) -> bool:
+    """Whether a backward asked for `wanted` gradients (None: all) must form those of the
+    duration bias and the transition (sums over every position and duration)."""
+    return wanted is None or bool({"duration_bias", "transition"} & set(wanted))
+
+
 def _gradients(x: CRFInputs, g_scores, g_ps, g_pe, g_db, transition) -> dict:
     """The backend contract's gradient dict from the (already weighted) scores and
     projection gradients, the weighted float64 sums g_db (KP, CP, duration order) and
-    transition; start/end gradients are the boundary posteriors at the first / last
-    position, summed over the batch."""
+    transition (both None when they were not asked for: left out); start/end gradients
+    are the boundary posteriors at the first / last position, summed over the batch."""
     dt = x.scores.dtype
     last = (x.lengths - 1).clamp(min=0)[:, None, None].expand(-1, 1, x.C)
-    return {
+    out = {
         "scores": g_scores,
         "proj_start": g_ps,
         "proj_end": g_pe,
-        "duration_bias": _duration_grad(g_db, x.K, x.C, dt),
-        "transition": transition.to(dt),
         "start": g_ps[:, 0, :].sum(0, dtype=torch.float64).to(dt),
         "end": g_pe.gather(1, last).sum((0, 1), dtype=torch.float64).to(dt),
     }
+    if g_db is not None:
+        out["duration_bias"] = _duration_grad(g_db, x.K, x.C, dt)
+        out["transition"] = transition.to(dt)
+    return out
 
 
 class _Overlap:
@@ -358,9 +382,10 @@ ROWS_BUDGET = 256 << 20  # bytes of recomputed forward rows the backward holds a
 FULL_ROWS: bool | None = None  # False forces the wave path (benchmarks); None = by budget
 
 
-def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
     """The other half of both chains (every checkpoint), then every checkpoint segment of
-    every sequence at once.
+    every sequence at once. `wanted` (dispatch.py): without duration_bias and transition
+    in it, their sums are skipped (chain._bwd_kernel's PARAM_GRADS).
 
     When the rows of every position fit ROWS_BUDGET, the chains write them on their second
     halves and each segment runs the chain that starts from the far side of the middle:
@@ -371,7 +396,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     if x.duration_dependent:
         return _backward_dd(x, saved, grad_log_z)
     if x.periodic:
-        return _backward_per(x, saved, grad_log_z)
+        return _backward_per(x, saved, grad_log_z, wanted)
+    params = _param_grads(wanted)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -409,9 +435,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
     # grad_log_z, zero where log Z is -inf (no gradient there)
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
-    n_db, n_tr = B * nck * KP * CP, B * nck * CP * CP
+    n_db, n_tr = (B * nck * KP * CP, B * nck * CP * CP) if params else (1, 1)
     parts = torch.zeros(n_db + n_tr, **f32)  # per-segment weighted partial sums
-    g_db, g_tr = parts[:n_db].view(B, nck, KP, CP), parts[n_db:].view(B, nck, CP, CP)
+    g_db, g_tr = parts[:n_db], parts[n_db:]
     trans = x.transition.contiguous()
     lz = saved["log_z64"]
 
@@ -421,7 +447,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
                 *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
-                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, num_warps=nw, **ff)
+                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, PARAM_GRADS=params,
+                num_warps=nw, **ff)
         return go
 
     if full:
@@ -430,8 +457,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
                 *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr,
-                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, num_warps=nw,
-                **rf)
+                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True,
+                PARAM_GRADS=params, num_warps=nw, **rf)
 
         _Both(dev).run(right(0, nseg), left)
     else:
@@ -442,6 +469,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
                 dummy, dummy, T, C, K, P, nck, k0,
                 KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
             right(k0, w)()
+    if not params:
+        return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, CP, CP).sum(0, dtype=torch.float64)[:C, :C]
     return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
                       transition)
@@ -459,6 +488,7 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    scores, allowed, flags = _folded(x, scores, allowed, flags)
     (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
     mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
@@ -561,7 +591,7 @@ def _forward_per(x: CRFInputs):
     return log_z64.to(x.scores.dtype), saved
 
 
-def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
+def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
@@ -596,8 +626,9 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             torch.empty(B, W, P, **f64))
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
-    g_db = torch.zeros(B, nck, KP, CP, **f32)
-    g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32)
+    params = _param_grads(wanted)
+    g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
+    g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
     for k0 in range(0, nseg, W):
@@ -611,8 +642,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor) -> dict[str, Tensor]:
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, num_warps=nw_bwd,
-            **flags)
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
+            num_warps=nw_bwd, **flags)
+    if not params:
+        return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
     return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
                       transition)
@@ -624,6 +657,7 @@ def _viterbi_per(x: CRFInputs):
     NP, NPP = _period(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    scores, allowed, flags = _folded(x, scores, allowed, flags)
     db = x.duration_bias.contiguous()
     tr_f = _per_transition(x.transition, CP, NPP, transpose=True)
     tr_r = _per_transition(x.transition, CP, NPP, transpose=False)

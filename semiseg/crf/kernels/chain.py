@@ -82,6 +82,16 @@ def _lse_last(v):
 
 
 @triton.jit
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) elementwise with one exponential: max + log(1 + exp(min - max)),
+    -inf where both are. The same float32 value as max + log(exp(a - max) + exp(b - max)),
+    whose larger term is exp(0) = 1 exactly, for one MUFU exponential less."""
+    hi = tl.maximum(a, b)
+    his = tl.where(hi == NEG, 0.0, hi)  # no -inf - -inf
+    return tl.where(hi == NEG, NEG, his + tl.log(1.0 + tl.exp(tl.minimum(a, b) - his)))
+
+
+@triton.jit
 def _safe_max(x):
     m = tl.max(x, 0)
     return tl.where(m == NEG, 0.0, m)
@@ -402,6 +412,7 @@ def _bwd_kernel(
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
+    PARAM_GRADS: tl.constexpr = True,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -445,6 +456,11 @@ def _bwd_kernel(
     and the segment posteriors, P_start = sum_r exp(gamma^r + bg^r - log Z), the
     duration_bias and the transition (per residue, g_tr (B, NCK, NPP, CP, CP)) gradients
     are taken per residue.
+
+    PARAM_GRADS False: only the per-position gradients (scores, proj_start, proj_end:
+    what posteriors need); the duration_bias and transition sums are neither formed nor
+    written (g_db and g_tr may be dummies), which saves a (KP, CP) gather and a residue
+    split per step and an (NPP, CP, CP) exponential.
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
@@ -522,7 +538,7 @@ def _bwd_kernel(
             pend = tl.where(zq > float("-inf"), pend, 0.0)
         mprev = tl.zeros((), tl.float32)
         lz_ok = lz > float("-inf")
-        acc_db = tl.zeros((KP, CP), tl.float32)
+        acc_db = tl.zeros((KP, CP), tl.float32)  # left unchanged (dead) without PARAM_GRADS
         if NP > 1:
             acc_tr = tl.zeros((NPP, CP, CP), tl.float32)
         else:
@@ -567,12 +583,14 @@ def _bwd_kernel(
                 gF3 = tl.load(rows_gam + (r * NPP + rr2) * CP + cs)  # gamma^r[p]
                 ps3 = tl.exp(gF3 + bg3 + base)  # P(segment of c, residue r, starts at p)
                 pstart = tl.sum(ps3, 0)
-                fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
-                w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
-                acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                if PARAM_GRADS:
+                    fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
+                    w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+                    acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 ba = _lse_outer(tr3 + bg3[:, None, :])
-                acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
+                if PARAM_GRADS:
+                    acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
             else:
                 gF = tl.load(rows_gam + r * CP + cs1)
                 esum = tl.sum(e, 0)
@@ -586,18 +604,20 @@ def _bwd_kernel(
                 pstart = tl.exp(gF + bg + base)
                 # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow),
                 # gathered into duration order
-                w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
-                acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                if PARAM_GRADS:
+                    w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
+                    acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
                 # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
                 ba = _lse1(tr + bg[None, :])
                 # the transition at this chain's boundary u (position p, or p + 1 when
                 # REV): the REV launch's last one is M, which the other launch's first
                 # one skips
-                trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
-                if ROWS_FULL and not REV:
-                    acc_tr += tl.where(p == M, 0.0, trw)
-                else:
-                    acc_tr += trw
+                if PARAM_GRADS:
+                    trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
+                    if ROWS_FULL and not REV:
+                        acc_tr += tl.where(p == M, 0.0, trw)
+                    else:
+                        acc_tr += trw
             pe_next = pend  # P_end[p + 1]
             run = run + pe_next.to(tl.float64)
             tl.store(g_scores + seq + p * C + cs1, gl * run.to(tl.float32), mask=cmask1)
@@ -606,7 +626,7 @@ def _bwd_kernel(
             tl.store(g_pe + seq + p * C + cs1, gl * pe_next, mask=cmask1)
             gam = ba
             pend = tl.exp(aF + gam + base)  # P_end[p]
-        if REV:  # noqa: SIM102 (a constexpr test, then a runtime one)
+        if REV and PARAM_GRADS:  # noqa: SIM102 (a constexpr test, then a runtime one)
             if (t1 == M) & (M < L):  # the segments across M, counted by neither launch
                 kc = b * NCK + seg + 1  # both chains' checkpoints at M
                 shift = (tl.load(rk_n + kc) + tl.load(ck_n + kc) - tl.load(log_z + b))
@@ -615,13 +635,14 @@ def _bwd_kernel(
                 acc_db += _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
                                        L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
         slot = b * NCK + seg
-        tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
-        if NP > 1:
-            tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
-        elif REV:  # the mirror frame's transition is the transpose
-            tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
-        else:
-            tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
+        if PARAM_GRADS:
+            tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
+            if NP > 1:
+                tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
+            elif REV:  # the mirror frame's transition is the transpose
+                tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
+            else:
+                tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
 
 
 @triton.jit
@@ -877,9 +898,7 @@ def _fwd_end_kernel(
             BD = tl.where(up, d, BD)
             BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
         else:
-            hi = tl.maximum(A, x)
-            his = tl.where(hi == NEG, 0.0, hi)
-            A = tl.where(own, x, his + tl.log(tl.exp(A - his) + tl.exp(x - his)))
+            A = tl.where(own, x, _logaddexp(A, x))
         A = A + f[None, :]
         nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
         alp = tl.max(tl.where(nxt, A, NEG), 0) + per
@@ -1123,9 +1142,7 @@ def _fwd_dd_kernel(
             BD = tl.where(up, d, BD)
             BC = tl.where(up, gc, BC)
         else:
-            hi = tl.maximum(A, x)
-            his = tl.where(hi == NEG, 0.0, hi)
-            A = tl.where(own, x, his + tl.log(tl.exp(A - his) + tl.exp(x - his)))
+            A = tl.where(own, x, _logaddexp(A, x))
         A = A + f[None, :]
         nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
         alp = tl.max(tl.where(nxt, A, NEG), 0) + per
