@@ -25,28 +25,18 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
+import os
+import sys
 
 import torch
 
 from semiseg.crf import kernels as kn
 from semiseg.crf.inputs import check_inputs
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from periodic_kernels import events  # noqa: E402 (CUDA events, median ms after a warm-up)
+
 SHAPES = "100x20000x256x37p3,16x6000x256x37p3,8x20000x100x24,64x20000x100x24"
-
-
-def events(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
 
 
 def problem(B, T, K, C, period, seed=0):
@@ -94,8 +84,6 @@ def measure(shape: str, reps: int) -> str:
     kind = f"periodic P={period}" if period else "static"
     row = (f"| {B}, {T}, {K}, {C}, {kind} | {t_f:.1f} | {t_fb:.1f} | {t_p} | {t_p16} | "
            f"{t_v:.1f} |")
-    del x
-    torch.cuda.empty_cache()
     return row
 
 
@@ -115,6 +103,7 @@ def main():
     rows = []
     for shape in a.shapes.split(","):
         rows.append(measure(shape, a.reps))
+        torch.cuda.empty_cache()  # the shape's tensors went with measure's frame
         print(rows[-1], flush=True)
     if a.results:
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

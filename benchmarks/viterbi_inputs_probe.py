@@ -15,28 +15,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-def events(fn, reps):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
+def timed(kn, x, fold: bool, reps: int) -> tuple[float, float]:
+    """(kernels.viterbi ms, kernels.forward ms) of x with kernels.FOLD_MASK = fold."""
+    from periodic_kernels import events
+
+    kn.FOLD_MASK = fold
+    try:
+        return events(lambda: kn.viterbi(x), reps), events(lambda: kn.forward(x), reps)
+    finally:
+        kn.FOLD_MASK = True
 
 
 def main():
@@ -98,12 +94,7 @@ def main():
         p = dict(base, **change)
         x = check_inputs(p["scores"], p["transition"], p["duration_bias"], lengths,
                          allowed=p["allowed"], proj_start=p["proj_start"])
-        kn.FOLD_MASK = fold
-        try:
-            tv = events(lambda x=x: kn.viterbi(x), a.reps)
-            tf = events(lambda x=x: kn.forward(x), a.reps)
-        finally:
-            kn.FOLD_MASK = True
+        tv, tf = timed(kn, x, fold, a.reps)
         print(f"| {name} | {tv:.1f} | {tf:.1f} |", flush=True)
         if a.kernels:
             from torch.profiler import ProfilerActivity, profile
@@ -123,12 +114,7 @@ def main():
                                 ("same, all-True mask", ok, False),
                                 ("same, all-True mask folded", ok, True)):
         x = check_inputs(sc, tr, db, None, allowed=allowed)
-        kn.FOLD_MASK = fold
-        try:
-            tv = events(lambda x=x: kn.viterbi(x), a.reps)
-            tf = events(lambda x=x: kn.forward(x), a.reps)
-        finally:
-            kn.FOLD_MASK = True
+        tv, tf = timed(kn, x, fold, a.reps)
         print(f"| {name} | {tv:.1f} | {tf:.1f} |", flush=True)
 
 

@@ -1,7 +1,11 @@
 """Small sequence helpers shared by the gene-model tests (plain strings as the oracle's
-input: reverse complements, one-hot arrays, base codes, the built-in gene layout)."""
+input: reverse complements, one-hot arrays, base codes, the built-in gene layout; a
+piece of chrI as a FASTA for the shipped model, and a BED read back as labels)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -9,7 +13,10 @@ import torch
 from semiseg.genome.frames import FrameLayout
 from semiseg.genome.scheme import load_scheme
 
-COMP = str.maketrans("ACGTN", "TGCAN")
+COMP = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIPPED_MODEL = os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt")
+BG, CP, CM, OTHER = 0, 1, 2, 3  # intergenic, CDS+, CDS-, anything else (bed_labels)
 
 
 def rc(s: str) -> str:
@@ -33,3 +40,24 @@ def codes_of(seq: str) -> torch.Tensor:
 def layout() -> FrameLayout:
     """The internal labels of the built-in gene_structure scheme."""
     return FrameLayout.from_scheme(load_scheme("gene_structure"))
+
+
+def chrI_piece(directory, start: int, end: int) -> tuple[str, str]:
+    """chrI[start:end] of data/yeast (upper case) and the path of a FASTA holding it as
+    one record "s", written in `directory`."""
+    from semiseg.genome import Fasta
+
+    with Fasta(os.path.join(ROOT, "data", "yeast", "chrI.fa")) as fa:
+        seq = fa.fetch("chrI", start, end).upper()
+    path = Path(directory) / "s.fa"
+    path.write_text(f">s\n{seq}\n")
+    return seq, str(path)
+
+
+def bed_labels(path, n: int) -> np.ndarray:
+    """(n,) labels painted from an annotate BED of the demo scheme: BG, CP, CM, else OTHER."""
+    lab = np.zeros(n, np.int64)
+    codes = {"intergenic": BG, "CDS+": CP, "CDS-": CM}
+    for r in (line.split("\t") for line in Path(path).read_text().splitlines()):
+        lab[int(r[1]):int(r[2])] = codes.get(r[3], OTHER)
+    return lab

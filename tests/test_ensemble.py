@@ -15,14 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from seqs import ROOT, SHIPPED_MODEL, chrI_piece
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint, write_ensemble
 from semiseg.ensemble import make_ensemble, member_checkpoint
 from semiseg.errors import SemisegError
 from semiseg.model import model_hash
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt")
 
 
 def perturbed(ckpt: dict, seed: int) -> dict:
@@ -35,18 +33,12 @@ def perturbed(ckpt: dict, seed: int) -> dict:
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_checkpoint(MODEL)
+    return load_checkpoint(SHIPPED_MODEL)
 
 
 @pytest.fixture(scope="module")
 def piece(tmp_path_factory):
-    from semiseg.genome import Fasta
-
-    with Fasta(os.path.join(ROOT, "data", "yeast", "chrI.fa")) as fa:
-        seq = fa.fetch("chrI", 30000, 38000).upper()
-    path = tmp_path_factory.mktemp("ens") / "s.fa"
-    path.write_text(f">s\n{seq}\n")
-    return str(path)
+    return chrI_piece(tmp_path_factory.mktemp("ens"), 30000, 38000)[1]
 
 
 def test_terms_are_the_members_mean(shipped):
@@ -89,7 +81,7 @@ def test_an_ensemble_of_one_model_twice_annotates_as_the_model(shipped, piece, t
     ens = tmp_path / "twice.pt"
     save_checkpoint(make_ensemble([shipped, shipped], ["a", "a"]), ens)
     out = {}
-    for name, model in (("one", MODEL), ("two", str(ens))):
+    for name, model in (("one", SHIPPED_MODEL), ("two", str(ens))):
         annotate(model, piece, str(tmp_path / name), device="cpu")
         out[name] = {s: Path(f"{tmp_path / name}.{s}").read_bytes() for s in ("bed", "gff3")}
         assert out[name]["bed"]
@@ -105,7 +97,7 @@ def test_cli_writes_an_ensemble_that_annotates(shipped, piece, tmp_path):
     save_checkpoint(perturbed(shipped, 2), b)
     ens = tmp_path / "e" / "ens.pt"
     env = dict(os.environ, PYTHONPATH=ROOT)
-    run = subprocess.run([sys.executable, "-m", "semiseg.cli", "ensemble", MODEL, str(b),
+    run = subprocess.run([sys.executable, "-m", "semiseg.cli", "ensemble", SHIPPED_MODEL, str(b),
                           "-o", str(ens)], check=False, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     ck = load_checkpoint(ens)

@@ -2,24 +2,17 @@
 --first-atg), checked against a walk over plain strings: the plus strand read left to
 right, the minus strand through the reverse complement of the whole sequence."""
 
-import os
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
+from seqs import BG, CM, CP, OTHER, SHIPPED_MODEL, bed_labels, chrI_piece
+from seqs import rc as revcomp
 
 from semiseg.errors import SemisegError
 from semiseg.firstatg import extend_starts
 
-BG, CP, CM, OTHER = 0, 1, 2, 3
 STOPS = ("TAA", "TAG", "TGA")
-COMP = str.maketrans("ACGTN", "TGCAN")
-ROOT = os.path.join(os.path.dirname(__file__), "..")
-
-
-def revcomp(s: str) -> str:
-    return s.translate(COMP)[::-1]
 
 
 def oracle_plus(seq: str, labels: list[int], a: int) -> int:
@@ -118,23 +111,14 @@ def test_annotate_first_atg_on_the_shipped_model(tmp_path):
     end at the same stop codons. A model without CDS labels refuses the flag."""
     from semiseg.annotate import annotate
     from semiseg.generules import gene_rules
-    from semiseg.genome import Fasta, load_scheme
+    from semiseg.genome import load_scheme
 
-    with Fasta(os.path.join(ROOT, "data", "yeast", "chrI.fa")) as fa:
-        seq = fa.fetch("chrI", 30000, 40000).upper()
-    fasta = tmp_path / "s.fa"
-    fasta.write_text(f">s\n{seq}\n")
-    model = os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt")
+    seq, fasta = chrI_piece(tmp_path, 30000, 40000)
     genes = {}
     for flag in (False, True):
         out = tmp_path / ("on" if flag else "off")
-        annotate(model, str(fasta), str(out), device="cpu", first_atg=flag, long_orfs=0)
-        rows = [line.split("\t") for line in Path(f"{out}.bed").read_text().splitlines()]
-        lab = np.zeros(len(seq), np.int64)
-        for r in rows:
-            lab[int(r[1]):int(r[2])] = {"CDS+": CP, "CDS-": CM, "intergenic": BG}.get(
-                r[3], OTHER)
-        genes[flag] = lab
+        annotate(SHIPPED_MODEL, fasta, str(out), device="cpu", first_atg=flag, long_orfs=0)
+        genes[flag] = bed_labels(f"{out}.bed", len(seq))
     off, on = genes[False], genes[True]
     assert on.tolist() == oracle(seq, off.tolist())
     assert (on != off).any()  # this piece has a gene the model starts at a later ATG

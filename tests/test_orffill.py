@@ -15,17 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from seqs import BG, CM, CP, OTHER, ROOT, SHIPPED_MODEL, bed_labels, chrI_piece
+from seqs import rc as revcomp
 
 from semiseg.errors import SemisegError
 from semiseg.orffill import long_orfs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BG, CP, CM, OTHER = 0, 1, 2, 3
 STOPS = ("TAA", "TAG", "TGA")
-
-
-def revcomp(s: str) -> str:
-    return s.translate(str.maketrans("ACGTacgtN", "TGCAtgcaN"))[::-1]
 
 
 def walk_orfs(s: str, min_codons: int) -> list[tuple[int, int]]:
@@ -126,22 +122,13 @@ def test_annotate_long_orfs_on_the_shipped_model(tmp_path):
     """chrI's first 12 kb: the --long-orfs 100 output equals the oracle applied to the
     --long-orfs 0 output (both with the shipped first-ATG rule), and adds genes."""
     from semiseg.annotate import annotate
-    from semiseg.genome import Fasta
 
-    with Fasta(os.path.join(ROOT, "data", "yeast", "chrI.fa")) as fa:
-        seq = fa.fetch("chrI", 0, 12000).upper()
-    fasta = tmp_path / "s.fa"
-    fasta.write_text(f">s\n{seq}\n")
-    model = os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt")
+    seq, fasta = chrI_piece(tmp_path, 0, 12000)
     got = {}
     for n in (0, 100):
         out = tmp_path / f"o{n}"
-        annotate(model, str(fasta), str(out), device="cpu", long_orfs=n)
-        lab = np.zeros(len(seq), np.int64)
-        for r in (line.split("\t") for line in Path(f"{out}.bed").read_text().splitlines()):
-            lab[int(r[1]):int(r[2])] = {"CDS+": CP, "CDS-": CM, "intergenic": BG}.get(
-                r[3], OTHER)
-        got[n] = lab
+        annotate(SHIPPED_MODEL, fasta, str(out), device="cpu", long_orfs=n)
+        got[n] = bed_labels(f"{out}.bed", len(seq))
     assert got[100].tolist() == oracle(seq, got[0].tolist(), 100)
     assert (got[100] != got[0]).any()
     gff = Path(f"{tmp_path / 'o100'}.gff3").read_text()
@@ -164,7 +151,7 @@ def test_bad_long_orfs(tmp_path):
     assert rules.long_orfs == 100 and not rules.first_atg
     proc = subprocess.run(
         [sys.executable, "-m", "semiseg.cli", "annotate", "--model",
-         os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt"), "--fasta",
+         SHIPPED_MODEL, "--fasta",
          os.path.join(ROOT, "data", "yeast", "chrI.fa"), "--out", str(tmp_path / "a"),
          "--long-orfs", "-5"], check=False, capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=ROOT))

@@ -146,17 +146,16 @@ def _common(x: CRFInputs):
 FOLD_MASK = True  # Viterbi: `allowed` folded into the scores on the host (benchmarks set it)
 
 
-def _folded(x: CRFInputs, scores, allowed, flags):
-    """The Viterbi kernels' scores and mask with `allowed` folded into the scores (-inf
+def _folded(x: CRFInputs, scores, flags):
+    """The Viterbi kernels' scores and flags with `allowed` folded into the scores (-inf
     where a label is not allowed: the very values chain._emission makes of them), so the
     kernels compile without HAS_ALLOWED. Measured on an H100 (triton 3.6) at the gene
     model's shape, (100, 20000, 256, 37) periodic: the Viterbi chains took 1065 ms with
     HAS_ALLOWED and 413 ms without it, an all-True mask as slow as the real one (RESULTS.md,
     "Viterbi with a sequence mask"); the forward chains did not change (288 / 280 ms)."""
     if not flags["HAS_ALLOWED"] or not FOLD_MASK:
-        return scores, allowed, flags
-    return (scores.masked_fill(~x.allowed, float("-inf")), allowed,
-            dict(flags, HAS_ALLOWED=False))
+        return scores, flags
+    return scores.masked_fill(~x.allowed, float("-inf")), dict(flags, HAS_ALLOWED=False)
 
 
 GAMMA_ROWS: bool | None = None  # force the forward's gamma variant (tests); None = by shape
@@ -488,7 +487,7 @@ def viterbi(x: CRFInputs):
     KP, CP = _shape(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    scores, allowed, flags = _folded(x, scores, allowed, flags)
+    scores, flags = _folded(x, scores, flags)
     (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
     mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
@@ -657,7 +656,7 @@ def _viterbi_per(x: CRFInputs):
     NP, NPP = _period(x)
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    scores, allowed, flags = _folded(x, scores, allowed, flags)
+    scores, flags = _folded(x, scores, flags)
     db = x.duration_bias.contiguous()
     tr_f = _per_transition(x.transition, CP, NPP, transpose=True)
     tr_r = _per_transition(x.transition, CP, NPP, transpose=False)
