@@ -25,7 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from semiseg.crf import kernels as kn
-from semiseg.crf.kernels import chain
+from semiseg.crf.kernels import chain, tiled
 
 I32 = {"T", "C", "K", "P", "NCK", "seg0"}
 F64 = {"ck_n", "mid_n", "rows_n", "out_n", "fin_n", "rk_n", "log_z", "f_n", "r_n"}
@@ -72,7 +72,9 @@ def main():
     ap.add_argument("--warps", type=int, default=None,
                     help="warps per program (default: what the kernels pick for the shape)")
     ap.add_argument("--sm", type=int, default=90)
-    ap.add_argument("--kernels", default="static,periodic")
+    ap.add_argument("--kernels", default="static,periodic",
+                    help="static, periodic, tiled (the end-indexed chain, ring in global memory)")
+    ap.add_argument("--tile", type=int, default=32, help="slots per tile of the tiled kernel")
     a = ap.parse_args()
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     warps = a.warps or kn._warps(a.kp, a.cp)
@@ -96,6 +98,14 @@ def main():
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
                  ("periodic backward (wave), posteriors", chain._bwd_kernel,
                   dict(pe, REV=False, ROWS_FULL=False, END=True, PARAM_GRADS=False))]
+    if "tiled" in a.kernels:
+        pe = dict(flags, NP=3, NPP=kn._pow2(3), TILE=min(a.tile, a.kp))
+        runs += [(f"tiled forward (end-indexed, {a.tile})", tiled._fwd_end_tiled_kernel,
+                  dict(pe, MODE=0, PHASE=0)),
+                 (f"tiled Viterbi half (end-indexed, {a.tile})", tiled._fwd_end_tiled_kernel,
+                  dict(pe, MODE=2, PHASE=0)),
+                 (f"tiled recompute (end-indexed, {a.tile})", tiled._fwd_end_tiled_kernel,
+                  dict(pe, MODE=1, PHASE=0))]
     print(f"sm_{a.sm}, KP {a.kp}, CP {a.cp}, {warps} warps, triton {triton.__version__}")
     for name, fn, consts in runs:
         print(f"{name:40s} {usage(fn, consts, warps, a.sm)}", flush=True)

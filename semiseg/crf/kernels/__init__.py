@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from ..inputs import CRFInputs
-from . import chain
+from . import chain, tiled
 
 MAX_RING = 32768  # KP * CP register-ring elements per program
 
@@ -536,6 +536,30 @@ def _period(x: CRFInputs):
     return x.period, _pow2(x.period)
 
 
+RING_TILE: int | None = None  # end-indexed chain: slots per tile of its ring in global
+# memory (0: the ring in registers); None = by shape (_ring_tile). Benchmarks set it.
+TILE_WARPS: int | None = None  # warps of the tiled chain; None = as the register chain
+
+
+def _ring_tile(KP: int, CP: int) -> int:
+    if RING_TILE is not None:
+        return min(RING_TILE, KP)
+    return 0
+
+
+def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
+    """chain._fwd_end_kernel[grid](*args, **kw), or tiled._fwd_end_tiled_kernel with a
+    scratch ring per program where _ring_tile asks for it (same results, bitwise)."""
+    KP, CP = kw["KP"], kw["CP"]
+    tile = _ring_tile(KP, CP)
+    if not tile:
+        chain._fwd_end_kernel[grid](*args, num_warps=nw, **kw)
+        return
+    work = torch.empty(math.prod(grid), KP, CP, device=args[0].device, dtype=torch.float32)
+    tiled._fwd_end_tiled_kernel[grid](*args[:-6], work, *args[-6:], TILE=tile,
+                                      num_warps=TILE_WARPS or nw, **kw)
+
+
 def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
     """(NPP, CP, CP) -inf padded slices of a (P, C, C) transition, each transposed or not."""
     P, C = tr.shape[0], tr.shape[1]
@@ -568,11 +592,10 @@ def _forward_per(x: CRFInputs):
     nw = _warps(KP, CP)
 
     def fwd():
-        chain._fwd_end_kernel[(B,)](
+        _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy,
-            T, C, K, P, nck, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
-            num_warps=nw, **flags)
+            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0, **flags)
 
     def rev():
         chain._fwd_kernel[(B,)](
@@ -606,11 +629,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     nw = _warps(KP, CP)
 
     def fwd():
-        chain._fwd_end_kernel[(B,)](
+        _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, *fin["f"],
-            T, C, K, P, nck, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
-            num_warps=nw, **flags)
+            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1, **flags)
 
     def rev():
         chain._fwd_kernel[(B,)](
@@ -632,11 +654,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
-        chain._fwd_end_kernel[(B, w)](
+        _end_chain((B, w), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
             dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, num_warps=nw_rec,
-            **flags)
+            T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
@@ -672,10 +693,10 @@ def _viterbi_per(x: CRFInputs):
     nw = _viterbi_per_warps(KP, CP)
 
     def fwd():
-        chain._fwd_end_kernel[(B,)](
+        _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, dummy, dummy, dummy,
             *mid_f, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
-            T, C, K, 1, 1, 0, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, num_warps=nw, **flags)
+            T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, **flags)
 
     def rev():
         chain._fwd_kernel[(B,)](
