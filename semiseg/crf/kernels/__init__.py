@@ -652,18 +652,26 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
+    tile = _ring_tile(KP, CP)
+    work = torch.empty(B * W, KP, CP, **f32) if tile else None
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         _end_chain((B, w), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
             dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
             T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
-        chain._bwd_kernel[(B, w)](
-            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
-            ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
-            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-            num_warps=nw_bwd, **flags)
+        args = (scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
+                ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
+                *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr)
+        ints = (T, C, K, P, nck, k0)
+        if tile:
+            tiled._bwd_end_tiled_kernel[(B, w)](
+                *args, work, *ints, KP=KP, CP=CP, NP=NP, NPP=NPP, TILE=tile,
+                PARAM_GRADS=params, num_warps=TILE_WARPS or nw_bwd, **flags)
+        else:
+            chain._bwd_kernel[(B, w)](
+                *args, *ints, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
+                num_warps=nw_bwd, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
