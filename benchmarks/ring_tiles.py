@@ -4,9 +4,9 @@ global memory walked in tiles (kernels.RING_TILE, tiled.py), on one GPU, in one 
     PYTHONPATH=. python benchmarks/ring_tiles.py [--variants 0,32x16,64x16]
         [--shapes 100x20000x256x37p3,...] [--reps 3] [--results benchmarks/RESULTS.md]
 
-A variant is `0` (the register ring: chain._fwd_end_kernel) or TILExWARPS (the tiled
-kernel with TILE slots per tile and WARPS warps; `TILExauto` keeps the register kernel's
-warps). For each periodic shape B x T x K x C pP (random inputs as posterior_pass.py's,
+A variant is `0` (the register ring: chain._fwd_end_kernel), `auto` (kernels._ring_tile's
+choice by shape) or TILExWARPS (the tiled kernel with TILE slots per tile and WARPS warps;
+`TILExauto`: kernels._ring_tile's warps). For each periodic shape B x T x K x C pP (random inputs as posterior_pass.py's,
 plus an `allowed` mask with 75% of labels allowed, as the gene model's sequence mask) it
 times with CUDA events (median of --reps after a warm-up that also compiles):
   fwd        kernels.forward (the end-indexed half beside the reversed chain's)
@@ -52,8 +52,8 @@ def parse(shape: str):
 
 
 def set_variant(v: str) -> None:
-    if v == "0":
-        kn.RING_TILE, kn.TILE_WARPS = 0, None
+    if v in ("0", "auto"):  # the register ring / kernels._ring_tile's choice
+        kn.RING_TILE, kn.TILE_WARPS = (0 if v == "0" else None), None
         return
     tile, warps = v.split("x")
     kn.RING_TILE = int(tile)
@@ -91,7 +91,7 @@ def measure(shape: str, variants: list[str], reps: int) -> list[str]:
         rows.append(f"| {B}, {T}, {K}, {C}, P={period} | {v} | {t_f:.1f} | {t_p:.1f} | "
                     f"{t_v:.1f} | {same} |")
         print(rows[-1], flush=True)
-    set_variant("0")
+    set_variant("auto")
     return rows
 
 

@@ -373,8 +373,12 @@ PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", 
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("ring", [None, 2], ids=["ring_by_shape", "ring_tiled_2"])
 @pytest.mark.parametrize("case,seg_len", PER_PARAMS)
-def test_periodic_against_bruteforce(case, seg_len, monkeypatch):
+def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
+    """ring: kernels.RING_TILE (None: by shape, registers at these sizes; 2: the
+    end-indexed chain's ring in global memory in tiles of 2 slots, tiled.py)."""
+    monkeypatch.setattr(kn, "RING_TILE", ring)
     if seg_len is not None:
         monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
     if seg_len == 1:  # one checkpoint segment per wave
@@ -448,6 +452,29 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
     for name in FLOAT_FIELDS:
         torch.testing.assert_close(gp[name].reshape(gs[name].shape), gs[name], rtol=1e-4,
                                    atol=1e-5, msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
+    """The end-indexed chain with its ring in global memory (tiled.py, any tile size)
+    gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
+    same float32 operations on every ring element, only in tiles."""
+    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    p, extra = make(3, 40, 7, 3, seed=37, lengths=[40, 29, 17], allowed=True, neg_inf=True,
+                    period=3)
+    x = as_inputs(p, extra)
+    w = torch.tensor([0.7, -1.5, 1.1], device=DEV)
+
+    def run(tile):
+        monkeypatch.setattr(kn, "RING_TILE", tile)
+        lz, saved = kn.forward(x)
+        g = kn.backward(x, saved, w)
+        return [lz, *(g[k] for k in sorted(g)), *kn.viterbi(x)]
+
+    reg = run(0)
+    for tile in (1, 4):
+        for a, b in zip(reg, run(tile)):
+            assert torch.equal(a, b), tile
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")

@@ -9,7 +9,9 @@ Static (C, C) transitions (chain.py's docstring has the schedule and the math):
     viterbi(x)  -> (score, labels, seg_start) both max-product halves with small-integer
                                              backpointers, the join, the traceback
 Periodic (P, C, C) transitions with P < K run the periodic family (chain.py's section on
-it): the same two-direction schedule with an end-indexed forward chain, the wave backward.
+it): the same two-direction schedule with an end-indexed forward chain, the wave backward;
+from KP x CP = 16384 the end-indexed chain keeps its ring in global memory, walked in
+tiles (tiled.py; _ring_tile), bitwise the same results.
 Fully duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain,
 then segment by segment from the end (recompute beside the reversed chain, _Overlap).
 
@@ -538,13 +540,19 @@ def _period(x: CRFInputs):
 
 RING_TILE: int | None = None  # end-indexed chain: slots per tile of its ring in global
 # memory (0: the ring in registers); None = by shape (_ring_tile). Benchmarks set it.
-TILE_WARPS: int | None = None  # warps of the tiled chain; None = as the register chain
+TILE_WARPS: int | None = None  # warps of the tiled chain; None = _ring_tile's rule
 
 
 def _ring_tile(KP: int, CP: int) -> int:
+    """Slots per tile of the end-indexed chain's ring in global memory (tiled.py), or 0
+    for the ring in registers. Tiled from KP x CP = 16384 ring elements, where the
+    register ring spills: on an H100, 64-slot tiles at 16 warps ran the periodic Viterbi
+    1.57x and the posterior pass 1.13x faster at the gene shape (256 x 64) and the
+    Viterbi 1.10x at 1024 x 16; at 128 x 32 the two were equal (RESULTS.md, "ring in
+    registers vs tiled")."""
     if RING_TILE is not None:
         return min(RING_TILE, KP)
-    return 0
+    return min(64, KP) if KP * CP >= 16384 else 0
 
 
 def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
@@ -557,7 +565,7 @@ def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
         return
     work = torch.empty(math.prod(grid), KP, CP, device=args[0].device, dtype=torch.float32)
     tiled._fwd_end_tiled_kernel[grid](*args[:-6], work, *args[-6:], TILE=tile,
-                                      num_warps=TILE_WARPS or nw, **kw)
+                                      num_warps=TILE_WARPS or min(nw, 16), **kw)
 
 
 def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
@@ -652,26 +660,18 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
-    tile = _ring_tile(KP, CP)
-    work = torch.empty(B * W, KP, CP, **f32) if tile else None
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         _end_chain((B, w), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
             dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
             T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
-        args = (scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
-                ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
-                *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr)
-        ints = (T, C, K, P, nck, k0)
-        if tile:
-            tiled._bwd_end_tiled_kernel[(B, w)](
-                *args, work, *ints, KP=KP, CP=CP, NP=NP, NPP=NPP, TILE=tile,
-                PARAM_GRADS=params, num_warps=TILE_WARPS or nw_bwd, **flags)
-        else:
-            chain._bwd_kernel[(B, w)](
-                *args, *ints, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-                num_warps=nw_bwd, **flags)
+        chain._bwd_kernel[(B, w)](
+            scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
+            ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
+            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
+            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
+            num_warps=nw_bwd, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
