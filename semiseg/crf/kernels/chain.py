@@ -58,14 +58,6 @@ def _lse1(v):
 
 
 @triton.jit
-def _lse_mid(v):
-    """logsumexp over axis 1 of a (NPP, KP, CP) tensor -> (NPP, CP)."""
-    mx = tl.max(v, 1)
-    mxs = tl.where(mx == NEG, 0.0, mx)
-    return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, None, :]), 1))
-
-
-@triton.jit
 def _lse_outer(v):
     """logsumexp over axes 0 and 2 of a (NPP, CP, CP) tensor -> (CP,) (axis 1 kept)."""
     mx = tl.max(tl.max(v, 2), 0)
@@ -268,13 +260,19 @@ def _fwd_kernel(
             v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
-            rd = (d - 1) % NP
-            v3 = tl.where(rd[None, :, :] == r3, v[None, :, :], NEG)  # (NPP, KP, CP)
+            sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+            v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
             if MODE == 2:
                 a3 = tl.max(v3, 1)
                 bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
             else:
-                a3 = _lse_mid(v3)
+                # logsumexp over the slots per residue with one exponential per slot
+                # (against its own residue's max) instead of NPP: the same terms, the
+                # others exactly 0 either way (bitwise the same as exp(v3 - max))
+                mx3 = tl.max(v3, 1)
+                mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
+                e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
+                a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
             a3 = a3 + per[None, :]
             m = _safe_max(tl.max(a3, 0))
             a3 = a3 - m
