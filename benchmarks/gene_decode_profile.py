@@ -50,6 +50,9 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernels", type=int, default=0, help="top N kernels of one call")
+    ap.add_argument("--rows-budget", default="",
+                    help="comma-separated MB values of kernels.ROWS_BUDGET to compare "
+                         "(each shape is run once per value; default: the shipped one)")
     args = ap.parse_args()
 
     from semiseg.annotate import Annotator
@@ -70,7 +73,13 @@ def main() -> None:
     print("| B x T | steps | terms s | posteriors s | Viterbi s | marginals s | total s | "
           "us per step | steps/s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for shape in args.shapes.split(","):
+    from semiseg.crf import kernels as kn
+
+    budgets = [int(float(v)) << 20 for v in args.rows_budget.split(",") if v]
+    runs = [(shape, b) for shape in args.shapes.split(",") for b in (budgets or [None])]
+    for shape, budget in runs:
+        if budget is not None:
+            kn.ROWS_BUDGET = budget
         B, T = (int(float(v)) for v in shape.split("x"))
         starts = [(i * 7919 * 13) % (L - T) if T < L else 0 for i in range(B)]
         ems = []
@@ -91,7 +100,8 @@ def main() -> None:
             _, s_all = timed(lambda: crf.decode_with_marginals(em, lengths), dev,
                              args.repeats)
         n = B * T
-        print(f"| {B} x {T:,} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
+        tag = f" ({budget >> 20} MB rows)" if budget is not None else ""
+        print(f"| {B} x {T:,}{tag} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
               f"{s_marg:.3f} | {s_all:.3f} | {1e6 * s_all / T:.1f} | {n / s_all:,.0f} |",
               flush=True)
         if args.kernels and dev.type == "cuda":

@@ -10,7 +10,8 @@ processed one at a time, in FASTA order:
 2. Decoding: when the chromosome (or region) has at most `annotate.max_decode_steps`
    CRF steps it is decoded as one sequence (exact Viterbi segmentation and posteriors
    over the whole chromosome, no window edges). Otherwise it is decoded in windows of
-   that many steps overlapping by a quarter, and each window keeps its centre.
+   that many steps overlapping by `annotate.decode_overlap` steps (default 8 K, at most
+   a quarter of a window: batches.py), and each window keeps its centre.
    Models trained with `crf.centering: mean` always decode in training-size windows.
 3. Consecutive short contigs are batched together (variable lengths) up to
    `annotate.batch_steps` CRF steps per batch.
@@ -38,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import __version__, ui, uncertainty
+from . import __version__, batches, ui, uncertainty
 from .background import Behind, ahead
 from .checkpoint import (
     amp_enabled,
@@ -123,7 +124,7 @@ class Annotator:
 
     def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
                  max_decode_steps: int, batch_steps: int, reverse_complement: bool = False,
-                 samples: int = 0, seed: int = 0):
+                 samples: int = 0, seed: int = 0, decode_overlap: int = 0):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
@@ -136,6 +137,7 @@ class Annotator:
         if self.cfg.crf.centering == "mean":
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
+        self.overlap = decode_overlap  # 0: batches.default_overlap
         # encoder windows per call on a long sequence: the same budget as a batch of
         # short contigs (annotate.batch_steps CRF steps), at least one window
         self.encode_windows = max(1, batch_steps * self.res // window)
@@ -254,20 +256,16 @@ class Annotator:
         run lies inside that window off its inner edges (else NaN; uncertainty.py)."""
         S = em.shape[0]
         W = self.max_steps
-        ov = max(1, W // 4) if W < S else 0
-        core = W - 2 * (ov // 2) if ov else W
-        half = (W - core) // 2
         labels = np.empty(S, np.int64)
         post = None  # (S, labels): the labels are not the emission channels (frames)
         bnd = np.empty(S, np.float32)
         samples = [[] for _ in range(self.samples)] if self.samples else None
-        windows = []
-        for cs in range(0, S, core):
-            ce = min(cs + core, S)
-            windows.append((cs, ce, max(0, cs - half), min(S, ce + half)))
+        K = getattr(self.model.crf, "max_duration", 1)
+        windows = batches.windows(S, W, self.overlap or batches.default_overlap(W, K))
         # several windows per semi-CRF call (the batch_steps budget); one at a time with
         # samples, whose seed is per window
-        k = 1 if self.samples else max(1, self.batch_steps // W)
+        k = 1 if self.samples else batches.windows_per_call(self.batch_steps // W,
+                                                                     em.device)
         for i in range(0, len(windows), k):
             chunk = windows[i:i + k]
             n = max(we - ws for _, _, ws, we in chunk)
@@ -337,29 +335,6 @@ class Annotator:
         return out
 
 
-def _groups(items: list[Item], res: int, window: int, max_steps: int, batch_steps: int):
-    """Consecutive short items batched together; long items alone."""
-    group: list[Item] = []
-    total = 0
-    for it in items:
-        L = it.end - it.start
-        steps = -(-L // res)
-        short = L <= window and steps <= max_steps and steps <= batch_steps
-        if not short:
-            if group:
-                yield group
-                group, total = [], 0
-            yield [it]
-            continue
-        if group and (len(group) + 1) * max(total, steps) > batch_steps:
-            yield group
-            group, total = [], 0
-        group.append(it)
-        total = max(total, steps)
-    if group:
-        yield group
-
-
 def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None:
     """PREFIX.summary.tsv: segments and bp per label (written atomically)."""
     total_bp = sum(c["bp"] for c in counts.values()) or 1
@@ -389,7 +364,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              branch_penalty: float | None = None,
              signal_precision: float | None = None,
              first_atg: bool | None = None, long_orfs: int | None = None,
-             donor_motif: str | None = None) -> list[str]:
+             donor_motif: str | None = None,
+             decode_overlap: int | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
@@ -400,7 +376,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     ATG of its open reading frame (firstatg.py; None: annotate.first_atg); long_orfs:
     call intergenic ORFs of at least this many codons genes (orffill.py; 0: off; None:
     annotate.long_orfs); donor_motif: introns must begin with this IUPAC motif (None:
-    annotate.donor_motif; "": any GT);
+    annotate.donor_motif; "": any GT); decode_overlap: steps by which decoding windows
+    of long sequences overlap (None: annotate.decode_overlap; 0: batches.default_overlap);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
@@ -444,7 +421,13 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     ann = Annotator(ckpt, data, dev, window or acfg.window, acfg.context if context is None
                     else context, max_decode_steps or acfg.max_decode_steps,
                     batch_steps or acfg.batch_steps, reverse_complement=use_rc,
-                    samples=samples, seed=seed)
+                    samples=samples, seed=seed,
+                    decode_overlap=(acfg.decode_overlap if decode_overlap is None
+                                    else decode_overlap))
+    if ann.overlap < 0 or ann.overlap >= ann.max_steps:
+        raise SemisegError(f"--decode-overlap: expected 0 (automatic) or a "
+                           f"number of steps below --max-decode-steps ({ann.max_steps}), "
+                           f"got {ann.overlap}")
     if samples < 0:
         raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
     crf = ann.model.crf
@@ -492,7 +475,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                       signal_precision=precision) as writer, \
             ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
-        groups = list(_groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
+        groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
         # a reader thread reads the next batches of short contigs (long sequences read
         # their encoder windows ahead the same way) while this thread encodes, decodes and
         # writes. (Writing in a thread of its own was 4x slower on 2 CPU cores: its Python

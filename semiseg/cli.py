@@ -103,6 +103,10 @@ def annotate(
         None, "--batch-steps", min=1, help="CRF steps per batch (short contigs, encoder "
                                            "windows and decoding windows of long ones); "
                                            "raise it to fill a GPU."),
+    decode_overlap: int | None = typer.Option(
+        None, "--decode-overlap", min=0, help="Steps by which decoding windows of long "
+                                              "sequences overlap (0: 8 x the model's "
+                                              "K, at most a quarter of a window)."),
     reverse_complement: str | None = typer.Option(
         None, "--reverse-complement", help="auto, on or off: average emissions over both "
                                            "strands (auto: if trained with augmentation)."),
@@ -145,7 +149,8 @@ def annotate(
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
-        seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif)
+        seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
+        decode_overlap=decode_overlap)
 
 
 @app.command()

@@ -225,6 +225,10 @@ class AnnotateConfig:
     context: bp of context on each side of a window's centre
     max_decode_steps: decode a chromosome as one sequence up to this many CRF steps,
              otherwise in overlapping windows of this many steps, stitched at centres
+    decode_overlap: CRF steps by which neighbouring decoding windows overlap (each keeps
+             its centre, so a window's kept part has about half of this as context on
+             each side); 0 = 8 x crf.max_duration, at most a quarter of
+             max_decode_steps
     batch_steps: CRF steps per batch when many short contigs are decoded together
     reverse_complement: auto | on | off; average the emissions of each sequence and of
              its reverse complement (stranded labels swapped); auto = on when the model
@@ -255,6 +259,7 @@ class AnnotateConfig:
     context: int = 5000
     max_decode_steps: int = 2_000_000
     batch_steps: int = 200_000
+    decode_overlap: int = 0
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
     branch_penalty: float = 0.0
@@ -302,7 +307,7 @@ POSITIVE = {
 NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
     "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
-    "annotate.signal_precision", "annotate.long_orfs",
+    "annotate.signal_precision", "annotate.long_orfs", "annotate.decode_overlap",
 }
 
 

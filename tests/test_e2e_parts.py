@@ -88,7 +88,8 @@ def test_read_regions(tmp_path):
 
 
 def test_groups_batch_consecutive_short_items():
-    from semiseg.annotate import Item, _groups
+    from semiseg.annotate import Item
+    from semiseg.batches import groups as _groups
 
     items = [Item("big", 0, 10_000), Item("s1", 0, 300), Item("s2", 0, 200),
              Item("s3", 0, 250), Item("big2", 0, 9_000), Item("s4", 0, 100)]

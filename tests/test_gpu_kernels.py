@@ -218,11 +218,13 @@ def _extra_peak(kn, T, K=100, C=24, B=2):
     return peak - outputs
 
 
-def test_peak_memory_independent_of_T():
+def test_peak_memory_independent_of_T(monkeypatch):
     """Beyond inputs and gradients: checkpoints (a number of slots fixed by the SM count on
-    a GPU, each min(K, T) x C) and at most kernels.ROWS_BUDGET bytes of recomputed rows,
-    so the same at T = 600k and 1.2M (B = 2: both hold rows up to the budget)."""
+    a GPU, each min(K, T) x C) and at most kernels.ROWS_BUDGET bytes of forward rows, so
+    the same at T = 600k and 1.2M once both are over the budget (B = 2, 256 MB: both
+    hold rows up to it)."""
     kn = _kn()
+    monkeypatch.setattr(kn, "ROWS_BUDGET", 256 << 20)
     small, large = _extra_peak(kn, 600_000), _extra_peak(kn, 1_200_000)
     assert large - small < 12e6, (small, large)
     assert large < kn.ROWS_BUDGET + 64e6, large

@@ -379,7 +379,21 @@ def forward(x: CRFInputs):
     return log_z64.to(x.scores.dtype), saved
 
 
-ROWS_BUDGET = 256 << 20  # bytes of recomputed forward rows the backward holds at once
+ROWS_BUDGET: int | None = None  # bytes of forward rows the backward may hold at once;
+# None = by device (_rows_budget). Tests and benchmarks set it.
+
+
+def _rows_budget(device) -> int:
+    """ROWS_BUDGET, or by device: 1/16 of a GPU's memory within [256 MB, 4 GB] (256 MB
+    elsewhere). More rows per wave means fewer, fuller waves: at the gene model's
+    posterior shape (66 x 20000, K 256, 37 labels, P = 3) 4 GB ran 1.32 the speed of
+    256 MB on an H100 (RESULTS.md, "rows budget and batch")."""
+    if ROWS_BUDGET is not None:
+        return ROWS_BUDGET
+    if device.type != "cuda":
+        return 256 << 20
+    total = torch.cuda.get_device_properties(device).total_memory
+    return min(4 << 30, max(256 << 20, total // 16))
 FULL_ROWS: bool | None = None  # False forces the wave path (benchmarks); None = by budget
 
 
@@ -410,12 +424,13 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     f64 = {"device": dev, "dtype": torch.float64}
     dummy = torch.empty(1, **f32)
     row_bytes = 2 * CP * 4 + 8
-    full = B * T * row_bytes <= ROWS_BUDGET and FULL_ROWS is not False
+    budget = _rows_budget(dev)
+    full = B * T * row_bytes <= budget and FULL_ROWS is not False
     if full:
         rows = (torch.empty(B, T, CP, **f32), torch.empty(B, T, CP, **f32),
                 torch.empty(B, T, **f64))
     else:
-        W = max(1, min(nseg, ROWS_BUDGET // (B * P * row_bytes)))
+        W = max(1, min(nseg, budget // (B * P * row_bytes)))
         rows = (torch.empty(B, W, P, CP, **f32), torch.empty(B, W, P, CP, **f32),
                 torch.empty(B, W, P, **f64))
     fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
@@ -650,7 +665,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
 
     _Both(dev).run(fwd, rev)
     row_bytes = (NPP + 1) * CP * 4 + 8
-    W = max(1, min(nseg, ROWS_BUDGET // (B * P * row_bytes)))
+    W = max(1, min(nseg, _rows_budget(dev) // (B * P * row_bytes)))
     rows = (torch.empty(B, W, P, NPP, CP, **f32), torch.empty(B, W, P, CP, **f32),
             torch.empty(B, W, P, **f64))
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()

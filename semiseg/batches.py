@@ -1,0 +1,66 @@
+"""How `semiseg annotate` cuts work into semi-CRF calls: batches of short contigs, the
+decoding windows of a long sequence, and how many windows go into one call."""
+
+from __future__ import annotations
+
+import torch
+
+
+def groups(items: list, res: int, window: int, max_steps: int, batch_steps: int):
+    """Consecutive short items (each with .start, .end) batched together; long items
+    alone."""
+    group: list = []
+    total = 0
+    for it in items:
+        L = it.end - it.start
+        steps = -(-L // res)
+        short = L <= window and steps <= max_steps and steps <= batch_steps
+        if not short:
+            if group:
+                yield group
+                group, total = [], 0
+            yield [it]
+            continue
+        if group and (len(group) + 1) * max(total, steps) > batch_steps:
+            yield group
+            group, total = [], 0
+        group.append(it)
+        total = max(total, steps)
+    if group:
+        yield group
+
+
+def default_overlap(max_steps: int, K: int) -> int:
+    """Steps by which decoding windows overlap when annotate.decode_overlap is 0: 8 K (a
+    window's kept centre then has 4 K of context on each side), at most a quarter of a
+    window. On yeast chrI and chrII the gene model (K = 256) decoded in windows of 20,000
+    steps overlapping by 1,000 or 2,000 steps gave the whole-chromosome labels at every
+    base; by 500, 47 bases differed (benchmarks/RESULTS.md, "decoding windows")."""
+    return max(1, min(max_steps // 4, 8 * K))
+
+
+def windows(S: int, W: int, overlap: int) -> list[tuple[int, int, int, int]]:
+    """Decoding windows of at most W steps over S steps: (cs, ce, ws, we) = the kept
+    centre [cs, ce) and the window [ws, we), neighbours overlapping by ~`overlap`."""
+    ov = min(W - 1, overlap) if W < S else 0
+    core = W - 2 * (ov // 2) if ov else W
+    half = (W - core) // 2
+    out = []
+    for cs in range(0, S, core):
+        ce = min(cs + core, S)
+        out.append((cs, ce, max(0, cs - half), min(S, ce + half)))
+    return out
+
+
+def windows_per_call(k: int, device: torch.device) -> int:
+    """Decoding windows per semi-CRF call from the batch_steps budget (k windows): on a
+    GPU with at least as many as its SMs, a multiple of the SM count (rounded down). The
+    kernels run one program per sequence and direction, so a batch that is a multiple of
+    the SMs fills every round of programs: on an H100 (132 SMs) the gene model's decode of
+    132 windows of 20,000 steps ran 1.52 M steps/s against 1.26 M for 100 windows
+    (benchmarks/RESULTS.md, "rows budget and batch")."""
+    if device.type == "cuda":
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        if k >= sms:
+            return k // sms * sms
+    return max(1, k)
