@@ -9,7 +9,8 @@ the writer), on the synthetic genome of annotate_throughput.py.
 
 Each timed stage synchronises the device before and after itself, so the sum is the
 time of the stages run one after another (what an overlap of them could save). Prints a
-table; nothing is recorded.
+table; nothing is recorded. --profile N adds a cProfile of the main thread (the writer
+thread's work shows only as waits).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--batch-steps", type=int, default=2_000_000)
     ap.add_argument("--max-decode-steps", type=int, default=20_000)
+    ap.add_argument("--profile", type=int, default=0,
+                    help="also cProfile the main thread of one more run: its top N functions "
+                         "by own time and by cumulative time")
     args = ap.parse_args()
 
     import semiseg.annotate as A
@@ -60,7 +64,10 @@ def main() -> None:
     A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
                **kw)
     A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)  # contig shapes too
-    spent = {"_encode": 0.0, "decode": 0.0}
+    from semiseg.background import Behind
+
+    spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "wait": 0.0}
+    owner = {"_encode": A.Annotator, "decode": A.Annotator, "submit": Behind, "wait": Behind}
     sync = torch.cuda.synchronize if args.device != "cpu" else (lambda: None)
 
     def timed(name, fn):
@@ -73,28 +80,44 @@ def main() -> None:
             return out
         return run
 
-    plain = {n: getattr(A.Annotator, n) for n in spent}
+    plain = {n: getattr(owner[n], n) for n in spent}
     t = time.perf_counter()
     A.annotate(args.model, fasta, os.path.join(work, "plain"), **kw)
     wall_plain = time.perf_counter() - t
     for n, fn in plain.items():
-        setattr(A.Annotator, n, timed(n, fn))
+        setattr(owner[n], n, timed(n, fn))
     try:
         t = time.perf_counter()
         A.annotate(args.model, fasta, os.path.join(work, "timed"), **kw)
         wall = time.perf_counter() - t
     finally:
         for n, fn in plain.items():
-            setattr(A.Annotator, n, fn)
+            setattr(owner[n], n, fn)
     rest = wall - sum(spent.values())
     dev = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
     print(f"{dev}; genome {total:,} bp; wall without timers {wall_plain:.2f} s "
           f"({total / wall_plain:,.0f} bp/s), with timers {wall:.2f} s")
     print("| stage | s | share |")
     print("|---|---|---|")
-    for n, s in [("encoder (_encode)", spent["_encode"]), ("semi-CRF decode (decode)",
-                                                         spent["decode"]), ("rest", rest)]:
+    for n, s in [("encoder (_encode)", spent["_encode"]),
+                 ("semi-CRF decode (decode)", spent["decode"]),
+                 ("handing results to the writer (Behind.submit: waits when 2 are queued)",
+                  spent["submit"]),
+                 ("the writer's backlog after the last decode (Behind.wait)", spent["wait"]),
+                 ("rest", rest)]:
         print(f"| {n} | {s:.2f} | {s / wall:.0%} |")
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        A.annotate(args.model, fasta, os.path.join(work, "prof"), **kw)
+        sync()
+        prof.disable()
+        st = pstats.Stats(prof)
+        st.sort_stats("tottime").print_stats(args.profile)
+        st.sort_stats("cumulative").print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -234,8 +234,10 @@ class Annotator:
     @torch.no_grad()
     def decode(self, em: torch.Tensor, hid, lengths: torch.Tensor, runs: bool = True,
                seed: int = 0):
-        """Viterbi labels (B, S), label posteriors (B, S, C), boundary posteriors (B, S),
-        run posteriors of the Viterbi runs per step (a list of (L_b,) arrays; None when
+        """Viterbi labels (B, S), label posteriors (B, S, C), per-step signals (B, S, 3:
+        the boundary posterior, the label entropy and the boundary entropy, computed here
+        on the decoding device: entropies are per position, so those of stitched windows
+        equal those of stitched marginals), run posteriors of the Viterbi runs per step (a list of (L_b,) arrays; None when
         `runs` is False) and posterior samples (samples[b][i], steps; None without
         --samples)."""
         crf = self.model.crf
@@ -244,6 +246,7 @@ class Annotator:
         else:
             seg = crf.decode(em, lengths, hidden=hid)
             post, bnd = crf.marginals(em, lengths, hidden=hid)
+        bnd = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
         runp = (uncertainty.per_step_run_posteriors(crf, em, hid, lengths, seg.labels)
                 if runs else None)
         smp = (uncertainty.draw_samples(crf, em, hid, lengths, self.samples, seed)
@@ -258,14 +261,20 @@ class Annotator:
         W = self.max_steps
         labels = np.empty(S, np.int64)
         post = None  # (S, labels): the labels are not the emission channels (frames)
-        bnd = np.empty(S, np.float32)
+        bnd = np.empty((S, 3), np.float32)  # boundary posterior and the two entropies
         samples = [[] for _ in range(self.samples)] if self.samples else None
         K = getattr(self.model.crf, "max_duration", 1)
-        windows = batches.windows(S, W, self.overlap or batches.default_overlap(W, K))
+        ov = self.overlap or batches.default_overlap(W, K)
         # several windows per semi-CRF call (the batch_steps budget); one at a time with
-        # samples, whose seed is per window
+        # samples, whose seed is per window. On a GPU, as many windows as fill its SMs
+        # best (batches.gpu_windows); elsewhere the fewest (the CPU's time is the steps').
         k = 1 if self.samples else batches.windows_per_call(self.batch_steps // W,
                                                                      em.device)
+        if em.device.type == "cuda":
+            sms = torch.cuda.get_device_properties(em.device).multi_processor_count
+            windows = batches.gpu_windows(S, W, ov, k, sms)
+        else:
+            windows = batches.windows(S, W, ov)
         for i in range(0, len(windows), k):
             chunk = windows[i:i + k]
             n = max(we - ws for _, _, ws, we in chunk)
@@ -328,11 +337,11 @@ class Annotator:
                              device=self.device)
         seed = self.seed + zlib.crc32(f"{items[0].chrom}:{items[0].start}".encode())
         lab, post, bnd, runp, smp = self.decode(em, hid, steps, seed=seed)
-        out = []
-        for i, n in enumerate(steps.tolist()):
-            out.append((lab[i, :n].cpu().numpy(), post[i, :n].cpu().numpy(),
-                        bnd[i, :n].cpu().numpy(), runp[i], None if smp is None else smp[i]))
-        return out
+        # one copy of each result to the host, then views per sequence (a copy per
+        # sequence cost ~1 ms each for a batch of 500 contigs)
+        lab, post, bnd = lab.cpu().numpy(), post.cpu().numpy(), bnd.cpu().numpy()
+        return [(lab[i, :n], post[i, :n], bnd[i, :n], runp[i],
+                 None if smp is None else smp[i]) for i, n in enumerate(steps.tolist())]
 
 
 def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None:
@@ -583,7 +592,7 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     C = len(names)
     lab = np.full(S, -1, np.int64)
     post = np.zeros((S, C), np.float32)
-    bnd = np.zeros(S, np.float32)
+    bnd = np.zeros((S, 3), np.float32)  # boundary posterior, label and boundary entropy
     runp = np.full(S, np.nan)
     gaps = []
     prev_end = 0
@@ -617,6 +626,6 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     first = (segments[:, 0] // res).astype(np.int64)
     run_rows = np.column_stack([segments[:, :2].astype(np.float64),
                                 np.where(segments[:, 2] >= 0, runp[first], np.nan)])
-    writer.add(chrom, segments, posteriors=post, boundary=bnd,
+    writer.add(chrom, segments, posteriors=post, boundary=bnd[:, 0],
                gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
-               entropy=uncertainty.entropy_tracks(post, bnd))
+               entropy=(bnd[:, 1], bnd[:, 2]))

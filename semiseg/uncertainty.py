@@ -74,11 +74,11 @@ def per_step_run_posteriors(crf, em, hid, lengths, labels: torch.Tensor) -> list
     return out
 
 
-def entropy_tracks(post: np.ndarray, bnd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Label and boundary entropy (nats) per step from (S, C) and (S,) marginals."""
-    h_lab, h_bnd = position_entropy(torch.from_numpy(np.asarray(post, np.float64)),
-                                    torch.from_numpy(np.asarray(bnd, np.float64)))
-    return h_lab.numpy().astype(np.float32), h_bnd.numpy().astype(np.float32)
+def entropy_tracks(post: torch.Tensor, bnd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Label and boundary entropy (nats) per step from (..., C) and (...) marginals:
+    computed in float64 on their device, returned in float32."""
+    h_lab, h_bnd = position_entropy(post.double(), bnd.double())
+    return h_lab.float(), h_bnd.float()
 
 
 @torch.no_grad()

@@ -16,26 +16,73 @@ from semiseg import batches
 from semiseg.errors import SemisegError
 
 
+def _check_tiling(got, S, W, ov):
+    """The kept centres tile [0, S) once, in order; each window holds its centre, is at
+    most W long, and gives the centre at least min(W - 1, ov) // 2 steps of context on
+    each side except at the sequence's ends (checked position by position)."""
+    owner = np.full(S, -1)
+    need = min(W - 1, ov) // 2 if W < S else 0
+    for i, (cs, ce, ws, we) in enumerate(got):
+        assert 0 <= ws <= cs < ce <= we <= S and we - ws <= W
+        assert (owner[cs:ce] == -1).all()
+        owner[cs:ce] = i
+        assert cs - ws >= min(need, cs) and we - ce >= min(need, S - ce)
+    assert (owner >= 0).all() and (np.diff(owner) >= 0).all()
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_windows_cover_once_with_context(seed):
-    """Checked position by position: the kept centres tile [0, S) once, in order; each
-    window holds its centre, is at most W long, and gives the centre at least
-    overlap // 2 steps of context on each side except at the sequence's ends."""
     rng = random.Random(seed)
     S = rng.randint(1, 3000)
     W = rng.randint(2, 800)
     ov = rng.randint(1, W + 5)
     got = batches.windows(S, W, ov)
-    owner = np.full(S, -1)
-    for i, (cs, ce, ws, we) in enumerate(got):
-        assert 0 <= ws <= cs < ce <= we <= S and we - ws <= W
-        assert (owner[cs:ce] == -1).all()
-        owner[cs:ce] = i
-        need = min(W - 1, ov) // 2 if W < S else 0
-        assert cs - ws >= min(need, cs) and we - ce >= min(need, S - ce)
-    assert (owner >= 0).all() and (np.diff(owner) >= 0).all()
+    _check_tiling(got, S, W, ov)
     if W >= S:
         assert got == [(0, S, 0, S)]
+
+
+def _modelled(windows, per_call, sms):
+    """Step-times of calls of per_call windows, in order: each call ~ its longest window x
+    ceil(2 b / sms) (one program per window and direction, one per SM)."""
+    t = 0
+    for i in range(0, len(windows), per_call):
+        chunk = windows[i:i + per_call]
+        t += max(we - ws for _, _, ws, we in chunk) * -(-2 * len(chunk) // sms)
+    return t
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_gpu_windows_tile_and_cost_no_more(seed):
+    """A valid tiling, never modelled slower than the fewest windows, and (for sequences
+    longer than a window, which annotate decodes whole) no window count
+    up to the next multiple of per_call (each with windows as short as it allows) is
+    modelled faster: checked by enumerating them."""
+    rng = random.Random(seed)
+    S = rng.randint(2, 60000)
+    W = rng.randint(2, 5000)
+    ov = rng.randint(1, W)
+    sms = rng.choice([4, 16, 132])
+    per_call = rng.choice([1, sms // 2 or 1, sms, 2 * sms])
+    got = batches.gpu_windows(S, W, ov, per_call, sms)
+    _check_tiling(got, S, W, ov)
+    fewest = batches.windows(S, W, ov)
+    cost = _modelled(got, per_call, sms)
+    assert cost <= _modelled(fewest, per_call, sms)
+    if W >= S:  # one window: the whole sequence, exact, as annotate decodes it
+        assert got == fewest == [(0, S, 0, S)]
+        return
+    ovv = 2 * (min(W - 1, ov) // 2)
+    for n in range(len(fewest), -(-len(fewest) // per_call) * per_call + 1):
+        alt = batches.windows(S, min(W, -(-S // n) + ovv), ov)
+        assert cost <= _modelled(alt, per_call, sms)
+
+
+def test_gpu_windows_fill_the_sms():
+    got = batches.gpu_windows(2_500_000, 20000, 2048, 132, 132)
+    assert len(got) == 198 and max(we - ws for _, _, ws, we in got) <= 14675
+    assert batches.gpu_windows(2_500_000, 20000, 2048, 1, 132) == batches.windows(
+        2_500_000, 20000, 2048)
 
 
 def test_default_overlap():

@@ -59,11 +59,14 @@ def test_writer_without_run_posteriors_keeps_mean_score(tmp_path):
 
 
 def test_entropy_tracks_and_runs():
-    post = np.array([[1.0, 0.0], [0.5, 0.5]], np.float32)
-    bnd = np.array([1.0, 0.5], np.float32)
+    post = torch.tensor([[[1.0, 0.0], [0.5, 0.5], [0.2, 0.8]]])  # (B, S, C)
+    bnd = torch.tensor([[1.0, 0.5, 0.1]])
     h, hb = uncertainty.entropy_tracks(post, bnd)
-    np.testing.assert_allclose(h, [0, np.log(2)], atol=1e-6)
-    np.testing.assert_allclose(hb, [0, np.log(2)], atol=1e-6)
+    assert h.dtype == hb.dtype == torch.float32 and h.shape == hb.shape == (1, 3)
+    h2 = -(0.2 * np.log(0.2) + 0.8 * np.log(0.8))
+    hb2 = -(0.1 * np.log(0.1) + 0.9 * np.log(0.9))
+    np.testing.assert_allclose(h[0], [0, np.log(2), h2], atol=1e-6)
+    np.testing.assert_allclose(hb[0], [0, np.log(2), hb2], atol=1e-6)
     s, e = uncertainty.run_spans(np.array([0, 0, 1, 1, 1, 0]))
     assert s.tolist() == [0, 2, 5] and e.tolist() == [2, 5, 6]
     clipped = uncertainty.clip_samples([[(0, 3, 1), (3, 4, 0)]], 2, 5, 10)
