@@ -377,10 +377,13 @@ PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", 
 @pytest.mark.parametrize("case,seg_len", PER_PARAMS)
 def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     """ring: kernels.RING_TILE (None: by shape, registers at these sizes; 2: the
-    end-indexed chain's ring in global memory in tiles of 2 slots, tiled.py)."""
+    end-indexed chain's ring in global memory in tiles of 2 slots, tiled.py). The cases
+    with a checkpoint spacing (seg_len) run the backward in waves of recomputed rows
+    (kernels.FULL_ROWS False); the others with the rows the forward chains wrote."""
     monkeypatch.setattr(kn, "RING_TILE", ring)
     if seg_len is not None:
         monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        monkeypatch.setattr(kn, "FULL_ROWS", False)
     if seg_len == 1:  # one checkpoint segment per wave
         monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
     spec = dict(PER_CASES[case])
@@ -460,21 +463,50 @@ def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
     gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
     same float32 operations on every ring element, only in tiles."""
     monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
-    p, extra = make(3, 40, 7, 3, seed=37, lengths=[40, 29, 17], allowed=True, neg_inf=True,
-                    period=3)
+    p, extra = make(3, 40, 7, 3, seed=37, lengths=[40, 29, 17], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([0.7, -1.5, 1.1], device=DEV)
 
-    def run(tile):
+    def run(tile, keep=False):
         monkeypatch.setattr(kn, "RING_TILE", tile)
-        lz, saved = kn.forward(x)
+        lz, saved = kn.forward(x, keep=keep)
+        assert (saved["rows"] is not None) == keep
         g = kn.backward(x, saved, w)
         return [lz, *(g[k] for k in sorted(g)), *kn.viterbi(x)]
 
     reg = run(0)
-    for tile in (1, 4):
-        for a, b in zip(reg, run(tile)):
-            assert torch.equal(a, b), tile
+    assert torch.isfinite(reg[0]).all()  # every sequence has paths: the gradients are not 0
+    for tile, keep in ((1, False), (4, False), (0, True), (4, True)):
+        for a, b in zip(reg, run(tile, keep)):
+            assert torch.equal(a, b), (tile, keep)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
+    """forward(keep=True): the chains write the periodic family's rows of every position
+    and the backward reads them in one launch; the same gradients, bitwise, as the waves
+    that recompute them from checkpoints (one segment per wave, and all in one), and
+    within float32 of the torch backend."""
+    from semiseg.crf import reference
+
+    monkeypatch.setattr(kn, "_segment_length", lambda *a: 6)
+    p, extra = make(3, 31, 5, 3, seed=41, lengths=[31, 20, 9], allowed=True, period=3)
+    x = as_inputs(p, extra)
+    w = torch.tensor([1.3, 0.4, -0.8], device=DEV)
+    lz, saved = kn.forward(x, keep=True)
+    assert saved["rows"] is not None and torch.isfinite(lz).all()
+    full = kn.backward(x, saved, w)
+    for budget in (1, 1 << 30):
+        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        g = kn.backward(x, kn.forward(x)[1], w)
+        for k in full:
+            assert torch.equal(full[k], g[k]), (budget, k)
+    x64 = as_inputs(p, extra, torch.float64)
+    want = reference.backward(x64, reference.forward(x64)[1], w.double())
+    for k in FLOAT_FIELDS:
+        torch.testing.assert_close(full[k].double(), want[k], rtol=1e-4, atol=1e-5, msg=k)
+    monkeypatch.setattr(kn, "ROWS_BUDGET", 1)  # rows over the budget: not written
+    assert kn.forward(x, keep=True)[1]["rows"] is None
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")

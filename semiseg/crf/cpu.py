@@ -124,8 +124,9 @@ class _Arrays:
                 int(self.lengths[b]))
 
 
-def forward(x: CRFInputs):
-    """log Z (B,) in the dtype of scores, and the checkpoints for `backward`."""
+def forward(x: CRFInputs, keep: bool = False):
+    """log Z (B,) in the dtype of scores, and the checkpoints for `backward` (`keep`, the
+    dispatch contract's hint, is not used)."""
     a = _Arrays(x)
     B, C, K = a.B, a.C, a.K
     alpha_end = np.empty((B, C))

@@ -2,9 +2,12 @@
 
 Every backend is a module with three functions over a `CRFInputs` (inputs.py):
 
-    forward(x) -> (log_z (B,), saved)
+    forward(x, keep=False) -> (log_z (B,), saved)
         log Z per sequence (-inf where no segmentation is allowed) and whatever the
-        backward pass needs (checkpoints); nothing O(T*K*C).
+        backward pass needs (checkpoints); nothing O(T*K*C). `keep`: the caller will run
+        the backward; a backend may then save more for it within a memory budget (the
+        Triton one: the periodic family's forward rows, O(T*C), so that the backward
+        recomputes none) or ignore it.
     backward(x, saved, grad_log_z (B,), wanted=None) -> dict[str, Tensor]
         the gradient of sum_b grad_log_z[b] * log Z_b with respect to every floating
         input named in inputs.FLOAT_FIELDS, in the shape and dtype of that input.
@@ -167,7 +170,7 @@ class _LogPartition(torch.autograd.Function):
     def forward(ctx, module, x, *tensors):
         x = x.replace(**{n: (t.detach() if t is not None else None)
                          for n, t in zip(FLOAT_FIELDS, tensors)})
-        log_z, saved = module.forward(x)
+        log_z, saved = module.forward(x, keep=any(ctx.needs_input_grad))
         ctx.module, ctx.x, ctx.saved = module, x, saved
         return log_z
 
@@ -271,7 +274,7 @@ def marginals(
     with torch.no_grad():
         x = x.replace(**{n: (getattr(x, n).detach() if getattr(x, n) is not None else None)
                          for n in FLOAT_FIELDS})
-        log_z, saved = module.forward(x)
+        log_z, saved = module.forward(x, keep=True)
         grads = module.backward(x, saved, torch.ones_like(log_z),
                                 wanted=("scores", "proj_start"))
     return grads["scores"], grads["proj_start"].sum(-1)

@@ -144,7 +144,7 @@ def _end_marginals(x: CRFInputs, backend: str) -> tuple[Tensor, Tensor, Tensor]:
     (B, T, C) and the boundary marginals (B, T), in the dtype of scores."""
     module = _backend(x, backend)
     with torch.no_grad():
-        log_z, saved = module.forward(x)
+        log_z, saved = module.forward(x, keep=True)
         g = module.backward(x, saved, torch.ones_like(log_z),
                             wanted=("scores", "proj_start", "proj_end"))
     B, T, C = x.scores.shape
@@ -404,7 +404,7 @@ def entropy(scores, transition, duration_bias, lengths=None, *, start=None, end=
             allowed=None if x.allowed is None else x.allowed[b:b + 1, :L])
         module = _backend(xb, backend)
         with torch.no_grad():
-            log_z, saved = module.forward(xb)
+            log_z, saved = module.forward(xb, keep=True)
             if not bool(torch.isfinite(log_z).all()):
                 out[b] = float("nan")
                 continue

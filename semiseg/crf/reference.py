@@ -306,8 +306,9 @@ def _step_args(m: _Model, t: int) -> dict:
     return {"kill": kill, "first": True if t == 0 else None, "last": t == m.T, "q": t % m.Q}
 
 
-def forward(x: CRFInputs):
-    """log Z (B,) in the dtype of scores, and the checkpoints for `backward`."""
+def forward(x: CRFInputs, keep: bool = False):
+    """log Z (B,) in the dtype of scores, and the checkpoints for `backward` (`keep`, the
+    dispatch contract's hint, is not used)."""
     with torch.no_grad(), _one_thread(x.scores.device):
         m = _model(x)
         fw = _Forward(m, m.B)

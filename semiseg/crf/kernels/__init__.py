@@ -341,13 +341,16 @@ class _Both:
             self.main.wait_stream(side)
 
 
-def forward(x: CRFInputs):
-    """Both chains at once, each over half of every sequence, then log Z where they meet."""
+def forward(x: CRFInputs, keep: bool = False):
+    """Both chains at once, each over half of every sequence, then log Z where they meet.
+    keep (dispatch.py): a backward will follow; the periodic family then writes the
+    forward rows of every position while its chains run, when they fit the rows budget,
+    so that its backward recomputes none."""
     _check(x)
     if x.duration_dependent:
         return _forward_dd(x)
     if x.periodic:
-        return _forward_per(x)
+        return _forward_per(x, keep)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -598,7 +601,21 @@ def _end_state(B: int, n: int, KP: int, CP: int, dev):
             torch.empty(B, n, device=dev, dtype=torch.float64))
 
 
-def _forward_per(x: CRFInputs):
+def _per_rows(x: CRFInputs, CP: int, NPP: int, n: int):
+    """The periodic family's forward rows for n positions per sequence (B, n, ...): gamma^r
+    (NPP, CP), alpha (CP) float32 and the normaliser float64."""
+    f32 = {"device": x.scores.device, "dtype": torch.float32}
+    return (torch.empty(x.batch, n, NPP, CP, **f32), torch.empty(x.batch, n, CP, **f32),
+            torch.empty(x.batch, n, device=x.scores.device, dtype=torch.float64))
+
+
+def _full_rows(x: CRFInputs, CP: int, NPP: int) -> bool:
+    """Whether the periodic family's rows of every position fit the rows budget."""
+    return (x.batch * x.T * ((NPP + 1) * CP * 4 + 8) <= _rows_budget(x.scores.device)
+            and FULL_ROWS is not False)
+
+
+def _forward_per(x: CRFInputs, keep: bool = False):
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
@@ -613,12 +630,15 @@ def _forward_per(x: CRFInputs):
     ck = {"f": _end_state(B, nck, KP, CP, dev), "r": _chain_state(B, nck, KP, CP, dev)}
     mid = {"f": _end_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     nw = _warps(KP, CP)
+    # keep: the rows of [0, M) now, of [M, L) in the backward's second half (_backward_per)
+    rows = _per_rows(x, CP, NPP, T) if keep and _full_rows(x, CP, NPP) else None
 
     def fwd():
         _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
-            dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy,
-            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0, **flags)
+            dummy, dummy, *(rows or (dummy,) * 3), dummy, dummy, dummy, dummy,
+            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
+            WRITE_ROWS=rows is not None, **flags)
 
     def rev():
         chain._fwd_kernel[(B,)](
@@ -631,7 +651,7 @@ def _forward_per(x: CRFInputs):
     (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
                                  C, P, KP=KP, CP=CP, num_warps=nw)
-    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
+    saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
              "ops": (scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags)}
     return log_z64.to(x.scores.dtype), saved
 
@@ -650,12 +670,14 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
            "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
     nw = _warps(KP, CP)
+    full = saved.get("rows")  # the forward wrote the rows of [0, M); this half writes the rest
 
     def fwd():
         _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
-            dummy, dummy, dummy, dummy, dummy, dummy, dummy, *fin["f"],
-            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1, **flags)
+            dummy, dummy, *(full or (dummy,) * 3), dummy, dummy, *fin["f"],
+            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
+            WRITE_ROWS=full is not None, **flags)
 
     def rev():
         chain._fwd_kernel[(B,)](
@@ -665,9 +687,11 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
 
     _Both(dev).run(fwd, rev)
     row_bytes = (NPP + 1) * CP * 4 + 8
-    W = max(1, min(nseg, _rows_budget(dev) // (B * P * row_bytes)))
-    rows = (torch.empty(B, W, P, NPP, CP, **f32), torch.empty(B, W, P, CP, **f32),
-            torch.empty(B, W, P, **f64))
+    if full is not None:
+        W, rows = nseg, full
+    else:
+        W = max(1, min(nseg, _rows_budget(dev) // (B * P * row_bytes)))
+        rows = _per_rows(x, CP, NPP, W * P)
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
     params = _param_grads(wanted)
@@ -677,16 +701,17 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
-        _end_chain((B, w), (
-            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
-            dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
-            T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
+        if full is None:
+            _end_chain((B, w), (
+                scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
+                dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
+                T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
             T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-            num_warps=nw_bwd, **flags)
+            ROWS_FULL=full is not None, num_warps=nw_bwd, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]

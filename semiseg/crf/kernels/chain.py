@@ -446,8 +446,9 @@ def _bwd_kernel(
     Below, positions and boundaries are in the chain's frame (mirrored when REV:
     u -> L - 1 - u for positions, t -> L - t for boundaries).
 
-    END (the periodic family, any NP >= 1; wave path only: neither REV nor ROWS_FULL):
-    the forward checkpoints are _fwd_end_kernel's. NP > 1: the reversed chain of
+    END (the periodic family, any NP >= 1; never REV): the forward checkpoints are
+    _fwd_end_kernel's; ROWS_FULL: one launch for every segment, reading the rows (B, T,
+    ...) that the forward chains wrote (WRITE_ROWS), else waves of recomputed rows. NP > 1: the reversed chain of
     _fwd_kernel's NP > 1 branch with its gradients; the forward checkpoint rings are
     _fwd_end_kernel's (indexed by segment end, so the segments across u1 are one
     elementwise sum of the two rings), rows_gam holds gamma^r (NPP, CP) per position,
@@ -467,7 +468,9 @@ def _bwd_kernel(
     t1 = tl.minimum(t0 + P, L)
     if ROWS_FULL:
         M = _split(L, P)
-        if REV:
+        if END:  # one launch for every segment (the periodic family's forward rows)
+            mine = t0 < L
+        elif REV:
             mine = (t0 < L) & (t1 <= M)
         else:
             mine = (t0 < L) & (t0 >= M)
@@ -489,7 +492,7 @@ def _bwd_kernel(
         cmask = cs < C
         rs = tl.arange(0, CP)[:, None]
         if END:
-            tl.static_assert(not REV and not ROWS_FULL)
+            tl.static_assert(not REV)
         if NP > 1:
             tl.static_assert(END)
             rr = tl.arange(0, NPP)
@@ -612,7 +615,7 @@ def _bwd_kernel(
                 # one skips
                 if PARAM_GRADS:
                     trw = tl.exp(aF[:, None] + tr + (bg + base)[None, :])
-                    if ROWS_FULL and not REV:
+                    if ROWS_FULL and not REV and not END:
                         acc_tr += tl.where(p == M, 0.0, trw)
                     else:
                         acc_tr += trw
@@ -809,10 +812,11 @@ def _fwd_end_kernel(
     KP: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr,
     MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
-    HAS_PE: tl.constexpr = False,
+    HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
-    per program (id 0 = b). `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
+    per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
+    half into rows_* (B, T, ...), the values MODE 1 would recompute there (bitwise). `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
     MODEs and PHASEs as _fwd_kernel without REV: 0/0 the half [0, M) with checkpoints
     (ring, alpha, N; gamma is recomputed from alpha) and the state at M -> mid_*; 0/1 the
     other half from mid_*, with checkpoints, final alpha and N -> out_*; 1 the rows
@@ -877,8 +881,11 @@ def _fwd_end_kernel(
                 tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, A - mprev)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
-        if MODE == 1:
-            r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+        if MODE == 1 or WRITE_ROWS:
+            if MODE == 1:
+                r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+            else:
+                r = b * T + p
             tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
             tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)

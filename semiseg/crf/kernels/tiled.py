@@ -40,9 +40,9 @@ def _fwd_end_tiled_kernel(
     KP: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr,
     TILE: tl.constexpr, MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
-    HAS_PE: tl.constexpr = False,
+    HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
 ):
-    """chain._fwd_end_kernel (its docstring has the MODEs and PHASEs) with the ring in
+    """chain._fwd_end_kernel (its docstring has the MODEs, PHASEs and WRITE_ROWS) with the ring in
     `work` (one (KP, CP) float32 ring per program: program (b, j) uses ring
     b * num_programs(1) + j)."""
     b = tl.program_id(0).to(tl.int64)
@@ -111,8 +111,11 @@ def _fwd_end_tiled_kernel(
             if i % P == 0:
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
-        if MODE == 1:
-            r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+        if MODE == 1 or WRITE_ROWS:
+            if MODE == 1:
+                r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+            else:
+                r = b * T + p
             tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
             tl.store(rows_alp + r * CP + cs1, alp)
             tl.store(rows_n + r, n)
