@@ -98,7 +98,8 @@ def as_x(p):
 
 
 def fwd_bwd(x):
-    lz, saved = kn.forward(x)
+    """forward + backward as autograd runs them (keep=True: a backward follows)."""
+    lz, saved = kn.forward(x, keep=True)
     return kn.backward(x, saved, torch.ones_like(lz))
 
 
