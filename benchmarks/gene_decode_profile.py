@@ -50,6 +50,10 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernels", type=int, default=0, help="top N kernels of one call")
+    ap.add_argument("--bwd-warps", default="",
+                    help="comma-separated warp counts of the posterior backward's _bwd_kernel "
+                         "to compare (each shape and budget run once per value; default: "
+                         "kernels._wave_warps)")
     ap.add_argument("--rows-budget", default="",
                     help="comma-separated MB values of kernels.ROWS_BUDGET to compare "
                          "(each shape is run once per value; default: the shipped one)")
@@ -76,10 +80,16 @@ def main() -> None:
     from semiseg.crf import kernels as kn
 
     budgets = [int(float(v)) << 20 for v in args.rows_budget.split(",") if v]
-    runs = [(shape, b) for shape in args.shapes.split(",") for b in (budgets or [None])]
-    for shape, budget in runs:
+    warps = [int(v) for v in args.bwd_warps.split(",") if v]
+    plain_warps = kn._wave_warps
+    runs = [(shape, b, w) for shape in args.shapes.split(",") for b in (budgets or [None])
+            for w in (warps or [None])]
+    for shape, budget, nw in runs:
         if budget is not None:
             kn.ROWS_BUDGET = budget
+        kn._wave_warps = (plain_warps if nw is None else
+                          lambda KP, CP, kernel, params=True, nw=nw: nw if kernel == "bwd"
+                          else plain_warps(KP, CP, kernel, params))
         B, T = (int(float(v)) for v in shape.split("x"))
         starts = [(i * 7919 * 13) % (L - T) if T < L else 0 for i in range(B)]
         ems = []
@@ -101,6 +111,7 @@ def main() -> None:
                              args.repeats)
         n = B * T
         tag = f" ({budget >> 20} MB rows)" if budget is not None else ""
+        tag += f" (_bwd_kernel {nw} warps)" if nw is not None else ""
         print(f"| {B} x {T:,}{tag} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
               f"{s_marg:.3f} | {s_all:.3f} | {1e6 * s_all / T:.1f} | {n / s_all:,.0f} |",
               flush=True)

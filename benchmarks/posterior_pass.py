@@ -12,8 +12,8 @@ events (median of --reps after one warm-up that also compiles):
   fwd+bwd    forward + backward with every gradient
   posterior  forward + backward(wanted=("scores", "proj_start")), as dispatch.marginals
   post. 16w  the same with the periodic backward's _bwd_kernel at 16 warps instead of
-             kernels._wave_warps' choice (32 at the gene shape, chosen for the full
-             backward; periodic shapes only)
+             kernels._wave_warps' choice (8 at the gene shape since session 12; periodic
+             shapes only)
   viterbi    kernels.viterbi
 on random inputs (scores ~ N(0, 3^2), proj_start, transition, duration bias, start and
 end ~ N(0, 1), full lengths, no mask). Run it with an older semiseg first on PYTHONPATH
@@ -75,7 +75,8 @@ def measure(shape: str, reps: int) -> str:
     t_p16 = "-"
     if period and t_p != "-":
         chosen = kn._wave_warps
-        kn._wave_warps = lambda kp, cp, kernel: 16 if kernel == "bwd" else chosen(kp, cp, kernel)
+        kn._wave_warps = lambda kp, cp, kernel, params=True: (
+            16 if kernel == "bwd" else chosen(kp, cp, kernel, params))
         try:
             t_p16 = f"{events(posterior, reps):.1f}"
         finally:

@@ -60,7 +60,7 @@ def section_wave():
                 kn._wave_warps = orig
                 name = "rule: " + "/".join(str(orig(256, 64, k)) for k in ("recompute", "bwd"))
             else:
-                kn._wave_warps = (lambda KP, CP, k, rec=rec, bwd=bwd:
+                kn._wave_warps = (lambda KP, CP, k, params=True, rec=rec, bwd=bwd:
                                   rec if k == "recompute" else bwd)
                 name = f"{rec}/{bwd}"
             t = events(lambda x=x: fwd_bwd(x), 3)

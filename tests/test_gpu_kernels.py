@@ -77,7 +77,16 @@ def check_against_float64(kn, p, extra, *, deterministic=False):
         assert (g[name].double() - g_ref[name]).abs().max() <= 1e-4, name
     for name in ("transition", "duration_bias", "start", "end"):
         assert rel_norm(g[name], g_ref[name]) <= 1e-4, name
+    # the posterior path: per-position gradients only, after a forward that kept its rows
+    lz3, sv3 = kn.forward(x32, keep=True)
+    gp = kn.backward(x32, sv3, torch.ones_like(lz3), wanted=("scores", "proj_start"))
+    for name in ("scores", "proj_start", "proj_end"):
+        assert (gp[name].double() - g_ref[name]).abs().max() <= 1e-4, name
     if deterministic:
+        gp2 = kn.backward(x32, kn.forward(x32, keep=True)[1], torch.ones_like(lz3),
+                          wanted=("scores", "proj_start"))
+        for name in ("scores", "proj_start", "proj_end"):
+            assert torch.equal(gp[name], gp2[name]), name  # bitwise
         lz2, sv2 = kn.forward(x32)
         g2 = kn.backward(x32, sv2, torch.ones_like(lz2))
         assert torch.equal(lz, lz2)
@@ -251,7 +260,8 @@ def test_periodic_against_float64(B, T, K, C):
     determinism, at realistic shapes with allowed masks, variable lengths and -inf
     transitions; "auto" picks the kernels. (2, 5000, 300, 25) runs the periodic Viterbi
     at 32 warps (_viterbi_per_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64)
-    and the backward's wave kernels at 32 warps (_wave_warps)."""
+    and the backward's wave kernels at 32 warps, its posterior-only _bwd_kernel at 8
+    (_wave_warps)."""
     kn = _kn()
     p, extra = problem(B, T, K, C, seed=B * T + K + 3, period=3, allowed=True,
                        lengths=[T] + [T - 13 * i for i in range(1, B)])

@@ -87,16 +87,22 @@ def _warps(KP: int, CP: int) -> int:
     return 16
 
 
-def _wave_warps(KP: int, CP: int, kernel: str) -> int:
+def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
     """Warps of the periodic backward's wave kernels (`kernel`: "recompute", the
-    end-indexed chain's MODE 1, or "bwd", _bwd_kernel END). At the 1-bp gene model's
-    shape (KP x CP = 256 x 64) 32 warps ran the backward 1.5x faster than _warps' 16 on
-    an H100, while the chains of the forward and its second halves ran 0.86x
+    end-indexed chain's MODE 1, or "bwd", _bwd_kernel END; `params`: whether it forms
+    the duration-bias and transition sums). At the 1-bp gene model's shape (KP x CP =
+    256 x 64) 32 warps ran the full backward 1.5x faster than _warps' 16 on an H100,
+    while the chains of the forward and its second halves ran 0.86x
     (benchmarks/KERNELS_NOTES.md, "Warps per kernel"); at CP <= 32 the same change was
-    0.3-0.8x, so it applies from CP = 64 only."""
+    0.3-0.8x, so it applies from CP = 64 only. Without the parameter sums (posteriors)
+    _bwd_kernel ran fastest at 8 warps there (posterior pass at 132 x 14,675: 0.76 s
+    against 0.93 s at 32 and 1.57 s at 16), while the full backward at 8 ran 2.9x slower
+    than at 32 (KERNELS_NOTES.md, session 12)."""
     if WARPS is not None:
         return WARPS
-    return 32 if CP >= 64 and KP * CP >= 16384 else _warps(KP, CP)
+    if CP >= 64 and KP * CP >= 16384:
+        return 8 if kernel == "bwd" and not params else 32
+    return _warps(KP, CP)
 
 
 def _viterbi_per_warps(KP: int, CP: int) -> int:
@@ -698,7 +704,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
-    nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd")
+    nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd", params)
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         if full is None:
