@@ -237,21 +237,21 @@ class Annotator:
         """Viterbi labels (B, S), label posteriors (B, S, C), per-step signals (B, S, 3:
         the boundary posterior, the label entropy and the boundary entropy, computed here
         on the decoding device: entropies are per position, so those of stitched windows
-        equal those of stitched marginals), run posteriors of the Viterbi runs per step (a list of (L_b,) arrays; None when
-        `runs` is False) and posterior samples (samples[b][i], steps; None without
-        --samples)."""
+        equal those of stitched marginals), run posteriors of the Viterbi runs per step (a
+        list of (L_b,) arrays; None when `runs` is False) and posterior samples
+        (samples[b][i], steps; None without --samples)."""
         crf = self.model.crf
         if hasattr(crf, "decode_with_marginals"):  # the gene model: one posterior pass
             seg, post, bnd = crf.decode_with_marginals(em, lengths, hidden=hid)
         else:
             seg = crf.decode(em, lengths, hidden=hid)
             post, bnd = crf.marginals(em, lengths, hidden=hid)
-        bnd = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
+        sig = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
         runp = (uncertainty.per_step_run_posteriors(crf, em, hid, lengths, seg.labels)
                 if runs else None)
         smp = (uncertainty.draw_samples(crf, em, hid, lengths, self.samples, seed)
                if self.samples else None)
-        return seg.labels, post, bnd, runp, smp
+        return seg.labels, post, sig, runp, smp
 
     def decode_long(self, em: torch.Tensor, hid, seed: int = 0):
         """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres.
@@ -261,20 +261,14 @@ class Annotator:
         W = self.max_steps
         labels = np.empty(S, np.int64)
         post = None  # (S, labels): the labels are not the emission channels (frames)
-        bnd = np.empty((S, 3), np.float32)  # boundary posterior and the two entropies
+        sig = np.empty((S, 3), np.float32)  # boundary posterior and the two entropies
         samples = [[] for _ in range(self.samples)] if self.samples else None
         K = getattr(self.model.crf, "max_duration", 1)
         ov = self.overlap or batches.default_overlap(W, K)
-        # several windows per semi-CRF call (the batch_steps budget); one at a time with
-        # samples, whose seed is per window. On a GPU, as many windows as fill its SMs
-        # best (batches.gpu_windows); elsewhere the fewest (the CPU's time is the steps').
-        k = 1 if self.samples else batches.windows_per_call(self.batch_steps // W,
-                                                                     em.device)
-        if em.device.type == "cuda":
-            sms = torch.cuda.get_device_properties(em.device).multi_processor_count
-            windows = batches.gpu_windows(S, W, ov, k, sms)
-        else:
-            windows = batches.windows(S, W, ov)
+        # several windows per semi-CRF call (the batch_steps budget; batches.plan fits
+        # them to a GPU's SMs); one at a time with samples, whose seed is per window
+        windows, k = batches.plan(S, W, ov, 1 if self.samples else self.batch_steps // W,
+                                  em.device)
         for i in range(0, len(windows), k):
             chunk = windows[i:i + k]
             n = max(we - ws for _, _, ws, we in chunk)
@@ -294,7 +288,7 @@ class Annotator:
             for j, (cs, ce, ws, _) in enumerate(chunk):
                 labels[cs:ce] = lab[j, cs - ws:ce - ws]
                 post[cs:ce] = p[j, cs - ws:ce - ws]
-                bnd[cs:ce] = b[j, cs - ws:ce - ws]
+                sig[cs:ce] = b[j, cs - ws:ce - ws]
             if smp is not None:
                 cs, ce, ws, _ = chunk[0]
                 for i_s, rows in enumerate(uncertainty.clip_samples(smp[0], cs - ws, ce - ws,
@@ -313,20 +307,20 @@ class Annotator:
                 torch.tensor([we - ws], device=em.device), lab_w, spans)
             for (_, a, z), v in zip(spans, p.tolist()):
                 runp[a + ws:z + ws] = v
-        return labels, post, bnd, runp, samples
+        return labels, post, sig, runp, samples
 
     def run_long(self, item: Item):
         em, hid = self.emissions(item)
         S = em.shape[0]
         seed = self.seed + zlib.crc32(f"{item.chrom}:{item.start}".encode())
         if S <= self.max_steps:
-            lab, post, bnd, runp, smp = self.decode(
+            lab, post, sig, runp, smp = self.decode(
                 em[None], None if hid is None else hid[None],
                 torch.tensor([S], device=em.device), seed=seed)
-            return (lab[0].cpu().numpy(), post[0].cpu().numpy(), bnd[0].cpu().numpy(),
+            return (lab[0].cpu().numpy(), post[0].cpu().numpy(), sig[0].cpu().numpy(),
                     runp[0], None if smp is None else smp[0], True)
-        lab, post, bnd, runp, smp = self.decode_long(em, hid, seed=seed)
-        return lab, post, bnd, runp, smp, False
+        lab, post, sig, runp, smp = self.decode_long(em, hid, seed=seed)
+        return lab, post, sig, runp, smp, False
 
     def run_batch(self, items: list[Item], loaded=None):
         """Several short sequences in one batch (each fits one encoder window); `loaded`:
@@ -336,11 +330,11 @@ class Annotator:
         steps = torch.tensor([-(-(it.end - it.start) // self.res) for it in items],
                              device=self.device)
         seed = self.seed + zlib.crc32(f"{items[0].chrom}:{items[0].start}".encode())
-        lab, post, bnd, runp, smp = self.decode(em, hid, steps, seed=seed)
+        lab, post, sig, runp, smp = self.decode(em, hid, steps, seed=seed)
         # one copy of each result to the host, then views per sequence (a copy per
         # sequence cost ~1 ms each for a batch of 500 contigs)
-        lab, post, bnd = lab.cpu().numpy(), post.cpu().numpy(), bnd.cpu().numpy()
-        return [(lab[i, :n], post[i, :n], bnd[i, :n], runp[i],
+        lab, post, sig = lab.cpu().numpy(), post.cpu().numpy(), sig.cpu().numpy()
+        return [(lab[i, :n], post[i, :n], sig[i, :n], runp[i],
                  None if smp is None else smp[i]) for i, n in enumerate(steps.tolist())]
 
 
@@ -552,7 +546,7 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
     for group, x in zip(groups, loaded):
         if len(group) == 1:
             it = group[0]
-            lab, post, bnd, runp, smp, whole = ann.run_long(it)
+            lab, post, sig, runp, smp, whole = ann.run_long(it)
             how = ("as one sequence" if whole else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
@@ -561,12 +555,12 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
                 ui.log(f"  (on a GPU one sequence is one chain, {LONG_CHAIN:,}+ steps run at "
                        "about CPU speed; --max-decode-steps 20000 decodes in windows, "
                        "several times faster: README, \"GPU use\")")
-            results = [(it, lab, post, bnd, runp, smp)]
+            results = [(it, lab, post, sig, runp, smp)]
         else:
             ui.log(f"{len(group)} short sequences decoded together in one batch")
             results = [(it, *r) for it, r in zip(group, ann.run_batch(group, x))]
-        for it, lab, post, bnd, runp, smp in results:
-            by_chrom.setdefault(it.chrom, []).append((it, lab, post, bnd, runp))
+        for it, lab, post, sig, runp, smp in results:
+            by_chrom.setdefault(it.chrom, []).append((it, lab, post, sig, runp))
             if smp is not None:
                 s0 = it.start // res
                 sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
@@ -592,7 +586,7 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     C = len(names)
     lab = np.full(S, -1, np.int64)
     post = np.zeros((S, C), np.float32)
-    bnd = np.zeros((S, 3), np.float32)  # boundary posterior, label and boundary entropy
+    sig = np.zeros((S, 3), np.float32)  # boundary posterior, label and boundary entropy
     runp = np.full(S, np.nan)
     gaps = []
     prev_end = 0
@@ -600,7 +594,7 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
         s0 = it.start // res
         lab[s0:s0 + len(lb)] = lb
         post[s0:s0 + len(lb)] = p
-        bnd[s0:s0 + len(lb)] = b
+        sig[s0:s0 + len(lb)] = b
         runp[s0:s0 + len(lb)] = rp
         if it.start > prev_end:
             gaps.append((prev_end, it.start))
@@ -626,6 +620,6 @@ def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[st
     first = (segments[:, 0] // res).astype(np.int64)
     run_rows = np.column_stack([segments[:, :2].astype(np.float64),
                                 np.where(segments[:, 2] >= 0, runp[first], np.nan)])
-    writer.add(chrom, segments, posteriors=post, boundary=bnd[:, 0],
+    writer.add(chrom, segments, posteriors=post, boundary=sig[:, 0],
                gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
-               entropy=(bnd[:, 1], bnd[:, 2]))
+               entropy=(sig[:, 1], sig[:, 2]))

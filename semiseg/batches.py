@@ -36,16 +36,22 @@ def default_overlap(max_steps: int, K: int) -> int:
     window's kept centre then has 4 K of context on each side), at most a quarter of a
     window. On yeast chrI and chrII the gene model (K = 256) decoded in windows of 20,000
     steps overlapping by 1,000 or 2,000 steps gave the whole-chromosome labels at every
-    base; by 500, 47 bases differed (benchmarks/RESULTS.md, "decoding windows")."""
+    base; by 500, 47 bases differed (benchmarks/RESULTS.md, "Annotation on one H100:
+    decoding windows ...")."""
     return max(1, min(max_steps // 4, 8 * K))
+
+
+def _context(W: int, overlap: int) -> int:
+    """Steps of context on each side of a window's kept centre: half the overlap, which
+    is at most W - 1."""
+    return min(W - 1, overlap) // 2
 
 
 def windows(S: int, W: int, overlap: int) -> list[tuple[int, int, int, int]]:
     """Decoding windows of at most W steps over S steps: (cs, ce, ws, we) = the kept
     centre [cs, ce) and the window [ws, we), neighbours overlapping by ~`overlap`."""
-    ov = min(W - 1, overlap) if W < S else 0
-    core = W - 2 * (ov // 2) if ov else W
-    half = (W - core) // 2
+    half = _context(W, overlap) if W < S else 0
+    core = W - 2 * half
     out = []
     for cs in range(0, S, core):
         ce = min(cs + core, S)
@@ -65,8 +71,8 @@ def gpu_windows(S: int, W: int, overlap: int, per_call: int, sms: int):
     n0 = len(fewest)
     if n0 <= 1 or per_call < 1:
         return fewest
-    ov = 2 * (min(W - 1, overlap) // 2)
-    half = ov // 2
+    half = _context(W, overlap)
+    ov = 2 * half
 
     def cost(core):
         cs = np.arange(0, S, core)
@@ -82,15 +88,26 @@ def gpu_windows(S: int, W: int, overlap: int, per_call: int, sms: int):
     return fewest if best >= core0 else windows(S, best + ov, overlap)
 
 
-def windows_per_call(k: int, device: torch.device) -> int:
+def windows_per_call(k: int, sms: int | None) -> int:
     """Decoding windows per semi-CRF call from the batch_steps budget (k windows): on a
-    GPU with at least as many as its SMs, a multiple of the SM count (rounded down). The
-    kernels run one program per sequence and direction, so a batch that is a multiple of
-    the SMs fills every round of programs: on an H100 (132 SMs) the gene model's decode of
-    132 windows of 20,000 steps ran 1.52 M steps/s against 1.26 M for 100 windows
-    (benchmarks/RESULTS.md, "rows budget and batch")."""
-    if device.type == "cuda":
-        sms = torch.cuda.get_device_properties(device).multi_processor_count
-        if k >= sms:
-            return k // sms * sms
+    GPU (`sms` SMs; None elsewhere) with at least as many as its SMs, a multiple of the
+    SM count (rounded down). The kernels run one program per sequence and direction, so a
+    batch that is a multiple of the SMs fills every round of programs: on an H100 (132
+    SMs) the gene model's decode of 132 windows of 20,000 steps ran 1.52 M steps/s
+    against 1.26 M for 100 windows (benchmarks/RESULTS.md, "Annotation on one H100:
+    decoding windows ...")."""
+    if sms and k >= sms:
+        return k // sms * sms
     return max(1, k)
+
+
+def plan(S: int, W: int, overlap: int, k: int, device: torch.device):
+    """(windows, windows per call) to decode S steps in windows of at most W steps on
+    `device`, k windows per call at most: on a GPU, calls that fill its SMs and window
+    counts that leave no short call (gpu_windows); elsewhere the fewest windows (a CPU's
+    time is the number of steps)."""
+    if device.type != "cuda":
+        return windows(S, W, overlap), windows_per_call(k, None)
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    per_call = windows_per_call(k, sms)
+    return gpu_windows(S, W, overlap, per_call, sms), per_call

@@ -92,13 +92,17 @@ def test_default_overlap():
 
 
 def test_windows_per_call_fills_the_sms(monkeypatch):
-    assert batches.windows_per_call(100, torch.device("cpu")) == 100
-    assert batches.windows_per_call(0, torch.device("cpu")) == 1
+    assert batches.windows_per_call(100, None) == 100
+    assert batches.windows_per_call(0, None) == 1
+    assert [batches.windows_per_call(k, 132) for k in (0, 100, 131, 132, 263, 300)] == [
+        1, 100, 131, 132, 132, 264]
+    # plan: the fewest windows on a CPU; on a GPU (faked: 132 SMs) gpu_windows' choice
+    assert batches.plan(2_500_000, 20000, 2048, 300, torch.device("cpu")) == (
+        batches.windows(2_500_000, 20000, 2048), 300)
     props = types.SimpleNamespace(multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: props)
-    cuda = torch.device("cuda")
-    assert [batches.windows_per_call(k, cuda) for k in (0, 100, 131, 132, 263, 300)] == [
-        1, 100, 131, 132, 132, 264]
+    got, k = batches.plan(2_500_000, 20000, 2048, 150, torch.device("cuda"))
+    assert k == 132 and got == batches.gpu_windows(2_500_000, 20000, 2048, 132, 132)
 
 
 def test_groups_keep_order_and_budget():
@@ -118,8 +122,9 @@ def piece(tmp_path_factory):
 def test_windowed_decode_with_overlap_matches_whole(piece, tmp_path):
     """The shipped gene model on 24 kb of chrI: windows of 9,000 steps overlapping by the
     default (2,048 = 8 K; four windows) give the whole-sequence decode's label at every
-    base (as measured on all of chrI and chrII: RESULTS.md, "decoding windows"), where an
-    overlap of 200 steps does not (a stitch falls inside a gene there)."""
+    base (as measured on all of chrI and chrII: RESULTS.md, "Annotation on one H100:
+    decoding windows ..."), where an overlap of 200 steps does not (a stitch falls inside
+    a gene there)."""
     from semiseg.annotate import annotate
 
     seq, fa = piece

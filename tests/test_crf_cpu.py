@@ -171,7 +171,8 @@ def test_dispatch_auto_picks_numba(monkeypatch):
     """auto runs the compiled backend on CPU tensors, float32 and float64 alike."""
     calls = []
     real = cpu.forward
-    monkeypatch.setattr(cpu, "forward", lambda x, keep=False: calls.append(x.scores.dtype) or real(x, keep))
+    monkeypatch.setattr(cpu, "forward",
+                        lambda x, keep=False: calls.append(x.scores.dtype) or real(x, keep))
     kw = make(2, 6, 2, 3, terms=("start",), seed=9)
     args, opts = split(kw)
     for dt in (torch.float64, torch.float32):

@@ -390,20 +390,32 @@ def forward(x: CRFInputs, keep: bool = False):
 
 ROWS_BUDGET: int | None = None  # bytes of forward rows the backward may hold at once;
 # None = by device (_rows_budget). Tests and benchmarks set it.
+FULL_ROWS: bool | None = None  # False forces the wave path (benchmarks); None = by budget
 
 
 def _rows_budget(device) -> int:
     """ROWS_BUDGET, or by device: 1/16 of a GPU's memory within [256 MB, 4 GB] (256 MB
     elsewhere). More rows per wave means fewer, fuller waves: at the gene model's
     posterior shape (66 x 20000, K 256, 37 labels, P = 3) 4 GB ran 1.32 the speed of
-    256 MB on an H100 (RESULTS.md, "rows budget and batch")."""
+    256 MB on an H100 (RESULTS.md, "Annotation on one H100: decoding windows ...")."""
     if ROWS_BUDGET is not None:
         return ROWS_BUDGET
     if device.type != "cuda":
         return 256 << 20
     total = torch.cuda.get_device_properties(device).total_memory
     return min(4 << 30, max(256 << 20, total // 16))
-FULL_ROWS: bool | None = None  # False forces the wave path (benchmarks); None = by budget
+
+
+def _rows_fit(x: CRFInputs, row_bytes: int) -> bool:
+    """Whether the forward rows of every position of every sequence fit the rows budget
+    (FULL_ROWS False: never)."""
+    return (x.batch * x.T * row_bytes <= _rows_budget(x.scores.device)
+            and FULL_ROWS is not False)
+
+
+def _wave_width(x: CRFInputs, P: int, nseg: int, row_bytes: int) -> int:
+    """Checkpoint segments per wave whose recomputed rows fit the rows budget (>= 1)."""
+    return max(1, min(nseg, _rows_budget(x.scores.device) // (x.batch * P * row_bytes)))
 
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
@@ -432,14 +444,13 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     f32 = {"device": dev, "dtype": torch.float32}
     f64 = {"device": dev, "dtype": torch.float64}
     dummy = torch.empty(1, **f32)
-    row_bytes = 2 * CP * 4 + 8
-    budget = _rows_budget(dev)
-    full = B * T * row_bytes <= budget and FULL_ROWS is not False
+    row_bytes = 2 * CP * 4 + 8  # gamma, alpha (CP float32), N (float64)
+    full = _rows_fit(x, row_bytes)
     if full:
         rows = (torch.empty(B, T, CP, **f32), torch.empty(B, T, CP, **f32),
                 torch.empty(B, T, **f64))
     else:
-        W = max(1, min(nseg, budget // (B * P * row_bytes)))
+        W = _wave_width(x, P, nseg, row_bytes)
         rows = (torch.empty(B, W, P, CP, **f32), torch.empty(B, W, P, CP, **f32),
                 torch.empty(B, W, P, **f64))
     fin = {"f": (torch.empty(B, CP, **f32), torch.empty(B, **f64)),
@@ -572,8 +583,8 @@ def _ring_tile(KP: int, CP: int) -> int:
     for the ring in registers. Tiled from KP x CP = 16384 ring elements, where the
     register ring spills: on an H100, 64-slot tiles at 16 warps ran the periodic Viterbi
     1.57x and the posterior pass 1.13x faster at the gene shape (256 x 64) and the
-    Viterbi 1.10x at 1024 x 16; at 128 x 32 the two were equal (RESULTS.md, "ring in
-    registers vs tiled")."""
+    Viterbi 1.10x at 1024 x 16; at 128 x 32 the two were equal (RESULTS.md, "The
+    end-indexed chain's ring in global memory, in tiles")."""
     if RING_TILE is not None:
         return min(RING_TILE, KP)
     return min(64, KP) if KP * CP >= 16384 else 0
@@ -615,10 +626,9 @@ def _per_rows(x: CRFInputs, CP: int, NPP: int, n: int):
             torch.empty(x.batch, n, device=x.scores.device, dtype=torch.float64))
 
 
-def _full_rows(x: CRFInputs, CP: int, NPP: int) -> bool:
-    """Whether the periodic family's rows of every position fit the rows budget."""
-    return (x.batch * x.T * ((NPP + 1) * CP * 4 + 8) <= _rows_budget(x.scores.device)
-            and FULL_ROWS is not False)
+def _per_row_bytes(CP: int, NPP: int) -> int:
+    """Bytes of one periodic-family row: gamma^r (NPP, CP), alpha (CP) float32, N float64."""
+    return (NPP + 1) * CP * 4 + 8
 
 
 def _forward_per(x: CRFInputs, keep: bool = False):
@@ -637,7 +647,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     mid = {"f": _end_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     nw = _warps(KP, CP)
     # keep: the rows of [0, M) now, of [M, L) in the backward's second half (_backward_per)
-    rows = _per_rows(x, CP, NPP, T) if keep and _full_rows(x, CP, NPP) else None
+    rows = _per_rows(x, CP, NPP, T) if keep and _rows_fit(x, _per_row_bytes(CP, NPP)) else None
 
     def fwd():
         _end_chain((B,), (
@@ -692,11 +702,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, num_warps=nw, **rflags)
 
     _Both(dev).run(fwd, rev)
-    row_bytes = (NPP + 1) * CP * 4 + 8
     if full is not None:
         W, rows = nseg, full
     else:
-        W = max(1, min(nseg, _rows_budget(dev) // (B * P * row_bytes)))
+        W = _wave_width(x, P, nseg, _per_row_bytes(CP, NPP))
         rows = _per_rows(x, CP, NPP, W * P)
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)

@@ -448,13 +448,13 @@ def _bwd_kernel(
 
     END (the periodic family, any NP >= 1; never REV): the forward checkpoints are
     _fwd_end_kernel's; ROWS_FULL: one launch for every segment, reading the rows (B, T,
-    ...) that the forward chains wrote (WRITE_ROWS), else waves of recomputed rows. NP > 1: the reversed chain of
-    _fwd_kernel's NP > 1 branch with its gradients; the forward checkpoint rings are
-    _fwd_end_kernel's (indexed by segment end, so the segments across u1 are one
-    elementwise sum of the two rings), rows_gam holds gamma^r (NPP, CP) per position,
-    and the segment posteriors, P_start = sum_r exp(gamma^r + bg^r - log Z), the
-    duration_bias and the transition (per residue, g_tr (B, NCK, NPP, CP, CP)) gradients
-    are taken per residue.
+    ...) that the forward chains wrote (WRITE_ROWS), else waves of recomputed rows.
+    NP > 1: the reversed chain of _fwd_kernel's NP > 1 branch with its gradients; the
+    forward checkpoint rings are _fwd_end_kernel's (indexed by segment end, so the
+    segments across u1 are one elementwise sum of the two rings), rows_gam holds
+    gamma^r (NPP, CP) per position, and the segment posteriors, P_start = sum_r
+    exp(gamma^r + bg^r - log Z), the duration_bias and the transition (per residue, g_tr
+    (B, NCK, NPP, CP, CP)) gradients are taken per residue.
 
     PARAM_GRADS False: only the per-position gradients (scores, proj_start, proj_end:
     what posteriors need); the duration_bias and transition sums are neither formed nor
@@ -788,6 +788,38 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
 
 
 @triton.jit
+def _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, cs, cs1,
+              CP: tl.constexpr, NPP: tl.constexpr, MODE: tl.constexpr):
+    """The end-indexed chain's rows of position p (step i): gamma^r (NPP, CP), alpha and
+    N, at row (b, p) of a (B, T, ...) buffer (WRITE_ROWS), or (MODE 1) at row i - i0 of
+    this program's checkpoint segment in the wave's buffer."""
+    if MODE == 1:
+        r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
+    else:
+        r = b * T + p
+    tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
+    tl.store(rows_alp + r * CP + cs1, alp)
+    tl.store(rows_n + r, n)
+
+
+@triton.jit
+def _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP: tl.constexpr,
+                NP: tl.constexpr):
+    """What step i of the end-indexed chain puts into its ring's slots js (all of them,
+    or a tile): in each slot, the segment [i, i + d) that ends there (d its duration),
+    x = gamma^{(d-1) mod NP}[i] + ps[i] + db[d-1] (-inf for d > K); also d, the residue
+    select sel (NPP, slots, 1) and own, the slot of end i (read at the last step, now
+    free). One definition for the register and the tiled ring: their bits must agree."""
+    d = ((js - i - 1) & (KP - 1)) + 1
+    dok = (d <= K) & cmask
+    sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, slots, 1)
+    gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
+    x = gsel + psr[None, :] + tl.load(db + (d - 1) * C + cs, mask=dok, other=NEG)
+    own = js == (i & (KP - 1))
+    return d, sel, x, own
+
+
+@triton.jit
 def _crossing_end(F, Rr, t1, L, js, cs, cmask, KP: tl.constexpr, CP: tl.constexpr):
     """logsumexp per label of the segments [s, e) with s < t1 < e, from the end-indexed
     forward ring F at t1 (slot e % KP: every segment ending at e that started before t1,
@@ -816,7 +848,8 @@ def _fwd_end_kernel(
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
-    half into rows_* (B, T, ...), the values MODE 1 would recompute there (bitwise). `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
+    half into rows_* (B, T, ...), the values MODE 1 would recompute there (bitwise).
+    `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
     MODEs and PHASEs as _fwd_kernel without REV: 0/0 the half [0, M) with checkpoints
     (ring, alpha, N; gamma is recomputed from alpha) and the state at M -> mid_*; 0/1 the
     other half from mid_*, with checkpoints, final alpha and N -> out_*; 1 the rows
@@ -882,20 +915,10 @@ def _fwd_end_kernel(
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
         if MODE == 1 or WRITE_ROWS:
-            if MODE == 1:
-                r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
-            else:
-                r = b * T + p
-            tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
-            tl.store(rows_alp + r * CP + cs1, alp)
-            tl.store(rows_n + r, n)
+            _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, cs,
+                      cs1, CP, NPP, MODE)
         # the segments [i, i + d) go into the slots of their ends, with gamma^{(d-1) mod NP}
-        d = ((js - i - 1) & (KP - 1)) + 1
-        dok = (d <= K) & cmask
-        sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-        gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
-        x = gsel + psr[None, :] + tl.load(db + (d - 1) * C + cs, mask=dok, other=NEG)
-        own = js == (i & (KP - 1))  # slot of end i: read at the last step, now free
+        d, sel, x, own = _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP, NP)
         A = A - mprev
         if MODE == 2:
             up = own | (x > A)

@@ -24,7 +24,17 @@ in mid_bd / mid_bc, (B, KP, CP) int32, as its scratch: they are the kernel's out
 import triton
 import triton.language as tl
 
-from .chain import NEG, _emission, _load_row, _logaddexp, _lse_last, _safe_max, _split
+from .chain import (
+    NEG,
+    _emission,
+    _end_insert,
+    _end_rows,
+    _load_row,
+    _logaddexp,
+    _lse_last,
+    _safe_max,
+    _split,
+)
 
 
 @triton.jit
@@ -112,13 +122,8 @@ def _fwd_end_tiled_kernel(
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
         if MODE == 1 or WRITE_ROWS:
-            if MODE == 1:
-                r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
-            else:
-                r = b * T + p
-            tl.store(rows_gam + (r * NPP + rr2) * CP + cs, gam3)
-            tl.store(rows_alp + r * CP + cs1, alp)
-            tl.store(rows_n + r, n)
+            _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, cs,
+                      cs1, CP, NPP, MODE)
         for t0 in range(0, KP, TILE):
             js = t0 + jt
             at = js * CP + cs
@@ -127,12 +132,7 @@ def _fwd_end_tiled_kernel(
                 if i % P == 0:
                     tl.store(ck_ring + (ck + k) * KP * CP + at, A - mprev)
             # the segments [i, i + d) go into the slots of their ends, gamma^{(d-1) mod NP}
-            d = ((js - i - 1) & (KP - 1)) + 1
-            dok = (d <= K) & cmask
-            sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, TILE, 1)
-            gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
-            x = gsel + psr[None, :] + tl.load(db + (d - 1) * C + cs, mask=dok, other=NEG)
-            own = js == (i & (KP - 1))  # slot of end i: read at the last step, now free
+            d, sel, x, own = _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP, NP)
             A = A - mprev
             if MODE == 2:
                 BD = tl.load(bd + at)
