@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--batch-steps", type=int, default=2_000_000)
     ap.add_argument("--max-decode-steps", type=int, default=20_000)
+    ap.add_argument("--writer", default=None, choices=["inline", "thread", "process"],
+                    help="annotate.WRITER (default: a process on a GPU, inline on the CPU)")
     ap.add_argument("--profile", type=int, default=0,
                     help="also cProfile the main thread of one more run: its top N functions "
                          "by own time and by cumulative time")
@@ -59,15 +61,17 @@ def main() -> None:
     lengths = synth_genome(fasta, int(args.size), int(args.chrom_size), args.contigs, 0,
                            source=source)
     total = sum(lengths.values())
+    A.WRITER = args.writer
     kw = {"device": args.device, "batch_steps": args.batch_steps,
           "max_decode_steps": args.max_decode_steps}
     A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
                **kw)
     A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)  # contig shapes too
-    from semiseg.background import Behind
+    from semiseg.emit import LocalWriter, WriterProcess
 
-    spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "wait": 0.0}
-    owner = {"_encode": A.Annotator, "decode": A.Annotator, "submit": Behind, "wait": Behind}
+    spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "finish": 0.0}
+    owner = {"_encode": [A.Annotator], "decode": [A.Annotator],
+             "submit": [LocalWriter, WriterProcess], "finish": [LocalWriter, WriterProcess]}
     sync = torch.cuda.synchronize if args.device != "cpu" else (lambda: None)
 
     def timed(name, fn):
@@ -80,19 +84,19 @@ def main() -> None:
             return out
         return run
 
-    plain = {n: getattr(owner[n], n) for n in spent}
+    plain = {(n, cls): getattr(cls, n) for n in spent for cls in owner[n]}
     t = time.perf_counter()
     A.annotate(args.model, fasta, os.path.join(work, "plain"), **kw)
     wall_plain = time.perf_counter() - t
-    for n, fn in plain.items():
-        setattr(owner[n], n, timed(n, fn))
+    for (n, cls), fn in plain.items():
+        setattr(cls, n, timed(n, fn))
     try:
         t = time.perf_counter()
         A.annotate(args.model, fasta, os.path.join(work, "timed"), **kw)
         wall = time.perf_counter() - t
     finally:
-        for n, fn in plain.items():
-            setattr(owner[n], n, fn)
+        for (n, cls), fn in plain.items():
+            setattr(cls, n, fn)
     rest = wall - sum(spent.values())
     dev = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
     print(f"{dev}; genome {total:,} bp; wall without timers {wall_plain:.2f} s "
@@ -101,9 +105,9 @@ def main() -> None:
     print("|---|---|---|")
     for n, s in [("encoder (_encode)", spent["_encode"]),
                  ("semi-CRF decode (decode)", spent["decode"]),
-                 ("handing results to the writer (Behind.submit: waits when 2 are queued)",
+                 (f"handing results to the writer ({A.WRITER or 'auto'}: submit)",
                   spent["submit"]),
-                 ("the writer's backlog after the last decode (Behind.wait)", spent["wait"]),
+                 ("the writer's backlog after the last decode (finish)", spent["finish"]),
                  ("rest", rest)]:
         print(f"| {n} | {s:.2f} | {s / wall:.0%} |")
     if args.profile:

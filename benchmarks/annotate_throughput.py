@@ -121,9 +121,9 @@ def main() -> None:
     ap.add_argument("--max-decode-steps", type=int, default=None)
     ap.add_argument("--signal-precision", default="0.0001",
                     help="annotate.signal_precision values to compare (comma-separated)")
-    ap.add_argument("--write-behind", default="auto",
-                    help="annotate.WRITE_BEHIND values to compare: auto (on CUDA only), on, "
-                         "off (comma-separated)")
+    ap.add_argument("--writer", default="auto",
+                    help="annotate.WRITER values to compare: auto (a process on CUDA, inline "
+                         "on the CPU), inline, thread, process (comma-separated)")
     ap.add_argument("--profile", type=int, default=0,
                     help="after the table, annotate once more under cProfile and print "
                          "this many functions by own time and by cumulative time")
@@ -160,11 +160,10 @@ def main() -> None:
         random_checkpoint(args.config, fasta, ckpt)
     first = next(iter(lengths))
     rows = []
-    behind = {"auto": None, "on": True, "off": False}
     variants = [(int(float(b)), float(p), w) for b in args.batch_steps.split(",")
-                for p in args.signal_precision.split(",") for w in args.write_behind.split(",")]
+                for p in args.signal_precision.split(",") for w in args.writer.split(",")]
     for bs, prec, wb in variants:
-        annotate_module.WRITE_BEHIND = behind[wb]
+        annotate_module.WRITER = None if wb == "auto" else wb
         kw = {"device": args.device, "batch_steps": bs,
               "max_decode_steps": args.max_decode_steps, "signal_precision": prec}
         annotate(ckpt, fasta, os.path.join(work, "warm"), chroms=[first], **kw)  # warm-up
@@ -175,7 +174,7 @@ def main() -> None:
             t = time.perf_counter()
             annotate(ckpt, fasta, os.path.join(work, f"run{r}"), **kw)
             times.append(time.perf_counter() - t)
-            print(f"batch_steps {bs:,}, precision {prec:g}, write-behind {wb}: run {r + 1}: "
+            print(f"batch_steps {bs:,}, precision {prec:g}, writer {wb}: run {r + 1}: "
                   f"{times[-1]:.1f} s "
                   f"({total / times[-1]:,.0f} bp/s)", flush=True)
         gpu_mb = (torch.cuda.max_memory_allocated() / 2**20
@@ -196,7 +195,7 @@ def main() -> None:
             f"{args.repeats} runs after a warm-up, all outputs written; peak RSS "
             f"{rss:,.0f} MB; command: `PYTHONPATH=. python benchmarks/annotate_throughput.py "
             f"{' '.join(sys.argv[1:])}`\n")
-    table = ["| batch_steps | signal precision | write behind | median s | bp/s | runs s | "
+    table = ["| batch_steps | signal precision | writer | median s | bp/s | runs s | "
              "peak GPU MB |", "|---|---|---|---|---|---|---|"]
     for bs, prec, wb, med, bps, times, gpu_mb in rows:
         table.append(f"| {bs:,} | {prec:g} | {wb} | {med:.2f} | {bps:,.0f} | "
@@ -212,7 +211,7 @@ def main() -> None:
         import pstats
 
         bs, prec, wb = variants[-1]
-        annotate_module.WRITE_BEHIND = behind[wb]
+        annotate_module.WRITER = None if wb == "auto" else wb
         prof = cProfile.Profile()
         prof.enable()
         annotate(ckpt, fasta, os.path.join(work, "prof"), device=args.device,

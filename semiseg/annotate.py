@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from . import __version__, batches, ui, uncertainty
-from .background import Behind, ahead
+from .background import ahead
 from .checkpoint import (
     amp_enabled,
     build_model,
@@ -49,8 +49,9 @@ from .checkpoint import (
     load_checkpoint,
     pick_device,
 )
+from .emit import LocalWriter, WriterProcess
 from .errors import SemisegError
-from .generules import apply_rules, gene_rules, set_donor_motif
+from .generules import gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .trainingdata import rc_columns, strand_swap
 
@@ -352,9 +353,11 @@ def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None
     os.replace(tmp, path)
 
 
-# write each chromosome's files in a background thread while the next is decoded: None =
-# on CUDA devices only (background.Behind says why); True / False force it (benchmarks)
-WRITE_BEHIND: bool | None = None
+# where each chromosome's files are written (emit.py): "process" (a writer process, while
+# the next is decoded), "thread" (a background thread) or "inline" (this thread); None =
+# a process on CUDA devices, inline on the CPU, where the decoder needs both cores (the
+# thread was 4x slower on 2 cores: background.Behind). Tests and benchmarks set it.
+WRITER: str | None = None
 
 
 def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
@@ -383,7 +386,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     of long sequences overlap (None: annotate.decode_overlap; 0: batches.default_overlap);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
-    from .genome import Fasta, GenomeData, OutputWriter, check_chroms, labels_to_segments
+    from .genome import Fasta, GenomeData, check_chroms
 
     if threads:
         torch.set_num_threads(threads)
@@ -473,27 +476,26 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     by_chrom: dict[str, list] = {}
     pending = {c: per_chrom[c] for c in out_sizes}
     written = []
-    with OutputWriter(out, scheme, out_sizes, resolution=res, version=__version__,
-                      model_hash=ckpt["model_hash"], entropy=True,
-                      signal_precision=precision) as writer, \
-            ui.progress() as bar:
+    writer_args = {"prefix": out, "scheme": scheme, "chrom_sizes": out_sizes,
+                   "resolution": res, "version": __version__,
+                   "model_hash": ckpt["model_hash"], "entropy": True,
+                   "signal_precision": precision}
+    mode = WRITER or ("process" if dev.type == "cuda" else "inline")
+    sink = (WriterProcess(writer_args, fasta, res, names, counts, rules) if mode == "process"
+            else LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
+                             threaded=mode == "thread"))
+    with sink, ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
         # a reader thread reads the next batches of short contigs (long sequences read
-        # their encoder windows ahead the same way) while this thread encodes, decodes and
-        # writes. (Writing in a thread of its own was 4x slower on 2 CPU cores: its Python
-        # work holds the GIL that the semi-CRF's many short waits on its worker pool need.)
+        # their encoder windows ahead the same way) while this thread encodes and decodes
         loaded = ahead(lambda g: None if len(g) == 1 else
                        ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
-        # on a GPU each finished chromosome is written behind, while the next is decoded
-        emit = Behind(threaded=dev.type == "cuda" if WRITE_BEHIND is None else WRITE_BEHIND)
         try:
-            _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
-                             sample_rows, sizes, out_sizes, res, names, counts, fa,
-                             labels_to_segments, emit, rules)
-            emit.wait()
+            _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
+                             sample_rows, sizes, out_sizes, res)
+            sink.finish()
         finally:
-            emit.close()
             loaded.close()
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
@@ -538,9 +540,8 @@ def _at_least_zero(flag: str, value: float) -> float:
 LONG_CHAIN = 200_000  # CRF steps above which a whole-sequence decode on a GPU gets a hint
 
 
-def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
-                     sample_rows, sizes, out_sizes, res, names, counts, fa,
-                     labels_to_segments, emit, rules=None) -> None:
+def _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
+                     sample_rows, sizes, out_sizes, res) -> None:
     """Decode each group (a long sequence, or short ones in one batch) and hand every
     chromosome to the writer once all its parts are decoded."""
     for group, x in zip(groups, loaded):
@@ -560,7 +561,7 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
             ui.log(f"{len(group)} short sequences decoded together in one batch")
             results = [(it, *r) for it, r in zip(group, ann.run_batch(group, x))]
         for it, lab, post, sig, runp, smp in results:
-            by_chrom.setdefault(it.chrom, []).append((it, lab, post, sig, runp))
+            by_chrom.setdefault(it.chrom, []).append((it.start, it.end, lab, post, sig, runp))
             if smp is not None:
                 s0 = it.start // res
                 sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
@@ -570,56 +571,6 @@ def _annotate_groups(ann, groups, loaded, writer, bar, task, by_chrom, pending,
         for chrom in list(pending):
             if pending[chrom]:
                 break
-            emit.submit(_emit, writer, chrom, out_sizes[chrom], by_chrom.pop(chrom, []), res,
-                        names, counts, fa, labels_to_segments, ann.io_lock, rules)
+            sink.submit(chrom, out_sizes[chrom], by_chrom.pop(chrom, []))
             del pending[chrom]
 
-
-def _emit(writer, chrom: str, length: int, parts: list, res: int, names: list[str],
-          counts: dict, fa, labels_to_segments, io_lock, rules=None) -> None:
-    """Assemble one chromosome from its decoded parts and hand it to the writer. Positions
-    outside the decoded regions are written as gaps. `rules` (GeneRules or None): genes'
-    start codons moved to the first ATG of their ORF (firstatg.py), then long intergenic
-    ORFs called genes (orffill.py); a gene so changed or added has no run posterior (NaN:
-    no BED score)."""
-    S = -(-length // res)
-    C = len(names)
-    lab = np.full(S, -1, np.int64)
-    post = np.zeros((S, C), np.float32)
-    sig = np.zeros((S, 3), np.float32)  # boundary posterior, label and boundary entropy
-    runp = np.full(S, np.nan)
-    gaps = []
-    prev_end = 0
-    for it, lb, p, b, rp in sorted(parts, key=lambda r: r[0].start):
-        s0 = it.start // res
-        lab[s0:s0 + len(lb)] = lb
-        post[s0:s0 + len(lb)] = p
-        sig[s0:s0 + len(lb)] = b
-        runp[s0:s0 + len(lb)] = rp
-        if it.start > prev_end:
-            gaps.append((prev_end, it.start))
-        prev_end = it.end
-    if prev_end < length:
-        gaps.append((prev_end, length))
-    if rules is not None:
-        with io_lock:
-            seq = fa.fetch(chrom)
-        apply_rules(rules, lab, seq, runp)
-    with io_lock:
-        n_runs = fa.n_runs(chrom, min_length=max(100, res))
-    all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)
-    if len(n_runs):
-        all_gaps = np.concatenate([all_gaps, np.asarray(n_runs, np.int64).reshape(-1, 2)])
-        all_gaps = all_gaps[np.argsort(all_gaps[:, 0], kind="stable")]
-    segments = labels_to_segments(lab, start=0, resolution=res, end=length)
-    for s, e, c in segments.tolist():
-        if c >= 0:
-            counts[names[c]]["segments"] += 1
-            counts[names[c]]["bp"] += e - s
-    # the run posterior of each output run (uncertainty.py); runs of label -1 have none
-    first = (segments[:, 0] // res).astype(np.int64)
-    run_rows = np.column_stack([segments[:, :2].astype(np.float64),
-                                np.where(segments[:, 2] >= 0, runp[first], np.nan)])
-    writer.add(chrom, segments, posteriors=post, boundary=sig[:, 0],
-               gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
-               entropy=(sig[:, 1], sig[:, 2]))
