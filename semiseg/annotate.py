@@ -414,6 +414,11 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
             items = [it for it in items if it.chrom in wanted]
     else:
         items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in wanted]
+    empty = [it.chrom for it in items if it.end <= it.start]
+    if empty:  # an empty FASTA record has nothing to annotate; it is left out of every file
+        ui.log(f"{len(empty)} empty sequence(s) left out: {', '.join(empty[:5])}"
+               + (" ..." if len(empty) > 5 else ""))
+        items = [it for it in items if it.end > it.start]
     if not items:
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
     per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:

@@ -202,3 +202,37 @@ def test_behind_runs_in_order_and_raises_the_first_error():
             b.submit(boom)
             b.wait()
         b.close()
+
+
+def test_empty_fasta_record_is_left_out(tmp_path):
+    """An empty FASTA record (nothing to annotate) is left out of every output, with a
+    note, and the others are annotated as without it (it once reached the semi-CRF as a
+    length-0 sequence of a batch: a ValueError traceback)."""
+    import os
+
+    import pyBigWig
+
+    import semiseg.annotate as A
+    from semiseg import ui
+    from semiseg.genome import Fasta
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with Fasta(os.path.join(root, "data", "yeast", "chrI.fa")) as fa:
+        seq = fa.fetch("chrI", 30000, 36000)
+    model = os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt")
+    with_empty = tmp_path / "e.fa"
+    with_empty.write_text(f">a\n{seq[:3000]}\n>gone\n\n>b\n{seq[3000:]}\n")
+    plain = tmp_path / "p.fa"
+    plain.write_text(f">a\n{seq[:3000]}\n>b\n{seq[3000:]}\n")
+    ui.set_quiet(True)
+    try:
+        A.annotate(model, str(with_empty), str(tmp_path / "e"), device="cpu")
+        A.annotate(model, str(plain), str(tmp_path / "p"), device="cpu")
+    finally:
+        ui.set_quiet(False)
+    assert (tmp_path / "e.bed").read_text() == (tmp_path / "p.bed").read_text()
+    assert {r.split("\t")[0] for r in (tmp_path / "e.bed").read_text().splitlines()} == \
+        {"a", "b"}
+    bw = pyBigWig.open(str(tmp_path / "e.boundary.bw"))
+    assert bw.chroms() == {"a": 3000, "b": 3000}
+    bw.close()
