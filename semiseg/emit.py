@@ -13,9 +13,13 @@ pipe. Its files are byte for byte those of the caller's thread (tests/test_e2e_p
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
 import threading
 import traceback
+from multiprocessing.connection import Connection
 
 import numpy as np
 
@@ -76,6 +80,12 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     writer.add(chrom, segments, posteriors=post, boundary=sig[:, 0],
                gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
                entropy=(sig[:, 1], sig[:, 2]))
+
+
+def _child(fd: int) -> None:
+    """The writer process's entry point: its end of the socket pair, then `_serve`."""
+    conn = Connection(fd)
+    _serve(conn, *conn.recv())
 
 
 def _serve(conn, writer_args: dict, fasta: str, res: int, names: list[str], rules) -> None:
@@ -148,7 +158,8 @@ class LocalWriter:
 
 
 class WriterProcess:
-    """write_chrom in a child process (spawned: the parent may hold a CUDA context), with
+    """write_chrom in a child process (a new interpreter: the parent may hold a CUDA
+    context, which a forked child must not touch), with
     the OutputWriter there. `submit` sends one chromosome and returns once at most
     `depth` are unwritten; `finish` waits for all of them and adds the child's segments
     and bp per label to `counts`; leaving the `with` block closes the files (or, after an
@@ -157,16 +168,23 @@ class WriterProcess:
 
     def __init__(self, writer_args: dict, fasta: str, res: int, names: list[str],
                  counts: dict, rules, depth: int = 4):
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, name="semiseg-write", daemon=True,
-                                args=(child, writer_args, fasta, res, names, rules))
-        self.proc.start()
-        child.close()
+        # a plain interpreter that imports semiseg.emit (not multiprocessing's spawn,
+        # which re-imports the caller's main script, and fails when there is none: a
+        # script read from stdin); the two talk through a socket pair
+        ours, theirs = socket.socketpair()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from semiseg.emit import _child; _child({theirs.fileno()})"],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
+        theirs.close()
+        self.conn = Connection(ours.detach())
         self.counts = counts
         self.depth = depth
         self.unwritten = 0
         try:
+            self.conn.send((writer_args, fasta, res, names, rules))
             self._expect("ready")  # the output folder's checks, before any decoding
         except BaseException:
             self._stop()
@@ -176,17 +194,23 @@ class WriterProcess:
         try:
             msg = self.conn.recv()
         except EOFError:
-            self.proc.join(5)
             raise RuntimeError(f"the writer process ended without a word (exit code "
-                               f"{self.proc.exitcode})") from None
+                               f"{self._wait(5)})") from None
         if msg[0] == "error":
-            self.proc.join(5)
+            self._wait(5)
             if msg[1]:
                 raise SemisegError(msg[2])
             raise RuntimeError(f"in the writer process: {msg[2]}\n{msg[3]}")
         if msg[0] != what:
             raise RuntimeError(f"writer process: expected {what!r}, got {msg[0]!r}")
         return msg
+
+    def _wait(self, seconds: float | None) -> int | None:
+        """The child's exit code once it ends within `seconds`, else None."""
+        try:
+            return self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return None
 
     def submit(self, chrom: str, length: int, parts: list) -> None:
         self.conn.send(("add", chrom, length, parts))
@@ -209,22 +233,23 @@ class WriterProcess:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
-            self.conn.send(("close",))
-            self._expect("closed")
-            self.proc.join()
-            self.conn.close()
+            try:
+                self.conn.send(("close",))
+                self._expect("closed")
+                self._wait(None)
+            finally:
+                self._stop()
         else:
             self._stop()
 
     def _stop(self) -> None:
         """Stop the child, which removes its temporary files (after an error here)."""
-        if self.proc.is_alive():
+        if self.proc.poll() is None:
             try:
                 self.conn.send(("abort",))
-                self.proc.join(30)
             except (OSError, ValueError):
                 pass
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join()
+            if self._wait(30) is None:
+                self.proc.terminate()
+                self.proc.wait()
         self.conn.close()
