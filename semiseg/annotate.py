@@ -502,6 +502,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
             sink.finish()
         finally:
             loaded.close()
+        if mode == "process":
+            ui.log(f"the writer process spent {sink.busy_s:.1f} s writing")
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
         written.append(summary)

@@ -14,10 +14,12 @@ pipe. Its files are byte for byte those of the caller's thread (tests/test_e2e_p
 from __future__ import annotations
 
 import os
+import queue
 import socket
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 
@@ -90,12 +92,14 @@ def _child(fd: int) -> None:
 
 def _serve(conn, writer_args: dict, fasta: str, res: int, names: list[str], rules) -> None:
     """The writer process: an OutputWriter and a Fasta of its own; messages ("add", chrom,
-    length, parts), answered ("done",); ("counts",), answered ("counts", counts); then
+    length, parts), answered ("done",); ("counts",), answered ("counts", counts, seconds
+    spent writing); then
     ("close",), answered ("closed",), or ("abort",). An error aborts the writer (no file
     appears) and is sent back."""
     from .genome import Fasta, OutputWriter
 
     writer = None
+    busy = 0.0
     try:
         writer = OutputWriter(**writer_args)
         counts = {n: {"segments": 0, "bp": 0} for n in names}
@@ -105,11 +109,13 @@ def _serve(conn, writer_args: dict, fasta: str, res: int, names: list[str], rule
             while True:
                 msg = conn.recv()
                 if msg[0] == "add":
+                    t = time.perf_counter()
                     write_chrom(writer, msg[1], msg[2], msg[3], res, names, counts, fa, lock,
                                 rules)
+                    busy += time.perf_counter() - t
                     conn.send(("done",))
                 elif msg[0] == "counts":
-                    conn.send(("counts", counts))
+                    conn.send(("counts", counts, busy))
                 elif msg[0] == "close":
                     writer.close()
                     conn.send(("closed",))
@@ -159,12 +165,14 @@ class LocalWriter:
 
 class WriterProcess:
     """write_chrom in a child process (a new interpreter: the parent may hold a CUDA
-    context, which a forked child must not touch), with
-    the OutputWriter there. `submit` sends one chromosome and returns once at most
-    `depth` are unwritten; `finish` waits for all of them and adds the child's segments
-    and bp per label to `counts`; leaving the `with` block closes the files (or, after an
-    error, removes them). An error in the child is raised in the caller at its next call
-    (a SemisegError as one, anything else as a RuntimeError with the child's traceback)."""
+    context, which a forked child must not touch), with the OutputWriter there.
+    `submit` queues one chromosome for a sender thread (a send blocks until the child has
+    read it all, and the child reads while it is not writing) and returns once at most
+    `depth` are unwritten; `finish` waits for all of them, adds the child's segments and
+    bp per label to `counts` and sets `busy_s` (the child's seconds of writing); leaving
+    the `with` block closes the files (or, after an error, removes them). An error in the
+    child is raised in the caller at its next call (a SemisegError as one, anything else
+    as a RuntimeError with the child's traceback)."""
 
     def __init__(self, writer_args: dict, fasta: str, res: int, names: list[str],
                  counts: dict, rules, depth: int = 4):
@@ -183,8 +191,13 @@ class WriterProcess:
         self.counts = counts
         self.depth = depth
         self.unwritten = 0
+        self.busy_s = 0.0
+        self.outbox: queue.Queue = queue.Queue()
+        self.sender = threading.Thread(target=self._send_all, name="semiseg-send",
+                                       daemon=True)
+        self.sender.start()
         try:
-            self.conn.send((writer_args, fasta, res, names, rules))
+            self.outbox.put((writer_args, fasta, res, names, rules))
             self._expect("ready")  # the output folder's checks, before any decoding
         except BaseException:
             self._stop()
@@ -205,6 +218,15 @@ class WriterProcess:
             raise RuntimeError(f"writer process: expected {what!r}, got {msg[0]!r}")
         return msg
 
+    def _send_all(self) -> None:
+        """The sender thread: each queued message in turn, until None. A child that is
+        gone ends it; the caller learns that from the socket's other direction."""
+        while (msg := self.outbox.get()) is not None:
+            try:
+                self.conn.send(msg)
+            except (OSError, ValueError):
+                return
+
     def _wait(self, seconds: float | None) -> int | None:
         """The child's exit code once it ends within `seconds`, else None."""
         try:
@@ -213,7 +235,7 @@ class WriterProcess:
             return None
 
     def submit(self, chrom: str, length: int, parts: list) -> None:
-        self.conn.send(("add", chrom, length, parts))
+        self.outbox.put(("add", chrom, length, parts))
         self.unwritten += 1
         while self.unwritten > self.depth or (self.unwritten and self.conn.poll()):
             self._expect("done")
@@ -223,8 +245,9 @@ class WriterProcess:
         while self.unwritten:
             self._expect("done")
             self.unwritten -= 1
-        self.conn.send(("counts",))
-        for name, c in self._expect("counts")[1].items():
+        self.outbox.put(("counts",))
+        _, counts, self.busy_s = self._expect("counts")
+        for name, c in counts.items():
             self.counts[name]["segments"] += c["segments"]
             self.counts[name]["bp"] += c["bp"]
 
@@ -234,7 +257,7 @@ class WriterProcess:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             try:
-                self.conn.send(("close",))
+                self.outbox.put(("close",))
                 self._expect("closed")
                 self._wait(None)
             finally:
@@ -245,11 +268,10 @@ class WriterProcess:
     def _stop(self) -> None:
         """Stop the child, which removes its temporary files (after an error here)."""
         if self.proc.poll() is None:
-            try:
-                self.conn.send(("abort",))
-            except (OSError, ValueError):
-                pass
+            self.outbox.put(("abort",))
             if self._wait(30) is None:
                 self.proc.terminate()
                 self.proc.wait()
+        self.outbox.put(None)
+        self.sender.join(5)
         self.conn.close()
