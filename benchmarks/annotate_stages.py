@@ -41,8 +41,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--batch-steps", type=int, default=2_000_000)
     ap.add_argument("--max-decode-steps", type=int, default=20_000)
-    ap.add_argument("--writer", default=None, choices=["inline", "thread", "process"],
-                    help="annotate.WRITER (default: a process on a GPU, inline on the CPU)")
+    ap.add_argument("--writer", default=None, choices=["inline", "thread"],
+                    help="annotate.WRITER (default: a thread on a GPU, inline on the CPU)")
     ap.add_argument("--profile", type=int, default=0,
                     help="also cProfile the main thread of one more run: its top N functions "
                          "by own time and by cumulative time")
@@ -67,11 +67,11 @@ def main() -> None:
     A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
                **kw)
     A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)  # contig shapes too
-    from semiseg.emit import LocalWriter, WriterProcess
+    from semiseg.emit import LocalWriter
 
     spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "finish": 0.0}
     owner = {"_encode": [A.Annotator], "decode": [A.Annotator],
-             "submit": [LocalWriter, WriterProcess], "finish": [LocalWriter, WriterProcess]}
+             "submit": [LocalWriter], "finish": [LocalWriter]}
     sync = torch.cuda.synchronize if args.device != "cpu" else (lambda: None)
 
     def timed(name, fn):

@@ -122,8 +122,8 @@ def main() -> None:
     ap.add_argument("--signal-precision", default="0.0001",
                     help="annotate.signal_precision values to compare (comma-separated)")
     ap.add_argument("--writer", default="auto",
-                    help="annotate.WRITER values to compare: auto (a process on CUDA, inline "
-                         "on the CPU), inline, thread, process (comma-separated)")
+                    help="annotate.WRITER values to compare: auto (a thread on CUDA, inline "
+                         "on the CPU), inline, thread (comma-separated)")
     ap.add_argument("--profile", type=int, default=0,
                     help="after the table, annotate once more under cProfile and print "
                          "this many functions by own time and by cumulative time")

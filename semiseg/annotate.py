@@ -49,7 +49,7 @@ from .checkpoint import (
     load_checkpoint,
     pick_device,
 )
-from .emit import LocalWriter, WriterProcess
+from .emit import LocalWriter
 from .errors import SemisegError
 from .generules import gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
@@ -353,10 +353,10 @@ def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None
     os.replace(tmp, path)
 
 
-# where each chromosome's files are written (emit.py): "process" (a writer process, while
-# the next is decoded), "thread" (a background thread) or "inline" (this thread); None =
-# a process on CUDA devices, inline on the CPU, where the decoder needs both cores (the
-# thread was 4x slower on 2 cores: background.Behind). Tests and benchmarks set it.
+# where each chromosome's files are written (emit.py): "thread" (a background thread,
+# while the next is decoded) or "inline" (this thread); None = the thread on CUDA devices,
+# inline on the CPU, where the decoder needs both cores (the thread was 4x slower on 2
+# cores: background.Behind). Tests and benchmarks set it.
 WRITER: str | None = None
 
 
@@ -485,10 +485,9 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                    "resolution": res, "version": __version__,
                    "model_hash": ckpt["model_hash"], "entropy": True,
                    "signal_precision": precision}
-    mode = WRITER or ("process" if dev.type == "cuda" else "inline")
-    sink = (WriterProcess(writer_args, fasta, res, names, counts, rules) if mode == "process"
-            else LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
-                             threaded=mode == "thread"))
+    mode = WRITER or ("thread" if dev.type == "cuda" else "inline")
+    sink = LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
+                       threaded=mode == "thread")
     with sink, ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
@@ -502,8 +501,6 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
             sink.finish()
         finally:
             loaded.close()
-        if mode == "process":
-            ui.log(f"the writer process spent {sink.busy_s:.1f} s writing")
         summary = f"{out}.summary.tsv"
         write_summary(summary, names, counts, meta)
         written.append(summary)

@@ -1,32 +1,21 @@
 """Writing annotate's results: one chromosome assembled from its decoded parts and handed
-to the OutputWriter (`write_chrom`), in the caller's thread or in a writer process of
-its own (`WriterProcess`).
+to the OutputWriter (`write_chrom`), in the caller's thread or in one background thread
+(`LocalWriter`; on a GPU the decoder mostly waits on the device, so each chromosome's
+files are written while the next is decoded).
 
-Why a process: on a GPU the decoder mostly waits on the device, and each chromosome's
-files can be written meanwhile. A writer thread shares the GIL with the thread that
-launches the kernels and splits their results, and on an assembly of many small contigs
-it was the bound (RESULTS.md, "A fragmented assembly: 10,000 contigs": 73% of the time
-handing results to the writer). A process has an interpreter of its own; it imports
-numpy, pyBigWig and pyfaidx, not torch, and receives each chromosome's arrays through a
-pipe. Its files are byte for byte those of the caller's thread (tests/test_e2e_parts.py).
+A writer process instead of the thread was built and measured on one H100 (RESULTS.md,
+"A writer process"): no faster on 4,000 contigs (33.8 s against 33.3 s), slower on 24 Mb
+(24.4 s against 23.0 s: the arrays cross a socket). The writer's own work per sequence
+is the bound there (4.2 ms per contig on that host, benchmarks/writer_cost.py), not
+the GIL it shares with the decoder; so it stays a thread.
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import socket
-import subprocess
-import sys
-import threading
-import time
-import traceback
-from multiprocessing.connection import Connection
 
 import numpy as np
 
 from .background import Behind
-from .errors import SemisegError
 from .generules import apply_rules
 
 
@@ -84,57 +73,6 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
                entropy=(sig[:, 1], sig[:, 2]))
 
 
-def _child(fd: int) -> None:
-    """The writer process's entry point: its end of the socket pair, then `_serve`."""
-    conn = Connection(fd)
-    _serve(conn, *conn.recv())
-
-
-def _serve(conn, writer_args: dict, fasta: str, res: int, names: list[str], rules) -> None:
-    """The writer process: an OutputWriter and a Fasta of its own; messages ("add", chrom,
-    length, parts), answered ("done",); ("counts",), answered ("counts", counts, seconds
-    spent writing); then
-    ("close",), answered ("closed",), or ("abort",). An error aborts the writer (no file
-    appears) and is sent back."""
-    from .genome import Fasta, OutputWriter
-
-    writer = None
-    busy = 0.0
-    try:
-        writer = OutputWriter(**writer_args)
-        counts = {n: {"segments": 0, "bp": 0} for n in names}
-        with Fasta(fasta) as fa:
-            conn.send(("ready",))
-            lock = threading.Lock()
-            while True:
-                msg = conn.recv()
-                if msg[0] == "add":
-                    t = time.perf_counter()
-                    write_chrom(writer, msg[1], msg[2], msg[3], res, names, counts, fa, lock,
-                                rules)
-                    busy += time.perf_counter() - t
-                    conn.send(("done",))
-                elif msg[0] == "counts":
-                    conn.send(("counts", counts, busy))
-                elif msg[0] == "close":
-                    writer.close()
-                    conn.send(("closed",))
-                    return
-                else:  # "abort"
-                    writer.abort()
-                    return
-    except BaseException as err:  # noqa: BLE001 (sent to the parent, which raises it)
-        if writer is not None:
-            writer.abort()
-        try:
-            conn.send(("error", isinstance(err, SemisegError), str(err),
-                       traceback.format_exc()))
-        except (OSError, ValueError):
-            pass
-    finally:
-        conn.close()
-
-
 class LocalWriter:
     """write_chrom in the caller's thread, or in one background thread (`threaded`;
     background.Behind), with the OutputWriter in this process. `submit(chrom, length,
@@ -161,117 +99,3 @@ class LocalWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.behind.close()
         self.writer.__exit__(exc_type, exc, tb)
-
-
-class WriterProcess:
-    """write_chrom in a child process (a new interpreter: the parent may hold a CUDA
-    context, which a forked child must not touch), with the OutputWriter there.
-    `submit` queues one chromosome for a sender thread (a send blocks until the child has
-    read it all, and the child reads while it is not writing) and returns once at most
-    `depth` are unwritten; `finish` waits for all of them, adds the child's segments and
-    bp per label to `counts` and sets `busy_s` (the child's seconds of writing); leaving
-    the `with` block closes the files (or, after an error, removes them). An error in the
-    child is raised in the caller at its next call (a SemisegError as one, anything else
-    as a RuntimeError with the child's traceback)."""
-
-    def __init__(self, writer_args: dict, fasta: str, res: int, names: list[str],
-                 counts: dict, rules, depth: int = 4):
-        # a plain interpreter that imports semiseg.emit (not multiprocessing's spawn,
-        # which re-imports the caller's main script, and fails when there is none: a
-        # script read from stdin); the two talk through a socket pair
-        ours, theirs = socket.socketpair()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", f"from semiseg.emit import _child; _child({theirs.fileno()})"],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
-        theirs.close()
-        self.conn = Connection(ours.detach())
-        self.counts = counts
-        self.depth = depth
-        self.unwritten = 0
-        self.busy_s = 0.0
-        self.outbox: queue.Queue = queue.Queue()
-        self.sender = threading.Thread(target=self._send_all, name="semiseg-send",
-                                       daemon=True)
-        self.sender.start()
-        try:
-            self.outbox.put((writer_args, fasta, res, names, rules))
-            self._expect("ready")  # the output folder's checks, before any decoding
-        except BaseException:
-            self._stop()
-            raise
-
-    def _expect(self, what: str):
-        try:
-            msg = self.conn.recv()
-        except EOFError:
-            raise RuntimeError(f"the writer process ended without a word (exit code "
-                               f"{self._wait(5)})") from None
-        if msg[0] == "error":
-            self._wait(5)
-            if msg[1]:
-                raise SemisegError(msg[2])
-            raise RuntimeError(f"in the writer process: {msg[2]}\n{msg[3]}")
-        if msg[0] != what:
-            raise RuntimeError(f"writer process: expected {what!r}, got {msg[0]!r}")
-        return msg
-
-    def _send_all(self) -> None:
-        """The sender thread: each queued message in turn, until None. A child that is
-        gone ends it; the caller learns that from the socket's other direction."""
-        while (msg := self.outbox.get()) is not None:
-            try:
-                self.conn.send(msg)
-            except (OSError, ValueError):
-                return
-
-    def _wait(self, seconds: float | None) -> int | None:
-        """The child's exit code once it ends within `seconds`, else None."""
-        try:
-            return self.proc.wait(seconds)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def submit(self, chrom: str, length: int, parts: list) -> None:
-        self.outbox.put(("add", chrom, length, parts))
-        self.unwritten += 1
-        while self.unwritten > self.depth or (self.unwritten and self.conn.poll()):
-            self._expect("done")
-            self.unwritten -= 1
-
-    def finish(self) -> None:
-        while self.unwritten:
-            self._expect("done")
-            self.unwritten -= 1
-        self.outbox.put(("counts",))
-        _, counts, self.busy_s = self._expect("counts")
-        for name, c in counts.items():
-            self.counts[name]["segments"] += c["segments"]
-            self.counts[name]["bp"] += c["bp"]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            try:
-                self.outbox.put(("close",))
-                self._expect("closed")
-                self._wait(None)
-            finally:
-                self._stop()
-        else:
-            self._stop()
-
-    def _stop(self) -> None:
-        """Stop the child, which removes its temporary files (after an error here)."""
-        if self.proc.poll() is None:
-            self.outbox.put(("abort",))
-            if self._wait(30) is None:
-                self.proc.terminate()
-                self.proc.wait()
-        self.outbox.put(None)
-        self.sender.join(5)
-        self.conn.close()

@@ -108,11 +108,10 @@ def test_model_hash_changes_with_weights():
     assert model_hash(sd2) != h
 
 
-def test_writer_thread_and_process_give_the_same_files(tmp_path):
-    """annotate writes each chromosome in a writer process on a GPU (annotate.WRITER,
-    emit.WriterProcess); forced here on the CPU, as is the background thread, every
-    output file must be byte for byte the one written in the caller's thread, and the
-    summary's counts the same."""
+def test_writer_thread_gives_the_same_files(tmp_path):
+    """annotate writes each chromosome in a background thread on a GPU (annotate.WRITER,
+    emit.LocalWriter): forced on here on the CPU, every output file must be byte for byte
+    the one written in the caller's thread, the summary's counts included."""
     import os
 
     import semiseg.annotate as A
@@ -125,7 +124,7 @@ def test_writer_thread_and_process_give_the_same_files(tmp_path):
     fasta = tmp_path / "three.fa"
     fasta.write_text("".join(f">c{i}\n{seq[i * 4000:(i + 1) * 4000]}\n" for i in range(3)))
     model = os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt")
-    modes = ("inline", "thread", "process")
+    modes = ("inline", "thread")
     ui.set_quiet(True)
     try:
         for mode in modes:  # one prefix name (the browser BED's track line)
@@ -144,43 +143,6 @@ def test_writer_thread_and_process_give_the_same_files(tmp_path):
         for n in names:
             assert ((tmp_path / "inline" / n).read_bytes()
                     == (tmp_path / mode / n).read_bytes()), (mode, n)
-
-
-def test_writer_process_error_leaves_no_files(tmp_path):
-    """Errors in the writer process reach the caller: a missing output folder as the
-    OutputWriter's one-line SemisegError, before anything is decoded; a chromosome out
-    of FASTA order (a bug: OutputWriter's ValueError) as a RuntimeError carrying the
-    child's traceback, with no output or temporary file left behind."""
-    import numpy as np
-
-    from semiseg.emit import WriterProcess
-    from semiseg.errors import SemisegError
-    from semiseg.genome import LabelScheme
-
-    fasta = tmp_path / "two.fa"
-    fasta.write_text(">a\nACGTACGTAC\n>b\nACGTACGTAC\n")
-    scheme = LabelScheme.from_dict({"name": "s", "labels": [{"name": "x"}, {"name": "y"}]})
-    args = {"prefix": str(tmp_path / "out"), "scheme": scheme,
-            "chrom_sizes": {"a": 10, "b": 10}, "version": "t"}
-    counts = {n: {"segments": 0, "bp": 0} for n in ("x", "y")}
-    part = (0, 10, np.zeros(10, np.int64), np.full((10, 2), 0.5, np.float32),
-            np.zeros((10, 3), np.float32), np.full(10, 0.9))
-    with pytest.raises(SemisegError, match="does not exist"):
-        WriterProcess(dict(args, prefix=str(tmp_path / "no" / "out")), str(fasta), 1,
-                      ["x", "y"], counts, None)
-    with pytest.raises(RuntimeError, match="out of chrom_sizes order(.|\n)*Traceback"):
-        with WriterProcess(args, str(fasta), 1, ["x", "y"], counts, None) as wp:
-            wp.submit("b", 10, [part])
-            wp.submit("a", 10, [part])
-            wp.finish()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("out")] == []
-    # and a good run through the same path: counts come back, files appear
-    with WriterProcess(args, str(fasta), 1, ["x", "y"], counts, None) as wp:
-        wp.submit("a", 10, [part])
-        wp.submit("b", 10, [part])
-        wp.finish()
-    assert counts == {"x": {"segments": 2, "bp": 20}, "y": {"segments": 0, "bp": 0}}
-    assert "a\t0\t10\tx" in (tmp_path / "out.bed").read_text()
 
 
 def test_behind_runs_in_order_and_raises_the_first_error():
