@@ -77,7 +77,9 @@ def main() -> None:
           f"{(t1 - t0) / a.contigs * 1e3:.2f} ms per contig ({t1 - t0:.2f} s), close "
           f"{t2 - t1:.2f} s")
     if a.profile:
-        pstats.Stats(prof).sort_stats("tottime").print_stats(a.profile)
+        st = pstats.Stats(prof)
+        st.sort_stats("tottime").print_stats(a.profile)
+        st.sort_stats("cumulative").print_stats(a.profile)
 
 
 if __name__ == "__main__":

@@ -35,22 +35,30 @@ def _id(codon: str) -> int:
     return 16 * BASES.index(codon[0]) + 4 * BASES.index(codon[1]) + BASES.index(codon[2])
 
 
+_STOP = np.zeros(65, bool)  # codon id + 1 -> stop codon (id -1: not ACGT)
+_STOP[[_id(c) + 1 for c in STOPS["+"]]] = True
+
+
 def plus_orfs(codes: np.ndarray, min_codons: int) -> list[tuple[int, int]]:
     """[start, end) of the plus-strand ORFs of the base codes `codes`, first ATG to stop
-    codon (included), at least min_codons codons long."""
+    codon (included), at least min_codons codons long; by frame (position mod 3), then
+    position."""
     cid = _codons(codes)
     atg = np.flatnonzero(cid == _id(STARTS["+"]))
-    stop = np.flatnonzero(np.isin(cid, [_id(c) for c in STOPS["+"]]))
-    out = []
-    for frame in range(3):
-        st, a = stop[stop % 3 == frame], atg[atg % 3 == frame]
-        k = np.searchsorted(st, a)  # the first in-frame stop after each ATG
-        a, k = a[k < len(st)], k[k < len(st)]
-        _, first = np.unique(k, return_index=True)  # a is sorted: each stop's first ATG
-        a, end = a[first], st[k[first]] + 3
-        keep = end - a >= 3 * min_codons
-        out += list(zip(a[keep].tolist(), end[keep].tolist()))
-    return out
+    stop = np.flatnonzero(_STOP[cid + 1])
+    # all three frames in one search: positions keyed by frame, then position
+    span = len(codes) + 3
+    skey = np.sort(stop % 3 * span + stop)
+    akey = np.sort(atg % 3 * span + atg)
+    k = np.searchsorted(skey, akey)  # the first stop keyed after each ATG ...
+    hit = k < len(skey)
+    akey, k = akey[hit], k[hit]
+    same = skey[k] // span == akey // span  # ... in the ATG's own frame
+    akey, k = akey[same], k[same]
+    _, first = np.unique(k, return_index=True)  # each stop's first ATG
+    a, end = akey[first] % span, skey[k[first]] % span + 3
+    keep = end - a >= 3 * min_codons
+    return list(zip(a[keep].tolist(), end[keep].tolist()))
 
 
 def long_orfs(labels: np.ndarray, seq: str, cds: dict[str, int], background: int,
