@@ -70,8 +70,8 @@ def main() -> None:
     from semiseg.emit import LocalWriter
 
     spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "finish": 0.0}
-    owner = {"_encode": [A.Annotator], "decode": [A.Annotator],
-             "submit": [LocalWriter], "finish": [LocalWriter]}
+    owner = {"_encode": A.Annotator, "decode": A.Annotator, "submit": LocalWriter,
+             "finish": LocalWriter}
     sync = torch.cuda.synchronize if args.device != "cpu" else (lambda: None)
 
     def timed(name, fn):
@@ -84,19 +84,19 @@ def main() -> None:
             return out
         return run
 
-    plain = {(n, cls): getattr(cls, n) for n in spent for cls in owner[n]}
+    plain = {n: getattr(owner[n], n) for n in spent}
     t = time.perf_counter()
     A.annotate(args.model, fasta, os.path.join(work, "plain"), **kw)
     wall_plain = time.perf_counter() - t
-    for (n, cls), fn in plain.items():
-        setattr(cls, n, timed(n, fn))
+    for n, fn in plain.items():
+        setattr(owner[n], n, timed(n, fn))
     try:
         t = time.perf_counter()
         A.annotate(args.model, fasta, os.path.join(work, "timed"), **kw)
         wall = time.perf_counter() - t
     finally:
-        for (n, cls), fn in plain.items():
-            setattr(cls, n, fn)
+        for n, fn in plain.items():
+            setattr(owner[n], n, fn)
     rest = wall - sum(spent.values())
     dev = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
     print(f"{dev}; genome {total:,} bp; wall without timers {wall_plain:.2f} s "

@@ -3,15 +3,19 @@ of 200-5,000 bp cut from a FASTA, each with a painted segmentation and smooth po
 tracks, handed to emit.write_chrom (the gene rules on, all outputs), then the files
 closed. Prints ms per contig, the close, and the functions that took the time.
 
-    python benchmarks/writer_cost.py [--contigs 2000] [--profile 15]
+    python benchmarks/writer_cost.py [--contigs 2000] [--profile 15] [--record TITLE]
+
+With --record the line is appended to benchmarks/RESULTS.md with the date, commit and CPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import datetime
 import os
 import pstats
+import sys
 import tempfile
 import threading
 import time
@@ -28,6 +32,7 @@ def main() -> None:
     ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
                                                     "yeast_cds_frames.pt"))
     ap.add_argument("--profile", type=int, default=15)
+    ap.add_argument("--record", help="append the result to RESULTS.md under this title")
     a = ap.parse_args()
     from semiseg.checkpoint import checkpoint_scheme, load_checkpoint
     from semiseg.emit import write_chrom
@@ -73,9 +78,18 @@ def main() -> None:
         writer.close()
         prof.disable()
         t2 = time.perf_counter()
-    print(f"{a.contigs} contigs ({sum(sizes.values()):,} bp): write_chrom "
-          f"{(t1 - t0) / a.contigs * 1e3:.2f} ms per contig ({t1 - t0:.2f} s), close "
-          f"{t2 - t1:.2f} s")
+    line = (f"{a.contigs} contigs ({sum(sizes.values()):,} bp): write_chrom "
+            f"{(t1 - t0) / a.contigs * 1e3:.2f} ms per contig ({t1 - t0:.2f} s), close "
+            f"{t2 - t1:.2f} s")
+    print(line)
+    if a.record:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from gene_metrics import append_results, commit, machine
+
+        day = datetime.date.today().isoformat()
+        append_results(f"\n## {a.record} (benchmarks/writer_cost.py) - {day}, commit "
+                       f"{commit()}, {machine()}\n\n`python benchmarks/writer_cost.py "
+                       f"--contigs {a.contigs}`: {line}\n")
     if a.profile:
         st = pstats.Stats(prof)
         st.sort_stats("tottime").print_stats(a.profile)

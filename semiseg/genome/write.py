@@ -479,9 +479,10 @@ class OutputWriter:
         writer's time); a series with NaNs goes alone, over its own runs. The entries are
         the same either way."""
         clean = {k: np.asarray(v) for k, v in series.items()}
-        for key in [k for k, v in clean.items() if np.isnan(v).any()]:
-            v = clean.pop(key)
-            self._entries([key], chrom, lo, hi, [v], valid & ~np.isnan(v))
+        for key in list(clean):
+            nan = np.isnan(clean[key])
+            if nan.any():
+                self._entries([key], chrom, lo, hi, [clean.pop(key)], valid & ~nan)
         if clean:
             self._entries(list(clean), chrom, lo, hi, list(clean.values()), valid)
 
