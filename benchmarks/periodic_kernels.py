@@ -17,7 +17,8 @@ start, end ~ N(0, 1), full lengths, no mask or projections):
   host:   wall clock of log_partition(...).sum().backward() (autograd, the user's path)
           and of kernels.forward + kernels.backward at (32, 300, 30, 39), with the GPU time
           of the same call (CUDA events around it) and the host time per call with the GPU
-          running free; goal wall <= 1.5 ms.
+          running free; goal wall <= 1.5 ms. Eager (kernels.graphs off) and with
+          CUDA graphs (the default for calls this small).
   kcliff: static forward+backward at (16, 20000, K, 13), K = 1000, 2000, 4000, 8192
           (CUDA events; shapes the kernels refuse are reported as such); goal each
           doubling <= 2.2x.
@@ -35,6 +36,7 @@ import torch
 from semiseg.crf import kernels as kn
 from semiseg.crf import log_partition, viterbi
 from semiseg.crf.inputs import check_inputs
+from semiseg.crf.kernels import graphs
 
 
 def sync():
@@ -166,11 +168,15 @@ def section_host(reps):
         fwd_bwd(x)
 
     rows = []
-    for name, fn in (("log_partition + autograd backward", api),
-                     ("kernels.forward + kernels.backward", direct)):
-        rows.append(f"| {name} | {wall(fn, reps * 6):.3f} | {events(fn, reps * 6):.3f} | "
-                    f"{host_only(fn, reps * 6):.3f} |")
-        print(rows[-1], flush=True)
+    for graphed in (False, True):
+        graphs.ENABLED = graphed
+        how = "CUDA graphs" if graphed else "eager"
+        for name, fn in (("log_partition + autograd backward", api),
+                         ("kernels.forward + kernels.backward", direct)):
+            rows.append(f"| {name}, {how} | {wall(fn, reps * 6):.3f} | "
+                        f"{events(fn, reps * 6):.3f} | {host_only(fn, reps * 6):.3f} |")
+            print(rows[-1], flush=True)
+    graphs.ENABLED = True
     head = ("| (32, 300, 30, 39) fwd+bwd | wall ms (goal <= 1.5) | GPU events ms | host ms per "
             "call, GPU free |\n|---|---|---|---|")
     return head, rows

@@ -329,3 +329,80 @@ def test_frame_model_on_the_gpu_matches_the_cpu(extras):
     agree = (seg_g.labels.cpu() == seg_c.labels).float().mean()
     assert float(agree) > 0.999, float(agree)
     assert (seg_g.labels.cpu() >= 0).sum() == int(lengths.sum())
+
+
+def _graphed_and_eager(kn, x, monkeypatch, wanted=None):
+    """forward + backward + Viterbi with CUDA graphs (twice: capture, then replay) and
+    eagerly (graphs.ENABLED off)."""
+    from semiseg.crf.kernels import graphs
+
+    def run():
+        lz, saved = kn.forward(x, keep=True)
+        g = kn.backward(x, saved, torch.linspace(0.5, 1.5, x.batch, device="cuda"), wanted)
+        return lz, g, kn.viterbi(x)
+
+    graphed = [run(), run()]
+    monkeypatch.setattr(graphs, "ENABLED", False)
+    eager = run()
+    monkeypatch.setattr(graphs, "ENABLED", True)
+    return graphed, eager
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
+    """Small calls replay captured CUDA graphs (kernels/graphs.py): log Z, every gradient
+    (the full set and the posteriors' subset) and the Viterbi are bitwise those of the
+    eager path, on the capture's inputs and on new values replayed through it; the
+    results handed out are copies (a later replay does not change them)."""
+    kn = _kn()
+    from semiseg.crf.kernels import graphs
+
+    graphs.POOL.clear()
+    period = 3 if form == "periodic" else None
+    for seed in (1, 2):  # the second values replay the graphs captured for the first
+        p, extra = problem(6, 300, 30, 39, seed=seed, period=period, allowed=True,
+                           lengths=[300, 299, 250, 101, 7, 1])
+        x = inputs(p, extra, torch.float32)
+        assert graphs.eligible(x, 64)
+        for wanted in (None, ("scores", "proj_start")):
+            graphed, eager = _graphed_and_eager(kn, x, monkeypatch, wanted)
+            for lz, g, vit in graphed:
+                assert torch.equal(lz, eager[0])
+                assert g.keys() == eager[1].keys()
+                for name in g:
+                    assert torch.equal(g[name], eager[1][name]), name
+                for a, b in zip(vit, eager[2]):
+                    assert torch.equal(a, b)
+    assert 0 < len(graphs.POOL) <= graphs.MAX_INSTANCES
+    first = graphed[0][1]["scores"].clone()
+    kn.forward(x, keep=True)  # another replay over the same instance
+    assert torch.equal(graphed[0][1]["scores"], first)
+
+
+def test_cuda_graphs_pending_forwards_do_not_share_buffers():
+    """Two forwards of one shape pending before either backward (autograd through two
+    log_partition calls), a backward with retain_graph run twice, and a third call while
+    the first two are held: every gradient equals float64 on the CPU."""
+    from semiseg.crf import log_partition
+    from semiseg.crf.kernels import graphs
+
+    graphs.POOL.clear()
+    leaves, want = [], []
+    for seed in (5, 6, 7):
+        p, _ = problem(4, 200, 20, 10, seed=seed, proj=False)
+        cuda = {k: v.float().requires_grad_(True) for k, v in p.items()}
+        cpu = {k: v.detach().cpu().double().requires_grad_(True) for k, v in p.items()}
+        lz64 = log_partition(cpu["scores"], cpu["transition"], cpu["duration_bias"],
+                             start=cpu["start"], end=cpu["end"], backend="torch")
+        lz64.sum().backward()
+        leaves.append(cuda)
+        want.append({k: v.grad for k, v in cpu.items()})
+    lzs = [log_partition(q["scores"], q["transition"], q["duration_bias"], start=q["start"],
+                         end=q["end"]) for q in leaves]
+    (lzs[0].sum() + 2 * lzs[1].sum()).backward(retain_graph=True)
+    lzs[2].sum().backward(retain_graph=True)
+    lzs[2].sum().backward()  # a second backward over the same forward state
+    for i, (q, w) in enumerate(zip(leaves, want)):
+        scale = (1.0, 2.0, 2.0)[i]
+        for k in q:
+            assert rel_norm(q[k].grad, scale * w[k].cuda()) < 1e-5, (i, k)

@@ -8,6 +8,7 @@ arguments again; it reads a `CRFInputs` and nothing else.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import torch
@@ -154,6 +155,7 @@ def check_inputs(
         if tuple(allowed.shape) != (B, T, C):
             raise ValueError(f"allowed: expected shape ({B}, {T}, {C}), got {tuple(allowed.shape)}")
 
+    length_range = None  # (min, max) of lengths given, checked with the values below
     if lengths is None:
         lengths = torch.full((B,), T, dtype=torch.int64, device=device)
     else:
@@ -164,9 +166,7 @@ def check_inputs(
         if tuple(lengths.shape) != (B,):
             raise ValueError(f"lengths: expected shape ({B},), got {tuple(lengths.shape)}")
         lengths = lengths.to(device=device, dtype=torch.int64)
-        lo, hi = torch.stack([lengths.min(), lengths.max()]).tolist()  # one host sync
-        if lo < 1 or hi > T:
-            raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
+        length_range = torch.aminmax(lengths)
 
     values = dict(
         scores=scores,
@@ -177,18 +177,23 @@ def check_inputs(
         proj_start=proj_start,
         proj_end=proj_end,
     )
-    flags = []  # one device flag per tensor: any NaN / forbidden infinity in it
-    for name, v in values.items():
-        if v is None:
-            continue
-        v = v.to(dtype)
-        values[name] = v
-        if name in ("scores", "proj_start", "proj_end"):
-            flags.append(~torch.isfinite(v).all())
-        else:
-            flags.append((torch.isnan(v) | torch.isposinf(v)).any())
-    if bool(torch.stack(flags).any()):  # one host sync; the slow checks below name it
-        _raise_bad_values(values)
+    names = [name for name, v in values.items() if v is not None]
+    for name in names:
+        values[name] = values[name].to(dtype)
+    # (min, max) of every floating input (NaN anywhere makes both NaN), then of lengths
+    stats = torch.stack([m for n in names for m in torch.aminmax(values[n])])
+    if length_range is not None:
+        stats = torch.cat([stats.to(torch.float64), torch.stack(length_range).to(torch.float64)])
+    flat = stats.tolist()  # the one host sync of the checks
+    if length_range is not None:
+        lo, hi = int(flat[-2]), int(flat[-1])
+        if lo < 1 or hi > T:
+            raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
+    for i, name in enumerate(names):
+        lo, hi = flat[2 * i], flat[2 * i + 1]
+        finite = name in ("scores", "proj_start", "proj_end")
+        if not hi < math.inf or (finite and not lo > -math.inf):  # NaN fails both
+            _raise_bad_values(values)  # names the input and what is wrong with it
     return CRFInputs(lengths=lengths, allowed=allowed, **values)
 
 

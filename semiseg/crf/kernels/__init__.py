@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from ..inputs import CRFInputs
-from . import chain, tiled
+from . import chain, graphs, tiled
 
 MAX_RING = 32768  # KP * CP register-ring elements per program
 
@@ -347,12 +347,42 @@ class _Both:
             self.main.wait_stream(side)
 
 
+def _knobs() -> tuple:
+    """The module settings a captured graph depends on (graphs.py)."""
+    return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
+            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS)
+
+
 def forward(x: CRFInputs, keep: bool = False):
+    """log Z and the saved state (dispatch.py's contract); a small call replays a CUDA
+    graph of `_forward` (graphs.py), bitwise the same."""
+    _check(x)
+    if graphs.eligible(x, _shape(x)[1]):
+        return graphs.forward(x, keep, _forward, _knobs())
+    return _forward(x, keep)
+
+
+def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
+    """The gradients (dispatch.py's contract): by graph replay after a graphed forward."""
+    _check(x)
+    if isinstance(saved, graphs.Saved):
+        return graphs.backward(saved, grad_log_z, wanted, _backward, _knobs())
+    return _backward(x, saved, grad_log_z, wanted)
+
+
+def viterbi(x: CRFInputs):
+    """(score, labels, seg_start) (dispatch.py's contract); small calls by graph replay."""
+    _check(x)
+    if graphs.eligible(x, _shape(x)[1]):
+        return graphs.viterbi(x, _viterbi, _knobs())
+    return _viterbi(x)
+
+
+def _forward(x: CRFInputs, keep: bool = False):
     """Both chains at once, each over half of every sequence, then log Z where they meet.
     keep (dispatch.py): a backward will follow; the periodic family then writes the
     forward rows of every position while its chains run, when they fit the rows budget,
     so that its backward recomputes none."""
-    _check(x)
     if x.duration_dependent:
         return _forward_dd(x)
     if x.periodic:
@@ -418,7 +448,7 @@ def _wave_width(x: CRFInputs, P: int, nseg: int, row_bytes: int) -> int:
     return max(1, min(nseg, _rows_budget(x.scores.device) // (x.batch * P * row_bytes)))
 
 
-def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
+def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
     """The other half of both chains (every checkpoint), then every checkpoint segment of
     every sequence at once. `wanted` (dispatch.py): without duration_bias and transition
     in it, their sums are skipped (chain._bwd_kernel's PARAM_GRADS).
@@ -428,7 +458,6 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     the reversed one (reading forward rows) right of M, the forward one (reading reversed
     rows) left of M. Otherwise segments go in waves that fit the budget, each recomputing
     its forward rows before the reversed chain runs over it."""
-    _check(x)
     if x.duration_dependent:
         return _backward_dd(x, saved, grad_log_z)
     if x.periodic:
@@ -512,10 +541,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
                       transition)
 
 
-def viterbi(x: CRFInputs):
+def _viterbi(x: CRFInputs):
     """Both Viterbi halves at once, then the best path across their meeting point and its
     traceback to either side."""
-    _check(x)
     if x.duration_dependent:
         return _viterbi_dd(x)
     if x.periodic:

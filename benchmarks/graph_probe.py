@@ -1,0 +1,81 @@
+"""Small calls on the GPU (issue 9, host time): wall clock of the eager and CUDA-graph
+paths at (32, 300, 30, 39), and what the GPU itself spends there under the kernels'
+schedule knobs (warps per program, checkpoint segment length). Needs CUDA.
+
+    PYTHONPATH=. python benchmarks/graph_probe.py
+"""
+import statistics
+import time
+
+import torch
+
+import semiseg.crf.kernels as kn
+from semiseg.crf import log_partition
+from semiseg.crf.inputs import check_inputs
+from semiseg.crf.kernels import graphs
+
+
+def wall(fn, reps=80, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    B, T, K, C = 32, 300, 30, 39
+    g = torch.Generator(device="cuda").manual_seed(0)
+    r = lambda *s: torch.randn(*s, device="cuda", generator=g)
+    p = {"scores": 3 * r(B, T, C), "transition": r(C, C), "duration_bias": r(K, C),
+         "start": r(C), "end": r(C)}
+    x = check_inputs(p["scores"], p["transition"], p["duration_bias"], None,
+                     start=p["start"], end=p["end"])
+    req = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+
+    def api():
+        lz = log_partition(req["scores"], req["transition"], req["duration_bias"],
+                           start=req["start"], end=req["end"])
+        lz.sum().backward()
+
+    def direct():
+        lz, saved = kn.forward(x, keep=True)
+        return lz, kn.backward(x, saved, torch.ones_like(lz))
+
+    def checks():
+        check_inputs(p["scores"], p["transition"], p["duration_bias"], None,
+                     start=p["start"], end=p["end"])
+
+    print("| (32, 300, 30, 39) | wall ms (median of 80) |\n|---|---|")
+    print(f"| check_inputs alone | {wall(checks):.3f} |")
+    for on in (False, True):
+        graphs.ENABLED = on
+        how = "graphs" if on else "eager"
+        print(f"| API fwd+bwd, {how} | {wall(api):.3f} |")
+        print(f"| kernels fwd+bwd, {how} | {wall(direct):.3f} |")
+        print(f"| kernels fwd (keep=False), {how} | {wall(lambda: kn.forward(x)):.3f} |")
+        print(f"| kernels viterbi, {how} | {wall(lambda: kn.viterbi(x)):.3f} |")
+    graphs.ENABLED = True
+    print("\n| warps | MIN_SEGMENT | PROGRAMS_PER_SM | kernels fwd+bwd, graphs, ms | fwd ms |"
+          "\n|---|---|---|---|---|")
+    ref = direct()
+    for w in (None, 2, 4, 8, 16):
+        for ms, pps in ((32, 2), (16, 2), (16, 4), (8, 4)):
+            kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = w, ms, pps
+            graphs.POOL.clear()
+            out = direct()
+            torch.cuda.synchronize()
+            ok = torch.allclose(out[0], ref[0], rtol=1e-5) and torch.allclose(
+                out[1]["scores"], ref[1]["scores"], atol=1e-5)
+            print(f"| {w or 'by shape'} | {ms} | {pps} | {wall(direct):.3f} | "
+                  f"{wall(lambda: kn.forward(x)):.3f} |{'' if ok else ' MISMATCH'}", flush=True)
+    kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = None, 32, 2
+
+
+if __name__ == "__main__":
+    main()

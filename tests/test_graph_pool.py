@@ -1,0 +1,52 @@
+"""The instance pool of the CUDA-graph path (semiseg/crf/kernels/graphs.py), without CUDA:
+holding, release when `saved` is dropped, reuse, eviction of the least recently used idle
+instance, and refusal when every instance is held."""
+
+import gc
+
+import pytest
+
+pytest.importorskip("triton")
+
+from semiseg.crf.kernels import graphs
+
+
+class Inst:
+    held = False
+
+
+def test_held_instances_are_not_shared_and_come_back_when_saved_is_dropped():
+    pool = graphs._Pool(limit=2)
+    made = []
+
+    def make():
+        made.append(Inst())
+        return made[-1]
+
+    a = pool.acquire("k", make, hold=True)
+    b = pool.acquire("k", make, hold=True)
+    assert a is not b and len(made) == 2
+    assert pool.acquire("k", make, hold=True) is None  # both held, no room
+    pool.release(a)
+    assert pool.acquire("k", make, hold=True) is a
+    pool.release(a)
+    pool.release(b)
+    # a third key evicts the least recently used idle instance of "k"
+    c = pool.acquire("j", make, hold=False)
+    assert c is made[-1] and len(pool) == 2
+
+
+def test_saved_releases_its_instance_when_collected():
+    pool = graphs._Pool(limit=1)
+    old = graphs.POOL
+    graphs.POOL = pool
+    try:
+        inst = pool.acquire("k", Inst, hold=True)
+        saved = graphs.Saved(inst)
+        assert pool.acquire("k", Inst, hold=True) is None
+        del saved
+        gc.collect()
+        assert not inst.held
+        assert pool.acquire("k", Inst, hold=True) is inst
+    finally:
+        graphs.POOL = old
