@@ -75,6 +75,23 @@ def main():
             print(f"| {w or 'by shape'} | {ms} | {pps} | {wall(direct):.3f} | "
                   f"{wall(lambda: kn.forward(x)):.3f} |{'' if ok else ' MISMATCH'}", flush=True)
     kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = None, 32, 2
+    print("\n| B, T, K, C | warps | kernels fwd+bwd, graphs, ms | viterbi ms |\n|---|---|---|---|")
+    for B, T, K, C in ((32, 300, 30, 39), (64, 300, 30, 24), (16, 500, 64, 16),
+                       (128, 200, 16, 8), (8, 1000, 100, 24), (64, 1000, 100, 24)):
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q = [torch.randn(*s, device="cuda", generator=g) for s in ((B, T, C), (C, C), (K, C))]
+        y = check_inputs(3 * q[0], q[1], q[2], None)
+
+        def fb(y=y):
+            lz, saved = kn.forward(y, keep=True)
+            return kn.backward(y, saved, torch.ones_like(lz))
+
+        for w in (None, 2, 4, 8, 16):
+            kn.WARPS = w
+            graphs.POOL.clear()
+            print(f"| {B}, {T}, {K}, {C} | {w or 'by shape'} | {wall(fb, 40):.3f} | "
+                  f"{wall(lambda y=y: kn.viterbi(y), 40):.3f} |", flush=True)
+    kn.WARPS = None
 
 
 if __name__ == "__main__":

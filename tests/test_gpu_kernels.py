@@ -406,3 +406,24 @@ def test_cuda_graphs_pending_forwards_do_not_share_buffers():
         scale = (1.0, 2.0, 2.0)[i]
         for k in q:
             assert rel_norm(q[k].grad, scale * w[k].cuda()) < 1e-5, (i, k)
+
+
+def test_log_partition_defers_the_value_test_and_still_raises():
+    """log_partition queues its NaN / infinity test before the kernels and raises after
+    them (inputs.check_inputs(deferred=True)); the device is usable afterwards."""
+    from semiseg.crf import log_partition
+
+    p, _ = problem(2, 100, 10, 5, seed=9, proj=False)
+    p = {k: v.float() for k, v in p.items()}
+    bad = p["scores"].clone()
+    bad[1, 50, 2] = float("nan")
+    with pytest.raises(ValueError, match="scores: contains NaN"):
+        log_partition(bad, p["transition"], p["duration_bias"])
+    tr = p["transition"].clone()
+    tr[0, 1] = float("inf")
+    with pytest.raises(ValueError, match=r"transition: contains \+inf"):
+        log_partition(p["scores"], tr, p["duration_bias"])
+    lz = log_partition(p["scores"], p["transition"], p["duration_bias"])
+    lz64 = log_partition(p["scores"].double().cpu(), p["transition"].double().cpu(),
+                         p["duration_bias"].double().cpu(), backend="torch")
+    assert torch.allclose(lz.double().cpu(), lz64, rtol=1e-5)

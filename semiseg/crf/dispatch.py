@@ -200,10 +200,13 @@ def log_partition(
         allowed: (B, T, C) bool; label c may cover position t only where True.
         backend: "auto", "torch", "triton" or "numba" (dispatch.py's docstring).
     """
-    x = check_inputs(scores, transition, duration_bias, lengths, start=start, end=end,
-                     proj_start=proj_start, proj_end=proj_end, allowed=allowed)
+    x, verdict = check_inputs(scores, transition, duration_bias, lengths, start=start,
+                              end=end, proj_start=proj_start, proj_end=proj_end,
+                              allowed=allowed, deferred=True)
     module = _backend(x, backend)
-    return _LogPartition.apply(module, x, *(getattr(x, n) for n in FLOAT_FIELDS))
+    log_z = _LogPartition.apply(module, x, *(getattr(x, n) for n in FLOAT_FIELDS))
+    verdict()  # the values' test, queued before the kernels: raises for NaN / bad infinities
+    return log_z
 
 
 def _segment_tensors(labels: Tensor, seg_start: Tensor, lengths: Tensor):

@@ -103,10 +103,16 @@ def check_inputs(
     proj_start=None,
     proj_end=None,
     allowed=None,
-) -> CRFInputs:
+    deferred: bool = False,
+):
     """Check the public arguments (SPEC.md) and return them as a `CRFInputs`.
 
-    Raises ValueError naming the argument and what was expected.
+    Raises ValueError naming the argument and what was expected. With `deferred`, returns
+    (CRFInputs, verdict): the values' test (NaN, infinities) of CUDA inputs is then only
+    queued, and verdict() waits for it alone (an event after the test, not the work
+    queued since) and raises if it failed, so a caller can queue its kernels first and
+    call verdict() before handing out results. Shapes, devices and lengths are checked
+    before returning either way (lengths bound every kernel's memory accesses).
     """
     if not isinstance(scores, Tensor):
         raise ValueError(f"scores: expected a torch.Tensor, got {type(scores).__name__}")
@@ -155,7 +161,6 @@ def check_inputs(
         if tuple(allowed.shape) != (B, T, C):
             raise ValueError(f"allowed: expected shape ({B}, {T}, {C}), got {tuple(allowed.shape)}")
 
-    length_range = None  # (min, max) of lengths given, checked with the values below
     if lengths is None:
         lengths = torch.full((B,), T, dtype=torch.int64, device=device)
     else:
@@ -166,7 +171,9 @@ def check_inputs(
         if tuple(lengths.shape) != (B,):
             raise ValueError(f"lengths: expected shape ({B},), got {tuple(lengths.shape)}")
         lengths = lengths.to(device=device, dtype=torch.int64)
-        length_range = torch.aminmax(lengths)
+        lo, hi = torch.stack(torch.aminmax(lengths)).tolist()  # one host sync
+        if lo < 1 or hi > T:
+            raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
 
     values = dict(
         scores=scores,
@@ -180,21 +187,31 @@ def check_inputs(
     names = [name for name, v in values.items() if v is not None]
     for name in names:
         values[name] = values[name].to(dtype)
-    # (min, max) of every floating input (NaN anywhere makes both NaN), then of lengths
+    # (min, max) of every floating input: NaN anywhere makes both NaN
     stats = torch.stack([m for n in names for m in torch.aminmax(values[n])])
-    if length_range is not None:
-        stats = torch.cat([stats.to(torch.float64), torch.stack(length_range).to(torch.float64)])
-    flat = stats.tolist()  # the one host sync of the checks
-    if length_range is not None:
-        lo, hi = int(flat[-2]), int(flat[-1])
-        if lo < 1 or hi > T:
-            raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
+    x = CRFInputs(lengths=lengths, allowed=allowed, **values)
+    if not (deferred and stats.is_cuda):
+        _verdict(stats.tolist(), names, values)  # one host sync
+        return (x, lambda: None) if deferred else x
+    host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
+    host.copy_(stats, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+
+    def verdict():
+        done.synchronize()
+        _verdict(host.tolist(), names, values)
+
+    return x, verdict
+
+
+def _verdict(flat: list, names: list, values: dict) -> None:
+    """Raise if the (min, max) pairs in flat show a NaN or a forbidden infinity."""
     for i, name in enumerate(names):
         lo, hi = flat[2 * i], flat[2 * i + 1]
         finite = name in ("scores", "proj_start", "proj_end")
         if not hi < math.inf or (finite and not lo > -math.inf):  # NaN fails both
             _raise_bad_values(values)  # names the input and what is wrong with it
-    return CRFInputs(lengths=lengths, allowed=allowed, **values)
 
 
 def _raise_bad_values(values: dict) -> None:

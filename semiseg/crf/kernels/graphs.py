@@ -185,7 +185,8 @@ def backward(saved: Saved, grad_log_z: torch.Tensor, wanted, eager: Callable,
     graph, g, out = inst.backward[key]
     g.copy_(grad_log_z)
     graph.replay()
-    return {n: v.clone() for n, v in out.items()}
+    # copies of what the caller will read (dispatch.py: a backend may leave the rest out)
+    return {n: v.clone() for n, v in out.items() if wanted is None or n in wanted}
 
 
 def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
