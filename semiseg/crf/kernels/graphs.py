@@ -65,9 +65,20 @@ class _Instance:
         self.held = False
 
     def load(self, x: CRFInputs):
-        for n, v in _tensors(x).items():
-            if v is not None:
-                getattr(self.x, n).copy_(v)
+        pairs = [(getattr(self.x, n), v) for n, v in _tensors(x).items() if v is not None]
+        _copy([d for d, _ in pairs], [v for _, v in pairs])
+
+
+def _copy(dst: list, src: list) -> None:
+    """dst[i] <- src[i], with as few launches as torch allows (one multi-tensor copy)."""
+    torch._foreach_copy_(dst, src)
+
+
+def _copies(out) -> list:
+    """Fresh copies of the tensors in out (a graph's outputs: a later replay rewrites them)."""
+    fresh = [torch.empty_like(v) for v in out]
+    _copy(fresh, list(out))
+    return fresh
 
 
 def _tensors(x: CRFInputs) -> dict:
@@ -186,7 +197,8 @@ def backward(saved: Saved, grad_log_z: torch.Tensor, wanted, eager: Callable,
     g.copy_(grad_log_z)
     graph.replay()
     # copies of what the caller will read (dispatch.py: a backend may leave the rest out)
-    return {n: v.clone() for n, v in out.items() if wanted is None or n in wanted}
+    names = [n for n in out if wanted is None or n in wanted]
+    return dict(zip(names, _copies([out[n] for n in names]), strict=True))
 
 
 def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
@@ -204,6 +216,6 @@ def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
     try:
         inst.load(x)
         inst.graph.replay()
-        return tuple(v.clone() for v in inst.out)
+        return tuple(_copies(inst.out))
     finally:
         POOL.release(inst)
