@@ -50,3 +50,13 @@ def test_saved_releases_its_instance_when_collected():
         assert pool.acquire("k", Inst, hold=True) is inst
     finally:
         graphs.POOL = old
+
+
+def test_a_key_is_graphed_only_from_its_second_call():
+    seen = graphs._Seen(limit=2)
+    assert not seen.again("a")
+    assert seen.again("a")
+    assert not seen.again("b")
+    assert not seen.again("c")  # "a" is now the oldest of three: forgotten
+    assert not seen.again("a")
+    assert seen.again("c")

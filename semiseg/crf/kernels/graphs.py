@@ -10,6 +10,8 @@ How:
 - `eligible(x)`: CUDA inputs, static or periodic transitions (not the duration-dependent
   family), B x T x CP <= MAX_ELEMENTS (each instance keeps its buffers), ENABLED (the
   environment variable SEMISEG_CUDA_GRAPHS=0 turns graphs off).
+- A signature's first call runs eagerly; its second captures (shapes met once never pay
+  a capture).
 - An instance is a set of static input tensors plus the graphs captured over them: the
   forward (its outputs, log Z and the saved state, live in the graph's memory), one
   backward per `wanted` set (reading that saved state), or the Viterbi. A call copies its
@@ -154,6 +156,31 @@ class _Pool:
 POOL = _Pool(MAX_INSTANCES)
 
 
+class _Seen:
+    """Keys called before (the last `limit`): a graph is captured only for a key's second
+    call, so shapes met once (the last, shorter batch of a genome, contigs of many lengths)
+    never pay a capture."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.lock = threading.Lock()
+        self.keys: OrderedDict[tuple, None] = OrderedDict()
+
+    def again(self, key) -> bool:
+        """Whether key was seen before (and remember it now)."""
+        with self.lock:
+            if key in self.keys:
+                self.keys.move_to_end(key)
+                return True
+            self.keys[key] = None
+            if len(self.keys) > self.limit:
+                self.keys.popitem(last=False)
+            return False
+
+
+SEEN = _Seen(256)
+
+
 class Saved:
     """What a graphed forward returns as `saved`: its instance, held until this object is
     released (then another forward may replay over the instance's buffers)."""
@@ -174,7 +201,7 @@ def forward(x: CRFInputs, keep: bool, eager: Callable, knobs: tuple):
         inst.graph, inst.out = _capture(lambda: eager(inst.x, keep))
         return inst
 
-    inst = POOL.acquire(key, make, hold=True)
+    inst = POOL.acquire(key, make, hold=True) if SEEN.again(key) else None
     if inst is None:
         return eager(x, keep)
     inst.load(x)
@@ -208,7 +235,7 @@ def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
         inst.graph, inst.out = _capture(lambda: eager(inst.x))
         return inst
 
-    inst = POOL.acquire(key, make, hold=True)
+    inst = POOL.acquire(key, make, hold=True) if SEEN.again(key) else None
     if inst is None:
         return eager(x)
     try:
