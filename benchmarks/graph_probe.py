@@ -1,31 +1,16 @@
-"""Small calls on the GPU (issue 9, host time): wall clock of the eager and CUDA-graph
-paths at (32, 300, 30, 39), and what the GPU itself spends there under the kernels'
-schedule knobs (warps per program, checkpoint segment length). Needs CUDA.
+"""Small calls on the GPU (issue 9, host time): at (32, 300, 30, 39) the argument checks
+alone, the forward and the Viterbi eager and by CUDA graph (forward+backward: the host
+section of periodic_kernels.py), and what the GPU spends under the kernels' schedule
+knobs (warps per program, checkpoint segment length) at a few small shapes. Needs CUDA.
 
     PYTHONPATH=. python benchmarks/graph_probe.py
 """
-import statistics
-import time
-
 import torch
+from periodic_kernels import wall
 
 import semiseg.crf.kernels as kn
-from semiseg.crf import log_partition
 from semiseg.crf.inputs import check_inputs
 from semiseg.crf.kernels import graphs
-
-
-def wall(fn, reps=80, warmup=3):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
 
 
 def main():
@@ -36,12 +21,6 @@ def main():
          "start": r(C), "end": r(C)}
     x = check_inputs(p["scores"], p["transition"], p["duration_bias"], None,
                      start=p["start"], end=p["end"])
-    req = {k: v.clone().requires_grad_(True) for k, v in p.items()}
-
-    def api():
-        lz = log_partition(req["scores"], req["transition"], req["duration_bias"],
-                           start=req["start"], end=req["end"])
-        lz.sum().backward()
 
     def direct():
         lz, saved = kn.forward(x, keep=True)
@@ -51,15 +30,13 @@ def main():
         check_inputs(p["scores"], p["transition"], p["duration_bias"], None,
                      start=p["start"], end=p["end"])
 
-    print("| (32, 300, 30, 39) | wall ms (median of 80) |\n|---|---|")
-    print(f"| check_inputs alone | {wall(checks):.3f} |")
+    print("| (32, 300, 30, 39) | wall ms (median of 80) |\n|---|---|")  # fwd+bwd: periodic_kernels
+    print(f"| check_inputs alone | {wall(checks, 80):.3f} |")
     for on in (False, True):
         graphs.ENABLED = on
         how = "graphs" if on else "eager"
-        print(f"| API fwd+bwd, {how} | {wall(api):.3f} |")
-        print(f"| kernels fwd+bwd, {how} | {wall(direct):.3f} |")
-        print(f"| kernels fwd (keep=False), {how} | {wall(lambda: kn.forward(x)):.3f} |")
-        print(f"| kernels viterbi, {how} | {wall(lambda: kn.viterbi(x)):.3f} |")
+        print(f"| kernels fwd (keep=False), {how} | {wall(lambda: kn.forward(x), 80):.3f} |")
+        print(f"| kernels viterbi, {how} | {wall(lambda: kn.viterbi(x), 80):.3f} |")
     graphs.ENABLED = True
     print("\n| warps | MIN_SEGMENT | PROGRAMS_PER_SM | kernels fwd+bwd, graphs, ms | fwd ms |"
           "\n|---|---|---|---|---|")
@@ -72,8 +49,8 @@ def main():
             torch.cuda.synchronize()
             ok = torch.allclose(out[0], ref[0], rtol=1e-5) and torch.allclose(
                 out[1]["scores"], ref[1]["scores"], atol=1e-5)
-            print(f"| {w or 'by shape'} | {ms} | {pps} | {wall(direct):.3f} | "
-                  f"{wall(lambda: kn.forward(x)):.3f} |{'' if ok else ' MISMATCH'}", flush=True)
+            print(f"| {w or 'by shape'} | {ms} | {pps} | {wall(direct, 80):.3f} | "
+                  f"{wall(lambda: kn.forward(x), 80):.3f} |{'' if ok else ' MISMATCH'}", flush=True)
     kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = None, 32, 2
     print("\n| B, T, K, C | warps | kernels fwd+bwd, graphs, ms | viterbi ms |\n|---|---|---|---|")
     for B, T, K, C in ((32, 300, 30, 39), (64, 300, 30, 24), (16, 500, 64, 16),

@@ -332,8 +332,9 @@ def test_frame_model_on_the_gpu_matches_the_cpu(extras):
 
 
 def _graphed_and_eager(kn, x, monkeypatch, wanted=None):
-    """forward + backward + Viterbi with CUDA graphs (twice: capture, then replay) and
-    eagerly (graphs.ENABLED off)."""
+    """forward + backward + Viterbi with CUDA graphs on, twice (a signature's first call
+    runs eagerly, its second captures and replays; later values replay), and with them
+    off (graphs.ENABLED False)."""
     from semiseg.crf.kernels import graphs
 
     def run():
@@ -374,9 +375,11 @@ def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
                 for a, b in zip(vit, eager[2]):
                     assert torch.equal(a, b)
     assert 0 < len(graphs.POOL) <= graphs.MAX_INSTANCES
-    first = graphed[0][1]["scores"].clone()
-    kn.forward(x, keep=True)  # another replay over the same instance
-    assert torch.equal(graphed[0][1]["scores"], first)
+    replayed = graphed[1][1]["scores"]  # from a replay of the posterior-only backward
+    first = replayed.clone()
+    lz, saved = kn.forward(x, keep=True)  # replays both graphs with other gradient weights
+    kn.backward(x, saved, torch.full_like(lz, 3.0), ("scores", "proj_start"))
+    assert torch.equal(replayed, first)
 
 
 def test_cuda_graphs_pending_forwards_do_not_share_buffers():

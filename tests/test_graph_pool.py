@@ -23,16 +23,16 @@ def test_held_instances_are_not_shared_and_come_back_when_saved_is_dropped():
         made.append(Inst())
         return made[-1]
 
-    a = pool.acquire("k", make, hold=True)
-    b = pool.acquire("k", make, hold=True)
+    a = pool.acquire("k", make)
+    b = pool.acquire("k", make)
     assert a is not b and len(made) == 2
-    assert pool.acquire("k", make, hold=True) is None  # both held, no room
+    assert pool.acquire("k", make) is None  # both held, no room
     pool.release(a)
-    assert pool.acquire("k", make, hold=True) is a
+    assert pool.acquire("k", make) is a
     pool.release(a)
     pool.release(b)
     # a third key evicts the least recently used idle instance of "k"
-    c = pool.acquire("j", make, hold=False)
+    c = pool.acquire("j", make)
     assert c is made[-1] and len(pool) == 2
 
 
@@ -41,13 +41,13 @@ def test_saved_releases_its_instance_when_collected():
     old = graphs.POOL
     graphs.POOL = pool
     try:
-        inst = pool.acquire("k", Inst, hold=True)
+        inst = pool.acquire("k", Inst)
         saved = graphs.Saved(inst)
-        assert pool.acquire("k", Inst, hold=True) is None
+        assert pool.acquire("k", Inst) is None
         del saved
         gc.collect()
         assert not inst.held
-        assert pool.acquire("k", Inst, hold=True) is inst
+        assert pool.acquire("k", Inst) is inst
     finally:
         graphs.POOL = old
 

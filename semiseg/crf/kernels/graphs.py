@@ -63,7 +63,7 @@ class _Instance:
                               for n, v in _tensors(x).items()})
         self.graph = None  # the forward's or the Viterbi's
         self.out = None  # its outputs, in the graph's memory
-        self.backward = {}  # wanted -> (graph, grad_log_z tensor, gradient dict)
+        self.backward = {}  # (wanted, knobs) -> (graph, grad_log_z tensor, gradient dict)
         self.held = False
 
     def load(self, x: CRFInputs):
@@ -113,20 +113,20 @@ class _Pool:
         self.lock = threading.RLock()  # a finalizer may release during make()
         self.by_key: OrderedDict[tuple, list] = OrderedDict()
 
-    def acquire(self, key, make: Callable, hold: bool):
+    def acquire(self, key, make: Callable):
         """An idle instance of `key` (made with make() if there is none and room can be
-        made), held if `hold`; None when every instance is held and none can be evicted."""
+        made), now held; None when every instance is held and none can be evicted."""
         with self.lock:
             insts = self.by_key.setdefault(key, [])
             self.by_key.move_to_end(key)
             for inst in insts:
                 if not inst.held:
-                    inst.held = hold
+                    inst.held = True
                     return inst
             if sum(len(v) for v in self.by_key.values()) >= self.limit and not self._evict():
                 return None
             inst = make()
-            inst.held = hold
+            inst.held = True
             insts.append(inst)
             return inst
 
@@ -192,20 +192,29 @@ class Saved:
         weakref.finalize(self, POOL.release, inst)
 
 
-def forward(x: CRFInputs, keep: bool, eager: Callable, knobs: tuple):
-    key = ("forward", signature(x), keep, knobs)
+def _replayed(key: tuple, x: CRFInputs, run: Callable) -> _Instance | None:
+    """A held instance of key whose graph of run(static inputs) has just been replayed on
+    x, or None (the key's first call, or no instance to be had): run x eagerly then."""
+    if not SEEN.again(key):
+        return None
 
     def make():
         inst = _Instance(x)
-        inst.load(x)
-        inst.graph, inst.out = _capture(lambda: eager(inst.x, keep))
+        inst.load(x)  # the warm-up run reads them (lengths bound its memory accesses)
+        inst.graph, inst.out = _capture(lambda: run(inst.x))
         return inst
 
-    inst = POOL.acquire(key, make, hold=True) if SEEN.again(key) else None
+    inst = POOL.acquire(key, make)
+    if inst is not None:
+        inst.load(x)
+        inst.graph.replay()
+    return inst
+
+
+def forward(x: CRFInputs, keep: bool, eager: Callable, knobs: tuple):
+    inst = _replayed(("forward", signature(x), keep, knobs), x, lambda y: eager(y, keep))
     if inst is None:
         return eager(x, keep)
-    inst.load(x)
-    inst.graph.replay()
     return inst.out[0].clone(), Saved(inst)
 
 
@@ -227,20 +236,10 @@ def backward(saved: Saved, grad_log_z: torch.Tensor, wanted, eager: Callable,
 
 
 def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
-    key = ("viterbi", signature(x), knobs)
-
-    def make():
-        inst = _Instance(x)
-        inst.load(x)
-        inst.graph, inst.out = _capture(lambda: eager(inst.x))
-        return inst
-
-    inst = POOL.acquire(key, make, hold=True) if SEEN.again(key) else None
+    inst = _replayed(("viterbi", signature(x), knobs), x, eager)
     if inst is None:
         return eager(x)
     try:
-        inst.load(x)
-        inst.graph.replay()
         return tuple(_copies(inst.out))
     finally:
         POOL.release(inst)
