@@ -54,6 +54,12 @@ def main() -> None:
                     help="comma-separated warp counts of the posterior backward's _bwd_kernel "
                          "to compare (each shape and budget run once per value; default: "
                          "kernels._wave_warps)")
+    ap.add_argument("--rev-warps", default="",
+                    help="comma-separated warp counts of the periodic reversed chain "
+                         "(kernels.REV_WARPS) to compare; default: the caller's rule")
+    ap.add_argument("--tile-warps", default="",
+                    help="comma-separated warp counts of the tiled end-indexed chain "
+                         "(kernels.TILE_WARPS) to compare; default: its rule")
     ap.add_argument("--rows-budget", default="",
                     help="comma-separated MB values of kernels.ROWS_BUDGET to compare "
                          "(each shape is run once per value; default: the shipped one)")
@@ -82,9 +88,13 @@ def main() -> None:
     budgets = [int(float(v)) << 20 for v in args.rows_budget.split(",") if v]
     warps = [int(v) for v in args.bwd_warps.split(",") if v]
     plain_warps = kn._wave_warps
-    runs = [(shape, b, w) for shape in args.shapes.split(",") for b in (budgets or [None])
-            for w in (warps or [None])]
-    for shape, budget, nw in runs:
+    revs = [int(v) for v in args.rev_warps.split(",") if v]
+    tiles = [int(v) for v in args.tile_warps.split(",") if v]
+    runs = [(shape, b, w, r, tw) for shape in args.shapes.split(",")
+            for b in (budgets or [None]) for w in (warps or [None]) for r in (revs or [None])
+            for tw in (tiles or [None])]
+    for shape, budget, nw, rw, tw in runs:
+        kn.REV_WARPS, kn.TILE_WARPS = rw, tw
         if budget is not None:
             kn.ROWS_BUDGET = budget
         kn._wave_warps = (plain_warps if nw is None else
@@ -112,6 +122,8 @@ def main() -> None:
         n = B * T
         tag = f" ({budget >> 20} MB rows)" if budget is not None else ""
         tag += f" (_bwd_kernel {nw} warps)" if nw is not None else ""
+        tag += f" (reversed chain {rw} warps)" if rw is not None else ""
+        tag += f" (tiled chain {tw} warps)" if tw is not None else ""
         print(f"| {B} x {T:,}{tag} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
               f"{s_marg:.3f} | {s_all:.3f} | {1e6 * s_all / T:.1f} | {n / s_all:,.0f} |",
               flush=True)

@@ -10,6 +10,13 @@ all:  every kernel of a call at 16 and at 32 warps (kernels.WARPS), forward, for
 wave: the periodic backward's two wave kernels (recompute, _bwd_kernel END) at 16 or 32
       warps each, at the gene model's shape (B x 20000, K 256, C 37, P 3), then the
       periodic Viterbi at 16 warps against kernels._viterbi_per_warps' choice.
+rev:  the periodic family's reversed chain (_fwd_kernel NP > 1: the forward's and the
+      backward's halves and the Viterbi's) at 4, 8, 16 and 32 warps (kernels.REV_WARPS),
+      every other kernel by its rule: forward, forward + backward and Viterbi (CUDA
+      events, median of 3) at issue 9's periodic shapes and the gene model's, with the
+      largest log Z and gradient differences against the rule's run.
+static: every kernel of a static call at 8, 16 and 32 warps (kernels.WARPS) against the
+      rule, the same three timings, at issue 9's static shapes and K = 2000.
 """
 
 import argparse
@@ -88,12 +95,62 @@ def section_wave():
         torch.cuda.empty_cache()
 
 
+def section_rev():
+    print("| B, T, K, C, P=3 | reversed chain warps | fwd ms | fwd+bwd ms | Viterbi ms | "
+          "max abs diff log Z / d/d scores vs rule | Viterbi labels equal |\n"
+          "|---|---|---|---|---|---|---|")
+    for B, T, K, C in ((8, 20000, 100, 24), (16, 20000, 1000, 16), (64, 20000, 256, 37)):
+        x = as_x(leaves(B, T, K, C, period=3))
+        KP, CP = kn._shape(x)
+        ref = None
+        for w in (None, 4, 8, 16, 32):
+            kn.REV_WARPS = w
+            t = (events(lambda x=x: kn.forward(x), 3), events(lambda x=x: fwd_bwd(x), 3),
+                 events(lambda x=x: kn.viterbi(x), 3))
+            out = (kn.forward(x)[0], fwd_bwd(x)["scores"], kn.viterbi(x)[1])
+            ref = out if ref is None else ref
+            name = f"rule ({kn._warps(KP, CP)})" if w is None else str(w)
+            dz = (out[0] - ref[0]).abs().max().item()
+            dg = (out[1] - ref[1]).abs().max().item()
+            print(f"| {B}, {T}, {K}, {C} | {name} | {t[0]:.1f} | {t[1]:.1f} | {t[2]:.1f} | "
+                  f"{dz:.1e} / {dg:.1e} | {torch.equal(out[2], ref[2])} |", flush=True)
+        kn.REV_WARPS = None
+        del x, ref, out
+        torch.cuda.empty_cache()
+
+
+def section_static():
+    print("| B, T, K, C, static | warps | fwd ms | fwd+bwd ms | Viterbi ms | max abs diff "
+          "log Z / d/d scores vs rule |\n|---|---|---|---|---|---|")
+    for B, T, K, C in ((8, 20000, 100, 24), (16, 20000, 1000, 16), (16, 20000, 2000, 13)):
+        x = as_x(leaves(B, T, K, C))
+        KP, CP = kn._shape(x)
+        ref = None
+        for w in (None, 8, 16, 32):
+            kn.WARPS = w
+            reps = 1 if K >= 2000 else 3
+            t = (events(lambda x=x: kn.forward(x), reps),
+                 events(lambda x=x: fwd_bwd(x), reps),
+                 events(lambda x=x: kn.viterbi(x), reps))
+            out = (kn.forward(x)[0], fwd_bwd(x)["scores"])
+            ref = out if ref is None else ref
+            name = f"rule ({kn._warps(KP, CP)})" if w is None else str(w)
+            dz = (out[0] - ref[0]).abs().max().item()
+            dg = (out[1] - ref[1]).abs().max().item()
+            print(f"| {B}, {T}, {K}, {C} | {name} | {t[0]:.1f} | {t[1]:.1f} | {t[2]:.1f} | "
+                  f"{dz:.1e} / {dg:.1e} |", flush=True)
+        kn.WARPS = None
+        del x, ref, out
+        torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sections", default="all,wave")
     args = ap.parse_args()
     for s in args.sections.split(","):
-        {"all": section_all, "wave": section_wave}[s]()
+        {"all": section_all, "wave": section_wave, "rev": section_rev,
+         "static": section_static}[s]()
 
 
 if __name__ == "__main__":

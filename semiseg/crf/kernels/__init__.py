@@ -350,7 +350,7 @@ class _Both:
 def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
-            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS)
+            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -604,6 +604,8 @@ def _period(x: CRFInputs):
 RING_TILE: int | None = None  # end-indexed chain: slots per tile of its ring in global
 # memory (0: the ring in registers); None = by shape (_ring_tile). Benchmarks set it.
 TILE_WARPS: int | None = None  # warps of the tiled chain; None = _ring_tile's rule
+REV_WARPS: int | None = None  # warps of the periodic family's reversed chain (_fwd_kernel
+# NP > 1: the forward's and the backward's halves, the Viterbi's); None = _rev_warps' rule
 
 
 def _ring_tile(KP: int, CP: int) -> int:
@@ -616,6 +618,16 @@ def _ring_tile(KP: int, CP: int) -> int:
     if RING_TILE is not None:
         return min(RING_TILE, KP)
     return min(64, KP) if KP * CP >= 16384 else 0
+
+
+def _rev_warps(KP: int, CP: int, nw: int) -> int:
+    """Warps of the periodic family's reversed chain (_fwd_kernel NP > 1), given its
+    caller's rule `nw`: at most 8. On an H100 (benchmarks/warps_probe.py --sections rev)
+    8 warps against the caller's 16 ran the forward 1.21x and the Viterbi 1.47x faster at
+    (16, 20000, 1000, 16) (the Viterbi's 32: 1.47x) and the forward 1.09x at the gene shape
+    (64, 20000, 256, 37); 4 lost at both (2-8x slower), and at (8, 20000, 100, 24), where
+    the rule gives 8, 16 and 32 ran 1.3-2.1x slower."""
+    return REV_WARPS or min(nw, 8)
 
 
 def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
@@ -688,7 +700,8 @@ def _forward_per(x: CRFInputs, keep: bool = False):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
-            KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+            KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP,
+            num_warps=_rev_warps(KP, CP, nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
@@ -727,7 +740,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, *fin["r"], T, C, K, P, nck, 0,
-            KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+            KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP,
+            num_warps=_rev_warps(KP, CP, nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:
@@ -793,7 +807,8 @@ def _viterbi_per(x: CRFInputs):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
             *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
-            KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, num_warps=nw, **rflags)
+            KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP,
+            num_warps=_rev_warps(KP, CP, nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)
