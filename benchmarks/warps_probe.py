@@ -17,6 +17,9 @@ rev:  the periodic family's reversed chain (_fwd_kernel NP > 1: the forward's an
       largest log Z and gradient differences against the rule's run.
 static: every kernel of a static call at 8, 16 and 32 warps (kernels.WARPS) against the
       rule, the same three timings, at issue 9's static shapes and K = 2000.
+svit: the static Viterbi alone at 4, 8 and 16 warps against the rule (kernels.WARPS), at
+      KP x CP = 16384 shapes, with its labels compared; and the static forward+backward at
+      (16, 20000, 2000, 13) at 32 warps (one timed call).
 """
 
 import argparse
@@ -144,13 +147,37 @@ def section_static():
         torch.cuda.empty_cache()
 
 
+def section_svit():
+    print("| B, T, K, C, static | warps | Viterbi ms | labels equal to the rule's |\n"
+          "|---|---|---|---|")
+    for B, T, K, C in ((16, 20000, 1000, 16), (16, 20000, 512, 32), (64, 20000, 256, 37)):
+        x = as_x(leaves(B, T, K, C))
+        KP, CP = kn._shape(x)
+        ref = None
+        for w in (None, 4, 8, 16):
+            kn.WARPS = w
+            t, lab = events(lambda x=x: kn.viterbi(x), 3), kn.viterbi(x)[1]
+            ref = lab if ref is None else ref
+            name = f"rule ({kn._warps(KP, CP)})" if w is None else str(w)
+            print(f"| {B}, {T}, {K}, {C} | {name} | {t:.1f} | {torch.equal(lab, ref)} |",
+                  flush=True)
+        kn.WARPS = None
+        del x, ref, lab
+        torch.cuda.empty_cache()
+    x = as_x(leaves(16, 20000, 2000, 13))
+    kn.WARPS = 32
+    print(f"| 16, 20000, 2000, 13, fwd+bwd, 32 warps | {events(lambda: fwd_bwd(x), 1):.1f} ms |",
+          flush=True)
+    kn.WARPS = None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sections", default="all,wave")
     args = ap.parse_args()
     for s in args.sections.split(","):
         {"all": section_all, "wave": section_wave, "rev": section_rev,
-         "static": section_static}[s]()
+         "static": section_static, "svit": section_svit}[s]()
 
 
 if __name__ == "__main__":

@@ -105,6 +105,16 @@ def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
     return _warps(KP, CP)
 
 
+def _viterbi_warps(KP: int, CP: int) -> int:
+    """Warps of the static Viterbi (both chains and the join): _warps' rule, at most 8.
+    On an H100 8 warps ran it 1.20x, 1.22x and 1.36x faster than 16 at (16, 20000, 1000,
+    16), (16, 20000, 512, 32) and (64, 20000, 256, 37), with the same labels; 4 ran 8-16x
+    slower (RESULTS.md, "Warps of the periodic reversed chain")."""
+    if WARPS is not None:
+        return WARPS
+    return min(_warps(KP, CP), 8)
+
+
 def _viterbi_per_warps(KP: int, CP: int) -> int:
     """Warps of the periodic Viterbi chains: 32 from KP = 512 at KP x CP >= 16384, where
     it measured 1.6-1.7x faster than 16 (KP = 512 and 1024 at CP = 32 and 16), but not at
@@ -557,7 +567,7 @@ def _viterbi(x: CRFInputs):
     mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
-    nw = _warps(KP, CP)
+    nw = _viterbi_warps(KP, CP)
     gr = _gamma_rows(CP)
 
     def half(side, args, fl, rev):
