@@ -258,10 +258,10 @@ def test_periodic_against_float64(B, T, K, C):
     """Periodic (3, C, C) transitions (chain._fwd_end_kernel, the NP > 1 reversed chain,
     _bwd_kernel with END): log Z, every gradient, Viterbi and its path, bitwise
     determinism, at realistic shapes with allowed masks, variable lengths and -inf
-    transitions; "auto" picks the kernels. (2, 5000, 300, 25) runs the periodic Viterbi
-    at 32 warps (_viterbi_per_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64)
-    and the backward's wave kernels at 32 warps, its posterior-only _bwd_kernel at 8
-    (_wave_warps)."""
+    transitions; "auto" picks the kernels. (2, 5000, 300, 25) runs the periodic Viterbi's
+    end-indexed chain at 32 warps (_viterbi_per_warps) and its reversed chain at 8
+    (_rev_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64) and the backward's
+    wave kernels at 32 warps, its posterior-only _bwd_kernel at 8 (_wave_warps)."""
     kn = _kn()
     p, extra = problem(B, T, K, C, seed=B * T + K + 3, period=3, allowed=True,
                        lengths=[T] + [T - 13 * i for i in range(1, B)])
