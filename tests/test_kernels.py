@@ -523,3 +523,32 @@ def test_viterbi_mask_folded_into_scores_is_the_same(period, monkeypatch):
     own = kn.viterbi(x)
     for a, b in zip(folded, own):
         assert torch.equal(a, b)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("period", [None, 3])
+def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypatch):
+    """_bwd_kernel's DB_GLOBAL (the duration-bias gradient summed in g_db, for the largest
+    rings) adds the same terms in the same order as the register sum: every gradient
+    bitwise equal, with the rows written by the chains (static: both launches and the
+    segments across M) and with recomputed rows in waves; and within float32 of the
+    float64 torch backend."""
+    from semiseg.crf import reference
+
+    monkeypatch.setattr(kn, "_segment_length", lambda *a: 5)
+    p, extra = make(3, 23, 6, 3, seed=43, lengths=[23, 16, 7], allowed=True, period=period)
+    x = as_inputs(p, extra)
+    w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
+    for budget in (1 << 30, 1):
+        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        got = {}
+        for frm in (1 << 62, 0):
+            monkeypatch.setattr(kn, "DB_GLOBAL_FROM", frm)
+            assert kn._db_global(8, 4, True) == (frm == 0)
+            got[frm] = kn.backward(x, kn.forward(x, keep=True)[1], w)
+        for k in got[0]:
+            assert torch.equal(got[0][k], got[1 << 62][k]), (budget, k)
+    x64 = as_inputs(p, extra, torch.float64)
+    want = reference.backward(x64, reference.forward(x64)[1], w.double())
+    torch.testing.assert_close(got[0]["duration_bias"].double(), want["duration_bias"],
+                               rtol=1e-4, atol=1e-5)

@@ -124,6 +124,17 @@ def _viterbi_per_warps(KP: int, CP: int) -> int:
     return 32 if KP >= 512 and KP * CP >= 16384 else _warps(KP, CP)
 
 
+DB_GLOBAL_FROM = 32768  # KP x CP from which _bwd_kernel keeps its duration-bias sum in
+# g_db (DB_GLOBAL) instead of registers; benchmarks set it
+
+
+def _db_global(KP: int, CP: int, params: bool) -> bool:
+    """Whether _bwd_kernel sums the duration-bias gradient in global memory (DB_GLOBAL):
+    for the largest rings (KP x CP >= DB_GLOBAL_FROM), where a second register array of
+    the ring's size made the whole backward spill (benchmarks/KERNELS_NOTES.md)."""
+    return params and KP * CP >= DB_GLOBAL_FROM
+
+
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
 PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
@@ -360,7 +371,7 @@ class _Both:
 def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
-            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS)
+            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -523,7 +534,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
                 *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
                 T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, PARAM_GRADS=params,
-                num_warps=nw, **ff)
+                DB_GLOBAL=_db_global(KP, CP, params), num_warps=nw, **ff)
         return go
 
     if full:
@@ -533,7 +544,8 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
                 *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr,
                 T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True,
-                PARAM_GRADS=params, num_warps=nw, **rf)
+                PARAM_GRADS=params, DB_GLOBAL=_db_global(KP, CP, params), num_warps=nw,
+                **rf)
 
         _Both(dev).run(right(0, nseg), left)
     else:
@@ -778,7 +790,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
             T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-            ROWS_FULL=full is not None, num_warps=nw_bwd, **flags)
+            DB_GLOBAL=_db_global(KP, CP, params), ROWS_FULL=full is not None,
+            num_warps=nw_bwd, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]

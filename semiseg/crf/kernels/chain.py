@@ -410,7 +410,7 @@ def _bwd_kernel(
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
-    PARAM_GRADS: tl.constexpr = True,
+    PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -460,6 +460,14 @@ def _bwd_kernel(
     what posteriors need); the duration_bias and transition sums are neither formed nor
     written (g_db and g_tr may be dummies), which saves a (KP, CP) gather and a residue
     split per step and an (NPP, CP, CP) exponential.
+
+    DB_GLOBAL (with PARAM_GRADS; g_db zeroed by the host): the duration-bias sum is kept
+    in this segment's own slot of g_db instead of registers: each step adds its slots'
+    posteriors there in duration order (a load and a store of the (KP, CP) slot, then a
+    barrier, since the thread that holds duration d changes every step), and the end
+    scales it by g_b. Each element receives the same additions in the same order as the
+    register sum (bitwise the same). For rings too large for registers, where holding
+    a second (KP, CP) sum made the whole backward spill.
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
@@ -587,7 +595,10 @@ def _bwd_kernel(
                 if PARAM_GRADS:
                     fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
                     w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
-                    acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                    if DB_GLOBAL:
+                        _db_add(g_db, b * NCK + seg, w, i, js, cs, KP, CP)
+                    else:
+                        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 ba = _lse_outer(tr3 + bg3[:, None, :])
                 if PARAM_GRADS:
@@ -607,7 +618,10 @@ def _bwd_kernel(
                 # gathered into duration order
                 if PARAM_GRADS:
                     w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
-                    acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                    if DB_GLOBAL:
+                        _db_add(g_db, b * NCK + seg, w, i, js, cs, KP, CP)
+                    else:
+                        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
                 # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
                 ba = _lse1(tr + bg[None, :])
                 # the transition at this chain's boundary u (position p, or p + 1 when
@@ -633,17 +647,36 @@ def _bwd_kernel(
                 shift = (tl.load(rk_n + kc) + tl.load(ck_n + kc) - tl.load(log_z + b))
                 shift = tl.where(tl.load(log_z + b) > float("-inf"), shift.to(tl.float32),
                                  NEG)
-                acc_db += _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
-                                       L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
+                xdb = _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
+                                   L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
+                if DB_GLOBAL:
+                    ptr = g_db + ((b * NCK + seg) * KP + js) * CP + cs
+                    tl.store(ptr, tl.load(ptr) + xdb)
+                    tl.debug_barrier()
+                else:
+                    acc_db += xdb
         slot = b * NCK + seg
         if PARAM_GRADS:
-            tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
+            if DB_GLOBAL:
+                ptr = g_db + (slot * KP + js) * CP + cs
+                tl.store(ptr, gl * tl.load(ptr))
+            else:
+                tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
             if NP > 1:
                 tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
             elif REV:  # the mirror frame's transition is the transpose
                 tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
             else:
                 tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
+
+
+@triton.jit
+def _db_add(g_db, slot, w, i, js, cs, KP: tl.constexpr, CP: tl.constexpr):
+    """_bwd_kernel's DB_GLOBAL step: w's slots (ring order at step i) added to the
+    duration-order sum in g_db's (KP, CP) slot `slot`, then a barrier."""
+    ptr = g_db + (slot * KP + ((i - js) & (KP - 1))) * CP + cs
+    tl.store(ptr, tl.load(ptr) + w)
+    tl.debug_barrier()
 
 
 @triton.jit
