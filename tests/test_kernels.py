@@ -528,9 +528,10 @@ def test_viterbi_mask_folded_into_scores_is_the_same(period, monkeypatch):
 @pytest.mark.filterwarnings("ignore:divide by zero")
 @pytest.mark.parametrize("period", [None, 3])
 def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypatch):
-    """_bwd_kernel's DB_GLOBAL (the duration-bias gradient summed in g_db, for the largest
-    rings) adds the same terms in the same order as the register sum: every gradient
-    bitwise equal, with the rows written by the chains (static: both launches and the
+    """_bwd_kernel's DB_GLOBAL (the duration-bias gradient summed in g_db, for long
+    rings) adds the same terms in the same order as the register sum: in the interpreter
+    every gradient bitwise equal (compiled, within float32: the compiler's instruction
+    choices differ), with the rows written by the chains (static: both launches and the
     segments across M) and with recomputed rows in waves; and within float32 of the
     float64 torch backend."""
     from semiseg.crf import reference
@@ -547,7 +548,10 @@ def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypat
             assert kn._db_global(8, 4, True) == (frm == 0)
             got[frm] = kn.backward(x, kn.forward(x, keep=True)[1], w)
         for k in got[0]:
-            assert torch.equal(got[0][k], got[1 << 62][k]), (budget, k)
+            if DEV == "cpu":
+                assert torch.equal(got[0][k], got[1 << 62][k]), (budget, k)
+            else:
+                torch.testing.assert_close(got[0][k], got[1 << 62][k], rtol=1e-5, atol=1e-6)
     x64 = as_inputs(p, extra, torch.float64)
     want = reference.backward(x64, reference.forward(x64)[1], w.double())
     torch.testing.assert_close(got[0]["duration_bias"].double(), want["duration_bias"],

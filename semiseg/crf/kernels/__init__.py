@@ -124,15 +124,19 @@ def _viterbi_per_warps(KP: int, CP: int) -> int:
     return 32 if KP >= 512 and KP * CP >= 16384 else _warps(KP, CP)
 
 
-DB_GLOBAL_FROM = 32768  # KP x CP from which _bwd_kernel keeps its duration-bias sum in
-# g_db (DB_GLOBAL) instead of registers; benchmarks set it
+DB_GLOBAL_FROM = 16384  # KP x CP from which _bwd_kernel keeps its duration-bias sum in
+# g_db (DB_GLOBAL) instead of registers, at CP <= 32; benchmarks set it
 
 
 def _db_global(KP: int, CP: int, params: bool) -> bool:
     """Whether _bwd_kernel sums the duration-bias gradient in global memory (DB_GLOBAL):
-    for the largest rings (KP x CP >= DB_GLOBAL_FROM), where a second register array of
-    the ring's size made the whole backward spill (benchmarks/KERNELS_NOTES.md)."""
-    return params and KP * CP >= DB_GLOBAL_FROM
+    for long rings (KP x CP >= DB_GLOBAL_FROM at CP <= 32), where a second register array
+    of the ring's size made the backward spill. On an H100 (benchmarks/db_global_probe.py)
+    forward+backward ran 4.9x faster at (16, 20000, 2000, 13), 1.76x at (4, 20000, 1000,
+    24), 1.43x at (16, 20000, 1000, 16) and 1.23x there with periodic transitions, equal
+    at 128 x 32, but 0.85x at the gene model's 256 x 64 (its backward at 32 warps holds
+    the sum without spilling), hence CP <= 32."""
+    return params and KP * CP >= DB_GLOBAL_FROM and CP <= 32
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)

@@ -466,8 +466,10 @@ def _bwd_kernel(
     posteriors there in duration order (a load and a store of the (KP, CP) slot, then a
     barrier, since the thread that holds duration d changes every step), and the end
     scales it by g_b. Each element receives the same additions in the same order as the
-    register sum (bitwise the same). For rings too large for registers, where holding
-    a second (KP, CP) sum made the whole backward spill.
+    register sum: bitwise the same in Triton's interpreter; compiled, the last bits differ
+    (the compiler's instruction choices differ; both are deterministic and within float32
+    of float64: tests). For long rings, where holding a second (KP, CP) sum made the
+    whole backward spill.
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
