@@ -98,18 +98,20 @@ def section_wave():
         torch.cuda.empty_cache()
 
 
-def section_rev():
-    print("| B, T, K, C, P=3 | reversed chain warps | fwd ms | fwd+bwd ms | Viterbi ms | "
-          "max abs diff log Z / d/d scores vs rule | Viterbi labels equal |\n"
-          "|---|---|---|---|---|---|---|")
-    for B, T, K, C in ((8, 20000, 100, 24), (16, 20000, 1000, 16), (64, 20000, 256, 37)):
-        x = as_x(leaves(B, T, K, C, period=3))
+def _sweep(shapes, period, knob, counts):
+    """Rows of fwd / fwd+bwd / Viterbi ms with kn.<knob> at each of `counts` (None = the
+    rule), and the largest log Z and d/d scores differences and Viterbi label equality
+    against the rule's run."""
+    for B, T, K, C in shapes:
+        x = as_x(leaves(B, T, K, C, period=period))
         KP, CP = kn._shape(x)
+        reps = 1 if K >= 2000 else 3
         ref = None
-        for w in (None, 4, 8, 16, 32):
-            kn.REV_WARPS = w
-            t = (events(lambda x=x: kn.forward(x), 3), events(lambda x=x: fwd_bwd(x), 3),
-                 events(lambda x=x: kn.viterbi(x), 3))
+        for w in counts:
+            setattr(kn, knob, w)
+            t = (events(lambda x=x: kn.forward(x), reps),
+                 events(lambda x=x: fwd_bwd(x), reps),
+                 events(lambda x=x: kn.viterbi(x), reps))
             out = (kn.forward(x)[0], fwd_bwd(x)["scores"], kn.viterbi(x)[1])
             ref = out if ref is None else ref
             name = f"rule ({kn._warps(KP, CP)})" if w is None else str(w)
@@ -117,34 +119,24 @@ def section_rev():
             dg = (out[1] - ref[1]).abs().max().item()
             print(f"| {B}, {T}, {K}, {C} | {name} | {t[0]:.1f} | {t[1]:.1f} | {t[2]:.1f} | "
                   f"{dz:.1e} / {dg:.1e} | {torch.equal(out[2], ref[2])} |", flush=True)
-        kn.REV_WARPS = None
+        setattr(kn, knob, None)
         del x, ref, out
         torch.cuda.empty_cache()
+
+
+def section_rev():
+    print("| B, T, K, C, P=3 | reversed chain warps | fwd ms | fwd+bwd ms | Viterbi ms | "
+          "max abs diff log Z / d/d scores vs rule | Viterbi labels equal |\n"
+          "|---|---|---|---|---|---|---|")
+    _sweep(((8, 20000, 100, 24), (16, 20000, 1000, 16), (64, 20000, 256, 37)), 3,
+           "REV_WARPS", (None, 4, 8, 16, 32))
 
 
 def section_static():
     print("| B, T, K, C, static | warps | fwd ms | fwd+bwd ms | Viterbi ms | max abs diff "
-          "log Z / d/d scores vs rule |\n|---|---|---|---|---|---|")
-    for B, T, K, C in ((8, 20000, 100, 24), (16, 20000, 1000, 16), (16, 20000, 2000, 13)):
-        x = as_x(leaves(B, T, K, C))
-        KP, CP = kn._shape(x)
-        ref = None
-        for w in (None, 8, 16, 32):
-            kn.WARPS = w
-            reps = 1 if K >= 2000 else 3
-            t = (events(lambda x=x: kn.forward(x), reps),
-                 events(lambda x=x: fwd_bwd(x), reps),
-                 events(lambda x=x: kn.viterbi(x), reps))
-            out = (kn.forward(x)[0], fwd_bwd(x)["scores"])
-            ref = out if ref is None else ref
-            name = f"rule ({kn._warps(KP, CP)})" if w is None else str(w)
-            dz = (out[0] - ref[0]).abs().max().item()
-            dg = (out[1] - ref[1]).abs().max().item()
-            print(f"| {B}, {T}, {K}, {C} | {name} | {t[0]:.1f} | {t[1]:.1f} | {t[2]:.1f} | "
-                  f"{dz:.1e} / {dg:.1e} |", flush=True)
-        kn.WARPS = None
-        del x, ref, out
-        torch.cuda.empty_cache()
+          "log Z / d/d scores vs rule | Viterbi labels equal |\n|---|---|---|---|---|---|---|")
+    _sweep(((8, 20000, 100, 24), (16, 20000, 1000, 16), (16, 20000, 2000, 13)), None,
+           "WARPS", (None, 8, 16, 32))
 
 
 def section_svit():
