@@ -87,6 +87,8 @@ def main():
                  ("static Viterbi half", chain._fwd_kernel, dict(st, **fwd, MODE=2, PHASE=0, REV=False)),
                  ("static backward, rows", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=True, END=False)),
                  ("static backward, wave", chain._bwd_kernel, dict(st, REV=False, ROWS_FULL=False, END=False)),
+                 ("static backward, rows, duration sum in memory", chain._bwd_kernel,
+                  dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True)),
                  ("static backward, rows, posteriors", chain._bwd_kernel,
                   dict(st, REV=False, ROWS_FULL=True, END=False, PARAM_GRADS=False))]
     if "periodic" in a.kernels:
@@ -96,6 +98,8 @@ def main():
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
+                 ("periodic backward (wave), duration sum in memory", chain._bwd_kernel,
+                  dict(pe, REV=False, ROWS_FULL=False, END=True, DB_GLOBAL=True)),
                  ("periodic backward (wave), posteriors", chain._bwd_kernel,
                   dict(pe, REV=False, ROWS_FULL=False, END=True, PARAM_GRADS=False))]
     if "tiled" in a.kernels:

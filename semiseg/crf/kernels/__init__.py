@@ -646,7 +646,7 @@ def _ring_tile(KP: int, CP: int) -> int:
     return min(64, KP) if KP * CP >= 16384 else 0
 
 
-def _rev_warps(KP: int, CP: int, nw: int) -> int:
+def _rev_warps(nw: int) -> int:
     """Warps of the periodic family's reversed chain (_fwd_kernel NP > 1), given its
     caller's rule `nw`: at most 8. On an H100 (benchmarks/warps_probe.py --sections rev)
     8 warps against the caller's 16 ran the forward 1.21x and the Viterbi 1.47x faster at
@@ -727,7 +727,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
             KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(KP, CP, nw), **rflags)
+            num_warps=_rev_warps(nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
@@ -767,7 +767,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, *fin["r"], T, C, K, P, nck, 0,
             KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(KP, CP, nw), **rflags)
+            num_warps=_rev_warps(nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:
@@ -835,7 +835,7 @@ def _viterbi_per(x: CRFInputs):
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
             *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
             KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(KP, CP, nw), **rflags)
+            num_warps=_rev_warps(nw), **rflags)
 
     _Both(dev).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)

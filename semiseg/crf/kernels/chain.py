@@ -473,6 +473,7 @@ def _bwd_kernel(
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
+    slot = b * NCK + seg  # this segment's slot of g_db and g_tr
     L = tl.load(lengths + b).to(tl.int32)
     t0 = seg * P
     t1 = tl.minimum(t0 + P, L)
@@ -597,10 +598,7 @@ def _bwd_kernel(
                 if PARAM_GRADS:
                     fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
                     w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
-                    if DB_GLOBAL:
-                        _db_add(g_db, b * NCK + seg, w, i, js, cs, KP, CP)
-                    else:
-                        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                    acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 ba = _lse_outer(tr3 + bg3[:, None, :])
                 if PARAM_GRADS:
@@ -620,10 +618,7 @@ def _bwd_kernel(
                 # gathered into duration order
                 if PARAM_GRADS:
                     w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
-                    if DB_GLOBAL:
-                        _db_add(g_db, b * NCK + seg, w, i, js, cs, KP, CP)
-                    else:
-                        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+                    acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
                 ba = _lse1(tr + bg[None, :])
                 # the transition at this chain's boundary u (position p, or p + 1 when
@@ -652,18 +647,14 @@ def _bwd_kernel(
                 xdb = _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
                                    L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
                 if DB_GLOBAL:
-                    ptr = g_db + ((b * NCK + seg) * KP + js) * CP + cs
-                    tl.store(ptr, tl.load(ptr) + xdb)
-                    tl.debug_barrier()
+                    _add_in_place(g_db + (slot * KP + js) * CP + cs, xdb)
                 else:
                     acc_db += xdb
-        slot = b * NCK + seg
         if PARAM_GRADS:
+            dbp = g_db + (slot * KP + js) * CP + cs
             if DB_GLOBAL:
-                ptr = g_db + (slot * KP + js) * CP + cs
-                tl.store(ptr, gl * tl.load(ptr))
-            else:
-                tl.store(g_db + (slot * KP + js) * CP + cs, gl * acc_db)
+                acc_db = tl.load(dbp)
+            tl.store(dbp, gl * acc_db)
             if NP > 1:
                 tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
             elif REV:  # the mirror frame's transition is the transpose
@@ -673,12 +664,23 @@ def _bwd_kernel(
 
 
 @triton.jit
-def _db_add(g_db, slot, w, i, js, cs, KP: tl.constexpr, CP: tl.constexpr):
-    """_bwd_kernel's DB_GLOBAL step: w's slots (ring order at step i) added to the
-    duration-order sum in g_db's (KP, CP) slot `slot`, then a barrier."""
-    ptr = g_db + (slot * KP + ((i - js) & (KP - 1))) * CP + cs
-    tl.store(ptr, tl.load(ptr) + w)
+def _add_in_place(ptr, v):
+    """*ptr += v, then a barrier (the next step's threads read what these wrote)."""
+    tl.store(ptr, tl.load(ptr) + v)
     tl.debug_barrier()
+
+
+@triton.jit
+def _db_step(acc_db, g_db, slot, w, i, js, cs, KP: tl.constexpr, CP: tl.constexpr,
+             DB_GLOBAL: tl.constexpr):
+    """One step of _bwd_kernel's duration-bias sum: w's slots (ring order at step i, slot
+    j holding duration ((i - j) mod KP) + 1) added in duration order, to the register sum
+    acc_db (returned), or (DB_GLOBAL) to g_db's (KP, CP) slot `slot`."""
+    if DB_GLOBAL:
+        _add_in_place(g_db + (slot * KP + ((i - js) & (KP - 1))) * CP + cs, w)
+    else:
+        acc_db += tl.gather(w, (i - js + cs * 0) & (KP - 1), 0)
+    return acc_db
 
 
 @triton.jit
