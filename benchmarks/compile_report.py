@@ -32,8 +32,11 @@ F64 = {"ck_n", "mid_n", "rows_n", "out_n", "fin_n", "rk_n", "log_z", "f_n", "r_n
 
 
 def _signature(fn, consts: dict) -> dict:
+    """Argument types; constexpr parameters not in `consts` get their defaults there."""
     sig = {}
-    for p in inspect.signature(fn.fn).parameters:
+    for p, par in inspect.signature(fn.fn).parameters.items():
+        if p not in consts and "constexpr" in str(par.annotation):
+            consts[p] = par.default
         if p in consts:
             sig[p] = "constexpr"
         elif p in I32:
@@ -91,6 +94,13 @@ def main():
                   dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True)),
                  ("static backward, rows, posteriors", chain._bwd_kernel,
                   dict(st, REV=False, ROWS_FULL=True, END=False, PARAM_GRADS=False))]
+        bt = max(1, min(a.kp, kn.BWD_TILE_ELEMS // a.cp))
+        runs += [(f"static backward, rows, ring in tiles of {bt}", chain._bwd_kernel,
+                  dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True, TILE=bt)),
+                 (f"static backward, REV rows, ring in tiles of {bt}", chain._bwd_kernel,
+                  dict(st, REV=True, ROWS_FULL=True, END=False, DB_GLOBAL=True, TILE=bt)),
+                 (f"static backward, posteriors, ring in tiles of {bt}", chain._bwd_kernel,
+                  dict(st, REV=False, ROWS_FULL=True, END=False, PARAM_GRADS=False, TILE=bt))]
     if "periodic" in a.kernels:
         pe = dict(flags, NP=3, NPP=kn._pow2(3))
         runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),

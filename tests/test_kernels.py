@@ -276,6 +276,7 @@ def test_unsupported_inputs_are_refused(monkeypatch):
     p, extra = make(1, 4, 2, 2, seed=1, optional=False)
     x = as_inputs(p, extra)
     monkeypatch.setattr(kn, "MAX_RING", 2)  # a ring of 2 x 2 elements: too large now
+    monkeypatch.setattr(kn, "MAX_RING_STATIC", 2)
     assert kn.supports(x) is not None
     with pytest.raises(ValueError, match="torch"):
         kn.forward(x)
@@ -556,3 +557,36 @@ def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypat
     want = reference.backward(x64, reference.forward(x64)[1], w.double())
     torch.testing.assert_close(got[0]["duration_bias"].double(), want["duration_bias"],
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("elems", [8, 32])
+def test_static_backward_with_its_ring_in_tiles_matches_float64(elems, monkeypatch):
+    """_bwd_kernel TILE (the static backward's ring in memory, walked in tiles of
+    elems / CP slots with an online logsumexp over them; for rings beyond the register
+    file): every gradient within float32 of the float64 torch backend, with the rows the
+    chains write (both launches, the segments across M) and with recomputed rows in
+    waves, with and without the parameter sums (posteriors); several tiles (elems 8: 4
+    tiles of 2 slots) and one (elems 32)."""
+    from semiseg.crf import reference
+
+    monkeypatch.setattr(kn, "_segment_length", lambda *a: 5)
+    monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
+    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", elems)
+    p, extra = make(3, 23, 6, 3, seed=44, lengths=[23, 16, 7], allowed=True)
+    x = as_inputs(p, extra)
+    assert kn._bwd_tile(*kn._shape(x)) == elems // 4
+    w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
+    x64 = as_inputs(p, extra, torch.float64)
+    want = reference.backward(x64, reference.forward(x64)[1], w.double())
+    for budget in (1 << 30, 1):
+        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        got = kn.backward(x, kn.forward(x, keep=True)[1], w)
+        post = kn.backward(x, kn.forward(x, keep=True)[1], w, wanted=("scores", "proj_start"))
+        for k, v in want.items():
+            if v is None:
+                continue
+            torch.testing.assert_close(got[k].double(), v, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m, k=k, b=budget: f"{b} {k}: {m}")
+            if k in post and post[k] is not None:
+                torch.testing.assert_close(post[k].double(), v, rtol=1e-4, atol=1e-5)

@@ -18,10 +18,12 @@ then segment by segment from the end (recompute beside the reversed chain, _Over
 Importing this package imports triton; on CPU tensors it needs TRITON_INTERPRET=1 set
 before triton is first imported.
 
-Scope: a ring of min(K, T) slots x C labels held in registers, up to MAX_RING ring
-elements (K = 1000 with C = 24 fits); larger rings are not implemented: `supports(x)` says
-so, dispatch's "auto" then picks the torch backend, and backend="triton" raises a
-ValueError.
+Scope: a ring of min(K, T) slots x C labels per program, up to MAX_RING ring elements for
+periodic and duration-dependent transitions (K = 1000 with C = 24 fits) and
+MAX_RING_STATIC for static ones (K = 8192 at C <= 16; from BWD_TILE_FROM the static
+backward keeps its ring in memory, walked in tiles, and from BIG_RING the chains run at 32
+warps); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
+picks the torch backend, and backend="triton" raises a ValueError.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ from torch import Tensor
 from ..inputs import CRFInputs
 from . import chain, graphs, tiled
 
-MAX_RING = 32768  # KP * CP register-ring elements per program
+MAX_RING = 32768  # KP * CP ring elements per program (the periodic and duration-
+# dependent families, whose register rings were never measured beyond it)
+MAX_RING_STATIC = 131072  # the same for static transitions: K = 8192 at C <= 16 (their
+# backward walks rings from BWD_TILE_FROM in tiles; the chains spill but run)
 
 
 def _pow2(n: int) -> int:
@@ -58,9 +63,12 @@ def supports(x: CRFInputs) -> str | None:
 def _scope(x: CRFInputs) -> str | None:
     """None if these kernels can compute x at all, else the reason they cannot."""
     KP, CP = _shape(x)
-    if KP * CP > MAX_RING:
+    static = not (x.periodic or x.duration_dependent)
+    limit = MAX_RING_STATIC if static else MAX_RING
+    if KP * CP > limit:
+        kind = "static" if static else ("periodic" if x.periodic else "duration-dependent")
         return (f"ring of {KP} x {CP} (min(K, T) x C, padded to powers of two) exceeds "
-                f"the register budget of {MAX_RING} elements")
+                f"the {limit} elements these kernels hold for {kind} transitions")
     if x.scores.dtype != torch.float32:
         return f"the Triton kernels compute in float32, got {x.scores.dtype}"
     return None
@@ -84,7 +92,7 @@ def _warps(KP: int, CP: int) -> int:
         return 4
     if n <= 8192:
         return 8
-    return 16
+    return 16 if n < BIG_RING else 32
 
 
 def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
@@ -105,6 +113,13 @@ def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
     return _warps(KP, CP)
 
 
+BIG_RING = 65536  # KP x CP from which the chains run at 32 warps (_warps): on an H100 the
+# static forward at (16, 20000, 4000, 13) took 499 ms at 32 against 1017 at 16 (equal at
+# 2000: 140 / 146; benchmarks/big_ring_probe.py)
+BIG_VITERBI = 32768  # the same for the static Viterbi (_viterbi_warps): 32 warps 156 ms
+# against 325 at 16 and 512 at 8 at K = 2000, 472 / 943 / 1488 at K = 4000
+
+
 def _viterbi_warps(KP: int, CP: int) -> int:
     """Warps of the static Viterbi (both chains and the join): _warps' rule, at most 8.
     On an H100 8 warps ran it 1.20x, 1.22x and 1.36x faster than 16 at (16, 20000, 1000,
@@ -112,7 +127,7 @@ def _viterbi_warps(KP: int, CP: int) -> int:
     slower (RESULTS.md, "Warps of the periodic reversed chain")."""
     if WARPS is not None:
         return WARPS
-    return min(_warps(KP, CP), 8)
+    return 32 if KP * CP >= BIG_VITERBI else min(_warps(KP, CP), 8)
 
 
 def _viterbi_per_warps(KP: int, CP: int) -> int:
@@ -137,6 +152,24 @@ def _db_global(KP: int, CP: int, params: bool) -> bool:
     at 128 x 32, but 0.85x at the gene model's 256 x 64 (its backward at 32 warps holds
     the sum without spilling), hence CP <= 32."""
     return params and KP * CP >= DB_GLOBAL_FROM and CP <= 32
+
+
+BWD_TILE_FROM = 32768  # KP x CP from which the static backward walks its ring in tiles
+BWD_TILE_ELEMS = 8192  # ring elements (slots x CP) per tile there; benchmarks set both
+BWD_TILE_WARPS: int | None = None  # warps of the tiled backward; None = 16
+
+
+def _bwd_tile(KP: int, CP: int) -> int:
+    """Slots per tile of the static backward's ring in memory (chain._bwd_kernel TILE),
+    or 0 for the ring in registers: from KP x CP = BWD_TILE_FROM, where the whole-ring
+    step spilled. On an H100 (benchmarks/bwd_tiles_probe.py; RESULTS.md, "The static
+    backward's ring in tiles") forward+backward at (16, 20000, K, 13) went 835 -> 333 ms
+    at K = 2000 and 3812 -> 1170 ms at K = 4000, and K = 8192 runs (3.8 s); at 1000 x 16
+    the tiles lost (100 -> 113 ms). Tiles of 8192 elements at 16 warps were the best of
+    2048 / 4096 / 8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096)."""
+    if KP * CP < BWD_TILE_FROM:
+        return 0
+    return max(1, min(KP, BWD_TILE_ELEMS // CP))
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
@@ -375,7 +408,8 @@ class _Both:
 def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
-            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM)
+            ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
+            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_RING, BIG_VITERBI)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -530,15 +564,20 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     g_db, g_tr = parts[:n_db], parts[n_db:]
     trans = x.transition.contiguous()
     lz = saved["log_z64"]
+    tile = _bwd_tile(KP, CP)
+    # the ring of each segment in memory when tiled (chain._bwd_kernel TILE)
+    work = torch.empty(B * nck * KP * CP, **f32) if tile else dummy
+    bw = {"TILE": tile, "PARAM_GRADS": params,
+          "DB_GLOBAL": params and (tile > 0 or _db_global(KP, CP, params)),
+          "num_warps": (BWD_TILE_WARPS or 16) if tile else nw}
 
     def right(k0, w):
         def go():
             chain._bwd_kernel[(B, w)](
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
-                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
-                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, PARAM_GRADS=params,
-                DB_GLOBAL=_db_global(KP, CP, params), num_warps=nw, **ff)
+                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr, work,
+                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, **bw, **ff)
         return go
 
     if full:
@@ -546,10 +585,8 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
             chain._bwd_kernel[(B, nseg)](
                 scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
-                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr,
-                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True,
-                PARAM_GRADS=params, DB_GLOBAL=_db_global(KP, CP, params), num_warps=nw,
-                **rf)
+                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr, work,
+                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, **bw, **rf)
 
         _Both(dev).run(right(0, nseg), left)
     else:
@@ -792,7 +829,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
-            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
+            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr, dummy,
             T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
             DB_GLOBAL=_db_global(KP, CP, params), ROWS_FULL=full is not None,
             num_warps=nw_bwd, **flags)

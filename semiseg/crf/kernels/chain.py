@@ -360,8 +360,9 @@ def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
     relative; i1 = the reversed step that read position t1)."""
     db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
     # an online logsumexp per (end slot, label) over the starts: no reduction in the loop
-    em = tl.full((KP, CP), NEG, tl.float32)
-    es = tl.zeros((KP, CP), tl.float32)
+    # (js and Rb may be a tile of the slots: _crossing_tiled)
+    es = tl.zeros_like(Rb)
+    em = es + NEG
     for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
         s = t1 - a
         Fa = tl.load(F + (s & (KP - 1)) * CP + cs1)
@@ -376,6 +377,20 @@ def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
     cms = tl.where(cm == NEG, 0.0, cm)
     csum = tl.sum(es * tl.exp(em - cms[None, :]), 0)
     return tl.where(cm == NEG, NEG, cms + tl.log(csum))
+
+
+@triton.jit
+def _crossing_tiled(F, Rp, t1, i1, K, db, C, cs, cs1, cmask,
+                    KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
+    """_crossing with the reversed ring read from memory (Rp: its (KP, CP) slots) TILE
+    slots at a time, the tiles' results joined by logaddexp (the same terms, summed in
+    another order)."""
+    acc = tl.full((CP,), NEG, tl.float32)
+    for j0 in range(0, KP, TILE):
+        jt = j0 + tl.arange(0, TILE)[:, None]
+        acc = _logaddexp(acc, _crossing(F, tl.load(Rp + jt * CP + cs), t1, i1, K, db, C,
+                                        jt, cs, cs1, cmask, KP, CP))
+    return acc
 
 
 @triton.jit
@@ -404,13 +419,14 @@ def _bwd_kernel(
     scores, allowed, ps, pe, trans, db, final, lengths, grad_log_z,
     ck_ring, ck_alp, ck_n, rk_ring, rk_gam, rk_n,
     rows_gam, rows_alp, rows_n, fin_alp, fin_n, log_z,
-    g_scores, g_ps, g_pe, g_db, g_tr,
+    g_scores, g_ps, g_pe, g_db, g_tr, work,
     T, C, K, P, NCK, seg0,
     KP: tl.constexpr, CP: tl.constexpr,
     HAS_ALLOWED: tl.constexpr, HAS_PS: tl.constexpr, HAS_PE: tl.constexpr,
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
     PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
+    TILE: tl.constexpr = 0,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -470,6 +486,18 @@ def _bwd_kernel(
     (the compiler's instruction choices differ; both are deterministic and within float32
     of float64: tests). For long rings, where holding a second (KP, CP) sum made the
     whole backward spill.
+
+    TILE > 0 (static transitions, not END; DB_GLOBAL with PARAM_GRADS): the reversed
+    ring lives in this segment's (KP, CP) float32 slot of `work` (B, NCK, KP, CP) instead
+    of registers, and each step walks it TILE slots at a time: insert and add the scores
+    (stored back), the logsumexp over the slots as an online one over the tiles (each
+    tile's max and sum per label), then, for the duration-bias sum, a second walk that
+    recomputes each tile's exponentials against the final max. A thread then holds TILE x
+    CP / threads values of each (TILE, CP) temporary: for rings beyond the register
+    file (KP x CP >= 32768), where the whole-ring step spilled. The crossing sums read the
+    reversed checkpoint ring from memory in tiles too (_crossing_tiled). The same terms
+    as the register ring, summed in another order: not bitwise its results (tests compare
+    both with float64).
     """
     b = tl.program_id(0).to(tl.int64)
     seg = seg0 + tl.program_id(1)
@@ -504,6 +532,11 @@ def _bwd_kernel(
         rs = tl.arange(0, CP)[:, None]
         if END:
             tl.static_assert(not REV)
+        if TILE > 0:
+            tl.static_assert((NP == 1) & (not END))
+            tl.static_assert(DB_GLOBAL or not PARAM_GRADS)
+            wp = work + slot * KP * CP  # this segment's ring
+            jt = tl.arange(0, TILE)[:, None]
         if NP > 1:
             tl.static_assert(END)
             rr = tl.arange(0, NPP)
@@ -518,7 +551,11 @@ def _bwd_kernel(
         seq = b * T * C
         gl = tl.load(grad_log_z + b)
         if u1 == L:  # the chain's own start: nothing after L
-            R = tl.full((KP, CP), NEG, tl.float32)
+            if TILE > 0:
+                for j0 in range(0, KP, TILE):
+                    tl.store(wp + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
+            else:
+                R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
             n = tl.zeros((), tl.float64)
             # the other chain's own log Z at L: its final alpha with `end`
@@ -532,11 +569,19 @@ def _bwd_kernel(
             run = tl.zeros((CP,), tl.float64)
         else:
             ckb = b * NCK + kb  # both chains' checkpoints at u1
-            R = tl.load(rk_ring + (ckb * KP + js) * CP + cs)
+            if TILE > 0:
+                for j0 in range(0, KP, TILE):
+                    jr = (j0 + jt) * CP + cs
+                    tl.store(wp + jr, tl.load(rk_ring + ckb * KP * CP + jr))
+            else:
+                R = tl.load(rk_ring + (ckb * KP + js) * CP + cs)
             gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            if END:
+            if TILE > 0:
+                cross = _crossing_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1,
+                                        L - 1 - u1, K, db, C, cs, cs1, cmask, KP, CP, TILE)
+            elif END:
                 cross = _crossing_end(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1, L,
                                       js, cs, cmask, KP, CP)
             else:
@@ -550,7 +595,10 @@ def _bwd_kernel(
             pend = tl.where(zq > float("-inf"), pend, 0.0)
         mprev = tl.zeros((), tl.float32)
         lz_ok = lz > float("-inf")
-        acc_db = tl.zeros((KP, CP), tl.float32)  # left unchanged (dead) without PARAM_GRADS
+        if TILE > 0:
+            tl.debug_barrier()  # the ring's tiles are read below by other threads
+        else:
+            acc_db = tl.zeros((KP, CP), tl.float32)  # unchanged (dead) without PARAM_GRADS
         if NP > 1:
             acc_tr = tl.zeros((NPP, CP, CP), tl.float32)
         else:
@@ -572,14 +620,33 @@ def _bwd_kernel(
             aF = tl.load(rows_alp + r * CP + cs1)
             nF = tl.load(rows_n + r)
             ins = gam + per
-            R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
-            d = ((i - js) & (KP - 1)) + 1
-            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
-            # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
-            # for the segment posteriors
-            mx = tl.max(v, 0)
-            mxs = tl.where(mx == NEG, 0.0, mx)
-            e = tl.exp(v - mxs[None, :])
+            if TILE > 0:
+                # the same, tile by tile, with an online logsumexp over the tiles
+                mx = tl.full((CP,), NEG, tl.float32)
+                esum = tl.zeros((CP,), tl.float32)
+                for j0 in range(0, KP, TILE):
+                    jj = j0 + jt
+                    Rt = tl.load(wp + jj * CP + cs)
+                    Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
+                    tl.store(wp + jj * CP + cs, Rt)
+                    dt = ((i - jj) & (KP - 1)) + 1
+                    vt = Rt + tl.load(db + (dt - 1) * C + cs, mask=(dt <= K) & cmask,
+                                      other=NEG)
+                    nm = tl.maximum(mx, tl.max(vt, 0))
+                    nms = tl.where(nm == NEG, 0.0, nm)
+                    esum = esum * tl.exp(mx - nms) + tl.sum(tl.exp(vt - nms[None, :]), 0)
+                    mx = nm
+                tl.debug_barrier()
+                mxs = tl.where(mx == NEG, 0.0, mx)
+            else:
+                R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+                d = ((i - js) & (KP - 1)) + 1
+                v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+                # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
+                # for the segment posteriors
+                mx = tl.max(v, 0)
+                mxs = tl.where(mx == NEG, 0.0, mx)
+                e = tl.exp(v - mxs[None, :])
             if NP > 1:
                 # split by the residue of each slot's duration
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
@@ -605,7 +672,8 @@ def _bwd_kernel(
                     acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
             else:
                 gF = tl.load(rows_gam + r * CP + cs1)
-                esum = tl.sum(e, 0)
+                if TILE == 0:
+                    esum = tl.sum(e, 0)
                 bg = tl.where(mx == NEG, NEG, mxs + tl.log(esum)) + psr
                 m = _safe_max(bg)
                 bg = bg - m
@@ -616,7 +684,18 @@ def _bwd_kernel(
                 pstart = tl.exp(gF + bg + base)
                 # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow),
                 # gathered into duration order
-                if PARAM_GRADS:
+                if PARAM_GRADS and TILE > 0:
+                    # the tiles' exponentials again, against the final max
+                    fac = tl.where(esum > 0, pstart / esum, 0.0)[None, :]
+                    for j0 in range(0, KP, TILE):
+                        jj = j0 + jt
+                        dt = ((i - jj) & (KP - 1)) + 1
+                        vt = tl.load(wp + jj * CP + cs) + tl.load(
+                            db + (dt - 1) * C + cs, mask=(dt <= K) & cmask, other=NEG)
+                        gp = g_db + (slot * KP + dt - 1) * CP + cs
+                        tl.store(gp, tl.load(gp) + tl.exp(vt - mxs[None, :]) * fac)
+                    tl.debug_barrier()
+                elif PARAM_GRADS:
                     w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
                     acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_c trans[c', c] + beta_gamma[p, c]
@@ -644,17 +723,28 @@ def _bwd_kernel(
                 shift = (tl.load(rk_n + kc) + tl.load(ck_n + kc) - tl.load(log_z + b))
                 shift = tl.where(tl.load(log_z + b) > float("-inf"), shift.to(tl.float32),
                                  NEG)
-                xdb = _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
-                                   L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
-                if DB_GLOBAL:
-                    _add_in_place(g_db + (slot * KP + js) * CP + cs, xdb)
+                if TILE > 0:
+                    for j0 in range(0, KP, TILE):
+                        _add_in_place(g_db + (slot * KP + j0 + jt) * CP + cs, _crossing_db(
+                            rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M, L, K, db, C,
+                            shift, j0 + jt, cs, cs1, cmask, KP, CP))
                 else:
-                    acc_db += xdb
+                    xdb = _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
+                                       L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
+                    if DB_GLOBAL:
+                        _add_in_place(g_db + (slot * KP + js) * CP + cs, xdb)
+                    else:
+                        acc_db += xdb
         if PARAM_GRADS:
-            dbp = g_db + (slot * KP + js) * CP + cs
-            if DB_GLOBAL:
-                acc_db = tl.load(dbp)
-            tl.store(dbp, gl * acc_db)
+            if TILE > 0:
+                for j0 in range(0, KP, TILE):
+                    dbp = g_db + (slot * KP + j0 + jt) * CP + cs
+                    tl.store(dbp, gl * tl.load(dbp))
+            else:
+                dbp = g_db + (slot * KP + js) * CP + cs
+                if DB_GLOBAL:
+                    acc_db = tl.load(dbp)
+                tl.store(dbp, gl * acc_db)
             if NP > 1:
                 tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
             elif REV:  # the mirror frame's transition is the transpose
@@ -690,7 +780,7 @@ def _crossing_db(F, Rr, M, L, K, db, C, shift, js, cs, cs1, cmask,
     (KP, CP) tile, row d - 1, from the forward ring F and the reversed ring Rr at M
     (relative) and shift = their normalisers - log Z."""
     dbt = tl.load(db + js * C + cs, mask=(js < K) & cmask, other=NEG)  # row d - 1
-    acc = tl.zeros((KP, CP), tl.float32)
+    acc = tl.zeros_like(dbt)  # js may be a tile of the rows
     for a in range(1, tl.minimum(K, M + 1)):  # start s = M - a
         Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
         # the reversed ring's slot of the end e = s + d for each duration d = row + 1:
