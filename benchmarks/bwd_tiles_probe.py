@@ -5,12 +5,15 @@ benchmarks/KERNELS_NOTES.md, session 16):
     PYTHONPATH=. python benchmarks/bwd_tiles_probe.py [--shapes BxTxKxC,...] [--reps 2]
         [--sweep 2000,4000] [--check 4000] [--genome]
 
-Variants (module knobs of semiseg.crf.kernels):
-    before: registers everywhere (BWD_TILE_FROM, BIG_RING, BIG_VITERBI off), the rules of
-            session 15 (rings over MAX_RING were refused then; run here anyway);
-    now:    the shipped rules (tiles from KP x CP = 32768, 32 warps from 65536; the
-            Viterbi at 32 from 32768);
-    tiled:  tiles forced (BWD_TILE_FROM = 0), for shapes below the rule;
+Variants (module knobs of semiseg.crf.kernels; --variants picks them):
+    before:    registers everywhere (BWD_TILE_FROM, CHAIN_TILE_FROM, BIG_RING, BIG_VITERBI
+               off), the rules of session 15 (rings over MAX_RING were refused then; run
+               here anyway);
+    bwd tiles: the backward tiled, the chains (_fwd_kernel) in registers;
+    now:       the shipped rules (backward and chains tiled from KP x CP = 32768);
+    tiled:     both forced (.._TILE_FROM = 0), for shapes below the rule;
+--chain-sweep K,...: the tiled chains' tile elements 4096 / 8192 / 16384 x warps 8 / 16 /
+32 (forward and Viterbi).
 --sweep K,...: at (16, 20000, K, 13), tile elements 2048 / 4096 / 8192 x warps 8 / 16 / 32.
 CUDA events, median of --reps after a warm-up: forward, forward+backward with every
 gradient (autograd's path), the posterior backward (per-position gradients only) and the
@@ -33,15 +36,18 @@ from semiseg.crf import reference
 
 OFF = 1 << 62
 VARIANTS = {
-    "before": {"BWD_TILE_FROM": OFF, "BIG_RING": OFF, "BIG_VITERBI": OFF},
+    "before": {"BWD_TILE_FROM": OFF, "BIG_RING": OFF, "BIG_VITERBI": OFF,
+               "CHAIN_TILE_FROM": OFF},
+    "bwd tiles": {"CHAIN_TILE_FROM": OFF},
     "now": {},
-    "tiled": {"BWD_TILE_FROM": 0},
+    "tiled": {"BWD_TILE_FROM": 0, "CHAIN_TILE_FROM": 0},
 }
+KNOBS = ("BWD_TILE_FROM", "BWD_TILE_ELEMS", "BWD_TILE_WARPS", "BIG_RING", "BIG_VITERBI",
+         "CHAIN_TILE_FROM", "CHAIN_TILE_ELEMS", "CHAIN_TILE_WARPS")
 
 
 def knobs(**kw):
-    saved = {k: getattr(kn, k) for k in ("BWD_TILE_FROM", "BWD_TILE_ELEMS", "BWD_TILE_WARPS",
-                                         "BIG_RING", "BIG_VITERBI")}
+    saved = {k: getattr(kn, k) for k in KNOBS}
     for k, v in saved.items():
         setattr(kn, k, kw.get(k, v))
     return saved
@@ -68,6 +74,8 @@ def main():
                     "16x20000x4000x13,16x20000x8192x13")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--sweep", default="")
+    ap.add_argument("--chain-sweep", default="", help="K,...: the tiled chains' tile x warps")
+    ap.add_argument("--variants", default="before,bwd tiles,now")
     ap.add_argument("--check", default="")
     ap.add_argument("--genome", action="store_true")
     a = ap.parse_args()
@@ -79,9 +87,9 @@ def main():
         B, T, K, C = (int(v) for v in s.split("x"))
         x = as_x(leaves(B, T, K, C))
         KP, CP = kn._shape(x)
-        names = ["before", "now"] if KP * CP >= kn.BWD_TILE_FROM else ["now", "tiled"]
+        names = a.variants.split(",") if KP * CP >= kn.BWD_TILE_FROM else ["now", "tiled"]
         if K >= 8000:
-            names = ["now"]
+            names = [n for n in names if n != "before"]
         for name in names:
             old = knobs(**VARIANTS[name])
             row(name, x, a.reps)
@@ -96,6 +104,17 @@ def main():
                 f = events(lambda x=x: fwd_bwd(x), a.reps)
                 print(f"| 16, 20000, {K}, 13 | tiles of {elems} elements, {w} warps | "
                       f"fwd+bwd {f:.1f} ms |", flush=True)
+                knobs(**old)
+        del x
+    for K in (int(k) for k in a.chain_sweep.split(",") if k):
+        x = as_x(leaves(16, 20000, K, 13))
+        for elems in (4096, 8192, 16384):
+            for w in (8, 16, 32):
+                old = knobs(CHAIN_TILE_ELEMS=elems, CHAIN_TILE_WARPS=w)
+                f = events(lambda x=x: kn.forward(x), a.reps)
+                v = events(lambda x=x: kn.viterbi(x), a.reps)
+                print(f"| 16, 20000, {K}, 13 | chain tiles of {elems} elements, {w} warps | "
+                      f"fwd {f:.1f} ms | Viterbi {v:.1f} ms |", flush=True)
                 knobs(**old)
         del x
     for K in (int(k) for k in a.check.split(",") if k):
@@ -113,7 +132,7 @@ def main():
               flush=True)
     if a.genome:
         x = as_x(leaves(1, 1_000_000, 1000, 24))
-        for name in ("before", "now"):
+        for name in a.variants.split(","):
             old = knobs(**VARIANTS[name])
             torch.cuda.reset_peak_memory_stats()
             t = events(lambda x=x: fwd_bwd(x), 1, warmup=0)

@@ -590,3 +590,26 @@ def test_static_backward_with_its_ring_in_tiles_matches_float64(elems, monkeypat
                                        msg=lambda m, k=k, b=budget: f"{b} {k}: {m}")
             if k in post and post[k] is not None:
                 torch.testing.assert_close(post[k].double(), v, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case,seg_len", [(c, None) for c in CASES]
+                         + [("all_terms", 1), ("allowed_neginf", 2)])
+def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
+    """Every static chain (forward, reversed, recompute waves, Viterbi halves) and the
+    backward with the ring in memory, walked in tiles of one slot (several tiles per
+    ring, an online logsumexp / max over them): log Z, every gradient and the Viterbi
+    path against brute-force enumeration, as the register rings are."""
+    for knob in ("CHAIN_TILE_FROM", "BWD_TILE_FROM"):
+        monkeypatch.setattr(kn, knob, 0)
+    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1)
+    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1)
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+    if seg_len == 1:
+        monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
+    spec = dict(CASES[case])
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=8, **spec)
+    x = as_inputs(p, extra)
+    assert kn._chain_tile(*kn._shape(x), x.scores, 2, 4)[1]["TILE"] == 1
+    check_against_brute(p, extra)

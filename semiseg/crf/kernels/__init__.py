@@ -172,6 +172,24 @@ def _bwd_tile(KP: int, CP: int) -> int:
     return max(1, min(KP, BWD_TILE_ELEMS // CP))
 
 
+CHAIN_TILE_FROM = 32768  # KP x CP from which the static chains (_fwd_kernel: forward,
+# reversed, recompute, Viterbi halves) keep their ring in memory, walked in tiles
+CHAIN_TILE_ELEMS = 8192  # ring elements per tile there
+CHAIN_TILE_WARPS: int | None = None  # their warps; None = 16. Benchmarks set these
+
+
+def _chain_tile(KP: int, CP: int, dummy: Tensor, programs: int, nw: int) -> tuple:
+    """(work, launch options) of a static _fwd_kernel chain: work = a (KP, CP) float32
+    ring per program (or a dummy), the options TILE and num_warps; tiled from KP x CP =
+    CHAIN_TILE_FROM (chain._fwd_kernel's docstring; benchmarks/KERNELS_NOTES.md, session
+    16)."""
+    if KP * CP < CHAIN_TILE_FROM:
+        return dummy, {"TILE": 0, "num_warps": nw}
+    return (torch.empty(programs * KP * CP, device=dummy.device, dtype=torch.float32),
+            {"TILE": max(1, min(KP, CHAIN_TILE_ELEMS // CP)),
+             "num_warps": CHAIN_TILE_WARPS or 16})
+
+
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
 PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
@@ -409,7 +427,8 @@ def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
-            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_RING, BIG_VITERBI)
+            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_RING, BIG_VITERBI,
+            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -460,11 +479,12 @@ def _forward(x: CRFInputs, keep: bool = False):
 
     def half(side, args, fl, rev):
         def go():
+            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
                 *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
-                dummy, dummy, T, C, K, P, nck, 0,
-                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=0, GAMMA_ROWS=rows, num_warps=nw,
-                LEAVE_OUT=LEAVE_OUT, **fl)
+                dummy, dummy, work, T, C, K, P, nck, 0,
+                KP=KP, CP=CP, MODE=0, REV=rev, PHASE=0, GAMMA_ROWS=rows,
+                LEAVE_OUT=LEAVE_OUT, **kw, **fl)
         return go
 
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
@@ -548,11 +568,12 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
 
     def other_half(side, args, fl, rev):
         def go():
+            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
                 *args, x.lengths, *ck[side], *mid[side], *(rows if full else (dummy,) * 3),
-                dummy, dummy, *fin[side], T, C, K, P, nck, 0,
+                dummy, dummy, *fin[side], work, T, C, K, P, nck, 0,
                 KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, WRITE_ROWS=full,
-                num_warps=nw, **fl)
+                **kw, **fl)
         return go
 
     _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
@@ -566,7 +587,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     lz = saved["log_z64"]
     tile = _bwd_tile(KP, CP)
     # the ring of each segment in memory when tiled (chain._bwd_kernel TILE)
-    work = torch.empty(B * nck * KP * CP, **f32) if tile else dummy
+    bwork = torch.empty(B * nck * KP * CP, **f32) if tile else dummy
     bw = {"TILE": tile, "PARAM_GRADS": params,
           "DB_GLOBAL": params and (tile > 0 or _db_global(KP, CP, params)),
           "num_warps": (BWD_TILE_WARPS or 16) if tile else nw}
@@ -576,7 +597,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
             chain._bwd_kernel[(B, w)](
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
-                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr, work,
+                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr, bwork,
                 T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, **bw, **ff)
         return go
 
@@ -585,17 +606,18 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
             chain._bwd_kernel[(B, nseg)](
                 scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
-                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr, work,
+                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr, bwork,
                 T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, **bw, **rf)
 
         _Both(dev).run(right(0, nseg), left)
     else:
         for k0 in range(0, nseg, W):
             w = min(W, nseg - k0)
+            cwork, kw = _chain_tile(KP, CP, dummy, B * w, nw)
             chain._fwd_kernel[(B, w)](
                 *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
-                dummy, dummy, T, C, K, P, nck, k0,
-                KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, num_warps=nw, **ff)
+                dummy, dummy, cwork, T, C, K, P, nck, k0,
+                KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, **kw, **ff)
             right(k0, w)()
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
@@ -625,10 +647,11 @@ def _viterbi(x: CRFInputs):
 
     def half(side, args, fl, rev):
         def go():
+            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
                 *args, x.lengths, dummy, dummy, dummy, dummy, *mid[side],
-                dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
-                KP=KP, CP=CP, MODE=2, REV=rev, GAMMA_ROWS=gr, num_warps=nw, **fl)
+                dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, work, T, C, K, 1, 1, 0,
+                KP=KP, CP=CP, MODE=2, REV=rev, GAMMA_ROWS=gr, **kw, **fl)
         return go
 
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
@@ -762,7 +785,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
-            dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
+            dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
             KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP,
             num_warps=_rev_warps(nw), **rflags)
 
@@ -802,7 +825,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
-            dummy, dummy, dummy, dummy, dummy, *fin["r"], T, C, K, P, nck, 0,
+            dummy, dummy, dummy, dummy, dummy, *fin["r"], dummy, T, C, K, P, nck, 0,
             KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP,
             num_warps=_rev_warps(nw), **rflags)
 
@@ -870,7 +893,7 @@ def _viterbi_per(x: CRFInputs):
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
-            *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T, C, K, 1, 1, 0,
+            *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, dummy, T, C, K, 1, 1, 0,
             KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP,
             num_warps=_rev_warps(nw), **rflags)
 

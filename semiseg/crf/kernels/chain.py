@@ -122,7 +122,7 @@ def _fwd_kernel(
     mid_ring, mid_gam, mid_alp, mid_n,
     rows_gam, rows_alp, rows_n,
     bp_d, bp_c,
-    out_alp, out_n,
+    out_alp, out_n, work,
     T, C, K, P, NCK, seg0,
     KP: tl.constexpr, CP: tl.constexpr, MODE: tl.constexpr, REV: tl.constexpr = False,
     PHASE: tl.constexpr = 0,
@@ -130,6 +130,7 @@ def _fwd_kernel(
     HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
+    TILE: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -164,11 +165,27 @@ def _fwd_kernel(
     logsumexp_r bg^r. MODE 2 stores, per position p, bp_d[p, r, c] (the best duration of a
     segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
     successor of a segment of c' ending at p), both (B, T, NPP, C).
+
+    TILE > 0 (static transitions, LEAVE_OUT 0): the ring lives in this program's (KP, CP)
+    float32 slot of `work` (B, or B x W in MODE 1) instead of registers and each step
+    walks it TILE slots at a time: insert and add the scores (stored back), then the
+    logsumexp over the slots as an online one over the tiles (MODE 2: the max, and the
+    shortest duration that reaches it, tile by tile). For rings beyond the register file
+    (the whole-ring step spilled: benchmarks/KERNELS_NOTES.md, session 16). The same terms,
+    reduced in another order: not bitwise the register ring's results (tests compare both
+    with float64); a barrier ends each step.
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
+    if TILE > 0:
+        tl.static_assert((NP == 1) & (LEAVE_OUT == 0))
+        jt = tl.arange(0, TILE)[:, None]
+        if MODE == 1:
+            wp = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
+        else:
+            wp = work + b * KP * CP
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask1 = cs1 < C
@@ -198,14 +215,20 @@ def _fwd_kernel(
         t0 = seg * P
         i0 = t0
         i1 = tl.minimum(t0 + P, L)
-        R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        if TILE > 0:
+            _copy_tiles(wp, ck_ring + (ck + seg) * KP * CP, 0.0, jt, cs, KP, CP, TILE)
+        else:
+            R = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
         gam = tl.load(ck_gam + (ck + seg) * CP + cs1)
         alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
         n = tl.load(ck_n + ck + seg)
     elif PHASE == 1:
         i0 = half
         i1 = L
-        R = tl.load(mid_ring + (b * KP + js) * CP + cs)
+        if TILE > 0:
+            _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KP, CP, TILE)
+        else:
+            R = tl.load(mid_ring + (b * KP + js) * CP + cs)
         gam = tl.load(mid_gam + b * CP + cs1)
         alp = tl.load(mid_alp + b * CP + cs1)
         n = tl.load(mid_n + b)
@@ -217,12 +240,17 @@ def _fwd_kernel(
             # allocated 32 registers and spilled ~17 KB per thread (sm_90, triton 3.9;
             # a runtime-opaque tl.where did not help)
             R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
+        elif TILE > 0:
+            for j0 in range(0, KP, TILE):
+                tl.store(wp + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
         else:
             R = tl.full((KP, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
+    if TILE > 0:
+        tl.debug_barrier()
     for i in range(i0, i1):
         if REV:
             p = (L - 1 - i).to(tl.int64)
@@ -238,7 +266,10 @@ def _fwd_kernel(
                 tb = i
             if tb % P == 0:
                 k = tb // P
-                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
+                if TILE > 0:
+                    _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KP, CP, TILE)
+                else:
+                    tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
@@ -252,12 +283,16 @@ def _fwd_kernel(
             tl.store(rows_n + r, n)
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
-        R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
-        d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
-        if LEAVE_OUT == 3:
-            v = R + tl.where(d <= K, 0.0, NEG)
+        if TILE > 0:
+            alp, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP, CP,
+                                      TILE, MODE == 2)
         else:
-            v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+            R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
+            d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
+            if LEAVE_OUT == 3:
+                v = R + tl.where(d <= K, 0.0, NEG)
+            else:
+                v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
             sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
@@ -295,7 +330,9 @@ def _fwd_kernel(
                 gam = _lse_outer(g3)
                 alp = _lse0(a3)
         else:
-            if MODE == 2:
+            if TILE > 0:  # alp (and best_d) come from _ring_tiles
+                pass
+            elif MODE == 2:
                 alp = tl.max(v, 0)
                 best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
             elif LEAVE_OUT == 2:
@@ -333,7 +370,10 @@ def _fwd_kernel(
                     tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                              mask=cmask1)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
-        tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
+        if TILE > 0:
+            _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KP, CP, TILE)
+        else:
+            tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
         tl.store(mid_gam + b * CP + cs1, gam)
         tl.store(mid_alp + b * CP + cs1, alp)
         tl.store(mid_n + b, n)
@@ -343,6 +383,47 @@ def _fwd_kernel(
 
 
 @triton.jit
+def _copy_tiles(dst, src, shift, jt, cs, KP: tl.constexpr, CP: tl.constexpr,
+                TILE: tl.constexpr):
+    """dst = src - shift over a (KP, CP) ring, TILE slots at a time."""
+    for j0 in range(0, KP, TILE):
+        jr = (j0 + jt) * CP + cs
+        tl.store(dst + jr, tl.load(src + jr) - shift)
+
+
+@triton.jit
+def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
+                CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr):
+    """One step of _fwd_kernel's static chain over its ring in memory (wp, (KP, CP)),
+    TILE slots at a time: the new start `ins` into slot i % KP, the others shifted by
+    -mprev, the scores f added (stored back), and per label the logsumexp over the slots
+    of ring + duration bias (an online one over the tiles), or (BEST) the max and the
+    shortest duration reaching it. Returns (that, the durations; unused without BEST);
+    ends with a barrier."""
+    acc = tl.full((CP,), NEG, tl.float32)
+    esum = tl.zeros((CP,), tl.float32)
+    best = tl.full((CP,), KP + 1, tl.int32)
+    for j0 in range(0, KP, TILE):
+        jj = j0 + jt
+        Rt = tl.load(wp + jj * CP + cs)
+        Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
+        tl.store(wp + jj * CP + cs, Rt)
+        d = ((i - jj) & (KP - 1)) + 1
+        v = Rt + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        tm = tl.max(v, 0)
+        if BEST:
+            tb = tl.min(tl.where(v == tm[None, :], d, KP + 1), 0)
+            best = tl.where(tm > acc, tb, tl.where(tm == acc, tl.minimum(best, tb), best))
+            acc = tl.maximum(acc, tm)
+        else:
+            nm = tl.maximum(acc, tm)
+            nms = tl.where(nm == NEG, 0.0, nm)
+            esum = esum * tl.exp(acc - nms) + tl.sum(tl.exp(v - nms[None, :]), 0)
+            acc = nm
+    tl.debug_barrier()
+    if not BEST:
+        acc = tl.where(acc == NEG, 0.0, acc) + tl.log(esum)
+    return acc, best
 def _through(cross, bnd):
     """log of the total weight through a boundary position t1: logsumexp over the labels
     of the segments across it (cross) and of a boundary at it (bnd); -inf if none."""
