@@ -64,8 +64,12 @@ def row(name, x, reps, vit=True):
     po = events(lambda x=x: posterior(x), reps)
     v = events(lambda x=x: kn.viterbi(x), reps) if vit else float("nan")
     KP, CP = kn._shape(x)
+    lz = kn.forward(x)[0]
+    labels = kn.viterbi(x)[1]
     print(f"| {x.batch}, {x.T}, {x.K}, {x.C} | {KP} x {CP} | {name} | tile "
-          f"{kn._bwd_tile(KP, CP)} | {f:.1f} | {fb:.1f} | {po:.1f} | {v:.1f} |", flush=True)
+          f"{kn._bwd_tile(KP, CP)} | {f:.1f} | {fb:.1f} | {po:.1f} | {v:.1f} | "
+          f"{lz[0].item():.4f} |", end=" ", flush=True)
+    return labels
 
 
 def main():
@@ -81,8 +85,8 @@ def main():
     a = ap.parse_args()
     kn.MAX_RING_STATIC = 1 << 20
     print(f"{torch.cuda.get_device_name(0)}\n\n| B, T, K, C | KP x CP | variant | backward | "
-          "fwd ms | fwd+bwd ms | posterior fwd+bwd ms | Viterbi ms |\n|---|---|---|---|---|---|"
-          "---|---|", flush=True)
+          "fwd ms | fwd+bwd ms | posterior fwd+bwd ms | Viterbi ms | log Z[0] | Viterbi labels "
+          "as the first row's |\n|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for s in a.shapes.split(","):
         B, T, K, C = (int(v) for v in s.split("x"))
         x = as_x(leaves(B, T, K, C))
@@ -90,9 +94,12 @@ def main():
         names = a.variants.split(",") if KP * CP >= kn.BWD_TILE_FROM else ["now", "tiled"]
         if K >= 8000:
             names = [n for n in names if n != "before"]
+        first = None
         for name in names:
             old = knobs(**VARIANTS[name])
-            row(name, x, a.reps)
+            labels = row(name, x, a.reps)
+            first = labels if first is None else first
+            print(f"{torch.equal(labels, first)} |", flush=True)
             knobs(**old)
         del x
         torch.cuda.empty_cache()
