@@ -94,6 +94,11 @@ def main():
                   dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True)),
                  ("static backward, rows, posteriors", chain._bwd_kernel,
                   dict(st, REV=False, ROWS_FULL=True, END=False, PARAM_GRADS=False))]
+        ct = max(1, min(a.kp, kn.CHAIN_TILE_ELEMS // a.cp))
+        runs += [(f"static forward, ring in tiles of {ct}", chain._fwd_kernel,
+                  dict(st, **fwd, MODE=0, PHASE=0, REV=False, TILE=ct)),
+                 (f"static Viterbi half, ring in tiles of {ct}", chain._fwd_kernel,
+                  dict(st, **fwd, MODE=2, PHASE=0, REV=False, TILE=ct))]
         bt = max(1, min(a.kp, kn.BWD_TILE_ELEMS // a.cp))
         runs += [(f"static backward, rows, ring in tiles of {bt}", chain._bwd_kernel,
                   dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True, TILE=bt)),

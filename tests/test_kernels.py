@@ -613,3 +613,17 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     x = as_inputs(p, extra)
     assert kn._chain_tile(*kn._shape(x), x.scores, 2, 4)[1]["TILE"] == 1
     check_against_brute(p, extra)
+
+
+def test_every_function_of_the_kernel_modules_is_a_triton_function():
+    """A helper that lost its @triton.jit still runs in the interpreter (a plain Python
+    function), but a GPU compile refuses it: every function these modules define must be
+    a Triton function."""
+    import inspect
+
+    from semiseg.crf.kernels import chain, tiled
+
+    for mod in (chain, tiled):
+        plain = [n for n, f in vars(mod).items()
+                 if inspect.isfunction(f) and f.__module__ == mod.__name__]
+        assert not plain, (mod.__name__, plain)

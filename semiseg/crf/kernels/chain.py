@@ -424,6 +424,9 @@ def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
     if not BEST:
         acc = tl.where(acc == NEG, 0.0, acc) + tl.log(esum)
     return acc, best
+
+
+@triton.jit
 def _through(cross, bnd):
     """log of the total weight through a boundary position t1: logsumexp over the labels
     of the segments across it (cross) and of a boundary at it (bnd); -inf if none."""
