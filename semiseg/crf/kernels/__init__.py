@@ -174,7 +174,7 @@ def _bwd_tile(KP: int, CP: int) -> int:
 
 CHAIN_TILE_FROM = 32768  # KP x CP from which the static chains (_fwd_kernel: forward,
 # reversed, recompute, Viterbi halves) keep their ring in memory, walked in tiles
-CHAIN_TILE_ELEMS = 8192  # ring elements per tile there
+CHAIN_TILE_ELEMS = 16384  # ring elements per tile there
 CHAIN_TILE_WARPS: int | None = None  # their warps; None = 16. Benchmarks set these
 
 
