@@ -63,6 +63,24 @@ def test_realistic_against_float64(B, T, K, C, waves, monkeypatch):
     check_against_float64(kn, p, extra)
 
 
+@pytest.mark.parametrize("B,T,K,C,waves", [(4, 3000, 50, 8, False), (3, 6000, 2000, 13, False),
+                                            (2, 4000, 300, 24, True)])
+def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
+    """The static chains and backward with their rings in memory, walked in tiles (forced
+    at every shape; by rule from KP x CP = 32768), against float64, deterministic."""
+    kn = _kn()
+    monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
+    monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
+    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1024)
+    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1024)
+    if waves:
+        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"))
+                            * (2 * 32 * 4 + 8))
+    p, extra = problem(B, T, K, C, seed=B * T + K + 1,
+                       lengths=[T] + [T - 7 * i for i in range(1, B)], allowed=True)
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
 def check_against_float64(kn, p, extra, *, deterministic=False):
     """The kernels on float32 inputs against the torch backend in float64 (SPEC bounds):
     log Z, every gradient, Viterbi score and the returned path's own score; with
