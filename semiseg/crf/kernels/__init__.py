@@ -491,7 +491,8 @@ def _forward(x: CRFInputs, keep: bool = False):
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
-                             log_z64, C, K, P, KP=KP, CP=CP, num_warps=nw)
+                             log_z64, C, K, P, KP=KP, CP=CP,
+                             **_chain_tile(KP, CP, dummy, 0, nw)[1])
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
              "sides": ((fa, ff), (ra, rf))}
     return log_z64.to(x.scores.dtype), saved

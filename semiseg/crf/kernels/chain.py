@@ -479,9 +479,10 @@ def _crossing_tiled(F, Rp, t1, i1, K, db, C, cs, cs1, cmask,
 
 @triton.jit
 def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, K, P,
-                 KP: tl.constexpr, CP: tl.constexpr):
+                 KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0):
     """log Z of one sequence where the two halves meet (M = _split(L, P)): a boundary at M
-    (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers."""
+    (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
+    TILE > 0: the crossing sum over the reversed ring TILE slots at a time."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
@@ -489,9 +490,13 @@ def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, 
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask = cs < C
-    Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
-    cross = _crossing(f_ring + b * KP * CP, Rb, M, L - 1 - M, K, db, C, js, cs, cs1, cmask,
-                      KP, CP)
+    if TILE > 0:
+        cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K,
+                                db, C, cs, cs1, cmask, KP, CP, TILE)
+    else:
+        Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
+        cross = _crossing(f_ring + b * KP * CP, Rb, M, L - 1 - M, K, db, C, js, cs, cs1,
+                          cmask, KP, CP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
