@@ -6,8 +6,8 @@ benchmarks/KERNELS_NOTES.md, session 16):
         [--sweep 2000,4000] [--check 4000] [--genome]
 
 Variants (module knobs of semiseg.crf.kernels; --variants picks them):
-    before:    registers everywhere (BWD_TILE_FROM, CHAIN_TILE_FROM, BIG_RING, BIG_VITERBI
-               off), the rules of session 15 (rings over MAX_RING were refused then; run
+    before:    registers everywhere (BWD_TILE_FROM, CHAIN_TILE_FROM, BIG_VITERBI off),
+               the rules of session 15 (rings over MAX_RING were refused then; run
                here anyway);
     bwd tiles: the backward tiled, the chains (_fwd_kernel) in registers;
     now:       the shipped rules (backward and chains tiled from KP x CP = 32768);
@@ -36,13 +36,12 @@ from semiseg.crf import reference
 
 OFF = 1 << 62
 VARIANTS = {
-    "before": {"BWD_TILE_FROM": OFF, "BIG_RING": OFF, "BIG_VITERBI": OFF,
-               "CHAIN_TILE_FROM": OFF},
+    "before": {"BWD_TILE_FROM": OFF, "BIG_VITERBI": OFF, "CHAIN_TILE_FROM": OFF},
     "bwd tiles": {"CHAIN_TILE_FROM": OFF},
     "now": {},
     "tiled": {"BWD_TILE_FROM": 0, "CHAIN_TILE_FROM": 0},
 }
-KNOBS = ("BWD_TILE_FROM", "BWD_TILE_ELEMS", "BWD_TILE_WARPS", "BIG_RING", "BIG_VITERBI",
+KNOBS = ("BWD_TILE_FROM", "BWD_TILE_ELEMS", "BWD_TILE_WARPS", "BIG_VITERBI",
          "CHAIN_TILE_FROM", "CHAIN_TILE_ELEMS", "CHAIN_TILE_WARPS")
 
 

@@ -20,9 +20,9 @@ before triton is first imported.
 
 Scope: a ring of min(K, T) slots x C labels per program, up to MAX_RING ring elements for
 periodic and duration-dependent transitions (K = 1000 with C = 24 fits) and
-MAX_RING_STATIC for static ones (K = 8192 at C <= 16; from BWD_TILE_FROM the static
-backward keeps its ring in memory, walked in tiles, and from BIG_RING the chains run at 32
-warps); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
+MAX_RING_STATIC for static ones (K = 8192 at C <= 16: from CHAIN_TILE_FROM /
+BWD_TILE_FROM their chains, join and backward keep the ring in GPU memory and walk it in
+tiles); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
 picks the torch backend, and backend="triton" raises a ValueError.
 """
 
@@ -41,7 +41,7 @@ from . import chain, graphs, tiled
 MAX_RING = 32768  # KP * CP ring elements per program (the periodic and duration-
 # dependent families, whose register rings were never measured beyond it)
 MAX_RING_STATIC = 131072  # the same for static transitions: K = 8192 at C <= 16 (their
-# backward walks rings from BWD_TILE_FROM in tiles; the chains spill but run)
+# rings in memory, in tiles: _chain_tile, _bwd_tile)
 
 
 def _pow2(n: int) -> int:
@@ -92,7 +92,7 @@ def _warps(KP: int, CP: int) -> int:
         return 4
     if n <= 8192:
         return 8
-    return 16 if n < BIG_RING else 32
+    return 16
 
 
 def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
@@ -113,11 +113,10 @@ def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
     return _warps(KP, CP)
 
 
-BIG_RING = 65536  # KP x CP from which the chains run at 32 warps (_warps): on an H100 the
-# static forward at (16, 20000, 4000, 13) took 499 ms at 32 against 1017 at 16 (equal at
-# 2000: 140 / 146; benchmarks/big_ring_probe.py)
-BIG_VITERBI = 32768  # the same for the static Viterbi (_viterbi_warps): 32 warps 156 ms
-# against 325 at 16 and 512 at 8 at K = 2000, 472 / 943 / 1488 at K = 4000
+BIG_VITERBI = 32768  # KP x CP from which the static Viterbi runs at 32 warps
+# (_viterbi_warps; its chains are tiled there and take _chain_tile's warps, so this is its
+# join's): register kernels at K = 2000 took 156 ms at 32 warps against 325 at 16 and 512
+# at 8, 472 / 943 / 1488 at K = 4000 (benchmarks/big_ring_probe.py)
 
 
 def _viterbi_warps(KP: int, CP: int) -> int:
@@ -427,7 +426,7 @@ def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
-            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_RING, BIG_VITERBI,
+            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
             CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS)
 
 
