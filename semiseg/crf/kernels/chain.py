@@ -284,8 +284,10 @@ def _fwd_kernel(
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
         if TILE > 0:
-            alp, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP, CP,
-                                      TILE, MODE == 2)
+            alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask,
+                                            KP, CP, TILE, MODE == 2)
+            if MODE != 2:
+                alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
         else:
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
@@ -394,12 +396,12 @@ def _copy_tiles(dst, src, shift, jt, cs, KP: tl.constexpr, CP: tl.constexpr,
 @triton.jit
 def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
                 CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr):
-    """One step of _fwd_kernel's static chain over its ring in memory (wp, (KP, CP)),
-    TILE slots at a time: the new start `ins` into slot i % KP, the others shifted by
-    -mprev, the scores f added (stored back), and per label the logsumexp over the slots
-    of ring + duration bias (an online one over the tiles), or (BEST) the max and the
-    shortest duration reaching it. Returns (that, the durations; unused without BEST);
-    ends with a barrier."""
+    """One step of a static chain over its ring in memory (wp, (KP, CP)), TILE slots at
+    a time (_fwd_kernel's and _bwd_kernel's TILE): the new start `ins` into slot i % KP,
+    the others shifted by -mprev, the scores f added (stored back), and per label over
+    the slots of ring + duration bias: the max and the sum of exp(v - max) (an online
+    logsumexp over the tiles), or (BEST) the max and the shortest duration reaching it.
+    Returns (max, sum, durations); ends with a barrier."""
     acc = tl.full((CP,), NEG, tl.float32)
     esum = tl.zeros((CP,), tl.float32)
     best = tl.full((CP,), KP + 1, tl.int32)
@@ -421,9 +423,7 @@ def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
             esum = esum * tl.exp(acc - nms) + tl.sum(tl.exp(v - nms[None, :]), 0)
             acc = nm
     tl.debug_barrier()
-    if not BEST:
-        acc = tl.where(acc == NEG, 0.0, acc) + tl.log(esum)
-    return acc, best
+    return acc, esum, best
 
 
 @triton.jit
@@ -711,21 +711,8 @@ def _bwd_kernel(
             ins = gam + per
             if TILE > 0:
                 # the same, tile by tile, with an online logsumexp over the tiles
-                mx = tl.full((CP,), NEG, tl.float32)
-                esum = tl.zeros((CP,), tl.float32)
-                for j0 in range(0, KP, TILE):
-                    jj = j0 + jt
-                    Rt = tl.load(wp + jj * CP + cs)
-                    Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
-                    tl.store(wp + jj * CP + cs, Rt)
-                    dt = ((i - jj) & (KP - 1)) + 1
-                    vt = Rt + tl.load(db + (dt - 1) * C + cs, mask=(dt <= K) & cmask,
-                                      other=NEG)
-                    nm = tl.maximum(mx, tl.max(vt, 0))
-                    nms = tl.where(nm == NEG, 0.0, nm)
-                    esum = esum * tl.exp(mx - nms) + tl.sum(tl.exp(vt - nms[None, :]), 0)
-                    mx = nm
-                tl.debug_barrier()
+                mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP,
+                                          CP, TILE, False)
                 mxs = tl.where(mx == NEG, 0.0, mx)
             else:
                 R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
