@@ -4,7 +4,9 @@ K = 2000-8192 (issue 9's K cliff; benchmarks/KERNELS_NOTES.md, session 16)?
     PYTHONPATH=. python benchmarks/big_ring_probe.py [--shapes 16x20000x1000x13,...]
         [--warps 16,32] [--vit-warps 8,16,32] [--reps 2] [--check 4000,8192]
 
-kernels.MAX_RING is lifted for the run. For each shape (BxTxKxC[xP]) and each warp count
+The register rings as they were before session 16's tiles: kernels.MAX_RING and
+MAX_RING_STATIC are lifted and the tiles are off (CHAIN_TILE_FROM, BWD_TILE_FROM). For
+each shape (BxTxKxC[xP]) and each warp count
 (kernels.WARPS, every kernel of the call), CUDA-event medians of the forward, the
 forward+backward as autograd runs it, and the Viterbi. --check K,...: log Z and the
 gradient of the scores of (2, 12000, K, 13) at 32 warps against the torch backend in
@@ -74,7 +76,8 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--check", default="")
     a = ap.parse_args()
-    kn.MAX_RING = 1 << 20
+    kn.MAX_RING = kn.MAX_RING_STATIC = 1 << 20
+    kn.CHAIN_TILE_FROM = kn.BWD_TILE_FROM = 1 << 62
     warps = [int(w) for w in a.warps.split(",") if w]
     vit = [int(w) for w in a.vit_warps.split(",") if w]
     print(f"{torch.cuda.get_device_name(0)}\n\n| B, T, K, C, P | KP x CP | warps | fwd ms | "

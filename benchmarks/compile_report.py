@@ -57,7 +57,8 @@ def _signature(fn, consts: dict) -> dict:
 
 
 def usage(fn, consts: dict, warps: int, sm: int) -> str:
-    src = ASTSource(fn, _signature(fn, consts), constexprs=dict(consts))
+    sig = _signature(fn, consts)  # adds the constexpr defaults to consts
+    src = ASTSource(fn, sig, constexprs=dict(consts))
     k = triton.compile(src, target=GPUTarget("cuda", sm, 32), options={"num_warps": warps})
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as fh:
         fh.write(k.asm["cubin"])

@@ -611,7 +611,7 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=8, **spec)
     x = as_inputs(p, extra)
-    assert kn._chain_tile(*kn._shape(x), x.scores, 2, 4)[1]["TILE"] == 1
+    assert kn._chain_opts(*kn._shape(x), 4)["TILE"] == 1
     check_against_brute(p, extra)
 
 

@@ -41,7 +41,7 @@ from . import chain, graphs, tiled
 MAX_RING = 32768  # KP * CP ring elements per program (the periodic and duration-
 # dependent families, whose register rings were never measured beyond it)
 MAX_RING_STATIC = 131072  # the same for static transitions: K = 8192 at C <= 16 (their
-# rings in memory, in tiles: _chain_tile, _bwd_tile)
+# rings in memory, in tiles: _chain_opts, _bwd_tile)
 
 
 def _pow2(n: int) -> int:
@@ -114,14 +114,15 @@ def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
 
 
 BIG_VITERBI = 32768  # KP x CP from which the static Viterbi runs at 32 warps
-# (_viterbi_warps; its chains are tiled there and take _chain_tile's warps, so this is its
+# (_viterbi_warps; its chains are tiled there and take _chain_opts' warps, so this is its
 # join's): register kernels at K = 2000 took 156 ms at 32 warps against 325 at 16 and 512
 # at 8, 472 / 943 / 1488 at K = 4000 (benchmarks/big_ring_probe.py)
 
 
 def _viterbi_warps(KP: int, CP: int) -> int:
-    """Warps of the static Viterbi (both chains and the join): _warps' rule, at most 8.
-    On an H100 8 warps ran it 1.20x, 1.22x and 1.36x faster than 16 at (16, 20000, 1000,
+    """Warps of the static Viterbi (both chains and the join): _warps' rule, at most 8,
+    and 32 from BIG_VITERBI (where the chains are tiled and take _chain_opts' warps). On
+    an H100 8 warps ran it 1.20x, 1.22x and 1.36x faster than 16 at (16, 20000, 1000,
     16), (16, 20000, 512, 32) and (64, 20000, 256, 37), with the same labels; 4 ran 8-16x
     slower (RESULTS.md, "Warps of the periodic reversed chain")."""
     if WARPS is not None:
@@ -158,6 +159,19 @@ BWD_TILE_ELEMS = 8192  # ring elements (slots x CP) per tile there; benchmarks s
 BWD_TILE_WARPS: int | None = None  # warps of the tiled backward; None = 16
 
 
+def _tile_slots(KP: int, CP: int, frm: int, elems: int) -> int:
+    """Slots per tile of a ring walked in memory (elems ring elements per tile), from
+    KP x CP = frm; 0 below it (the ring in registers)."""
+    return max(1, min(KP, elems // CP)) if KP * CP >= frm else 0
+
+
+def _work(tile: int, programs: int, KP: int, CP: int, dummy: Tensor) -> Tensor:
+    """The (KP, CP) float32 rings in memory of `programs` tiled programs, or dummy."""
+    if not tile:
+        return dummy
+    return torch.empty(programs * KP * CP, device=dummy.device, dtype=torch.float32)
+
+
 def _bwd_tile(KP: int, CP: int) -> int:
     """Slots per tile of the static backward's ring in memory (chain._bwd_kernel TILE),
     or 0 for the ring in registers: from KP x CP = BWD_TILE_FROM, where the whole-ring
@@ -166,9 +180,7 @@ def _bwd_tile(KP: int, CP: int) -> int:
     at K = 2000 and 3812 -> 1170 ms at K = 4000, and K = 8192 runs (3.8 s); at 1000 x 16
     the tiles lost (100 -> 113 ms). Tiles of 8192 elements at 16 warps were the best of
     2048 / 4096 / 8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096)."""
-    if KP * CP < BWD_TILE_FROM:
-        return 0
-    return max(1, min(KP, BWD_TILE_ELEMS // CP))
+    return _tile_slots(KP, CP, BWD_TILE_FROM, BWD_TILE_ELEMS)
 
 
 CHAIN_TILE_FROM = 32768  # KP x CP from which the static chains (_fwd_kernel: forward,
@@ -177,16 +189,12 @@ CHAIN_TILE_ELEMS = 16384  # ring elements per tile there
 CHAIN_TILE_WARPS: int | None = None  # their warps; None = 16. Benchmarks set these
 
 
-def _chain_tile(KP: int, CP: int, dummy: Tensor, programs: int, nw: int) -> tuple:
-    """(work, launch options) of a static _fwd_kernel chain: work = a (KP, CP) float32
-    ring per program (or a dummy), the options TILE and num_warps; tiled from KP x CP =
-    CHAIN_TILE_FROM (chain._fwd_kernel's docstring; benchmarks/KERNELS_NOTES.md, session
-    16)."""
-    if KP * CP < CHAIN_TILE_FROM:
-        return dummy, {"TILE": 0, "num_warps": nw}
-    return (torch.empty(programs * KP * CP, device=dummy.device, dtype=torch.float32),
-            {"TILE": max(1, min(KP, CHAIN_TILE_ELEMS // CP)),
-             "num_warps": CHAIN_TILE_WARPS or 16})
+def _chain_opts(KP: int, CP: int, nw: int) -> dict:
+    """Launch options (TILE, num_warps) of a static _fwd_kernel chain or the join: tiled
+    from KP x CP = CHAIN_TILE_FROM (chain._fwd_kernel's docstring;
+    benchmarks/KERNELS_NOTES.md, session 16), else the caller's warps nw."""
+    tile = _tile_slots(KP, CP, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS)
+    return {"TILE": tile, "num_warps": (CHAIN_TILE_WARPS or 16) if tile else nw}
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
@@ -476,12 +484,13 @@ def _forward(x: CRFInputs, keep: bool = False):
     nw = _warps(KP, CP)
     rows = _gamma_rows(CP)
 
+    kw = _chain_opts(KP, CP, nw)
+
     def half(side, args, fl, rev):
         def go():
-            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
                 *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
-                dummy, dummy, work, T, C, K, P, nck, 0,
+                dummy, dummy, _work(kw["TILE"], B, KP, CP, dummy), T, C, K, P, nck, 0,
                 KP=KP, CP=CP, MODE=0, REV=rev, PHASE=0, GAMMA_ROWS=rows,
                 LEAVE_OUT=LEAVE_OUT, **kw, **fl)
         return go
@@ -490,8 +499,7 @@ def _forward(x: CRFInputs, keep: bool = False):
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
-                             log_z64, C, K, P, KP=KP, CP=CP,
-                             **_chain_tile(KP, CP, dummy, 0, nw)[1])
+                             log_z64, C, K, P, KP=KP, CP=CP, **kw)
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
              "sides": ((fa, ff), (ra, rf))}
     return log_z64.to(x.scores.dtype), saved
@@ -566,12 +574,14 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     nw = _warps(KP, CP)
     gr = _gamma_rows(CP)
 
+    kw = _chain_opts(KP, CP, nw)
+
     def other_half(side, args, fl, rev):
         def go():
-            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
                 *args, x.lengths, *ck[side], *mid[side], *(rows if full else (dummy,) * 3),
-                dummy, dummy, *fin[side], work, T, C, K, P, nck, 0,
+                dummy, dummy, *fin[side], _work(kw["TILE"], B, KP, CP, dummy),
+                T, C, K, P, nck, 0,
                 KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, WRITE_ROWS=full,
                 **kw, **fl)
         return go
@@ -587,7 +597,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     lz = saved["log_z64"]
     tile = _bwd_tile(KP, CP)
     # the ring of each segment in memory when tiled (chain._bwd_kernel TILE)
-    bwork = torch.empty(B * nck * KP * CP, **f32) if tile else dummy
+    bwork = _work(tile, B * nck, KP, CP, dummy)
     bw = {"TILE": tile, "PARAM_GRADS": params,
           "DB_GLOBAL": params and (tile > 0 or _db_global(KP, CP, params)),
           "num_warps": (BWD_TILE_WARPS or 16) if tile else nw}
@@ -613,10 +623,9 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     else:
         for k0 in range(0, nseg, W):
             w = min(W, nseg - k0)
-            cwork, kw = _chain_tile(KP, CP, dummy, B * w, nw)
             chain._fwd_kernel[(B, w)](
                 *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
-                dummy, dummy, cwork, T, C, K, P, nck, k0,
+                dummy, dummy, _work(kw["TILE"], B * w, KP, CP, dummy), T, C, K, P, nck, k0,
                 KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, **kw, **ff)
             right(k0, w)()
     if not params:
@@ -645,12 +654,14 @@ def _viterbi(x: CRFInputs):
     nw = _viterbi_warps(KP, CP)
     gr = _gamma_rows(CP)
 
+    kw = _chain_opts(KP, CP, nw)
+
     def half(side, args, fl, rev):
         def go():
-            work, kw = _chain_tile(KP, CP, dummy, B, nw)
             chain._fwd_kernel[(B,)](
-                *args, x.lengths, dummy, dummy, dummy, dummy, *mid[side],
-                dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, work, T, C, K, 1, 1, 0,
+                *args, x.lengths, dummy, dummy, dummy, dummy, *mid[side], dummy, dummy,
+                dummy, bp_d, bp_c, dummy, dummy, _work(kw["TILE"], B, KP, CP, dummy),
+                T, C, K, 1, 1, 0,
                 KP=KP, CP=CP, MODE=2, REV=rev, GAMMA_ROWS=gr, **kw, **fl)
         return go
 

@@ -241,8 +241,7 @@ def _fwd_kernel(
             # a runtime-opaque tl.where did not help)
             R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
         elif TILE > 0:
-            for j0 in range(0, KP, TILE):
-                tl.store(wp + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
+            _empty_tiles(wp, jt, cs, KP, CP, TILE)
         else:
             R = tl.full((KP, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
@@ -283,12 +282,7 @@ def _fwd_kernel(
             tl.store(rows_n + r, n)
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
-        if TILE > 0:
-            alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask,
-                                            KP, CP, TILE, MODE == 2)
-            if MODE != 2:
-                alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
-        else:
+        if TILE == 0:  # (else _ring_tiles below, over the ring in memory)
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
             if LEAVE_OUT == 3:
@@ -332,8 +326,11 @@ def _fwd_kernel(
                 gam = _lse_outer(g3)
                 alp = _lse0(a3)
         else:
-            if TILE > 0:  # alp (and best_d) come from _ring_tiles
-                pass
+            if TILE > 0:  # the same over the ring in memory
+                alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs,
+                                                cmask, KP, CP, TILE, MODE == 2)
+                if MODE != 2:
+                    alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
             elif MODE == 2:
                 alp = tl.max(v, 0)
                 best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
@@ -391,6 +388,13 @@ def _copy_tiles(dst, src, shift, jt, cs, KP: tl.constexpr, CP: tl.constexpr,
     for j0 in range(0, KP, TILE):
         jr = (j0 + jt) * CP + cs
         tl.store(dst + jr, tl.load(src + jr) - shift)
+
+
+@triton.jit
+def _empty_tiles(dst, jt, cs, KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
+    """dst = -inf over a (KP, CP) ring, TILE slots at a time."""
+    for j0 in range(0, KP, TILE):
+        tl.store(dst + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
 
 
 @triton.jit
@@ -468,7 +472,7 @@ def _crossing_tiled(F, Rp, t1, i1, K, db, C, cs, cs1, cmask,
                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
     """_crossing with the reversed ring read from memory (Rp: its (KP, CP) slots) TILE
     slots at a time, the tiles' results joined by logaddexp (the same terms, summed in
-    another order)."""
+    another order; with TILE = KP exactly _crossing's result: logaddexp(-inf, v) = v)."""
     acc = tl.full((CP,), NEG, tl.float32)
     for j0 in range(0, KP, TILE):
         jt = j0 + tl.arange(0, TILE)[:, None]
@@ -482,21 +486,16 @@ def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, 
                  KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0):
     """log Z of one sequence where the two halves meet (M = _split(L, P)): a boundary at M
     (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
-    TILE > 0: the crossing sum over the reversed ring TILE slots at a time."""
+    TILE > 0: the crossing sum over the reversed ring TILE slots at a time (else in one
+    tile)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
-    js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask = cs < C
-    if TILE > 0:
-        cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K,
-                                db, C, cs, cs1, cmask, KP, CP, TILE)
-    else:
-        Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
-        cross = _crossing(f_ring + b * KP * CP, Rb, M, L - 1 - M, K, db, C, js, cs, cs1,
-                          cmask, KP, CP)
+    cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K, db,
+                            C, cs, cs1, cmask, KP, CP, TILE if TILE > 0 else KP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
@@ -641,8 +640,7 @@ def _bwd_kernel(
         gl = tl.load(grad_log_z + b)
         if u1 == L:  # the chain's own start: nothing after L
             if TILE > 0:
-                for j0 in range(0, KP, TILE):
-                    tl.store(wp + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
+                _empty_tiles(wp, jt, cs, KP, CP, TILE)
             else:
                 R = tl.full((KP, CP), NEG, tl.float32)
             gam = tl.load(final + cs1, mask=cmask1, other=NEG)  # beta_alpha[L] = end
@@ -659,21 +657,20 @@ def _bwd_kernel(
         else:
             ckb = b * NCK + kb  # both chains' checkpoints at u1
             if TILE > 0:
-                for j0 in range(0, KP, TILE):
-                    jr = (j0 + jt) * CP + cs
-                    tl.store(wp + jr, tl.load(rk_ring + ckb * KP * CP + jr))
+                _copy_tiles(wp, rk_ring + ckb * KP * CP, 0.0, jt, cs, KP, CP, TILE)
             else:
                 R = tl.load(rk_ring + (ckb * KP + js) * CP + cs)
             gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            if TILE > 0:
-                cross = _crossing_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1,
-                                        L - 1 - u1, K, db, C, cs, cs1, cmask, KP, CP, TILE)
-            elif END:
+            if END:
                 cross = _crossing_end(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1, L,
                                       js, cs, cmask, KP, CP)
-            else:
+            elif TILE > 0:
+                cross = _crossing_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1,
+                                        L - 1 - u1, K, db, C, cs, cs1, cmask, KP, CP, TILE)
+            else:  # from the register ring (through memory, as one tile, the register
+                # backward at 1024 x 16 compiled with 64 registers and twice the stack)
                 cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
                                   js, cs, cs1, cmask, KP, CP)
             zq = _through(cross, bnd)
