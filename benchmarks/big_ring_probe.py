@@ -5,7 +5,7 @@ K = 2000-8192 (issue 9's K cliff; benchmarks/KERNELS_NOTES.md, session 16)?
         [--warps 16,32] [--vit-warps 8,16,32] [--reps 2] [--check 4000,8192]
 
 The register rings as they were before session 16's tiles: kernels.MAX_RING and
-MAX_RING_STATIC are lifted and the tiles are off (CHAIN_TILE_FROM, BWD_TILE_FROM). For
+MAX_RING_TILED are lifted and the tiles are off (CHAIN_TILE_FROM, BWD_TILE_FROM). For
 each shape (BxTxKxC[xP]) and each warp count
 (kernels.WARPS, every kernel of the call), CUDA-event medians of the forward, the
 forward+backward as autograd runs it, and the Viterbi. --check K,...: log Z and the
@@ -76,7 +76,7 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--check", default="")
     a = ap.parse_args()
-    kn.MAX_RING = kn.MAX_RING_STATIC = 1 << 20
+    kn.MAX_RING = kn.MAX_RING_TILED = 1 << 20
     kn.CHAIN_TILE_FROM = kn.BWD_TILE_FROM = 1 << 62
     warps = [int(w) for w in a.warps.split(",") if w]
     vit = [int(w) for w in a.vit_warps.split(",") if w]

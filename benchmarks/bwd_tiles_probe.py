@@ -82,7 +82,7 @@ def main():
     ap.add_argument("--check", default="")
     ap.add_argument("--genome", action="store_true")
     a = ap.parse_args()
-    kn.MAX_RING_STATIC = 1 << 20
+    kn.MAX_RING_TILED = 1 << 20
     print(f"{torch.cuda.get_device_name(0)}\n\n| B, T, K, C | KP x CP | variant | backward | "
           "fwd ms | fwd+bwd ms | posterior fwd+bwd ms | Viterbi ms | log Z[0] | Viterbi labels "
           "as the first row's |\n|---|---|---|---|---|---|---|---|---|---|", flush=True)

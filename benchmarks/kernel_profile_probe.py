@@ -15,7 +15,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from semiseg.crf import kernels as kn
 
-kn.MAX_RING = kn.MAX_RING_STATIC = 1 << 20
+kn.MAX_RING = kn.MAX_RING_TILED = 1 << 20
 for shape in sys.argv[1].split(","):
     B, T, K, C, W = (int(v) for v in shape.split("x"))
     kn.WARPS = W or None

@@ -293,6 +293,26 @@ def test_periodic_against_float64(B, T, K, C):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
+@pytest.mark.parametrize("B,T,K,C,forced", [(3, 4000, 300, 13, True), (2, 6000, 2000, 13, False),
+                                            (2, 9000, 4000, 13, False)])
+def test_periodic_rings_in_tiles_against_float64(B, T, K, C, forced, monkeypatch):
+    """The periodic family with its rings in memory, walked in tiles (the reversed chain
+    per residue, the backward, the joins; forced at (3, 4000, 300, 13), by rule from
+    KP x CP = 32768: K = 2000 and 4000 at C = 13), P = 3, against float64, deterministic."""
+    kn = _kn()
+    if forced:
+        monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
+        monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
+        monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1024)
+        monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1024)
+    p, extra = problem(B, T, K, C, seed=B * T + K + 5, period=3, allowed=True,
+                       lengths=[T] + [T - 11 * i for i in range(1, B)])
+    p["transition"][1, :, C // 2] = float("-inf")
+    x = inputs(p, extra, torch.float32)
+    assert x.periodic and kn.supports(x) is None and kn._bwd_tile(*kn._shape(x)) > 0
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
 @pytest.mark.parametrize("extras", [False, True])
 def test_frame_model_on_the_gpu_matches_the_cpu(extras):
     """The gene model's head (periodic transitions, -inf masks, `allowed` from the

@@ -276,7 +276,7 @@ def test_unsupported_inputs_are_refused(monkeypatch):
     p, extra = make(1, 4, 2, 2, seed=1, optional=False)
     x = as_inputs(p, extra)
     monkeypatch.setattr(kn, "MAX_RING", 2)  # a ring of 2 x 2 elements: too large now
-    monkeypatch.setattr(kn, "MAX_RING_STATIC", 2)
+    monkeypatch.setattr(kn, "MAX_RING_TILED", 2)
     assert kn.supports(x) is not None
     with pytest.raises(ValueError, match="torch"):
         kn.forward(x)
@@ -395,10 +395,43 @@ def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     check_against_brute(p, extra)
 
 
+def _tiles_of_one_slot(monkeypatch):
+    """Every ring the kernels can keep in memory kept there, in tiles of one slot."""
+    for knob in ("CHAIN_TILE_FROM", "BWD_TILE_FROM"):
+        monkeypatch.setattr(kn, knob, 0)
+    for knob in ("CHAIN_TILE_ELEMS", "BWD_TILE_ELEMS"):
+        monkeypatch.setattr(kn, knob, 1)
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case,seg_len", PER_PARAMS)
+def test_periodic_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
+    """The periodic family with every ring in memory, in tiles of one slot: the reversed
+    chain (its residue split as an online logsumexp / max per residue over the tiles),
+    the backward (and its duration-bias walk per residue), both joins' crossing sums and
+    the end-indexed chain (_ring_tile's rule for big rings: one tile here): log Z, every
+    gradient and the Viterbi path against brute-force enumeration."""
+    _tiles_of_one_slot(monkeypatch)
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        monkeypatch.setattr(kn, "FULL_ROWS", False)
+    spec = dict(PER_CASES[case])
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=23,
+                    **spec)
+    x = as_inputs(p, extra)
+    assert x.periodic and kn._chain_opts(*kn._shape(x), 4)["TILE"] == 1
+    assert kn._bwd_tile(*kn._shape(x)) == 1
+    check_against_brute(p, extra)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("tiles", [False, True], ids=["registers", "tiles_of_one_slot"])
 @pytest.mark.parametrize("across", [True, False], ids=["segment_across", "boundary_at"])
-def test_periodic_viterbi_where_the_halves_meet(across):
-    """As test_viterbi_where_the_halves_meet, through the periodic family's join."""
+def test_periodic_viterbi_where_the_halves_meet(across, tiles, monkeypatch):
+    """As test_viterbi_where_the_halves_meet, through the periodic family's join (its
+    best across M taken from the whole ring, or tile by tile)."""
+    if tiles:
+        _tiles_of_one_slot(monkeypatch)
     T, K, C = 6, 4, 2
     p, extra = make(1, T, K, C, seed=2, period=3)
     p["scores"] = 0.1 * p["scores"]
@@ -600,10 +633,7 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     backward with the ring in memory, walked in tiles of one slot (several tiles per
     ring, an online logsumexp / max over them): log Z, every gradient and the Viterbi
     path against brute-force enumeration, as the register rings are."""
-    for knob in ("CHAIN_TILE_FROM", "BWD_TILE_FROM"):
-        monkeypatch.setattr(kn, knob, 0)
-    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1)
-    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1)
+    _tiles_of_one_slot(monkeypatch)
     if seg_len is not None:
         monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
     if seg_len == 1:

@@ -11,7 +11,8 @@ Static (C, C) transitions (chain.py's docstring has the schedule and the math):
 Periodic (P, C, C) transitions with P < K run the periodic family (chain.py's section on
 it): the same two-direction schedule with an end-indexed forward chain, the wave backward;
 from KP x CP = 16384 the end-indexed chain keeps its ring in global memory, walked in
-tiles (tiled.py; _ring_tile), bitwise the same results.
+tiles (tiled.py; _ring_tile), bitwise the same results; from CHAIN_TILE_FROM /
+BWD_TILE_FROM the reversed chain, the joins and the backward do too, as the static ones.
 Fully duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain,
 then segment by segment from the end (recompute beside the reversed chain, _Overlap).
 
@@ -19,10 +20,9 @@ Importing this package imports triton; on CPU tensors it needs TRITON_INTERPRET=
 before triton is first imported.
 
 Scope: a ring of min(K, T) slots x C labels per program, up to MAX_RING ring elements for
-periodic and duration-dependent transitions (K = 1000 with C = 24 fits) and
-MAX_RING_STATIC for static ones (K = 8192 at C <= 16: from CHAIN_TILE_FROM /
-BWD_TILE_FROM their chains, join and backward keep the ring in GPU memory and walk it in
-tiles); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
+duration-dependent transitions (K = 1000 with C = 24 fits) and MAX_RING_TILED for static
+and periodic ones (K = 8192 at C <= 16: from CHAIN_TILE_FROM / BWD_TILE_FROM their chains,
+joins and backward keep the ring in GPU memory and walk it in tiles); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
 picks the torch backend, and backend="triton" raises a ValueError.
 """
 
@@ -38,10 +38,10 @@ from torch import Tensor
 from ..inputs import CRFInputs
 from . import chain, graphs, tiled
 
-MAX_RING = 32768  # KP * CP ring elements per program (the periodic and duration-
-# dependent families, whose register rings were never measured beyond it)
-MAX_RING_STATIC = 131072  # the same for static transitions: K = 8192 at C <= 16 (their
-# rings in memory, in tiles: _chain_opts, _bwd_tile)
+MAX_RING = 32768  # KP * CP ring elements per program (the duration-dependent family,
+# whose register rings were never measured beyond it)
+MAX_RING_TILED = 131072  # the same for static and periodic transitions: K = 8192 at
+# C <= 16 (their rings in memory, in tiles: _chain_opts, _bwd_tile, _ring_tile)
 
 
 def _pow2(n: int) -> int:
@@ -63,10 +63,10 @@ def supports(x: CRFInputs) -> str | None:
 def _scope(x: CRFInputs) -> str | None:
     """None if these kernels can compute x at all, else the reason they cannot."""
     KP, CP = _shape(x)
-    static = not (x.periodic or x.duration_dependent)
-    limit = MAX_RING_STATIC if static else MAX_RING
+    limit = MAX_RING if x.duration_dependent else MAX_RING_TILED
     if KP * CP > limit:
-        kind = "static" if static else ("periodic" if x.periodic else "duration-dependent")
+        kind = ("duration-dependent" if x.duration_dependent else
+                "periodic" if x.periodic else "static")
         return (f"ring of {KP} x {CP} (min(K, T) x C, padded to powers of two) exceeds "
                 f"the {limit} elements these kernels hold for {kind} transitions")
     if x.scores.dtype != torch.float32:
@@ -714,7 +714,20 @@ def _ring_tile(KP: int, CP: int) -> int:
     end-indexed chain's ring in global memory, in tiles")."""
     if RING_TILE is not None:
         return min(RING_TILE, KP)
+    if KP * CP >= CHAIN_TILE_FROM:
+        return min(KP, max(64, END_TILE_ELEMS // CP))
     return min(64, KP) if KP * CP >= 16384 else 0
+
+
+END_TILE_ELEMS = 4096  # ring elements per tile of the end-indexed chain from
+# CHAIN_TILE_FROM (the gene shape's 64 x 64 below it); benchmarks set it
+
+
+def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor) -> dict:
+    """Launch options of the periodic family's reversed chain: _chain_opts' tiles (with
+    their `work` rings) from CHAIN_TILE_FROM, else the register ring at _rev_warps."""
+    kw = _chain_opts(KP, CP, _rev_warps(nw))
+    return dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy))
 
 
 def _rev_warps(nw: int) -> int:
@@ -793,18 +806,20 @@ def _forward_per(x: CRFInputs, keep: bool = False):
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
             WRITE_ROWS=rows is not None, **flags)
 
+    rk = _rev_opts(KP, CP, nw, B, dummy)
+
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
-            dummy, dummy, dummy, dummy, dummy, dummy, dummy, dummy, T, C, K, P, nck, 0,
-            KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(nw), **rflags)
+            dummy, dummy, dummy, dummy, dummy, dummy, dummy, T=T, C=C, K=K, P=P, NCK=nck,
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
-                                 C, P, KP=KP, CP=CP, num_warps=nw)
+                                 C, P, KP=KP, CP=CP, TILE=rk["TILE"] or KP,
+                                 num_warps=rk["num_warps"] if rk["TILE"] else nw)
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
              "ops": (scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags)}
     return log_z64.to(x.scores.dtype), saved
@@ -833,12 +848,13 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
             WRITE_ROWS=full is not None, **flags)
 
+    rk = _rev_opts(KP, CP, nw, B, dummy)
+
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
-            dummy, dummy, dummy, dummy, dummy, *fin["r"], dummy, T, C, K, P, nck, 0,
-            KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(nw), **rflags)
+            dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:
@@ -853,6 +869,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
     nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd", params)
+    tile = _bwd_tile(KP, CP)
+    bwork = _work(tile, B * nck, KP, CP, dummy)  # each segment's ring in memory when tiled
+    if tile:
+        nw_bwd = BWD_TILE_WARPS or 16
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         if full is None:
@@ -863,10 +883,10 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
-            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr, dummy,
+            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr, bwork,
             T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-            DB_GLOBAL=_db_global(KP, CP, params), ROWS_FULL=full is not None,
-            num_warps=nw_bwd, **flags)
+            DB_GLOBAL=params and (tile > 0 or _db_global(KP, CP, params)), TILE=tile,
+            ROWS_FULL=full is not None, num_warps=nw_bwd, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
@@ -901,12 +921,13 @@ def _viterbi_per(x: CRFInputs):
             *mid_f, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
             T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, **flags)
 
+    rk = _rev_opts(KP, CP, nw, B, dummy)
+
     def rev():
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
-            *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, dummy, T, C, K, 1, 1, 0,
-            KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP,
-            num_warps=_rev_warps(nw), **rflags)
+            *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T=T, C=C, K=K, P=1, NCK=1,
+            seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)
@@ -916,7 +937,7 @@ def _viterbi_per(x: CRFInputs):
     chain._viterbi_join_end_kernel[(B, 2)](
         f_ring, mid_bd, mid_bc, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, bp_d, bp_c,
         score, labels, starts.view(torch.uint8), T, C, KP=KP, CP=CP, NPP=NPP, BLOCK=64,
-        num_warps=nw)
+        TILE=rk["TILE"] or KP, num_warps=rk["num_warps"] if rk["TILE"] else nw)
     return score.to(x.scores.dtype), labels, starts
 
 

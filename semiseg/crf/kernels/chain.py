@@ -166,11 +166,11 @@ def _fwd_kernel(
     segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
     successor of a segment of c' ending at p), both (B, T, NPP, C).
 
-    TILE > 0 (static transitions, LEAVE_OUT 0): the ring lives in this program's (KP, CP)
-    float32 slot of `work` (B, or B x W in MODE 1) instead of registers and each step
-    walks it TILE slots at a time: insert and add the scores (stored back), then the
-    logsumexp over the slots as an online one over the tiles (MODE 2: the max, and the
-    shortest duration that reaches it, tile by tile). For rings beyond the register file
+    TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
+    `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
+    at a time: insert and add the scores (stored back), then the logsumexp over the slots
+    as an online one over the tiles (MODE 2: the max, and the shortest duration that
+    reaches it, tile by tile); NP > 1: the same per residue (_ring_tiles_res). For rings beyond the register file
     (the whole-ring step spilled: benchmarks/KERNELS_NOTES.md, session 16). The same terms,
     reduced in another order: not bitwise the register ring's results (tests compare both
     with float64); a barrier ends each step.
@@ -180,7 +180,7 @@ def _fwd_kernel(
     M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
     if TILE > 0:
-        tl.static_assert((NP == 1) & (LEAVE_OUT == 0))
+        tl.static_assert(LEAVE_OUT == 0)
         jt = tl.arange(0, TILE)[:, None]
         if MODE == 1:
             wp = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
@@ -235,13 +235,13 @@ def _fwd_kernel(
     else:
         i0 = 0
         i1 = half
-        if NP > 1:
+        if TILE > 0:
+            _empty_tiles(wp, jt, cs, KP, CP, TILE)
+        elif NP > 1:
             # an empty ring that comes from a (fully masked) load: from tl.full, ptxas
             # allocated 32 registers and spilled ~17 KB per thread (sm_90, triton 3.9;
             # a runtime-opaque tl.where did not help)
             R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
-        elif TILE > 0:
-            _empty_tiles(wp, jt, cs, KP, CP, TILE)
         else:
             R = tl.full((KP, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
@@ -291,19 +291,25 @@ def _fwd_kernel(
                 v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
-            sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-            v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
-            if MODE == 2:
-                a3 = tl.max(v3, 1)
-                bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+            if TILE > 0:  # the same over the ring in memory, tile by tile
+                a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs,
+                                                 cmask, r3, KP, CP, TILE, NP, NPP, MODE == 2)
+                if MODE != 2:
+                    a3 = tl.where(a3 == NEG, 0.0, a3) + tl.log(esum3)
             else:
-                # logsumexp over the slots per residue with one exponential per slot
-                # (against its own residue's max) instead of NPP: the same terms, the
-                # others exactly 0 either way (bitwise the same as exp(v3 - max))
-                mx3 = tl.max(v3, 1)
-                mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
-                e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
-                a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
+                sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+                v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
+                if MODE == 2:
+                    a3 = tl.max(v3, 1)
+                    bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+                else:
+                    # logsumexp over the slots per residue with one exponential per slot
+                    # (against its own residue's max) instead of NPP: the same terms, the
+                    # others exactly 0 either way (bitwise the same as exp(v3 - max))
+                    mx3 = tl.max(v3, 1)
+                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
+                    e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
+                    a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
             a3 = a3 + per[None, :]
             m = _safe_max(tl.max(a3, 0))
             a3 = a3 - m
@@ -425,6 +431,42 @@ def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
             nm = tl.maximum(acc, tm)
             nms = tl.where(nm == NEG, 0.0, nm)
             esum = esum * tl.exp(acc - nms) + tl.sum(tl.exp(v - nms[None, :]), 0)
+            acc = nm
+    tl.debug_barrier()
+    return acc, esum, best
+
+
+@triton.jit
+def _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, r3, KP: tl.constexpr,
+                    CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr,
+                    NPP: tl.constexpr, BEST: tl.constexpr):
+    """_ring_tiles for the periodic family's reversed chain: the same walk, its reduction
+    split by the residue (d - 1) mod NP of each slot's duration d (r3: the residues as an
+    (NPP, 1, 1) range). Returns, per (residue, label), (NPP, CP) each: the max and the sum
+    of exp(v - max) (one exponential per slot, against its own residue's max), or (BEST)
+    the max and the shortest duration reaching it; ends with a barrier."""
+    acc = tl.full((NPP, CP), NEG, tl.float32)
+    esum = tl.zeros((NPP, CP), tl.float32)
+    best = tl.full((NPP, CP), KP + 1, tl.int32)
+    for j0 in range(0, KP, TILE):
+        jj = j0 + jt
+        Rt = tl.load(wp + jj * CP + cs)
+        Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
+        tl.store(wp + jj * CP + cs, Rt)
+        d = ((i - jj) & (KP - 1)) + 1
+        v = Rt + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, TILE, 1)
+        v3 = tl.where(sel, v[None, :, :], NEG)
+        tm = tl.max(v3, 1)
+        if BEST:
+            tb = tl.min(tl.where(v3 == tm[:, None, :], d[None, :, :], KP + 1), 1)
+            best = tl.where(tm > acc, tb, tl.where(tm == acc, tl.minimum(best, tb), best))
+            acc = tl.maximum(acc, tm)
+        else:
+            nm = tl.maximum(acc, tm)
+            nms = tl.where(nm == NEG, 0.0, nm)
+            e = tl.exp(v - tl.sum(tl.where(sel, nms[:, None, :], 0.0), 0))
+            esum = esum * tl.exp(acc - nms) + tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)
             acc = nm
     tl.debug_barrier()
     return acc, esum, best
@@ -575,15 +617,17 @@ def _bwd_kernel(
     of float64: tests). For long rings, where holding a second (KP, CP) sum made the
     whole backward spill.
 
-    TILE > 0 (static transitions, not END; DB_GLOBAL with PARAM_GRADS): the reversed
-    ring lives in this segment's (KP, CP) float32 slot of `work` (B, NCK, KP, CP) instead
-    of registers, and each step walks it TILE slots at a time: insert and add the scores
+    TILE > 0 (DB_GLOBAL with PARAM_GRADS): the reversed ring lives in this segment's
+    (KP, CP) float32 slot of `work` (B, NCK, KP, CP) instead of registers, and each step
+    walks it TILE slots at a time: insert and add the scores
     (stored back), the logsumexp over the slots as an online one over the tiles (each
     tile's max and sum per label), then, for the duration-bias sum, a second walk that
     recomputes each tile's exponentials against the final max. A thread then holds TILE x
     CP / threads values of each (TILE, CP) temporary: for rings beyond the register
     file (KP x CP >= 32768), where the whole-ring step spilled. The crossing sums read the
-    reversed checkpoint ring from memory in tiles too (_crossing_tiled). The same terms
+    reversed checkpoint ring from memory in tiles too (_crossing_tiled; END:
+    _crossing_end_tiled). NP > 1: the logsumexp per residue (_ring_tiles_res), each
+    residue against its own max, and the duration-bias walk against it. The same terms
     as the register ring, summed in another order: not bitwise its results (tests compare
     both with float64).
     """
@@ -621,7 +665,6 @@ def _bwd_kernel(
         if END:
             tl.static_assert(not REV)
         if TILE > 0:
-            tl.static_assert((NP == 1) & (not END))
             tl.static_assert(DB_GLOBAL or not PARAM_GRADS)
             wp = work + slot * KP * CP  # this segment's ring
             jt = tl.arange(0, TILE)[:, None]
@@ -663,7 +706,10 @@ def _bwd_kernel(
             gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            if END:
+            if END and TILE > 0:
+                cross = _crossing_end_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP,
+                                            u1, L, cs, cmask, KP, CP, TILE)
+            elif END:
                 cross = _crossing_end(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1, L,
                                       js, cs, cmask, KP, CP)
             elif TILE > 0:
@@ -706,7 +752,10 @@ def _bwd_kernel(
             aF = tl.load(rows_alp + r * CP + cs1)
             nF = tl.load(rows_n + r)
             ins = gam + per
-            if TILE > 0:
+            if TILE > 0 and NP > 1:  # per residue, tile by tile (online over the tiles)
+                mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask,
+                                                r3, KP, CP, TILE, NP, NPP, False)
+            elif TILE > 0:
                 # the same, tile by tile, with an online logsumexp over the tiles
                 mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP,
                                           CP, TILE, False)
@@ -722,9 +771,13 @@ def _bwd_kernel(
                 e = tl.exp(v - mxs[None, :])
             if NP > 1:
                 # split by the residue of each slot's duration
-                sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-                esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
-                bg3 = tl.where(mx[None, :] == NEG, NEG, mxs[None, :] + tl.log(esum3))
+                if TILE > 0:  # esum3 against each residue's own max mx3
+                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
+                    bg3 = tl.where(mx3 == NEG, NEG, mxs3 + tl.log(esum3))
+                else:  # esum3 against the max over every residue
+                    sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+                    esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
+                    bg3 = tl.where(mx[None, :] == NEG, NEG, mxs[None, :] + tl.log(esum3))
                 bg3 = bg3 + psr[None, :]
                 m = _safe_max(tl.max(bg3, 0))
                 bg3 = bg3 - m
@@ -737,8 +790,22 @@ def _bwd_kernel(
                 pstart = tl.sum(ps3, 0)
                 if PARAM_GRADS:
                     fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
-                    w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
-                    acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
+                    if TILE > 0:
+                        # the tiles' exponentials again, against their residue's max
+                        for j0 in range(0, KP, TILE):
+                            jj = j0 + jt
+                            dt = ((i - jj) & (KP - 1)) + 1
+                            vt = tl.load(wp + jj * CP + cs) + tl.load(
+                                db + (dt - 1) * C + cs, mask=(dt <= K) & cmask, other=NEG)
+                            selt = ((dt - 1) % NP)[None, :, :] == r3
+                            mt = tl.sum(tl.where(selt, mxs3[:, None, :], 0.0), 0)
+                            ft = tl.sum(tl.where(selt, fac3[:, None, :], 0.0), 0)
+                            gp = g_db + (slot * KP + dt - 1) * CP + cs
+                            tl.store(gp, tl.load(gp) + tl.exp(vt - mt) * ft)
+                        tl.debug_barrier()
+                    else:
+                        w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+                        acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 ba = _lse_outer(tr3 + bg3[:, None, :])
                 if PARAM_GRADS:
@@ -1033,6 +1100,18 @@ def _crossing_end(F, Rr, t1, L, js, cs, cmask, KP: tl.constexpr, CP: tl.constexp
 
 
 @triton.jit
+def _crossing_end_tiled(F, Rr, t1, L, cs, cmask, KP: tl.constexpr, CP: tl.constexpr,
+                        TILE: tl.constexpr):
+    """_crossing_end TILE slots at a time, the tiles joined by logaddexp (TILE = KP: one
+    tile, exactly _crossing_end's result: logaddexp(-inf, v) = v)."""
+    acc = tl.full((CP,), NEG, tl.float32)
+    for j0 in range(0, KP, TILE):
+        acc = _logaddexp(acc, _crossing_end(F, Rr, t1, L, j0 + tl.arange(0, TILE)[:, None],
+                                            cs, cmask, KP, CP))
+    return acc
+
+
+@triton.jit
 def _fwd_end_kernel(
     scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_alp, ck_n,
@@ -1160,17 +1239,16 @@ def _fwd_end_kernel(
 
 @triton.jit
 def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, P,
-                     KP: tl.constexpr, CP: tl.constexpr):
+                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
     """_join_kernel for the periodic family: log Z where the halves meet (M = _split(L, P)),
-    the segments across M from _crossing_end."""
+    the segments across M from _crossing_end, TILE slots at a time (TILE = KP: at once)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
-    js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    cross = _crossing_end(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, js, cs, cs < C,
-                          KP, CP)
+    cross = _crossing_end_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, cs, cs < C,
+                                KP, CP, TILE)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
@@ -1181,26 +1259,32 @@ def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, 
 def _viterbi_join_end_kernel(f_ring, f_bd, f_bc, f_alp, f_n, r_ring, r_gam, r_n, lengths,
                              bp_d, bp_c, score, labels, starts, T, C,
                              KP: tl.constexpr, CP: tl.constexpr, NPP: tl.constexpr,
-                             BLOCK: tl.constexpr):
+                             BLOCK: tl.constexpr, TILE: tl.constexpr):
     """_viterbi_join_kernel for the periodic family. The best of a boundary at M and of
     every segment across M (the forward ring's slot of its end, whose best start and
-    predecessor are f_bd / f_bc there, plus the reversed ring); program 0 traces to the
-    left through the forward backpointers (stored at a segment's end), program 1 to the
-    right through the reversed ones (bp_c[u, 0, c'] = r * CP + c, the best segment after a
-    segment of c' ending at u, and bp_d[u, r, c] its duration)."""
+    predecessor are f_bd / f_bc there, plus the reversed ring; read TILE slots at a time,
+    the first slot of the best kept on ties, as one argmax over the ring would); program 0
+    traces to the left through the forward backpointers (stored at a segment's end),
+    program 1 to the right through the reversed ones (bp_c[u, 0, c'] = r * CP + c, the best
+    segment after a segment of c' ending at u, and bp_d[u, r, c] its duration)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, 1)
-    js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    e = M + ((js - M - 1) & (KP - 1)) + 1
-    ok = (e - M < KP) & (e <= L) & (cs < C)
-    Fe = tl.load(f_ring + (b * KP + js) * CP + cs)
-    Re = tl.load(r_ring + (b * KP + ((L - e) & (KP - 1))) * CP + cs)
-    v = tl.where(ok, Fe + Re, NEG)
-    best_v = tl.max(v, 0)
-    best_j = tl.argmax(v, 0).to(tl.int32)
+    best_v = tl.full((CP,), NEG, tl.float32)
+    best_j = tl.zeros((CP,), tl.int32)
+    for j0 in range(0, KP, TILE):
+        js = j0 + tl.arange(0, TILE)[:, None]
+        e = M + ((js - M - 1) & (KP - 1)) + 1
+        ok = (e - M < KP) & (e <= L) & (cs < C)
+        Fe = tl.load(f_ring + (b * KP + js) * CP + cs)
+        Re = tl.load(r_ring + (b * KP + ((L - e) & (KP - 1))) * CP + cs)
+        v = tl.where(ok, Fe + Re, NEG)
+        tm = tl.max(v, 0)
+        up = tm > best_v
+        best_j = tl.where(up, j0 + tl.argmax(v, 0).to(tl.int32), best_j)
+        best_v = tl.where(up, tm, best_v)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     bv = tl.max(bnd, 0)
     bc = tl.argmax(bnd, 0).to(tl.int64)
