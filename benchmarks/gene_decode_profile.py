@@ -63,6 +63,10 @@ def main() -> None:
     ap.add_argument("--rows-budget", default="",
                     help="comma-separated MB values of kernels.ROWS_BUDGET to compare "
                          "(each shape is run once per value; default: the shipped one)")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="module knobs of semiseg.crf.kernels for one more run of each "
+                         "shape, e.g. CHAIN_TILE_FROM=16384,CHAIN_TILE_ELEMS=4096 (the "
+                         "periodic reversed chain tiled at the gene shape); repeatable")
     args = ap.parse_args()
 
     from semiseg.annotate import Annotator
@@ -90,10 +94,15 @@ def main() -> None:
     plain_warps = kn._wave_warps
     revs = [int(v) for v in args.rev_warps.split(",") if v]
     tiles = [int(v) for v in args.tile_warps.split(",") if v]
-    runs = [(shape, b, w, r, tw) for shape in args.shapes.split(",")
+    variants = [{k: int(v) for k, v in (kv.split("=") for kv in var.split(","))}
+                for var in args.variant]
+    runs = [(shape, b, w, r, tw, var) for shape in args.shapes.split(",")
             for b in (budgets or [None]) for w in (warps or [None]) for r in (revs or [None])
-            for tw in (tiles or [None])]
-    for shape, budget, nw, rw, tw in runs:
+            for tw in (tiles or [None]) for var in [{}] + variants]
+    shipped = {k: getattr(kn, k) for var in variants for k in var}
+    for shape, budget, nw, rw, tw, var in runs:
+        for k, v in dict(shipped, **var).items():
+            setattr(kn, k, v)
         kn.REV_WARPS, kn.TILE_WARPS = rw, tw
         if budget is not None:
             kn.ROWS_BUDGET = budget
@@ -124,6 +133,7 @@ def main() -> None:
         tag += f" (_bwd_kernel {nw} warps)" if nw is not None else ""
         tag += f" (reversed chain {rw} warps)" if rw is not None else ""
         tag += f" (tiled chain {tw} warps)" if tw is not None else ""
+        tag += "".join(f" ({k} {v})" for k, v in var.items())
         print(f"| {B} x {T:,}{tag} | {n:,} | {s_terms:.3f} | {s_post:.3f} | {s_vit:.3f} | "
               f"{s_marg:.3f} | {s_all:.3f} | {1e6 * s_all / T:.1f} | {n / s_all:,.0f} |",
               flush=True)

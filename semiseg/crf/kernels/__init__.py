@@ -377,15 +377,26 @@ def _duration_grad(g_db: Tensor, K: int, C: int, dt) -> Tensor:
     return out.to(dt)
 
 
-def _sides(x: CRFInputs, CP: int, scores, allowed, ps, pe, start, end, flags):
+def _db_table(x: CRFInputs, KP: int, CP: int) -> Tensor:
+    """duration_bias as the static and periodic kernels read it: (KP, CP) float32, row
+    d - 1 for duration d, -inf beyond min(K, KP) durations and C labels. A ring slot's
+    duration is 1..KP, so its row is read whole, unmasked, at a CP-aligned address (the
+    loads vectorise; (K, C) rows of C floats with a mask per label did not). The same
+    values where the kernels read them, so the same results, bitwise."""
+    out = torch.full((KP, CP), float("-inf"), device=x.scores.device, dtype=torch.float32)
+    n = min(x.K, KP)
+    out[:n, :x.C] = x.duration_bias[:n]
+    return out
+
+
+def _sides(x: CRFInputs, KP: int, CP: int, scores, allowed, ps, pe, start, end, flags):
     """Kernel arguments of the two directions: (inputs..., flags) forward and reversed.
 
     The reversed chain reads the same scores and mask, the transposed transition, proj_end
     where the forward reads proj_start (and the reverse), and starts from `end`."""
-    fwd = (scores, allowed, ps, pe, _fwd_transition(x.transition, CP),
-           x.duration_bias.contiguous(), start)
-    rev = (scores, allowed, pe, ps, _fwd_transition(x.transition.t(), CP),
-           x.duration_bias.contiguous(), end)
+    db = _db_table(x, KP, CP)
+    fwd = (scores, allowed, ps, pe, _fwd_transition(x.transition, CP), db, start)
+    rev = (scores, allowed, pe, ps, _fwd_transition(x.transition.t(), CP), db, end)
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
     return (fwd, flags), (rev, rflags)
 
@@ -478,7 +489,7 @@ def _forward(x: CRFInputs, keep: bool = False):
     P = _segment_length(T, K, B, dev)
     nck = math.ceil(T / P) + 1  # boundaries 0, P, ..., and T when P divides it
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    (fa, ff), (ra, rf) = _sides(x, KP, CP, scores, allowed, ps, pe, start, end, flags)
     ck = {"f": _chain_state(B, nck, KP, CP, dev), "r": _chain_state(B, nck, KP, CP, dev)}
     mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     nw = _warps(KP, CP)
@@ -647,7 +658,7 @@ def _viterbi(x: CRFInputs):
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     scores, flags = _folded(x, scores, flags)
-    (fa, ff), (ra, rf) = _sides(x, CP, scores, allowed, ps, pe, start, end, flags)
+    (fa, ff), (ra, rf) = _sides(x, KP, CP, scores, allowed, ps, pe, start, end, flags)
     mid = {"f": _chain_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int8 if CP <= 128 else torch.int16)
@@ -789,7 +800,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     P = _segment_length(T, K, B, dev)
     nck = math.ceil(T / P) + 1
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    db = x.duration_bias.contiguous()
+    db = _db_table(x, KP, CP)
     tr_f = _per_transition(x.transition, CP, NPP, transpose=True)  # [r, dst, src]
     tr_r = _per_transition(x.transition, CP, NPP, transpose=False)  # [r, c', c]
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
@@ -901,7 +912,7 @@ def _viterbi_per(x: CRFInputs):
     dev = x.scores.device
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     scores, flags = _folded(x, scores, flags)
-    db = x.duration_bias.contiguous()
+    db = _db_table(x, KP, CP)
     tr_f = _per_transition(x.transition, CP, NPP, transpose=True)
     tr_r = _per_transition(x.transition, CP, NPP, transpose=False)
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])

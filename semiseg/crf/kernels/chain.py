@@ -288,12 +288,12 @@ def _fwd_kernel(
             if LEAVE_OUT == 3:
                 v = R + tl.where(d <= K, 0.0, NEG)
             else:
-                v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+                v = R + tl.load(db + (d - 1) * CP + cs)
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
             if TILE > 0:  # the same over the ring in memory, tile by tile
-                a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs,
-                                                 cmask, r3, KP, CP, TILE, NP, NPP, MODE == 2)
+                a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP,
+                                                 CP, TILE, NP, NPP, MODE == 2)
                 if MODE != 2:
                     a3 = tl.where(a3 == NEG, 0.0, a3) + tl.log(esum3)
             else:
@@ -333,8 +333,8 @@ def _fwd_kernel(
                 alp = _lse0(a3)
         else:
             if TILE > 0:  # the same over the ring in memory
-                alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs,
-                                                cmask, KP, CP, TILE, MODE == 2)
+                alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP,
+                                                TILE, MODE == 2)
                 if MODE != 2:
                     alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
             elif MODE == 2:
@@ -404,7 +404,7 @@ def _empty_tiles(dst, jt, cs, KP: tl.constexpr, CP: tl.constexpr, TILE: tl.const
 
 
 @triton.jit
-def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
+def _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
                 CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr):
     """One step of a static chain over its ring in memory (wp, (KP, CP)), TILE slots at
     a time (_fwd_kernel's and _bwd_kernel's TILE): the new start `ins` into slot i % KP,
@@ -421,7 +421,7 @@ def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
         Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
         tl.store(wp + jj * CP + cs, Rt)
         d = ((i - jj) & (KP - 1)) + 1
-        v = Rt + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        v = Rt + tl.load(db + (d - 1) * CP + cs)
         tm = tl.max(v, 0)
         if BEST:
             tb = tl.min(tl.where(v == tm[None, :], d, KP + 1), 0)
@@ -437,7 +437,7 @@ def _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP: tl.constexpr,
 
 
 @triton.jit
-def _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, r3, KP: tl.constexpr,
+def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP: tl.constexpr,
                     CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr,
                     NPP: tl.constexpr, BEST: tl.constexpr):
     """_ring_tiles for the periodic family's reversed chain: the same walk, its reduction
@@ -454,7 +454,7 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, r3, KP: tl.co
         Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
         tl.store(wp + jj * CP + cs, Rt)
         d = ((i - jj) & (KP - 1)) + 1
-        v = Rt + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+        v = Rt + tl.load(db + (d - 1) * CP + cs)
         sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, TILE, 1)
         v3 = tl.where(sel, v[None, :, :], NEG)
         tm = tl.max(v3, 1)
@@ -482,8 +482,7 @@ def _through(cross, bnd):
 
 
 @triton.jit
-def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
-              KP: tl.constexpr, CP: tl.constexpr):
+def _crossing(F, Rb, t1, i1, K, db, js, cs, cs1, KP: tl.constexpr, CP: tl.constexpr):
     """logsumexp, per label c, of every segment [s, e) of c with s < t1 < e, e - s <= K:
     F = the forward ring at t1 (slot s % KP: gamma[s] + ps[s] + f[s..t1-1], relative),
     Rb = the reversed ring at t1 (slot of end e: f[t1..e-1] + pe[e-1] + beta_alpha[e],
@@ -497,8 +496,7 @@ def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
         s = t1 - a
         Fa = tl.load(F + (s & (KP - 1)) * CP + cs1)
         dd = a + db_r
-        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
-                                        mask=(dd <= K) & cmask, other=NEG)
+        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * CP + cs, mask=dd <= KP, other=NEG)
         newm = tl.maximum(em, v2)
         newms = tl.where(newm == NEG, 0.0, newm)
         es = es * tl.exp(em - newms) + tl.exp(v2 - newms)
@@ -510,16 +508,16 @@ def _crossing(F, Rb, t1, i1, K, db, C, js, cs, cs1, cmask,
 
 
 @triton.jit
-def _crossing_tiled(F, Rp, t1, i1, K, db, C, cs, cs1, cmask,
-                    KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
+def _crossing_tiled(F, Rp, t1, i1, K, db, cs, cs1, KP: tl.constexpr, CP: tl.constexpr,
+                    TILE: tl.constexpr):
     """_crossing with the reversed ring read from memory (Rp: its (KP, CP) slots) TILE
     slots at a time, the tiles' results joined by logaddexp (the same terms, summed in
     another order; with TILE = KP exactly _crossing's result: logaddexp(-inf, v) = v)."""
     acc = tl.full((CP,), NEG, tl.float32)
     for j0 in range(0, KP, TILE):
         jt = j0 + tl.arange(0, TILE)[:, None]
-        acc = _logaddexp(acc, _crossing(F, tl.load(Rp + jt * CP + cs), t1, i1, K, db, C,
-                                        jt, cs, cs1, cmask, KP, CP))
+        acc = _logaddexp(acc, _crossing(F, tl.load(Rp + jt * CP + cs), t1, i1, K, db, jt, cs,
+                                        cs1, KP, CP))
     return acc
 
 
@@ -535,9 +533,8 @@ def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, 
     M = _split(L, P)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    cmask = cs < C
     cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K, db,
-                            C, cs, cs1, cmask, KP, CP, TILE if TILE > 0 else KP)
+                            cs, cs1, KP, CP, TILE if TILE > 0 else KP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
@@ -714,11 +711,11 @@ def _bwd_kernel(
                                       js, cs, cmask, KP, CP)
             elif TILE > 0:
                 cross = _crossing_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1,
-                                        L - 1 - u1, K, db, C, cs, cs1, cmask, KP, CP, TILE)
+                                        L - 1 - u1, K, db, cs, cs1, KP, CP, TILE)
             else:  # from the register ring (through memory, as one tile, the register
                 # backward at 1024 x 16 compiled with 64 registers and twice the stack)
-                cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, C,
-                                  js, cs, cs1, cmask, KP, CP)
+                cross = _crossing(ck_ring + ckb * KP * CP, R, u1, L - 1 - u1, K, db, js, cs,
+                                  cs1, KP, CP)
             zq = _through(cross, bnd)
             lz = tl.load(ck_n + ckb) + n + zq.to(tl.float64)
             run = tl.exp(cross - zq).to(tl.float64)  # P(a segment of c crosses u1)
@@ -753,17 +750,17 @@ def _bwd_kernel(
             nF = tl.load(rows_n + r)
             ins = gam + per
             if TILE > 0 and NP > 1:  # per residue, tile by tile (online over the tiles)
-                mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask,
-                                                r3, KP, CP, TILE, NP, NPP, False)
+                mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP, CP,
+                                                TILE, NP, NPP, False)
             elif TILE > 0:
                 # the same, tile by tile, with an online logsumexp over the tiles
-                mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, K, C, jt, cs, cmask, KP,
-                                          CP, TILE, False)
+                mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP, TILE,
+                                          False)
                 mxs = tl.where(mx == NEG, 0.0, mx)
             else:
                 R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
                 d = ((i - js) & (KP - 1)) + 1
-                v = R + tl.load(db + (d - 1) * C + cs, mask=(d <= K) & cmask, other=NEG)
+                v = R + tl.load(db + (d - 1) * CP + cs)
                 # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
                 # for the segment posteriors
                 mx = tl.max(v, 0)
@@ -796,7 +793,7 @@ def _bwd_kernel(
                             jj = j0 + jt
                             dt = ((i - jj) & (KP - 1)) + 1
                             vt = tl.load(wp + jj * CP + cs) + tl.load(
-                                db + (dt - 1) * C + cs, mask=(dt <= K) & cmask, other=NEG)
+                                db + (dt - 1) * CP + cs)
                             selt = ((dt - 1) % NP)[None, :, :] == r3
                             mt = tl.sum(tl.where(selt, mxs3[:, None, :], 0.0), 0)
                             ft = tl.sum(tl.where(selt, fac3[:, None, :], 0.0), 0)
@@ -831,7 +828,7 @@ def _bwd_kernel(
                         jj = j0 + jt
                         dt = ((i - jj) & (KP - 1)) + 1
                         vt = tl.load(wp + jj * CP + cs) + tl.load(
-                            db + (dt - 1) * C + cs, mask=(dt <= K) & cmask, other=NEG)
+                            db + (dt - 1) * CP + cs)
                         gp = g_db + (slot * KP + dt - 1) * CP + cs
                         tl.store(gp, tl.load(gp) + tl.exp(vt - mxs[None, :]) * fac)
                     tl.debug_barrier()
@@ -866,11 +863,11 @@ def _bwd_kernel(
                 if TILE > 0:
                     for j0 in range(0, KP, TILE):
                         _add_in_place(g_db + (slot * KP + j0 + jt) * CP + cs, _crossing_db(
-                            rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M, L, K, db, C,
+                            rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M, L, K, db,
                             shift, j0 + jt, cs, cs1, cmask, KP, CP))
                 else:
                     xdb = _crossing_db(rk_ring + kc * KP * CP, ck_ring + kc * KP * CP, M,
-                                       L, K, db, C, shift, js, cs, cs1, cmask, KP, CP)
+                                       L, K, db, shift, js, cs, cs1, cmask, KP, CP)
                     if DB_GLOBAL:
                         _add_in_place(g_db + (slot * KP + js) * CP + cs, xdb)
                     else:
@@ -914,12 +911,12 @@ def _db_step(acc_db, g_db, slot, w, i, js, cs, KP: tl.constexpr, CP: tl.constexp
 
 
 @triton.jit
-def _crossing_db(F, Rr, M, L, K, db, C, shift, js, cs, cs1, cmask,
+def _crossing_db(F, Rr, M, L, K, db, shift, js, cs, cs1, cmask,
                  KP: tl.constexpr, CP: tl.constexpr):
     """Posterior of the segments across M (s < M < e) summed per duration e - s: a
     (KP, CP) tile, row d - 1, from the forward ring F and the reversed ring Rr at M
     (relative) and shift = their normalisers - log Z."""
-    dbt = tl.load(db + js * C + cs, mask=(js < K) & cmask, other=NEG)  # row d - 1
+    dbt = tl.load(db + js * CP + cs)  # row d - 1
     acc = tl.zeros_like(dbt)  # js may be a tile of the rows
     for a in range(1, tl.minimum(K, M + 1)):  # start s = M - a
         Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
@@ -959,7 +956,6 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
     js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    cmask = cs < C
     Rb = tl.load(r_ring + (b * KP + js) * CP + cs)
     F = f_ring + b * KP * CP
     i1 = L - 1 - M
@@ -969,8 +965,7 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
     for a in range(1, tl.minimum(K, M + 1)):  # segments [M - a, e) across M
         Fa = tl.load(F + ((M - a) & (KP - 1)) * CP + cs1)
         dd = a + db_r
-        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * C + cs,
-                                        mask=(dd <= K) & cmask, other=NEG)
+        v2 = Fa[None, :] + Rb + tl.load(db + (dd - 1) * CP + cs, mask=dd <= KP, other=NEG)
         up = v2 > bt
         bt = tl.where(up, v2, bt)
         bt_a = tl.where(up, a, bt_a)
@@ -1070,18 +1065,18 @@ def _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, 
 
 
 @triton.jit
-def _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP: tl.constexpr,
+def _end_insert(js, i, gam3, psr, db, cs, r3, KP: tl.constexpr, CP: tl.constexpr,
                 NP: tl.constexpr):
     """What step i of the end-indexed chain puts into its ring's slots js (all of them,
     or a tile): in each slot, the segment [i, i + d) that ends there (d its duration),
-    x = gamma^{(d-1) mod NP}[i] + ps[i] + db[d-1] (-inf for d > K); also d, the residue
+    x = gamma^{(d-1) mod NP}[i] + ps[i] + db[d-1] (-inf for d > K: the host's (KP, CP)
+    table, kernels._db_table); also d, the residue
     select sel (NPP, slots, 1) and own, the slot of end i (read at the last step, now
     free). One definition for the register and the tiled ring: their bits must agree."""
     d = ((js - i - 1) & (KP - 1)) + 1
-    dok = (d <= K) & cmask
     sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, slots, 1)
     gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
-    x = gsel + psr[None, :] + tl.load(db + (d - 1) * C + cs, mask=dok, other=NEG)
+    x = gsel + psr[None, :] + tl.load(db + (d - 1) * CP + cs)
     own = js == (i & (KP - 1))
     return d, sel, x, own
 
@@ -1143,7 +1138,6 @@ def _fwd_end_kernel(
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask1 = cs1 < C
-    cmask = cs < C
     rr = tl.arange(0, NPP)
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
@@ -1197,7 +1191,7 @@ def _fwd_end_kernel(
             _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, cs,
                       cs1, CP, NPP, MODE)
         # the segments [i, i + d) go into the slots of their ends, with gamma^{(d-1) mod NP}
-        d, sel, x, own = _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP, NP)
+        d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
         A = A - mprev
         if MODE == 2:
             up = own | (x > A)

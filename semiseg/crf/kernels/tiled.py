@@ -62,7 +62,6 @@ def _fwd_end_tiled_kernel(
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask1 = cs1 < C
-    cmask = cs < C
     rr = tl.arange(0, NPP)
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
@@ -132,7 +131,7 @@ def _fwd_end_tiled_kernel(
                 if i % P == 0:
                     tl.store(ck_ring + (ck + k) * KP * CP + at, A - mprev)
             # the segments [i, i + d) go into the slots of their ends, gamma^{(d-1) mod NP}
-            d, sel, x, own = _end_insert(js, i, K, C, gam3, psr, db, cs, cmask, r3, KP, NP)
+            d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
             A = A - mprev
             if MODE == 2:
                 BD = tl.load(bd + at)
