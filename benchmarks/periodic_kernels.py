@@ -105,6 +105,24 @@ def fwd_bwd(x):
     return kn.backward(x, saved, torch.ones_like(lz))
 
 
+def against_float64(p):
+    """Every gradient of the kernels on the float32 leaves p (leaves()) against the torch
+    backend in float64, and two runs compared: (bitwise equal, log Z max abs difference,
+    "name max-abs-difference, ..." over the gradients)."""
+    from semiseg.crf import reference
+
+    x = as_x(p)
+    g1, g2 = fwd_bwd(x), fwd_bwd(x)
+    same = all(torch.equal(g1[k], g2[k]) for k in g1 if g1[k] is not None)
+    x64 = as_x({k: v.double() for k, v in p.items()})
+    lz64, saved = reference.forward(x64)
+    want = reference.backward(x64, saved, torch.ones_like(lz64))
+    lz = (kn.forward(x)[0].double() - lz64).abs().max().item()
+    diffs = ", ".join(f"{k} {(g1[k].double() - v).abs().max().item():.2e}"
+                      for k, v in want.items() if v is not None and g1.get(k) is not None)
+    return same, lz, diffs
+
+
 def section_per(reps):
     rows = []
     for B, T, K, C in [(8, 20000, 100, 24), (16, 20000, 1000, 16), (64, 20000, 256, 37)]:

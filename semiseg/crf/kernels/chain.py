@@ -404,6 +404,18 @@ def _empty_tiles(dst, jt, cs, KP: tl.constexpr, CP: tl.constexpr, TILE: tl.const
 
 
 @triton.jit
+def _tile_step(wp, jj, ins, f, mprev, i, db, cs, KP: tl.constexpr, CP: tl.constexpr):
+    """Step i of a start-indexed ring in memory over its slots jj (a tile): `ins` into slot
+    i % KP, the others shifted by -mprev, the scores f added and stored back. Returns the
+    slots' values with their duration bias (v) and their durations d."""
+    Rt = tl.load(wp + jj * CP + cs)
+    Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
+    tl.store(wp + jj * CP + cs, Rt)
+    d = ((i - jj) & (KP - 1)) + 1
+    return Rt + tl.load(db + (d - 1) * CP + cs), d
+
+
+@triton.jit
 def _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
                 CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr):
     """One step of a static chain over its ring in memory (wp, (KP, CP)), TILE slots at
@@ -416,12 +428,7 @@ def _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
     esum = tl.zeros((CP,), tl.float32)
     best = tl.full((CP,), KP + 1, tl.int32)
     for j0 in range(0, KP, TILE):
-        jj = j0 + jt
-        Rt = tl.load(wp + jj * CP + cs)
-        Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
-        tl.store(wp + jj * CP + cs, Rt)
-        d = ((i - jj) & (KP - 1)) + 1
-        v = Rt + tl.load(db + (d - 1) * CP + cs)
+        v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
         tm = tl.max(v, 0)
         if BEST:
             tb = tl.min(tl.where(v == tm[None, :], d, KP + 1), 0)
@@ -449,12 +456,7 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP: tl.constexpr,
     esum = tl.zeros((NPP, CP), tl.float32)
     best = tl.full((NPP, CP), KP + 1, tl.int32)
     for j0 in range(0, KP, TILE):
-        jj = j0 + jt
-        Rt = tl.load(wp + jj * CP + cs)
-        Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
-        tl.store(wp + jj * CP + cs, Rt)
-        d = ((i - jj) & (KP - 1)) + 1
-        v = Rt + tl.load(db + (d - 1) * CP + cs)
+        v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
         sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, TILE, 1)
         v3 = tl.where(sel, v[None, :, :], NEG)
         tm = tl.max(v3, 1)

@@ -10,11 +10,12 @@ the gene shape) and every step loads, updates and stores it TILE slots at a time
 thread holds TILE x CP / threads ring values at once and nothing spills. The ring's
 values, the order of every floating-point operation on an element and the row read as
 alpha are those of chain._fwd_end_kernel, so the results are bitwise the same (tests).
-Only this chain is tiled: its step is elementwise over the slots (insert, add the scores)
-plus one row read, so tiles cost no extra reductions. The reversed chain and the wave
-backward reduce over every slot each step; tiled (an online logsumexp over the tiles,
-commit c54749a) that backward ran 1.2-1.8x slower at the gene shape
-(each tile pays a cross-warp max and sum): benchmarks/KERNELS_NOTES.md.
+Its step is elementwise over the slots (insert, add the scores) plus one row read, so
+tiles cost no extra reductions, and it is tiled from 16,384 ring elements. The reversed
+chain and the wave backward reduce over every slot each step: tiled (an online
+logsumexp per residue over the tiles, chain._ring_tiles_res) they lost at the gene shape
+(each tile pays a cross-warp max and sum), so they keep register rings up to
+CHAIN_TILE_FROM / BWD_TILE_FROM (32,768) and are tiled beyond: benchmarks/KERNELS_NOTES.md.
 
 A barrier ends each step (the next step's alpha row and tiles are read by other threads
 than wrote them). MODE 2 (Viterbi) keeps the best duration and predecessor of each slot
