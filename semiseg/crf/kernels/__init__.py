@@ -22,8 +22,9 @@ before triton is first imported.
 Scope: a ring of min(K, T) slots x C labels per program, up to MAX_RING ring elements for
 duration-dependent transitions (K = 1000 with C = 24 fits) and MAX_RING_TILED for static
 and periodic ones (K = 8192 at C <= 16: from CHAIN_TILE_FROM / BWD_TILE_FROM their chains,
-joins and backward keep the ring in GPU memory and walk it in tiles); larger rings are not implemented: `supports(x)` says so, dispatch's "auto" then
-picks the torch backend, and backend="triton" raises a ValueError.
+joins and backward keep the ring in GPU memory and walk it in tiles); larger rings are not
+implemented: `supports(x)` says so, dispatch's "auto" then picks the torch backend, and
+backend="triton" raises a ValueError.
 """
 
 from __future__ import annotations
@@ -187,6 +188,16 @@ CHAIN_TILE_FROM = 32768  # KP x CP from which the static chains (_fwd_kernel: fo
 # reversed, recompute, Viterbi halves) keep their ring in memory, walked in tiles
 CHAIN_TILE_ELEMS = 16384  # ring elements per tile there
 CHAIN_TILE_WARPS: int | None = None  # their warps; None = 16. Benchmarks set these
+
+
+def _bwd_opts(KP: int, CP: int, nw: int, params: bool, programs: int, dummy: Tensor) -> dict:
+    """Launch options of _bwd_kernel (static or periodic): TILE (_bwd_tile) with each of
+    `programs` segments' ring in `work` and BWD_TILE_WARPS, else the caller's warps nw; the
+    duration-bias sum in g_db where tiled or _db_global asks for it."""
+    tile = _bwd_tile(KP, CP)
+    return {"TILE": tile, "work": _work(tile, programs, KP, CP, dummy), "PARAM_GRADS": params,
+            "DB_GLOBAL": params and (tile > 0 or _db_global(KP, CP, params)),
+            "num_warps": (BWD_TILE_WARPS or 16) if tile else nw}
 
 
 def _chain_opts(KP: int, CP: int, nw: int) -> dict:
@@ -606,20 +617,16 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
     g_db, g_tr = parts[:n_db], parts[n_db:]
     trans = x.transition.contiguous()
     lz = saved["log_z64"]
-    tile = _bwd_tile(KP, CP)
-    # the ring of each segment in memory when tiled (chain._bwd_kernel TILE)
-    bwork = _work(tile, B * nck, KP, CP, dummy)
-    bw = {"TILE": tile, "PARAM_GRADS": params,
-          "DB_GLOBAL": params and (tile > 0 or _db_global(KP, CP, params)),
-          "num_warps": (BWD_TILE_WARPS or 16) if tile else nw}
+    bw = _bwd_opts(KP, CP, nw, params, B * nck, dummy)
 
     def right(k0, w):
         def go():
             chain._bwd_kernel[(B, w)](
                 scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
                 ck["f"][0], ck["f"][2], ck["f"][3], ck["r"][0], ck["r"][1], ck["r"][3],
-                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr, bwork,
-                T, C, K, P, nck, k0, KP=KP, CP=CP, ROWS_FULL=full, **bw, **ff)
+                *rows, *fin["f"], lz, g_scores, g_ps, g_pe, g_db, g_tr,
+                T=T, C=C, K=K, P=P, NCK=nck, seg0=k0, KP=KP, CP=CP, ROWS_FULL=full, **bw,
+                **ff)
         return go
 
     if full:
@@ -627,16 +634,18 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
             chain._bwd_kernel[(B, nseg)](
                 scores, allowed, pe, ps, trans.t().contiguous(), db, start, x.lengths, g32,
                 ck["r"][0], ck["r"][2], ck["r"][3], ck["f"][0], ck["f"][1], ck["f"][3],
-                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr, bwork,
-                T, C, K, P, nck, 0, KP=KP, CP=CP, REV=True, ROWS_FULL=True, **bw, **rf)
+                *rows, *fin["r"], lz, g_scores, g_pe, g_ps, g_db, g_tr,
+                T=T, C=C, K=K, P=P, NCK=nck, seg0=0, KP=KP, CP=CP, REV=True, ROWS_FULL=True,
+                **bw, **rf)
 
         _Both(dev).run(right(0, nseg), left)
     else:
+        rwork = _work(kw["TILE"], B * W, KP, CP, dummy)  # the recompute's rings, every wave
         for k0 in range(0, nseg, W):
             w = min(W, nseg - k0)
             chain._fwd_kernel[(B, w)](
                 *fa, x.lengths, *ck["f"], dummy, dummy, dummy, dummy, *rows, dummy, dummy,
-                dummy, dummy, _work(kw["TILE"], B * w, KP, CP, dummy), T, C, K, P, nck, k0,
+                dummy, dummy, rwork, T, C, K, P, nck, k0,
                 KP=KP, CP=CP, MODE=1, GAMMA_ROWS=gr, **kw, **ff)
             right(k0, w)()
     if not params:
@@ -829,8 +838,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     chain._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
-                                 C, P, KP=KP, CP=CP, TILE=rk["TILE"] or KP,
-                                 num_warps=rk["num_warps"] if rk["TILE"] else nw)
+                                 C, P, KP=KP, CP=CP, **_chain_opts(KP, CP, nw))
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
              "ops": (scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags)}
     return log_z64.to(x.scores.dtype), saved
@@ -879,11 +887,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
     g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
     trans = x.transition.contiguous()
-    nw_rec, nw_bwd = _wave_warps(KP, CP, "recompute"), _wave_warps(KP, CP, "bwd", params)
-    tile = _bwd_tile(KP, CP)
-    bwork = _work(tile, B * nck, KP, CP, dummy)  # each segment's ring in memory when tiled
-    if tile:
-        nw_bwd = BWD_TILE_WARPS or 16
+    nw_rec = _wave_warps(KP, CP, "recompute")
+    bw = _bwd_opts(KP, CP, _wave_warps(KP, CP, "bwd", params), params, B * nck, dummy)
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         if full is None:
@@ -894,10 +899,9 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
-            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr, bwork,
-            T, C, K, P, nck, k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True, PARAM_GRADS=params,
-            DB_GLOBAL=params and (tile > 0 or _db_global(KP, CP, params)), TILE=tile,
-            ROWS_FULL=full is not None, num_warps=nw_bwd, **flags)
+            *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
+            T=T, C=C, K=K, P=P, NCK=nck, seg0=k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True,
+            ROWS_FULL=full is not None, **bw, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
@@ -948,7 +952,7 @@ def _viterbi_per(x: CRFInputs):
     chain._viterbi_join_end_kernel[(B, 2)](
         f_ring, mid_bd, mid_bc, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, bp_d, bp_c,
         score, labels, starts.view(torch.uint8), T, C, KP=KP, CP=CP, NPP=NPP, BLOCK=64,
-        TILE=rk["TILE"] or KP, num_warps=rk["num_warps"] if rk["TILE"] else nw)
+        **_chain_opts(KP, CP, nw))
     return score.to(x.scores.dtype), labels, starts
 
 

@@ -170,10 +170,10 @@ def _fwd_kernel(
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
     at a time: insert and add the scores (stored back), then the logsumexp over the slots
     as an online one over the tiles (MODE 2: the max, and the shortest duration that
-    reaches it, tile by tile); NP > 1: the same per residue (_ring_tiles_res). For rings beyond the register file
-    (the whole-ring step spilled: benchmarks/KERNELS_NOTES.md, session 16). The same terms,
-    reduced in another order: not bitwise the register ring's results (tests compare both
-    with float64); a barrier ends each step.
+    reaches it, tile by tile); NP > 1: the same per residue (_ring_tiles_res). For rings
+    beyond the register file (the whole-ring step spilled: benchmarks/KERNELS_NOTES.md,
+    session 16). The same terms, reduced in another order: not bitwise the register ring's
+    results (tests compare both with float64); a barrier ends each step.
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
@@ -618,10 +618,10 @@ def _bwd_kernel(
 
     TILE > 0 (DB_GLOBAL with PARAM_GRADS): the reversed ring lives in this segment's
     (KP, CP) float32 slot of `work` (B, NCK, KP, CP) instead of registers, and each step
-    walks it TILE slots at a time: insert and add the scores
-    (stored back), the logsumexp over the slots as an online one over the tiles (each
-    tile's max and sum per label), then, for the duration-bias sum, a second walk that
-    recomputes each tile's exponentials against the final max. A thread then holds TILE x
+    walks it TILE slots at a time: insert and add the scores (stored back), the logsumexp
+    over the slots as an online one over the tiles (each tile's max and sum per label),
+    then, for the duration-bias sum, a second walk that recomputes each tile's
+    exponentials against the final max (_db_tiles). A thread then holds TILE x
     CP / threads values of each (TILE, CP) temporary: for rings beyond the register
     file (KP x CP >= 32768), where the whole-ring step spilled. The crossing sums read the
     reversed checkpoint ring from memory in tiles too (_crossing_tiled; END:
@@ -705,12 +705,10 @@ def _bwd_kernel(
             gam = tl.load(rk_gam + ckb * CP + cs1)  # beta_alpha[u1]
             n = tl.load(rk_n + ckb)
             bnd = tl.load(ck_alp + ckb * CP + cs1) + gam
-            if END and TILE > 0:
+            if END:  # TILE = 0: one tile, _crossing_end's result
                 cross = _crossing_end_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP,
-                                            u1, L, cs, cmask, KP, CP, TILE)
-            elif END:
-                cross = _crossing_end(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1, L,
-                                      js, cs, cmask, KP, CP)
+                                            u1, L, cs, cmask, KP, CP,
+                                            TILE if TILE > 0 else KP)
             elif TILE > 0:
                 cross = _crossing_tiled(ck_ring + ckb * KP * CP, rk_ring + ckb * KP * CP, u1,
                                         L - 1 - u1, K, db, cs, cs1, KP, CP, TILE)
@@ -790,18 +788,8 @@ def _bwd_kernel(
                 if PARAM_GRADS:
                     fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
                     if TILE > 0:
-                        # the tiles' exponentials again, against their residue's max
-                        for j0 in range(0, KP, TILE):
-                            jj = j0 + jt
-                            dt = ((i - jj) & (KP - 1)) + 1
-                            vt = tl.load(wp + jj * CP + cs) + tl.load(
-                                db + (dt - 1) * CP + cs)
-                            selt = ((dt - 1) % NP)[None, :, :] == r3
-                            mt = tl.sum(tl.where(selt, mxs3[:, None, :], 0.0), 0)
-                            ft = tl.sum(tl.where(selt, fac3[:, None, :], 0.0), 0)
-                            gp = g_db + (slot * KP + dt - 1) * CP + cs
-                            tl.store(gp, tl.load(gp) + tl.exp(vt - mt) * ft)
-                        tl.debug_barrier()
+                        _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mxs3, fac3, KP, CP, TILE,
+                                  NP)
                     else:
                         w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
                         acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
@@ -823,17 +811,10 @@ def _bwd_kernel(
                 pstart = tl.exp(gF + bg + base)
                 # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow),
                 # gathered into duration order
-                if PARAM_GRADS and TILE > 0:
-                    # the tiles' exponentials again, against the final max
-                    fac = tl.where(esum > 0, pstart / esum, 0.0)[None, :]
-                    for j0 in range(0, KP, TILE):
-                        jj = j0 + jt
-                        dt = ((i - jj) & (KP - 1)) + 1
-                        vt = tl.load(wp + jj * CP + cs) + tl.load(
-                            db + (dt - 1) * CP + cs)
-                        gp = g_db + (slot * KP + dt - 1) * CP + cs
-                        tl.store(gp, tl.load(gp) + tl.exp(vt - mxs[None, :]) * fac)
-                    tl.debug_barrier()
+                if PARAM_GRADS and TILE > 0:  # one residue: r = 0 for every slot
+                    _db_tiles(g_db, wp, db, slot, i, jt, cs, tl.zeros((1, 1, 1), tl.int32),
+                              mxs[None, :], tl.where(esum > 0, pstart / esum, 0.0)[None, :],
+                              KP, CP, TILE, 1)
                 elif PARAM_GRADS:
                     w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
                     acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
@@ -890,6 +871,26 @@ def _bwd_kernel(
                 tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
             else:
                 tl.store(g_tr + (slot * CP + rs) * CP + cs, gl * acc_tr)
+
+
+@triton.jit
+def _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mx3, fac3, KP: tl.constexpr,
+              CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr):
+    """The tiled backward's duration-bias step: every slot's segment posterior, its
+    exponential recomputed from the ring in memory (wp, after step i) against its residue's
+    max, exp(v - mx3[r]) * fac3[r] (fac3 = P_start / the residue's sum), added to g_db's
+    slot `slot` in duration order, TILE slots at a time; then a barrier. Static
+    transitions: one residue (NP 1, r3 = 0, (1, CP) mx3 and fac3)."""
+    for j0 in range(0, KP, TILE):
+        jj = j0 + jt
+        dt = ((i - jj) & (KP - 1)) + 1
+        vt = tl.load(wp + jj * CP + cs) + tl.load(db + (dt - 1) * CP + cs)
+        sel = ((dt - 1) % NP)[None, :, :] == r3
+        mt = tl.sum(tl.where(sel, mx3[:, None, :], 0.0), 0)
+        ft = tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+        gp = g_db + (slot * KP + dt - 1) * CP + cs
+        tl.store(gp, tl.load(gp) + tl.exp(vt - mt) * ft)
+    tl.debug_barrier()
 
 
 @triton.jit
@@ -1235,16 +1236,16 @@ def _fwd_end_kernel(
 
 @triton.jit
 def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, P,
-                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
+                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0):
     """_join_kernel for the periodic family: log Z where the halves meet (M = _split(L, P)),
-    the segments across M from _crossing_end, TILE slots at a time (TILE = KP: at once)."""
+    the segments across M from _crossing_end, TILE slots at a time (0: at once)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cross = _crossing_end_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, cs, cs < C,
-                                KP, CP, TILE)
+                                KP, CP, TILE if TILE > 0 else KP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
@@ -1252,14 +1253,36 @@ def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, 
 
 
 @triton.jit
+def _best_across_end(F, Rr, M, L, C, cs, KP: tl.constexpr, CP: tl.constexpr,
+                     TILE: tl.constexpr):
+    """Per label, the best segment across M of the periodic Viterbi's two rings (the
+    end-indexed forward ring F, the reversed ring Rr, both at M) and the forward slot that
+    holds it, read TILE slots at a time; on ties the first slot, as one argmax over the
+    whole ring would keep. Returns (best value, slot), (CP,) each."""
+    best_v = tl.full((CP,), NEG, tl.float32)
+    best_j = tl.zeros((CP,), tl.int32)
+    for j0 in range(0, KP, TILE):
+        js = j0 + tl.arange(0, TILE)[:, None]
+        e = M + ((js - M - 1) & (KP - 1)) + 1
+        ok = (e - M < KP) & (e <= L) & (cs < C)
+        v = tl.where(ok, tl.load(F + js * CP + cs) + tl.load(Rr + ((L - e) & (KP - 1)) * CP
+                                                            + cs), NEG)
+        tm = tl.max(v, 0)
+        up = tm > best_v
+        best_j = tl.where(up, j0 + tl.argmax(v, 0).to(tl.int32), best_j)
+        best_v = tl.where(up, tm, best_v)
+    return best_v, best_j
+
+
+@triton.jit
 def _viterbi_join_end_kernel(f_ring, f_bd, f_bc, f_alp, f_n, r_ring, r_gam, r_n, lengths,
                              bp_d, bp_c, score, labels, starts, T, C,
                              KP: tl.constexpr, CP: tl.constexpr, NPP: tl.constexpr,
-                             BLOCK: tl.constexpr, TILE: tl.constexpr):
+                             BLOCK: tl.constexpr, TILE: tl.constexpr = 0):
     """_viterbi_join_kernel for the periodic family. The best of a boundary at M and of
     every segment across M (the forward ring's slot of its end, whose best start and
-    predecessor are f_bd / f_bc there, plus the reversed ring; read TILE slots at a time,
-    the first slot of the best kept on ties, as one argmax over the ring would); program 0
+    predecessor are f_bd / f_bc there, plus the reversed ring: _best_across_end, TILE
+    slots at a time, 0: at once); program 0
     traces to the left through the forward backpointers (stored at a segment's end),
     program 1 to the right through the reversed ones (bp_c[u, 0, c'] = r * CP + c, the best
     segment after a segment of c' ending at u, and bp_d[u, r, c] its duration)."""
@@ -1268,19 +1291,8 @@ def _viterbi_join_end_kernel(f_ring, f_bd, f_bc, f_alp, f_n, r_ring, r_gam, r_n,
     M = _split(L, 1)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    best_v = tl.full((CP,), NEG, tl.float32)
-    best_j = tl.zeros((CP,), tl.int32)
-    for j0 in range(0, KP, TILE):
-        js = j0 + tl.arange(0, TILE)[:, None]
-        e = M + ((js - M - 1) & (KP - 1)) + 1
-        ok = (e - M < KP) & (e <= L) & (cs < C)
-        Fe = tl.load(f_ring + (b * KP + js) * CP + cs)
-        Re = tl.load(r_ring + (b * KP + ((L - e) & (KP - 1))) * CP + cs)
-        v = tl.where(ok, Fe + Re, NEG)
-        tm = tl.max(v, 0)
-        up = tm > best_v
-        best_j = tl.where(up, j0 + tl.argmax(v, 0).to(tl.int32), best_j)
-        best_v = tl.where(up, tm, best_v)
+    best_v, best_j = _best_across_end(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, C,
+                                      cs, KP, CP, TILE if TILE > 0 else KP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     bv = tl.max(bnd, 0)
     bc = tl.argmax(bnd, 0).to(tl.int64)
