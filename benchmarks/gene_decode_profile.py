@@ -42,6 +42,35 @@ def timed(fn, dev, repeats):
     return out, statistics.median(times)
 
 
+def gene_model(path: str, dev):
+    """(Annotator of the model at path on chrII, chrII's length), the intron penalty of
+    the shipped configuration set."""
+    from semiseg.annotate import Annotator
+    from semiseg.checkpoint import load_checkpoint
+    from semiseg.genome import Fasta, GenomeData
+
+    ckpt = load_checkpoint(path)
+    fa = Fasta(os.path.join(ROOT, "data", "yeast", "chrII.fa"))
+    data = GenomeData.from_config(ckpt["genome"], fa)
+    ann = Annotator(ckpt, data, dev, 100000, 5000, 10**9, 10**9, reverse_complement=True)
+    ann.model.crf.intron_penalty = 8.0
+    return ann, fa.chrom_sizes["chrII"]
+
+
+def windows(ann, L: int, B: int, T: int, dev):
+    """(emissions (B, T, ...), lengths) of B windows of T bp of chrII (tiled where T > L),
+    encoded in chunks as annotate does."""
+    starts = [(i * 7919 * 13) % (L - T) if T < L else 0 for i in range(B)]
+    ems = []
+    for s in starts:
+        e = min(L, s + T)
+        x = ann._load("chrII", s, e)
+        x = np.resize(x, (T, x.shape[1])) if len(x) < T else x
+        em, _ = ann._encode(x[None], [T])
+        ems.append(em[0])
+    return torch.stack(ems), torch.full((B,), T, device=dev)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="100x20000,20x100000")
@@ -69,19 +98,11 @@ def main() -> None:
                          "periodic reversed chain tiled at the gene shape); repeatable")
     args = ap.parse_args()
 
-    from semiseg.annotate import Annotator
-    from semiseg.checkpoint import load_checkpoint
-    from semiseg.genome import Fasta, GenomeData
     from semiseg.annotate import pick_device
 
     dev = pick_device(args.device)
-    ckpt = load_checkpoint(args.model)
-    fa = Fasta(os.path.join(ROOT, "data", "yeast", "chrII.fa"))
-    data = GenomeData.from_config(ckpt["genome"], fa)
-    ann = Annotator(ckpt, data, dev, 100000, 5000, 10**9, 10**9, reverse_complement=True)
+    ann, L = gene_model(args.model, dev)
     crf = ann.model.crf
-    crf.intron_penalty = 8.0
-    L = fa.chrom_sizes["chrII"]
     print(f"device {torch.cuda.get_device_name(0) if dev.type == 'cuda' else 'cpu'}; "
           f"internal labels {len(crf.layout)}, K {crf.max_duration}", flush=True)
     print("| B x T | steps | terms s | posteriors s | Viterbi s | marginals s | total s | "
@@ -110,16 +131,7 @@ def main() -> None:
                           lambda KP, CP, kernel, params=True, nw=nw: nw if kernel == "bwd"
                           else plain_warps(KP, CP, kernel, params))
         B, T = (int(float(v)) for v in shape.split("x"))
-        starts = [(i * 7919 * 13) % (L - T) if T < L else 0 for i in range(B)]
-        ems = []
-        for s in starts:  # encode each window (in chunks, as annotate does)
-            e = min(L, s + T)
-            x = ann._load("chrII", s, e)
-            x = np.resize(x, (T, x.shape[1])) if len(x) < T else x
-            em, _ = ann._encode(x[None], [T])
-            ems.append(em[0])
-        em = torch.stack(ems)
-        lengths = torch.full((B,), T, device=dev)
+        em, lengths = windows(ann, L, B, T, dev)
         with torch.no_grad():
             t, s_terms = timed(lambda: crf._terms(em, lengths), dev, args.repeats)
             g, s_post = timed(lambda: crf._posteriors(t, "auto"), dev, args.repeats)
@@ -146,7 +158,7 @@ def main() -> None:
                 sync(dev)
             print(prof.key_averages().table(sort_by="cuda_time_total",
                                             row_limit=args.kernels), flush=True)
-        del em, ems, t, g, seg
+        del em, t, g, seg
 
 
 if __name__ == "__main__":

@@ -313,6 +313,52 @@ def test_periodic_rings_in_tiles_against_float64(B, T, K, C, forced, monkeypatch
     check_against_float64(kn, p, extra, deterministic=True)
 
 
+def sparsify(p, seed):
+    """Keep 3 transitions out of and into every label per residue (successors src + o
+    mod C for seed-dependent offsets o), -inf elsewhere: a structured model's pattern,
+    width SP = 4 (kernels._sparse_width), which moves with the seed."""
+    tr = p["transition"]
+    P, C = tr.shape[0], tr.shape[1]
+    keep = torch.zeros(P, C, C, dtype=torch.bool)
+    src = torch.arange(C)
+    for r in range(P):
+        for o in (1 + seed % 5, 7 + seed % 7, 15 + seed % 3):
+            keep[r, src, (src + o + r) % C] = True
+    p["transition"] = tr.masked_fill(~keep.to(tr.device), float("-inf"))
+
+
+@pytest.mark.parametrize("B,T,K,C", [(2, 3000, 256, 37), (3, 4000, 300, 40)])
+def test_periodic_sparse_against_float64(B, T, K, C):
+    """The sparse transition tables by the shipped rule (SP = 4 <= SPARSE_BELOW x CP at
+    CP = 64) at the gene model's shape and one with the rings tiled (KP x CP = 32768),
+    P = 3: log Z, every gradient, Viterbi and its path against float64, deterministic."""
+    kn = _kn()
+    p, extra = problem(B, T, K, C, seed=B * T + K + 7, period=3, allowed=True,
+                       lengths=[T] + [T - 17 * i for i in range(1, B)])
+    sparsify(p, seed=B)
+    x = inputs(p, extra, torch.float32)
+    assert kn._sparse_width(x) == 4 and kn._shape(x)[1] == 64
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
+def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
+    """At the gene model's shape the sparse tables' Viterbi path is the dense tables' one,
+    label for label, start for start (and the same score)."""
+    kn = _kn()
+    p, extra = problem(4, 6000, 256, 37, seed=11, period=3, allowed=True,
+                       lengths=[6000, 5990, 4000, 77])
+    sparsify(p, seed=3)
+    p["scores"] = 0.2 * p["scores"]  # many competing paths
+    x = inputs(p, extra, torch.float32)
+    assert kn._sparse_width(x) == 4
+    sparse = kn.viterbi(x)
+    monkeypatch.setattr(kn, "SPARSE_BELOW", 0.0)
+    assert kn._sparse_width(x) == 0
+    dense = kn.viterbi(x)
+    for a, b in zip(sparse, dense):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("extras", [False, True])
 def test_frame_model_on_the_gpu_matches_the_cpu(extras):
     """The gene model's head (periodic transitions, -inf masks, `allowed` from the
@@ -387,22 +433,27 @@ def _graphed_and_eager(kn, x, monkeypatch, wanted=None):
     return graphed, eager
 
 
-@pytest.mark.parametrize("form", ["static", "periodic"])
+@pytest.mark.parametrize("form", ["static", "periodic", "periodic_sparse"])
 def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
     """Small calls replay captured CUDA graphs (kernels/graphs.py): log Z, every gradient
     (the full set and the posteriors' subset) and the Viterbi are bitwise those of the
     eager path, on the capture's inputs and on new values replayed through it; the
-    results handed out are copies (a later replay does not change them)."""
+    results handed out are copies (a later replay does not change them). periodic_sparse:
+    the second values allow other transitions with the same sparse width, so the replay
+    must rebuild the sparse tables on the GPU."""
     kn = _kn()
     from semiseg.crf.kernels import graphs
 
     graphs.POOL.clear()
-    period = 3 if form == "periodic" else None
+    period = 3 if form.startswith("periodic") else None
     for seed in (1, 2):  # the second values replay the graphs captured for the first
         p, extra = problem(6, 300, 30, 39, seed=seed, period=period, allowed=True,
                            lengths=[300, 299, 250, 101, 7, 1])
+        if form == "periodic_sparse":
+            sparsify(p, seed)
         x = inputs(p, extra, torch.float32)
         assert graphs.eligible(x, 64)
+        assert (kn._sparse_width(x) == 4) == (form == "periodic_sparse")
         for wanted in (None, ("scores", "proj_start")):
             graphed, eager = _graphed_and_eager(kn, x, monkeypatch, wanted)
             for lz, g, vit in graphed:

@@ -491,6 +491,73 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
                                    atol=1e-5, msg=name)
 
 
+def sparse_problem(B, T, K, C, seed, **kw):
+    """A periodic (3, C, C) problem whose transition allows at most 2 successors and 3
+    predecessors of a label per residue (one label none at residue 1: a row of -inf), as
+    a gene model's structure does; scores scaled down so that many paths compete."""
+    p, extra = make(B, T, K, C, seed=seed, period=3, **kw)
+    g = torch.Generator().manual_seed(seed + 1)
+    keep = torch.zeros(3, C, C, dtype=torch.bool)
+    for r in range(3):
+        for src in range(C):
+            dst = torch.randperm(C, generator=g)[:2]
+            keep[r, src, dst] = True
+    keep[:, :, :][keep.sum(1, keepdim=True).expand(-1, C, -1) > 3] = False  # cap in-degree
+    keep[1, C - 1] = False
+    keep[0, 0, 1] = keep[2, 1, 0] = True
+    p["transition"] = p["transition"].masked_fill(~keep, NEG)
+    p["scores"] = 0.3 * p["scores"]
+    return p, extra
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("tiles", [False, True], ids=["registers", "tiles_of_one_slot"])
+@pytest.mark.parametrize("seg_len", [None, 2], ids=["rows_full", "waves_of_2"])
+def test_periodic_sparse_transitions_against_bruteforce(seg_len, tiles, monkeypatch):
+    """The sparse transition tables (chain.py, "Sparse periodic transitions"), forced at
+    a tiny shape: every chain reads a (3, CP, SP) table with SP = 4 < CP = 8 and gathers
+    its vector at the columns; log Z, every gradient (the transition's scattered back
+    from the sparse slots) and the Viterbi path against brute-force enumeration, with the
+    rings in registers or in tiles of one slot, the rows written or recomputed in waves."""
+    monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)
+    monkeypatch.setattr(kn, "SPARSE_BELOW", 0.5)
+    monkeypatch.setattr(kn, "RING_TILE", 1 if tiles else None)
+    if tiles:
+        _tiles_of_one_slot(monkeypatch)
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        monkeypatch.setattr(kn, "FULL_ROWS", False)
+    p, extra = sparse_problem(3, 6, 4, 5, seed=41, lengths=[6, 5, 2], allowed=True)
+    x = as_inputs(p, extra)
+    assert kn._sparse_width(x) == 4 and kn._shape(x)[1] == 8
+    check_against_brute(p, extra)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
+def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
+    """The sparse tables give the dense tables' Viterbi path label for label (maxima are
+    exact and the columns ascend, so ties break alike) and log Z and every gradient
+    within float32 of them, on longer sequences than brute force can enumerate."""
+    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    p, extra = sparse_problem(3, 40, 7, 6, seed=43, lengths=[40, 29, 17], allowed=True)
+    extra["allowed"][:, ::5] = True
+    x = as_inputs(p, extra)
+    out = {}
+    for below in (0.0, 1.0):  # dense, then sparse
+        monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)
+        monkeypatch.setattr(kn, "SPARSE_BELOW", below)
+        lz, saved = kn.forward(x)
+        out[below] = (lz, kn.backward(x, saved, torch.ones_like(lz)), kn.viterbi(x),
+                      kn._sparse_width(x))
+    assert out[0.0][3] == 0 and out[1.0][3] == 4
+    torch.testing.assert_close(out[1.0][0], out[0.0][0], rtol=1e-6, atol=1e-5)
+    for name in FLOAT_FIELDS:
+        torch.testing.assert_close(out[1.0][1][name], out[0.0][1][name], rtol=1e-4,
+                                   atol=1e-5, msg=name)
+    (sd, ld, st_d), (ss, ls, st_s) = out[0.0][2], out[1.0][2]
+    assert torch.equal(sd, ss) and torch.equal(ld, ls) and torch.equal(st_d, st_s)
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
 def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
     """The end-indexed chain with its ring in global memory (tiled.py, any tile size)

@@ -457,16 +457,18 @@ def _knobs() -> tuple:
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
-            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS)
+            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP)
 
 
 def forward(x: CRFInputs, keep: bool = False):
     """log Z and the saved state (dispatch.py's contract); a small call replays a CUDA
     graph of `_forward` (graphs.py), bitwise the same."""
     _check(x)
+    sp = _sparse_width(x)  # outside any capture: it reads the transition on the host
     if graphs.eligible(x, _shape(x)[1]):
-        return graphs.forward(x, keep, _forward, _knobs())
-    return _forward(x, keep)
+        return graphs.forward(x, keep, functools.partial(_forward, sparse=sp),
+                              _knobs() + (sp,))
+    return _forward(x, keep, sp)
 
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
@@ -480,20 +482,21 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
 def viterbi(x: CRFInputs):
     """(score, labels, seg_start) (dispatch.py's contract); small calls by graph replay."""
     _check(x)
+    sp = _sparse_width(x)
     if graphs.eligible(x, _shape(x)[1]):
-        return graphs.viterbi(x, _viterbi, _knobs())
-    return _viterbi(x)
+        return graphs.viterbi(x, functools.partial(_viterbi, sparse=sp), _knobs() + (sp,))
+    return _viterbi(x, sp)
 
 
-def _forward(x: CRFInputs, keep: bool = False):
+def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
     """Both chains at once, each over half of every sequence, then log Z where they meet.
     keep (dispatch.py): a backward will follow; the periodic family then writes the
     forward rows of every position while its chains run, when they fit the rows budget,
-    so that its backward recomputes none."""
+    so that its backward recomputes none. sparse: _sparse_width(x) (periodic only)."""
     if x.duration_dependent:
         return _forward_dd(x)
     if x.periodic:
-        return _forward_per(x, keep)
+        return _forward_per(x, keep, sparse)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -655,13 +658,13 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
                       transition)
 
 
-def _viterbi(x: CRFInputs):
+def _viterbi(x: CRFInputs, sparse: int = 0):
     """Both Viterbi halves at once, then the best path across their meeting point and its
-    traceback to either side."""
+    traceback to either side. sparse: _sparse_width(x) (periodic only)."""
     if x.duration_dependent:
         return _viterbi_dd(x)
     if x.periodic:
-        return _viterbi_per(x)
+        return _viterbi_per(x, sparse)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -781,6 +784,53 @@ def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
     return out
 
 
+SPARSE_BELOW = 0.25  # periodic transitions: sparse tables (chain.py, "Sparse periodic
+# transitions") when their width SP <= SPARSE_BELOW x CP ...
+SPARSE_FROM_CP = 32  # ... and CP >= SPARSE_FROM_CP; tests and benchmarks set both
+
+
+def _sparse_width(x: CRFInputs) -> int:
+    """SP of the sparse transition tables (a power of two >= 2 and >= the most finite
+    entries into or out of a label at one residue), or 0 for the dense tables: not
+    periodic, CP < SPARSE_FROM_CP, or SP > SPARSE_BELOW x CP. Reads the transition's
+    finite pattern on the host (one synchronisation), so the caller runs it outside CUDA
+    graph capture and a captured graph's key holds it."""
+    if not x.periodic or x.duration_dependent:
+        return 0
+    _, CP = _shape(x)
+    if CP < SPARSE_FROM_CP:
+        return 0
+    fin = torch.isfinite(x.transition)
+    most = int(torch.maximum(fin.sum(2).amax(), fin.sum(1).amax()))
+    sp = max(2, _pow2(most))
+    return sp if sp <= SPARSE_BELOW * CP else 0
+
+
+def _sparse_rows(m: Tensor, sp: int):
+    """(values, int32 columns) of the first sp entries of every row of m (..., CP) in the
+    order finite first, each group by ascending column: rows with fewer finite entries end
+    in -inf values (at columns of non-finite entries). GPU operations only, so a graph
+    captured over them is right for new values with the same width."""
+    order = torch.sort((~torch.isfinite(m)).to(torch.int32), dim=-1, stable=True).indices
+    order = order[..., :sp]
+    return m.gather(-1, order).contiguous(), order.to(torch.int32).contiguous()
+
+
+def _per_tables(x: CRFInputs, CP: int, NPP: int, sp: int, dummy: Tensor) -> dict:
+    """The periodic kernels' transition operands, (values, columns) each: "f" the forward
+    chain's [r, dst, src], "r" the reversed chain's [r, c', c], "b" the backward's [r, src,
+    dst]. Dense (sp = 0): padded (NPP, CP, CP) tables (the backward's the (P, C, C) input)
+    without columns; sparse: the pred and succ forms (NPP, CP, sp) of chain.py's "Sparse
+    periodic transitions"."""
+    if not sp:
+        return {"f": (_per_transition(x.transition, CP, NPP, transpose=True), dummy),
+                "r": (_per_transition(x.transition, CP, NPP, transpose=False), dummy),
+                "b": (x.transition.contiguous(), dummy)}
+    full = _per_transition(x.transition, CP, NPP, transpose=False)  # [r, src, dst]
+    succ = _sparse_rows(full, sp)
+    return {"f": _sparse_rows(full.transpose(1, 2), sp), "r": succ, "b": succ}
+
+
 def _end_state(B: int, n: int, KP: int, CP: int, dev):
     """The end-indexed forward chain's ring, alpha (float32) and normaliser (float64)."""
     return (torch.empty(B, n, KP, CP, device=dev, dtype=torch.float32),
@@ -801,7 +851,7 @@ def _per_row_bytes(CP: int, NPP: int) -> int:
     return (NPP + 1) * CP * 4 + 8
 
 
-def _forward_per(x: CRFInputs, keep: bool = False):
+def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
@@ -810,8 +860,8 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     nck = math.ceil(T / P) + 1
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     db = _db_table(x, KP, CP)
-    tr_f = _per_transition(x.transition, CP, NPP, transpose=True)  # [r, dst, src]
-    tr_r = _per_transition(x.transition, CP, NPP, transpose=False)  # [r, c', c]
+    tabs = _per_tables(x, CP, NPP, sp, dummy)
+    (tr_f, ti_f), (tr_r, ti_r) = tabs["f"], tabs["r"]
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
     ck = {"f": _end_state(B, nck, KP, CP, dev), "r": _chain_state(B, nck, KP, CP, dev)}
     mid = {"f": _end_state(B, 1, KP, CP, dev), "r": _chain_state(B, 1, KP, CP, dev)}
@@ -824,7 +874,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, *(rows or (dummy,) * 3), dummy, dummy, dummy, dummy,
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
-            WRITE_ROWS=rows is not None, **flags)
+            WRITE_ROWS=rows is not None, tidx=ti_f, SP=sp, **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -832,7 +882,8 @@ def _forward_per(x: CRFInputs, keep: bool = False):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T=T, C=C, K=K, P=P, NCK=nck,
-            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, **rk, **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r, SP=sp,
+            **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
@@ -840,7 +891,7 @@ def _forward_per(x: CRFInputs, keep: bool = False):
     chain._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
                                  C, P, KP=KP, CP=CP, **_chain_opts(KP, CP, nw))
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
-             "ops": (scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags)}
+             "ops": (scores, allowed, ps, pe, db, start, end, tabs, flags, rflags), "sp": sp}
     return log_z64.to(x.scores.dtype), saved
 
 
@@ -850,7 +901,9 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     NP, NPP = _period(x)
     dev = x.scores.device
     P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
-    scores, allowed, ps, pe, db, start, end, tr_f, tr_r, flags, rflags = saved["ops"]
+    scores, allowed, ps, pe, db, start, end, tabs, flags, rflags = saved["ops"]
+    (tr_f, ti_f), (tr_r, ti_r), (trans, ti_b) = tabs["f"], tabs["r"], tabs["b"]
+    sp = saved["sp"]
     nseg = math.ceil(T / P)
     f32 = {"device": dev, "dtype": torch.float32}
     f64 = {"device": dev, "dtype": torch.float64}
@@ -865,7 +918,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, *(full or (dummy,) * 3), dummy, dummy, *fin["f"],
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
-            WRITE_ROWS=full is not None, **flags)
+            WRITE_ROWS=full is not None, tidx=ti_f, SP=sp, **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -873,7 +926,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
-            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, **rk, **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r, SP=sp,
+            **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:
@@ -885,8 +939,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
     params = _param_grads(wanted)
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
-    g_tr = torch.zeros(B, nck, NPP, CP, CP, **f32) if params else dummy
-    trans = x.transition.contiguous()
+    g_tr = torch.zeros(B, nck, NPP, CP, sp or CP, **f32) if params else dummy
     nw_rec = _wave_warps(KP, CP, "recompute")
     bw = _bwd_opts(KP, CP, _wave_warps(KP, CP, "bwd", params), params, B * nck, dummy)
     for k0 in range(0, nseg, W):
@@ -895,21 +948,25 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             _end_chain((B, w), (
                 scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
                 dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
-                T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1, **flags)
+                T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1,
+                tidx=ti_f, SP=sp, **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
             T=T, C=C, K=K, P=P, NCK=nck, seg0=k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True,
-            ROWS_FULL=full is not None, **bw, **flags)
+            ROWS_FULL=full is not None, tidx=ti_b, SP=sp, **bw, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
-    transition = g_tr.view(-1, NPP, CP, CP).sum(0, dtype=torch.float64)[:NP, :C, :C]
+    transition = g_tr.view(-1, NPP, CP, sp or CP).sum(0, dtype=torch.float64)
+    if sp:  # the sparse slots [r, src, s] back to their columns (-inf slots add 0)
+        transition = torch.zeros(NPP, CP, CP, **f64).scatter_add_(2, ti_b.long(), transition)
+    transition = transition[:NP, :C, :C]
     return _gradients(x, g_scores, g_ps, g_pe, g_db.view(-1, KP, CP).sum(0, dtype=torch.float64),
                       transition)
 
 
-def _viterbi_per(x: CRFInputs):
+def _viterbi_per(x: CRFInputs, sp: int = 0):
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
@@ -917,8 +974,8 @@ def _viterbi_per(x: CRFInputs):
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     scores, flags = _folded(x, scores, flags)
     db = _db_table(x, KP, CP)
-    tr_f = _per_transition(x.transition, CP, NPP, transpose=True)
-    tr_r = _per_transition(x.transition, CP, NPP, transpose=False)
+    tabs = _per_tables(x, CP, NPP, sp, dummy)
+    (tr_f, ti_f), (tr_r, ti_r) = tabs["f"], tabs["r"]
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
     i32 = {"device": dev, "dtype": torch.int32}
     mid_f = _end_state(B, 1, KP, CP, dev)
@@ -934,7 +991,8 @@ def _viterbi_per(x: CRFInputs):
         _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, dummy, dummy, dummy,
             *mid_f, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
-            T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, **flags)
+            T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, tidx=ti_f, SP=sp,
+            **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -942,7 +1000,8 @@ def _viterbi_per(x: CRFInputs):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
             *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T=T, C=C, K=K, P=1, NCK=1,
-            seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, **rk, **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, tidx=ti_r, SP=sp, **rk,
+            **rflags)
 
     _Both(dev).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)

@@ -73,6 +73,57 @@ def _lse_last(v):
     return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, :, None]), 2))
 
 
+# Sparse periodic transitions (SP > 0; kernels._sparse_width decides, kernels._sparse_tables
+# builds): a structured model allows few transitions (the 1-bp gene model: 61 of 37 x 37
+# per residue, at most 7 into or out of a label), so instead of the (NPP, CP, CP) padded
+# table a chain reads (NPP, CP, SP) values and their columns, SP (a power of two) >= the
+# most finite entries of a row: pred (the forward chain's [r, dst, s], column = src) or
+# succ (the reversed chain's and the backward's [r, src, s], column = dst), the finite
+# entries first in ascending column order, then -inf. Each step gathers the vector it
+# combines with (alpha, or the reversed chain's per-residue values) at those columns:
+# NPP x CP x SP terms instead of NPP x CP x CP. The maxima and their first arguments are
+# those of the dense table (ascending columns keep its tie-break), so the Viterbi is the
+# same; the logsumexps sum the same terms without the exact zeros, in another order.
+
+
+@triton.jit
+def _trans3(trans, tidx, NPP: tl.constexpr, CP: tl.constexpr, SP: tl.constexpr):
+    """A periodic chain's transition table: (NPP, CP, CP) from the host's padded table
+    (SP = 0; the column index is then a placeholder), else the (NPP, CP, SP) sparse
+    values and their int32 columns."""
+    r3 = tl.arange(0, NPP)[:, None, None]
+    j3 = tl.arange(0, CP)[None, :, None]
+    if SP == 0:
+        return (tl.load(trans + (r3 * CP + j3) * CP + tl.arange(0, CP)[None, None, :]),
+                tl.zeros((1, 1, 1), tl.int32))
+    at = (r3 * CP + j3) * SP + tl.arange(0, SP)[None, None, :]
+    return tl.load(trans + at), tl.load(tidx + at)
+
+
+@triton.jit
+def _spread(v3, ti3):
+    """v3 (NPP, CP, 1) read at the sparse columns ti3 (NPP, CP, SP): out[r, j, s] =
+    v3[r, ti3[r, j, s], 0]."""
+    return tl.gather(tl.broadcast_to(v3, ti3.shape), ti3, 1)
+
+
+@triton.jit
+def _combine(tr3, ti3, v2, SP: tl.constexpr):
+    """The step's terms from v2 (NPP or 1, CP): dense tr3[r, j, k] + v2[r or 0, k],
+    sparse tr3[r, j, s] + v2[r or 0, ti3[r, j, s]]."""
+    if SP == 0:
+        return tr3 + v2[:, None, :]
+    return tr3 + _spread(v2[:, :, None], ti3)
+
+
+@triton.jit
+def _column(ti3, k, SP: tl.constexpr):
+    """The column of a first argmax k (NPP, CP) over the last axis of _combine's terms."""
+    if SP == 0:
+        return k
+    return tl.sum(tl.where(tl.arange(0, SP)[None, None, :] == k[:, :, None], ti3, 0), 2)
+
+
 @triton.jit
 def _logaddexp(a, b):
     """log(exp(a) + exp(b)) elementwise with one exponential: max + log(1 + exp(min - max)),
@@ -130,7 +181,7 @@ def _fwd_kernel(
     HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
-    TILE: tl.constexpr = 0,
+    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -161,7 +212,8 @@ def _fwd_kernel(
     mod NP, which the reversed chain knows when it reads the segment, so "alpha" splits
     by residue, bg^r[p, c] = logsumexp over the slots with (d-1) mod NP = r, and
         "gamma"[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]   (O(NP C^2)),
-    `trans` being the host's (NPP, CP, CP) padded [r, c', c]. The stored "alpha" is
+    `trans` being the host's (NPP, CP, CP) padded [r, c', c] (SP > 0: its sparse succ
+    form, columns c in tidx: _trans3). The stored "alpha" is
     logsumexp_r bg^r. MODE 2 stores, per position p, bp_d[p, r, c] (the best duration of a
     segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
     successor of a segment of c' ending at p), both (B, T, NPP, C).
@@ -196,8 +248,7 @@ def _fwd_kernel(
         rr = tl.arange(0, NPP)
         r3 = rr[:, None, None]
         rr2 = rr[:, None]
-        tr3 = tl.load(trans + (r3 * CP + tl.arange(0, CP)[None, :, None]) * CP
-                      + tl.arange(0, CP)[None, None, :])
+        tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
     elif GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)
     else:
@@ -315,10 +366,10 @@ def _fwd_kernel(
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
-            g3 = tr3 + a3[:, None, :]  # [r, c', c]
+            g3 = _combine(tr3, ti3, a3, SP)  # [r, c', c] (sparse: [r, c', s])
             if MODE == 2:
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
-                gyi = tl.argmax(g3, 2)
+                gyi = _column(ti3, tl.argmax(g3, 2), SP)
                 gam = tl.max(gy, 0)
                 gri = tl.argmax(gy, 0)  # best residue per c'
                 best_y = tl.sum(tl.where(rr2 == gri[None, :], gyi, 0), 0)
@@ -555,7 +606,7 @@ def _bwd_kernel(
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
     PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
-    TILE: tl.constexpr = 0,
+    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -673,9 +724,14 @@ def _bwd_kernel(
             r3 = rr[:, None, None]
             rr2 = rr[:, None]
             rs3 = tl.arange(0, CP)[None, :, None]
-            cs3 = tl.arange(0, CP)[None, None, :]
-            tr3 = tl.load(trans + (r3 * C + rs3) * C + cs3,  # [r, src, dst]
-                          mask=(r3 < NP) & (rs3 < C) & (cs3 < C), other=NEG)
+            if SP == 0:
+                cs3 = tl.arange(0, CP)[None, None, :]
+                tr3 = tl.load(trans + (r3 * C + rs3) * C + cs3,  # [r, src, dst]
+                              mask=(r3 < NP) & (rs3 < C) & (cs3 < C), other=NEG)
+                ti3 = tl.zeros((1, 1, 1), tl.int32)
+            else:  # the sparse succ form [r, src, s] (_trans3)
+                cs3 = tl.arange(0, SP)[None, None, :]
+                tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
         else:
             tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
@@ -728,7 +784,9 @@ def _bwd_kernel(
             tl.debug_barrier()  # the ring's tiles are read below by other threads
         else:
             acc_db = tl.zeros((KP, CP), tl.float32)  # unchanged (dead) without PARAM_GRADS
-        if NP > 1:
+        if NP > 1 and SP > 0:
+            acc_tr = tl.zeros((NPP, CP, SP), tl.float32)
+        elif NP > 1:
             acc_tr = tl.zeros((NPP, CP, CP), tl.float32)
         else:
             acc_tr = tl.zeros((CP, CP), tl.float32)
@@ -794,9 +852,15 @@ def _bwd_kernel(
                         w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
                         acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
-                ba = _lse_outer(tr3 + bg3[:, None, :])
-                if PARAM_GRADS:
-                    acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
+                if SP == 0:
+                    ba = _lse_outer(tr3 + bg3[:, None, :])
+                    if PARAM_GRADS:
+                        acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
+                else:  # c = the columns ti3; the gradient's slots are [r, c', s]
+                    gb3 = _spread(bg3[:, :, None], ti3)
+                    ba = _lse_outer(tr3 + gb3)
+                    if PARAM_GRADS:
+                        acc_tr += tl.exp(aF[None, :, None] + tr3 + (gb3 + base))
             else:
                 gF = tl.load(rows_gam + r * CP + cs1)
                 if TILE == 0:
@@ -865,7 +929,9 @@ def _bwd_kernel(
                 if DB_GLOBAL:
                     acc_db = tl.load(dbp)
                 tl.store(dbp, gl * acc_db)
-            if NP > 1:
+            if NP > 1 and SP > 0:
+                tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * SP + cs3, gl * acc_tr)
+            elif NP > 1:
                 tl.store(g_tr + ((slot * NPP + r3) * CP + rs3) * CP + cs3, gl * acc_tr)
             elif REV:  # the mirror frame's transition is the transpose
                 tl.store(g_tr + (slot * CP + cs) * CP + rs, gl * acc_tr)
@@ -1122,11 +1188,13 @@ def _fwd_end_kernel(
     MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
+    tidx=None, SP: tl.constexpr = 0,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
     half into rows_* (B, T, ...), the values MODE 1 would recompute there (bitwise).
-    `trans` is the host's (NPP, CP, CP) padded [r, dst, src].
+    `trans` is the host's (NPP, CP, CP) padded [r, dst, src] (SP > 0: its sparse pred form,
+    columns src in tidx: _trans3).
     MODEs and PHASEs as _fwd_kernel without REV: 0/0 the half [0, M) with checkpoints
     (ring, alpha, N; gamma is recomputed from alpha) and the state at M -> mid_*; 0/1 the
     other half from mid_*, with checkpoints, final alpha and N -> out_*; 1 the rows
@@ -1144,8 +1212,7 @@ def _fwd_end_kernel(
     rr = tl.arange(0, NPP)
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
-    tr3 = tl.load(trans + (r3 * CP + tl.arange(0, CP)[None, :, None]) * CP
-                  + tl.arange(0, CP)[None, None, :])  # [r, dst, src]
+    tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
     ini = tl.load(init + cs1, mask=cmask1, other=NEG)
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
     seq = b * T * C
@@ -1173,7 +1240,7 @@ def _fwd_end_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     # gamma^r at the first boundary: `start` at 0, else from alpha
-    gam3 = tl.where(i0 == 0, ini3, _lse_last(tr3 + alp[None, None, :]))
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP)))
     if MODE == 2:
         BD = tl.full((KP, CP), 1, tl.int32)
         BC = tl.zeros((KP, CP), tl.int32)
@@ -1216,10 +1283,10 @@ def _fwd_end_kernel(
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g3 = tr3 + alp[None, None, :]  # [r, dst, src]
+        g3 = _combine(tr3, ti3, alp[None, :], SP)  # [r, dst, src] (sparse: [r, dst, s])
         if MODE == 2:
             gam3 = tl.max(g3, 2)
-            bc3 = tl.argmax(g3, 2).to(tl.int32)
+            bc3 = _column(ti3, tl.argmax(g3, 2), SP).to(tl.int32)
         else:
             gam3 = _lse_last(g3)
     if MODE == 2 or (MODE == 0 and PHASE == 0):

@@ -27,6 +27,8 @@ import triton.language as tl
 
 from .chain import (
     NEG,
+    _column,
+    _combine,
     _emission,
     _end_insert,
     _end_rows,
@@ -35,6 +37,7 @@ from .chain import (
     _lse_last,
     _safe_max,
     _split,
+    _trans3,
 )
 
 
@@ -52,6 +55,7 @@ def _fwd_end_tiled_kernel(
     TILE: tl.constexpr, MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
+    tidx=None, SP: tl.constexpr = 0,
 ):
     """chain._fwd_end_kernel (its docstring has the MODEs, PHASEs and WRITE_ROWS) with the ring in
     `work` (one (KP, CP) float32 ring per program: program (b, j) uses ring
@@ -66,8 +70,7 @@ def _fwd_end_tiled_kernel(
     rr = tl.arange(0, NPP)
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
-    tr3 = tl.load(trans + (r3 * CP + tl.arange(0, CP)[None, :, None]) * CP
-                  + tl.arange(0, CP)[None, None, :])  # [r, dst, src]
+    tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
     ini = tl.load(init + cs1, mask=cmask1, other=NEG)
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
     seq = b * T * C
@@ -107,7 +110,7 @@ def _fwd_end_tiled_kernel(
             tl.store(bd + at, tl.full((TILE, CP), 1, tl.int32))
             tl.store(bcw + at, tl.zeros((TILE, CP), tl.int32))
     tl.debug_barrier()
-    gam3 = tl.where(i0 == 0, ini3, _lse_last(tr3 + alp[None, None, :]))
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP)))
     if MODE == 2:
         bc3 = tl.zeros((NPP, CP), tl.int32)
     mprev = tl.zeros((), tl.float32)
@@ -158,10 +161,10 @@ def _fwd_end_tiled_kernel(
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g3 = tr3 + alp[None, None, :]  # [r, dst, src]
+        g3 = _combine(tr3, ti3, alp[None, :], SP)  # [r, dst, src] (sparse: [r, dst, s])
         if MODE == 2:
             gam3 = tl.max(g3, 2)
-            bc3 = tl.argmax(g3, 2).to(tl.int32)
+            bc3 = _column(ti3, tl.argmax(g3, 2), SP).to(tl.int32)
         else:
             gam3 = _lse_last(g3)
     if MODE == 2 or (MODE == 0 and PHASE == 0):

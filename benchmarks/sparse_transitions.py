@@ -1,0 +1,110 @@
+"""Sparse against dense periodic transition tables (issue 13) on the 1-bp gene model.
+
+    PYTHONPATH=. python benchmarks/sparse_transitions.py [--shapes 132x20000] [--reps 3]
+
+For each (B, T): B windows of T bp of chrII (data/yeast), the shipped model's CRF inputs
+(semiseg/models/yeast_cds_frames.pt: P = 3, K = 256, 37 labels, its allowed transitions
+and sequence mask), then, with the dense tables (kernels.SPARSE_BELOW = 0) and with the
+shipped rule (sparse where SP <= SPARSE_BELOW x CP), timed in one run: the posterior pass
+(forward keep=True + backward of the scores' gradients, as annotate runs it), the full
+forward + backward (training) and the Viterbi. ms, median of --reps CUDA-event timings
+after a warm-up. Checks in the same run: the Viterbi paths (labels and starts) equal,
+log Z and the scores' gradient within float32 of the dense ones. Prints a table and
+appends it to benchmarks/RESULTS.md (--no-record: print only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import torch
+from gene_decode_profile import gene_model, windows
+from periodic_kernels import events
+
+from semiseg.crf import kernels as kn
+from semiseg.crf.inputs import check_inputs
+
+
+def inputs(t: dict):
+    return check_inputs(t["scores"].float().contiguous(), t["transition"].float(),
+                        t["duration_bias"].float(), t["lengths"], start=t["start"],
+                        end=t["end"], proj_start=t["proj_start"], allowed=t["allowed"])
+
+
+def posterior(x):
+    lz, saved = kn.forward(x, keep=True)
+    return lz, kn.backward(x, saved, torch.ones_like(lz), wanted=("scores",))["scores"]
+
+
+def full(x):
+    lz, saved = kn.forward(x, keep=True)
+    return kn.backward(x, saved, torch.ones_like(lz))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default="132x20000")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "semiseg",
+                                                    "models", "yeast_cds_frames.pt"))
+    ap.add_argument("--no-record", action="store_true")
+    a = ap.parse_args()
+    dev = torch.device("cuda")
+    ann, L = gene_model(a.model, dev)
+    crf = ann.model.crf
+    rule = kn.SPARSE_BELOW
+    lines = [("| B, T | tables | SP | posterior pass ms | fwd+bwd ms | Viterbi ms | "
+              "Viterbi equal | log Z max diff | scores grad max diff |"),
+             "|---|---|---|---|---|---|---|---|---|"]
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print("\n".join(lines), flush=True)
+    for shape in a.shapes.split(","):
+        B, T = (int(float(v)) for v in shape.split("x"))
+        em, lengths = windows(ann, L, B, T, dev)
+        with torch.no_grad():
+            x = inputs(crf._terms(em, lengths))
+        del em
+        ref = None
+        for name, below in (("dense", 0.0), ("sparse", rule)):
+            kn.SPARSE_BELOW = below
+            sp = kn._sparse_width(x)
+            po = events(lambda x=x: posterior(x), a.reps)
+            fb = events(lambda x=x: full(x), a.reps)
+            vi = events(lambda x=x: kn.viterbi(x), a.reps)
+            lz, gs = posterior(x)
+            path = kn.viterbi(x)
+            if ref is None:
+                ref, same, dz, dg = (lz, gs, path), "-", "-", "-"
+            else:
+                same = str(all(torch.equal(u, v) for u, v in zip(path, ref[2])))
+                dz = f"{(lz.double() - ref[0].double()).abs().max().item():.2e}"
+                dg = f"{(gs - ref[1]).abs().max().item():.2e}"
+            line = (f"| {B}, {T} | {name} | {sp} | {po:.1f} | {fb:.1f} | {vi:.1f} | {same} | "
+                    f"{dz} | {dg} |")
+            lines.append(line)
+            print(line, flush=True)
+        kn.SPARSE_BELOW = rule
+        del x, ref
+    if a.no_record:
+        return
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, check=False,
+                            text=True, cwd=HERE).stdout.strip() or "unknown"
+    head = (f"\n## Sparse periodic transition tables on the gene model (issue 13) - "
+            f"{datetime.date.today()}, {torch.cuda.get_device_name()}, torch "
+            f"{torch.__version__}; commit {commit}\n\n`PYTHONPATH=. python "
+            f"benchmarks/sparse_transitions.py --shapes {a.shapes}` (ms, median of "
+            f"{a.reps}):\n\n")
+    with open(os.path.join(HERE, "RESULTS.md"), "a") as fh:
+        fh.write(head + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
