@@ -55,12 +55,16 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "semiseg",
                                                     "models", "yeast_cds_frames.pt"))
+    ap.add_argument("--gathers", default="1",
+                    help="comma-separated kernels.SPARSE_GATHER values to run sparse with")
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     dev = torch.device("cuda")
     ann, L = gene_model(a.model, dev)
     crf = ann.model.crf
-    rule = kn.SPARSE_BELOW
+    rule, shipped = kn.SPARSE_BELOW, kn.SPARSE_GATHER
+    runs = [("dense", 0.0, shipped)] + [(f"sparse (gather {g})", rule, int(g))
+                                        for g in a.gathers.split(",")]
     lines = [("| B, T | tables | SP | posterior pass ms | fwd+bwd ms | Viterbi ms | "
               "Viterbi equal | log Z max diff | scores grad max diff |"),
              "|---|---|---|---|---|---|---|---|---|"]
@@ -73,8 +77,8 @@ def main() -> None:
             x = inputs(crf._terms(em, lengths))
         del em
         ref = None
-        for name, below in (("dense", 0.0), ("sparse", rule)):
-            kn.SPARSE_BELOW = below
+        for name, below, gather in runs:
+            kn.SPARSE_BELOW, kn.SPARSE_GATHER = below, gather
             sp = kn._sparse_width(x)
             po = events(lambda x=x: posterior(x), a.reps)
             fb = events(lambda x=x: full(x), a.reps)
@@ -91,7 +95,7 @@ def main() -> None:
                     f"{dz} | {dg} |")
             lines.append(line)
             print(line, flush=True)
-        kn.SPARSE_BELOW = rule
+        kn.SPARSE_BELOW, kn.SPARSE_GATHER = rule, shipped
         del x, ref
     if a.no_record:
         return

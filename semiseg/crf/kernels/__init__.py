@@ -457,7 +457,8 @@ def _knobs() -> tuple:
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
-            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP)
+            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
+            SPARSE_GATHER)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -787,6 +788,16 @@ def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
 SPARSE_BELOW = 0.25  # periodic transitions: sparse tables (chain.py, "Sparse periodic
 # transitions") when their width SP <= SPARSE_BELOW x CP ...
 SPARSE_FROM_CP = 32  # ... and CP >= SPARSE_FROM_CP; tests and benchmarks set both
+SPARSE_GATHER = 1  # how a sparse chain gathers (chain._spread): 0 tl.gather, 1 through a
+# scratch row in global memory
+
+
+def _sparse_opts(sp: int, programs: int, rows: int, CP: int, dummy: Tensor) -> dict:
+    """A periodic kernel's sparse-gather launch options: SP, GATHER and, for GATHER 1,
+    `wsp` with a (rows, CP) float32 scratch for each of `programs` programs."""
+    mem = bool(sp) and SPARSE_GATHER == 1
+    wsp = torch.empty(programs * rows * CP, device=dummy.device) if mem else dummy
+    return {"SP": sp, "GATHER": SPARSE_GATHER, "wsp": wsp}
 
 
 def _sparse_width(x: CRFInputs) -> int:
@@ -874,7 +885,8 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, *(rows or (dummy,) * 3), dummy, dummy, dummy, dummy,
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
-            WRITE_ROWS=rows is not None, tidx=ti_f, SP=sp, **flags)
+            WRITE_ROWS=rows is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
+            **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -882,8 +894,8 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T=T, C=C, K=K, P=P, NCK=nck,
-            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r, SP=sp,
-            **rk, **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r,
+            **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
@@ -918,7 +930,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
             dummy, dummy, *(full or (dummy,) * 3), dummy, dummy, *fin["f"],
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
-            WRITE_ROWS=full is not None, tidx=ti_f, SP=sp, **flags)
+            WRITE_ROWS=full is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
+            **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -926,8 +939,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
-            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r, SP=sp,
-            **rk, **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r,
+            **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:
@@ -942,6 +955,8 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_tr = torch.zeros(B, nck, NPP, CP, sp or CP, **f32) if params else dummy
     nw_rec = _wave_warps(KP, CP, "recompute")
     bw = _bwd_opts(KP, CP, _wave_warps(KP, CP, "bwd", params), params, B * nck, dummy)
+    rec_sp = _sparse_opts(sp, B * W, 1, CP, dummy)
+    bwd_sp = _sparse_opts(sp, B * nck, NPP, CP, dummy)
     for k0 in range(0, nseg, W):
         w = min(W, nseg - k0)
         if full is None:
@@ -949,13 +964,13 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
                 scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
                 dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
                 T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1,
-                tidx=ti_f, SP=sp, **flags)
+                tidx=ti_f, **rec_sp, **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
             T=T, C=C, K=K, P=P, NCK=nck, seg0=k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True,
-            ROWS_FULL=full is not None, tidx=ti_b, SP=sp, **bw, **flags)
+            ROWS_FULL=full is not None, tidx=ti_b, **bwd_sp, **bw, **flags)
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, sp or CP).sum(0, dtype=torch.float64)
@@ -991,8 +1006,8 @@ def _viterbi_per(x: CRFInputs, sp: int = 0):
         _end_chain((B,), (
             scores, allowed, ps, pe, tr_f, db, start, x.lengths, dummy, dummy, dummy,
             *mid_f, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
-            T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, tidx=ti_f, SP=sp,
-            **flags)
+            T, C, K, 1, 1, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=2, tidx=ti_f,
+            **_sparse_opts(sp, B, 1, CP, dummy), **flags)
 
     rk = _rev_opts(KP, CP, nw, B, dummy)
 
@@ -1000,8 +1015,8 @@ def _viterbi_per(x: CRFInputs, sp: int = 0):
         chain._fwd_kernel[(B,)](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, dummy, dummy, dummy, dummy,
             *mid_r, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy, T=T, C=C, K=K, P=1, NCK=1,
-            seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, tidx=ti_r, SP=sp, **rk,
-            **rflags)
+            seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, tidx=ti_r,
+            **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)

@@ -94,34 +94,52 @@ def _trans3(trans, tidx, NPP: tl.constexpr, CP: tl.constexpr, SP: tl.constexpr):
     r3 = tl.arange(0, NPP)[:, None, None]
     j3 = tl.arange(0, CP)[None, :, None]
     if SP == 0:
-        return (tl.load(trans + (r3 * CP + j3) * CP + tl.arange(0, CP)[None, None, :]),
-                tl.zeros((1, 1, 1), tl.int32))
-    at = (r3 * CP + j3) * SP + tl.arange(0, SP)[None, None, :]
-    return tl.load(trans + at), tl.load(tidx + at)
+        tr3 = tl.load(trans + (r3 * CP + j3) * CP + tl.arange(0, CP)[None, None, :])
+        ti3 = tl.zeros((1, 1, 1), tl.int32)
+    else:
+        at = (r3 * CP + j3) * SP + tl.arange(0, SP)[None, None, :]
+        tr3 = tl.load(trans + at)
+        ti3 = tl.load(tidx + at)
+    return tr3, ti3
 
 
 @triton.jit
-def _spread(v3, ti3):
-    """v3 (NPP, CP, 1) read at the sparse columns ti3 (NPP, CP, SP): out[r, j, s] =
-    v3[r, ti3[r, j, s], 0]."""
-    return tl.gather(tl.broadcast_to(v3, ti3.shape), ti3, 1)
+def _spread(v2, ti3, wsp, CP: tl.constexpr, GATHER: tl.constexpr):
+    """v2 (NR = NPP or 1, CP) read at the sparse columns ti3 (NPP, CP, SP): out[r, j, s] =
+    v2[r or 0, ti3[r, j, s]]. GATHER 0: tl.gather; 1: through this program's (NR, CP)
+    float32 scratch wsp in global memory (L1), stored, then loaded at the columns, a
+    barrier before each (other threads read and write it)."""
+    if GATHER == 0:
+        out = tl.gather(tl.broadcast_to(v2[:, :, None], ti3.shape), ti3, 1)
+    else:
+        rows = tl.arange(0, v2.shape[0])
+        tl.debug_barrier()
+        tl.store(wsp + rows[:, None] * CP + tl.arange(0, CP)[None, :], v2)
+        tl.debug_barrier()
+        out = tl.load(wsp + rows[:, None, None] * CP + ti3)
+    return out
 
 
 @triton.jit
-def _combine(tr3, ti3, v2, SP: tl.constexpr):
+def _combine(tr3, ti3, v2, SP: tl.constexpr, wsp=None, CP: tl.constexpr = 1,
+             GATHER: tl.constexpr = 0):
     """The step's terms from v2 (NPP or 1, CP): dense tr3[r, j, k] + v2[r or 0, k],
-    sparse tr3[r, j, s] + v2[r or 0, ti3[r, j, s]]."""
+    sparse tr3[r, j, s] + v2[r or 0, ti3[r, j, s]] (_spread)."""
     if SP == 0:
-        return tr3 + v2[:, None, :]
-    return tr3 + _spread(v2[:, :, None], ti3)
+        g3 = tr3 + v2[:, None, :]
+    else:
+        g3 = tr3 + _spread(v2, ti3, wsp, CP, GATHER)
+    return g3
 
 
 @triton.jit
 def _column(ti3, k, SP: tl.constexpr):
     """The column of a first argmax k (NPP, CP) over the last axis of _combine's terms."""
     if SP == 0:
-        return k
-    return tl.sum(tl.where(tl.arange(0, SP)[None, None, :] == k[:, :, None], ti3, 0), 2)
+        col = k
+    else:
+        col = tl.sum(tl.where(tl.arange(0, SP)[None, None, :] == k[:, :, None], ti3, 0), 2)
+    return col
 
 
 @triton.jit
@@ -181,7 +199,8 @@ def _fwd_kernel(
     HAS_PE: tl.constexpr = False,
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
-    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0,
+    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
+    GATHER: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -249,6 +268,8 @@ def _fwd_kernel(
         r3 = rr[:, None, None]
         rr2 = rr[:, None]
         tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
+        if SP > 0 and GATHER == 1:
+            wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
     elif GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)
     else:
@@ -366,7 +387,7 @@ def _fwd_kernel(
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
-            g3 = _combine(tr3, ti3, a3, SP)  # [r, c', c] (sparse: [r, c', s])
+            g3 = _combine(tr3, ti3, a3, SP, wsp, CP, GATHER)  # [r, c', c] (sparse: [r, c', s])
             if MODE == 2:
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
                 gyi = _column(ti3, tl.argmax(g3, 2), SP)
@@ -606,7 +627,8 @@ def _bwd_kernel(
     REV: tl.constexpr = False, ROWS_FULL: tl.constexpr = False,
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
     PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
-    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0,
+    TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
+    GATHER: tl.constexpr = 0,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -732,6 +754,8 @@ def _bwd_kernel(
             else:  # the sparse succ form [r, src, s] (_trans3)
                 cs3 = tl.arange(0, SP)[None, None, :]
                 tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
+                if GATHER == 1:
+                    wsp = wsp + slot * NPP * CP
         else:
             tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
@@ -857,7 +881,7 @@ def _bwd_kernel(
                     if PARAM_GRADS:
                         acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
                 else:  # c = the columns ti3; the gradient's slots are [r, c', s]
-                    gb3 = _spread(bg3[:, :, None], ti3)
+                    gb3 = _spread(bg3, ti3, wsp, CP, GATHER)
                     ba = _lse_outer(tr3 + gb3)
                     if PARAM_GRADS:
                         acc_tr += tl.exp(aF[None, :, None] + tr3 + (gb3 + base))
@@ -1188,7 +1212,7 @@ def _fwd_end_kernel(
     MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
-    tidx=None, SP: tl.constexpr = 0,
+    tidx=None, SP: tl.constexpr = 0, wsp=None, GATHER: tl.constexpr = 0,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
@@ -1213,6 +1237,8 @@ def _fwd_end_kernel(
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
     tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
+    if SP > 0 and GATHER == 1:
+        wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * CP
     ini = tl.load(init + cs1, mask=cmask1, other=NEG)
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
     seq = b * T * C
@@ -1240,7 +1266,8 @@ def _fwd_end_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     # gamma^r at the first boundary: `start` at 0, else from alpha
-    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP)))
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP,
+                                                      GATHER)))
     if MODE == 2:
         BD = tl.full((KP, CP), 1, tl.int32)
         BC = tl.zeros((KP, CP), tl.int32)
@@ -1283,7 +1310,7 @@ def _fwd_end_kernel(
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g3 = _combine(tr3, ti3, alp[None, :], SP)  # [r, dst, src] (sparse: [r, dst, s])
+        g3 = _combine(tr3, ti3, alp[None, :], SP, wsp, CP, GATHER)  # [r, dst, src|s]
         if MODE == 2:
             gam3 = tl.max(g3, 2)
             bc3 = _column(ti3, tl.argmax(g3, 2), SP).to(tl.int32)
