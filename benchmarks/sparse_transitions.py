@@ -49,6 +49,22 @@ def full(x):
     return kn.backward(x, saved, torch.ones_like(lz))
 
 
+def kernel_times(fn) -> str:
+    """GPU ms per kernel name of one call of fn (names shortened), largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    tot = {}
+    for ev in prof.key_averages():
+        t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+        if t:
+            tot[ev.key[:28]] = tot.get(ev.key[:28], 0) + t / 1e3
+    top = sorted(tot.items(), key=lambda kv: -kv[1])[:6]
+    return ", ".join(f"{k} {v:.1f}" for k, v in top)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="132x20000")
@@ -57,6 +73,9 @@ def main() -> None:
                                                     "models", "yeast_cds_frames.pt"))
     ap.add_argument("--gathers", default="1",
                     help="comma-separated kernels.SPARSE_GATHER values to run sparse with")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also print each variant's GPU time per kernel (torch.profiler) of "
+                         "one posterior pass, fwd+bwd and Viterbi")
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     dev = torch.device("cuda")
@@ -85,6 +104,10 @@ def main() -> None:
             vi = events(lambda x=x: kn.viterbi(x), a.reps)
             lz, gs = posterior(x)
             path = kn.viterbi(x)
+            if a.kernels:
+                for what, fn in (("posterior", posterior), ("fwd+bwd", full),
+                                 ("Viterbi", kn.viterbi)):
+                    print(f"  {name} {what}: {kernel_times(lambda fn=fn, x=x: fn(x))}", flush=True)
             if ref is None:
                 ref, same, dz, dg = (lz, gs, path), "-", "-", "-"
             else:
