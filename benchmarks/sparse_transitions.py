@@ -65,6 +65,28 @@ def kernel_times(fn) -> str:
     return ", ".join(f"{k} {v:.1f}" for k, v in top)
 
 
+def spills() -> str:
+    """Registers and spilled bytes of every compiled variant of the periodic kernels (the
+    SP, MODE and warps it was compiled with), from Triton's kernel caches."""
+    from semiseg.crf.kernels import chain, tiled
+
+    out = []
+    for name, fn in (("fwd", chain._fwd_kernel), ("end_tiled", tiled._fwd_end_tiled_kernel),
+                     ("end", chain._fwd_end_kernel), ("bwd", chain._bwd_kernel)):
+        for caches in getattr(fn, "device_caches", {}).values():
+            for k in caches[0].values():
+                try:
+                    k._init_handles()
+                    c = k.src.constants if hasattr(k.src, "constants") else {}
+                    tag = {n: v for n, v in (getattr(k.src, "constants", {}) or {}).items()
+                           if isinstance(n, str) and n in ("SP", "MODE", "NP", "PARAM_GRADS")}
+                    out.append(f"{name} {tag or c} warps {k.metadata.num_warps}: regs "
+                               f"{k.n_regs} spills {k.n_spills}")
+                except Exception as e:  # noqa: BLE001 (a probe: report what it cannot read)
+                    out.append(f"{name}: {type(e).__name__} {e}"[:120])
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="132x20000")
@@ -76,14 +98,22 @@ def main() -> None:
     ap.add_argument("--kernels", action="store_true",
                     help="also print each variant's GPU time per kernel (torch.profiler) of "
                          "one posterior pass, fwd+bwd and Viterbi")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="module knobs of semiseg.crf.kernels for one more sparse run, e.g. "
+                         "REV_WARPS=16,TILE_WARPS=8; repeatable")
+    ap.add_argument("--spills", action="store_true",
+                    help="print registers and spills of the compiled periodic kernels")
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     dev = torch.device("cuda")
     ann, L = gene_model(a.model, dev)
     crf = ann.model.crf
     rule, shipped = kn.SPARSE_BELOW, kn.SPARSE_GATHER
-    runs = [("dense", 0.0, shipped)] + [(f"sparse (gather {g})", rule, int(g))
-                                        for g in a.gathers.split(",")]
+    runs = [("dense", 0.0, shipped, {})] + [(f"sparse (gather {g})", rule, int(g), {})
+                                            for g in a.gathers.split(",")]
+    for var in a.variant:
+        knobs = {k: int(v) for k, v in (kv.split("=") for kv in var.split(","))}
+        runs.append((f"sparse ({var})", rule, shipped, knobs))
     lines = [("| B, T | tables | SP | posterior pass ms | fwd+bwd ms | Viterbi ms | "
               "Viterbi equal | log Z max diff | scores grad max diff |"),
              "|---|---|---|---|---|---|---|---|---|"]
@@ -96,8 +126,11 @@ def main() -> None:
             x = inputs(crf._terms(em, lengths))
         del em
         ref = None
-        for name, below, gather in runs:
+        for name, below, gather, knobs in runs:
             kn.SPARSE_BELOW, kn.SPARSE_GATHER = below, gather
+            saved = {k: getattr(kn, k) for k in knobs}
+            for k, v in knobs.items():
+                setattr(kn, k, v)
             sp = kn._sparse_width(x)
             po = events(lambda x=x: posterior(x), a.reps)
             fb = events(lambda x=x: full(x), a.reps)
@@ -114,11 +147,15 @@ def main() -> None:
                 same = str(all(torch.equal(u, v) for u, v in zip(path, ref[2])))
                 dz = f"{(lz.double() - ref[0].double()).abs().max().item():.2e}"
                 dg = f"{(gs - ref[1]).abs().max().item():.2e}"
+            for k, v in saved.items():
+                setattr(kn, k, v)
             line = (f"| {B}, {T} | {name} | {sp} | {po:.1f} | {fb:.1f} | {vi:.1f} | {same} | "
                     f"{dz} | {dg} |")
             lines.append(line)
             print(line, flush=True)
         kn.SPARSE_BELOW, kn.SPARSE_GATHER = rule, shipped
+        if a.spills:
+            print(spills(), flush=True)
         del x, ref
     if a.no_record:
         return

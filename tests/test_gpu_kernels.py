@@ -328,11 +328,13 @@ def sparsify(p, seed):
 
 
 @pytest.mark.parametrize("B,T,K,C", [(2, 3000, 256, 37), (3, 4000, 300, 40)])
-def test_periodic_sparse_against_float64(B, T, K, C):
+def test_periodic_sparse_against_float64(B, T, K, C, monkeypatch):
     """The sparse transition tables by the shipped rule (SP = 4 <= SPARSE_BELOW x CP at
     CP = 64) at the gene model's shape and one with the rings tiled (KP x CP = 32768),
-    P = 3: log Z, every gradient, Viterbi and its path against float64, deterministic."""
+    P = 3: log Z, every gradient, Viterbi (sparse too: SPARSE_VITERBI) and its path
+    against float64, deterministic."""
     kn = _kn()
+    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
     p, extra = problem(B, T, K, C, seed=B * T + K + 7, period=3, allowed=True,
                        lengths=[T] + [T - 17 * i for i in range(1, B)])
     sparsify(p, seed=B)
@@ -351,6 +353,7 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
     p["scores"] = 0.2 * p["scores"]  # many competing paths
     x = inputs(p, extra, torch.float32)
     assert kn._sparse_width(x) == 4
+    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
     sparse = kn.viterbi(x)
     monkeypatch.setattr(kn, "SPARSE_BELOW", 0.0)
     assert kn._sparse_width(x) == 0

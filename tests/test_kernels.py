@@ -521,6 +521,7 @@ def test_periodic_sparse_transitions_against_bruteforce(seg_len, tiles, monkeypa
     rings in registers or in tiles of one slot, the rows written or recomputed in waves."""
     monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)
     monkeypatch.setattr(kn, "SPARSE_BELOW", 0.5)
+    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
     monkeypatch.setattr(kn, "RING_TILE", 1 if tiles else None)
     if tiles:
         _tiles_of_one_slot(monkeypatch)
@@ -542,6 +543,7 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
     p, extra = sparse_problem(3, 40, 7, 6, seed=43, lengths=[40, 29, 17], allowed=True)
     extra["allowed"][:, ::5] = True
     x = as_inputs(p, extra)
+    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
     out = {}
     for below in (0.0, 1.0):  # dense, then sparse
         monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)

@@ -96,7 +96,7 @@ def _warps(KP: int, CP: int) -> int:
     return 16
 
 
-def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
+def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True, sparse: bool = False) -> int:
     """Warps of the periodic backward's wave kernels (`kernel`: "recompute", the
     end-indexed chain's MODE 1, or "bwd", _bwd_kernel END; `params`: whether it forms
     the duration-bias and transition sums). At the 1-bp gene model's shape (KP x CP =
@@ -106,9 +106,15 @@ def _wave_warps(KP: int, CP: int, kernel: str, params: bool = True) -> int:
     0.3-0.8x, so it applies from CP = 64 only. Without the parameter sums (posteriors)
     _bwd_kernel ran fastest at 8 warps there (posterior pass at 132 x 14,675: 0.76 s
     against 0.93 s at 32 and 1.57 s at 16), while the full backward at 8 ran 2.9x slower
-    than at 32 (KERNELS_NOTES.md, session 12)."""
+    than at 32 (KERNELS_NOTES.md, session 12). With sparse transition tables (`sparse`)
+    _bwd_kernel runs at 8 warps with the parameter sums too: at the gene shape (132 x
+    20000) forward+backward took 1017 ms so against 2711 at 32 warps and 1307 at 16
+    (its 32-warp build spilled 320 bytes; RESULTS.md, "Sparse periodic transition
+    tables")."""
     if WARPS is not None:
         return WARPS
+    if sparse and kernel == "bwd":
+        return 8
     if CP >= 64 and KP * CP >= 16384:
         return 8 if kernel == "bwd" and not params else 32
     return _warps(KP, CP)
@@ -458,7 +464,7 @@ def _knobs() -> tuple:
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
             CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
-            SPARSE_GATHER)
+            SPARSE_GATHER, SPARSE_VITERBI)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -483,7 +489,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
 def viterbi(x: CRFInputs):
     """(score, labels, seg_start) (dispatch.py's contract); small calls by graph replay."""
     _check(x)
-    sp = _sparse_width(x)
+    sp = _sparse_width(x) if SPARSE_VITERBI else 0
     if graphs.eligible(x, _shape(x)[1]):
         return graphs.viterbi(x, functools.partial(_viterbi, sparse=sp), _knobs() + (sp,))
     return _viterbi(x, sp)
@@ -788,6 +794,10 @@ def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:
 SPARSE_BELOW = 0.25  # periodic transitions: sparse tables (chain.py, "Sparse periodic
 # transitions") when their width SP <= SPARSE_BELOW x CP ...
 SPARSE_FROM_CP = 32  # ... and CP >= SPARSE_FROM_CP; tests and benchmarks set both
+SPARSE_VITERBI = False  # the Viterbi with sparse tables too (tests): on an H100 at the gene
+# shape its chains ran 3-6x slower than dense (the reversed chain's build fell to 32
+# registers and spilled 824 bytes), while the posterior pass ran 1.9x faster (RESULTS.md,
+# "Sparse periodic transition tables")
 SPARSE_GATHER = 1  # how a sparse chain gathers (chain._spread): 0 tl.gather, 1 through a
 # scratch row in global memory
 
@@ -954,7 +964,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
     g_tr = torch.zeros(B, nck, NPP, CP, sp or CP, **f32) if params else dummy
     nw_rec = _wave_warps(KP, CP, "recompute")
-    bw = _bwd_opts(KP, CP, _wave_warps(KP, CP, "bwd", params), params, B * nck, dummy)
+    bw = _bwd_opts(KP, CP, _wave_warps(KP, CP, "bwd", params, sp > 0), params, B * nck, dummy)
     rec_sp = _sparse_opts(sp, B * W, 1, CP, dummy)
     bwd_sp = _sparse_opts(sp, B * nck, NPP, CP, dummy)
     for k0 in range(0, nseg, W):
