@@ -991,22 +991,6 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
                       transition)
 
 
-def _rev_columns(x: CRFInputs, bp_c: Tensor, ti_r: Tensor, CP: int, NPP: int, sp: int):
-    """In place: the sparse reversed Viterbi chain's successor codes r * SP + s (positions
-    [M, L), M = ceil(L / 2)) as the dense chain's r * CP + c, c = ti_r[r, c', s]. (The
-    chain stores the slot: mapping it there, through the columns, compiled its build to
-    32 registers with 824 bytes of spills on an H100.)"""
-    B, T, C = x.batch, x.T, x.C
-    v = bp_c[:, :, 0, :].long()
-    pos = torch.arange(T, device=v.device)[None, :]
-    L = x.lengths[:, None]
-    mine = ((pos >= (L + 1) // 2) & (pos < L))[..., None]
-    r = (v // sp).clamp(0, NPP - 1)
-    at = (r * CP + torch.arange(C, device=v.device)) * sp + (v % sp)
-    c = ti_r.view(-1)[at.clamp(0, ti_r.numel() - 1)].long()
-    bp_c[:, :, 0, :] = torch.where(mine, r * CP + c, v).to(bp_c.dtype)
-
-
 def _viterbi_per(x: CRFInputs, sp: int = 0):
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
@@ -1045,8 +1029,6 @@ def _viterbi_per(x: CRFInputs, sp: int = 0):
             **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
-    if sp:
-        _rev_columns(x, bp_c, ti_r, CP, NPP, sp)
     score = torch.empty(B, device=dev, dtype=torch.float64)
     labels = torch.full((B, T), -1, device=dev, dtype=torch.int64)
     starts = torch.zeros(B, T, device=dev, dtype=torch.bool)

@@ -232,9 +232,7 @@ def _fwd_kernel(
     by residue, bg^r[p, c] = logsumexp over the slots with (d-1) mod NP = r, and
         "gamma"[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]   (O(NP C^2)),
     `trans` being the host's (NPP, CP, CP) padded [r, c', c] (SP > 0: its sparse succ
-    form, columns c in tidx: _trans3; MODE 2 then stores bp_c = r * SP + s, the slot s of
-    the column, which the host maps to r * CP + c: kernels._rev_columns). The stored
-    "alpha" is
+    form, columns c in tidx: _trans3). The stored "alpha" is
     logsumexp_r bg^r. MODE 2 stores, per position p, bp_d[p, r, c] (the best duration of a
     segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
     successor of a segment of c' ending at p), both (B, T, NPP, C).
@@ -392,12 +390,10 @@ def _fwd_kernel(
             g3 = _combine(tr3, ti3, a3, SP, wsp, CP, GATHER)  # [r, c', c] (sparse: [r, c', s])
             if MODE == 2:
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
-                gyi = tl.argmax(g3, 2)  # (sparse: its slot s; kernels._rev_columns maps it)
+                gyi = _column(ti3, tl.argmax(g3, 2), SP)
                 gam = tl.max(gy, 0)
                 gri = tl.argmax(gy, 0)  # best residue per c'
                 best_y = tl.sum(tl.where(rr2 == gri[None, :], gyi, 0), 0)
-                if SP > 0:
-                    best_y = best_y + (SP - CP) * gri  # gri * SP + s below
                 alp = tl.max(a3, 0)
                 bpb = (b * T + p) * NPP * C
                 tl.store(bp_d + bpb + rr2 * C + cs, bd3.to(bp_d.dtype.element_ty),
