@@ -674,6 +674,10 @@ def _bwd_kernel(
     exp(gamma^r + bg^r - log Z), the duration_bias and the transition (per residue, g_tr
     (B, NCK, NPP, CP, CP)) gradients are taken per residue.
 
+    SP > 0 (NP > 1): `trans` / tidx are the sparse succ form [r, src, s] (_trans3) and the
+    transition sums go to g_tr (B, NCK, NPP, CP, SP) by slot s (the host scatters them to
+    their columns); GATHER 1 gathers through wsp (B x NCK rows of NPP x CP floats).
+
     PARAM_GRADS False: only the per-position gradients (scores, proj_start, proj_end:
     what posteriors need); the duration_bias and transition sums are neither formed nor
     written (g_db and g_tr may be dummies), which saves a (KP, CP) gather and a residue
