@@ -77,10 +77,11 @@ def spills() -> str:
             for k in caches[0].values():
                 try:
                     k._init_handles()
-                    c = k.src.constants if hasattr(k.src, "constants") else {}
-                    tag = {n: v for n, v in (getattr(k.src, "constants", {}) or {}).items()
-                           if isinstance(n, str) and n in ("SP", "MODE", "NP", "PARAM_GRADS")}
-                    out.append(f"{name} {tag or c} warps {k.metadata.num_warps}: regs "
+                    consts = {fn.arg_names[key[0]] if isinstance(key, tuple) else key: v
+                              for key, v in k.src.constants.items()}
+                    tag = {n: consts[n] for n in ("SP", "MODE", "NP", "PARAM_GRADS")
+                           if n in consts}
+                    out.append(f"{name} {tag} warps {k.metadata.num_warps}: regs "
                                f"{k.n_regs} spills {k.n_spills}")
                 except Exception as e:  # noqa: BLE001 (a probe: report what it cannot read)
                     out.append(f"{name}: {type(e).__name__} {e}"[:120])
@@ -93,8 +94,6 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--model", default=os.path.join(os.path.dirname(HERE), "semiseg",
                                                     "models", "yeast_cds_frames.pt"))
-    ap.add_argument("--gathers", default="1",
-                    help="comma-separated kernels.SPARSE_GATHER values to run sparse with")
     ap.add_argument("--kernels", action="store_true",
                     help="also print each variant's GPU time per kernel (torch.profiler) of "
                          "one posterior pass, fwd+bwd and Viterbi")
@@ -108,12 +107,11 @@ def main() -> None:
     dev = torch.device("cuda")
     ann, L = gene_model(a.model, dev)
     crf = ann.model.crf
-    rule, shipped = kn.SPARSE_BELOW, kn.SPARSE_GATHER
-    runs = [("dense", 0.0, shipped, {})] + [(f"sparse (gather {g})", rule, int(g), {})
-                                            for g in a.gathers.split(",")]
+    rule = kn.SPARSE_BELOW
+    runs = [("dense", 0.0, {}), ("sparse", rule, {})]
     for var in a.variant:
         knobs = {k: int(v) for k, v in (kv.split("=") for kv in var.split(","))}
-        runs.append((f"sparse ({var})", rule, shipped, knobs))
+        runs.append((f"sparse ({var})", rule, knobs))
     lines = [("| B, T | tables | SP | posterior pass ms | fwd+bwd ms | Viterbi ms | "
               "Viterbi equal | log Z max diff | scores grad max diff |"),
              "|---|---|---|---|---|---|---|---|---|"]
@@ -126,8 +124,8 @@ def main() -> None:
             x = inputs(crf._terms(em, lengths))
         del em
         ref = None
-        for name, below, gather, knobs in runs:
-            kn.SPARSE_BELOW, kn.SPARSE_GATHER = below, gather
+        for name, below, knobs in runs:
+            kn.SPARSE_BELOW = below
             saved = {k: getattr(kn, k) for k in knobs}
             for k, v in knobs.items():
                 setattr(kn, k, v)
@@ -153,7 +151,7 @@ def main() -> None:
                     f"{dz} | {dg} |")
             lines.append(line)
             print(line, flush=True)
-        kn.SPARSE_BELOW, kn.SPARSE_GATHER = rule, shipped
+        kn.SPARSE_BELOW = rule
         if a.spills:
             print(spills(), flush=True)
         del x, ref

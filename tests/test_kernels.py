@@ -502,7 +502,7 @@ def sparse_problem(B, T, K, C, seed, **kw):
         for src in range(C):
             dst = torch.randperm(C, generator=g)[:2]
             keep[r, src, dst] = True
-    keep[:, :, :][keep.sum(1, keepdim=True).expand(-1, C, -1) > 3] = False  # cap in-degree
+    keep[keep.sum(1, keepdim=True).expand_as(keep) > 3] = False  # cap in-degree
     keep[1, C - 1] = False
     keep[0, 0, 1] = keep[2, 1, 0] = True
     p["transition"] = p["transition"].masked_fill(~keep, NEG)

@@ -464,7 +464,7 @@ def _knobs() -> tuple:
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
             CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
-            SPARSE_GATHER, SPARSE_VITERBI)
+            SPARSE_VITERBI)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -798,16 +798,13 @@ SPARSE_VITERBI = False  # the Viterbi with sparse tables too (tests): on an H100
 # shape its chains ran 3-6x slower than dense (the reversed chain's build fell to 32
 # registers and spilled 824 bytes), while the posterior pass ran 1.9x faster (RESULTS.md,
 # "Sparse periodic transition tables")
-SPARSE_GATHER = 1  # how a sparse chain gathers (chain._spread): 0 tl.gather, 1 through a
-# scratch row in global memory
 
 
 def _sparse_opts(sp: int, programs: int, rows: int, CP: int, dummy: Tensor) -> dict:
-    """A periodic kernel's sparse-gather launch options: SP, GATHER and, for GATHER 1,
-    `wsp` with a (rows, CP) float32 scratch for each of `programs` programs."""
-    mem = bool(sp) and SPARSE_GATHER == 1
-    wsp = torch.empty(programs * rows * CP, device=dummy.device) if mem else dummy
-    return {"SP": sp, "GATHER": SPARSE_GATHER, "wsp": wsp}
+    """A periodic kernel's sparse launch options: SP and, with sparse tables, `wsp`: a
+    (rows, CP) float32 scratch for each of `programs` programs (chain._spread)."""
+    wsp = torch.empty(programs * rows * CP, device=dummy.device) if sp else dummy
+    return {"SP": sp, "wsp": wsp}
 
 
 def _sparse_width(x: CRFInputs) -> int:

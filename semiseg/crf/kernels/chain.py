@@ -104,31 +104,28 @@ def _trans3(trans, tidx, NPP: tl.constexpr, CP: tl.constexpr, SP: tl.constexpr):
 
 
 @triton.jit
-def _spread(v2, ti3, wsp, CP: tl.constexpr, GATHER: tl.constexpr):
+def _spread(v2, ti3, wsp, CP: tl.constexpr):
     """v2 (NR = NPP or 1, CP) read at the sparse columns ti3 (NPP, CP, SP): out[r, j, s] =
-    v2[r or 0, ti3[r, j, s]]. GATHER 0: tl.gather; 1: through this program's (NR, CP)
-    float32 scratch wsp in global memory (L1), stored, then loaded at the columns, a
-    barrier before each (other threads read and write it)."""
-    if GATHER == 0:
-        out = tl.gather(tl.broadcast_to(v2[:, :, None], ti3.shape), ti3, 1)
-    else:
-        rows = tl.arange(0, v2.shape[0])
-        tl.debug_barrier()
-        tl.store(wsp + rows[:, None] * CP + tl.arange(0, CP)[None, :], v2)
-        tl.debug_barrier()
-        out = tl.load(wsp + rows[:, None, None] * CP + ti3)
-    return out
+    v2[r or 0, ti3[r, j, s]], through this program's (NR, CP) float32 scratch wsp in global
+    memory (L1): stored, then loaded at the columns, a barrier before each (other threads
+    read and write it). (tl.gather of the broadcast vector ran the gene shape's posterior
+    pass 10x slower than the dense step on an H100: RESULTS.md, "Sparse periodic
+    transition tables".)"""
+    rows = tl.arange(0, v2.shape[0])
+    tl.debug_barrier()
+    tl.store(wsp + rows[:, None] * CP + tl.arange(0, CP)[None, :], v2)
+    tl.debug_barrier()
+    return tl.load(wsp + rows[:, None, None] * CP + ti3)
 
 
 @triton.jit
-def _combine(tr3, ti3, v2, SP: tl.constexpr, wsp=None, CP: tl.constexpr = 1,
-             GATHER: tl.constexpr = 0):
+def _combine(tr3, ti3, v2, SP: tl.constexpr, wsp=None, CP: tl.constexpr = 1):
     """The step's terms from v2 (NPP or 1, CP): dense tr3[r, j, k] + v2[r or 0, k],
     sparse tr3[r, j, s] + v2[r or 0, ti3[r, j, s]] (_spread)."""
     if SP == 0:
         g3 = tr3 + v2[:, None, :]
     else:
-        g3 = tr3 + _spread(v2, ti3, wsp, CP, GATHER)
+        g3 = tr3 + _spread(v2, ti3, wsp, CP)
     return g3
 
 
@@ -200,7 +197,6 @@ def _fwd_kernel(
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
-    GATHER: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -268,7 +264,7 @@ def _fwd_kernel(
         r3 = rr[:, None, None]
         rr2 = rr[:, None]
         tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
-        if SP > 0 and GATHER == 1:
+        if SP > 0:
             wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
     elif GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
         tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)
@@ -387,7 +383,7 @@ def _fwd_kernel(
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
-            g3 = _combine(tr3, ti3, a3, SP, wsp, CP, GATHER)  # [r, c', c] (sparse: [r, c', s])
+            g3 = _combine(tr3, ti3, a3, SP, wsp, CP)  # [r, c', c] (sparse: [r, c', s])
             if MODE == 2:
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
                 gyi = _column(ti3, tl.argmax(g3, 2), SP)
@@ -628,7 +624,6 @@ def _bwd_kernel(
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
     PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
-    GATHER: tl.constexpr = 0,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -676,7 +671,7 @@ def _bwd_kernel(
 
     SP > 0 (NP > 1): `trans` / tidx are the sparse succ form [r, src, s] (_trans3) and the
     transition sums go to g_tr (B, NCK, NPP, CP, SP) by slot s (the host scatters them to
-    their columns); GATHER 1 gathers through wsp (B x NCK rows of NPP x CP floats).
+    their columns); the gathers go through wsp (B x NCK rows of NPP x CP floats).
 
     PARAM_GRADS False: only the per-position gradients (scores, proj_start, proj_end:
     what posteriors need); the duration_bias and transition sums are neither formed nor
@@ -758,8 +753,7 @@ def _bwd_kernel(
             else:  # the sparse succ form [r, src, s] (_trans3)
                 cs3 = tl.arange(0, SP)[None, None, :]
                 tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
-                if GATHER == 1:
-                    wsp = wsp + slot * NPP * CP
+                wsp = wsp + slot * NPP * CP
         else:
             tr = tl.load(trans + rs * C + cs, mask=(rs < C) & cmask, other=NEG)  # [src, dst]
         seq = b * T * C
@@ -885,7 +879,7 @@ def _bwd_kernel(
                     if PARAM_GRADS:
                         acc_tr += tl.exp(aF[None, :, None] + tr3 + (bg3 + base)[:, None, :])
                 else:  # c = the columns ti3; the gradient's slots are [r, c', s]
-                    gb3 = _spread(bg3, ti3, wsp, CP, GATHER)
+                    gb3 = _spread(bg3, ti3, wsp, CP)
                     ba = _lse_outer(tr3 + gb3)
                     if PARAM_GRADS:
                         acc_tr += tl.exp(aF[None, :, None] + tr3 + (gb3 + base))
@@ -1216,7 +1210,7 @@ def _fwd_end_kernel(
     MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
-    tidx=None, SP: tl.constexpr = 0, wsp=None, GATHER: tl.constexpr = 0,
+    tidx=None, SP: tl.constexpr = 0, wsp=None,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
@@ -1241,7 +1235,7 @@ def _fwd_end_kernel(
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
     tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
-    if SP > 0 and GATHER == 1:
+    if SP > 0:
         wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * CP
     ini = tl.load(init + cs1, mask=cmask1, other=NEG)
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
@@ -1270,8 +1264,7 @@ def _fwd_end_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     # gamma^r at the first boundary: `start` at 0, else from alpha
-    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP,
-                                                      GATHER)))
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP)))
     if MODE == 2:
         BD = tl.full((KP, CP), 1, tl.int32)
         BC = tl.zeros((KP, CP), tl.int32)
@@ -1314,7 +1307,7 @@ def _fwd_end_kernel(
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g3 = _combine(tr3, ti3, alp[None, :], SP, wsp, CP, GATHER)  # [r, dst, src|s]
+        g3 = _combine(tr3, ti3, alp[None, :], SP, wsp, CP)  # [r, dst, src|s]
         if MODE == 2:
             gam3 = tl.max(g3, 2)
             bc3 = _column(ti3, tl.argmax(g3, 2), SP).to(tl.int32)

@@ -55,7 +55,7 @@ def _fwd_end_tiled_kernel(
     TILE: tl.constexpr, MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
-    tidx=None, SP: tl.constexpr = 0, wsp=None, GATHER: tl.constexpr = 0,
+    tidx=None, SP: tl.constexpr = 0, wsp=None,
 ):
     """chain._fwd_end_kernel (its docstring has the MODEs, PHASEs and WRITE_ROWS) with the ring in
     `work` (one (KP, CP) float32 ring per program: program (b, j) uses ring
@@ -71,7 +71,7 @@ def _fwd_end_tiled_kernel(
     r3 = rr[:, None, None]
     rr2 = rr[:, None]
     tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
-    if SP > 0 and GATHER == 1:
+    if SP > 0:
         wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * CP
     ini = tl.load(init + cs1, mask=cmask1, other=NEG)
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
@@ -112,8 +112,7 @@ def _fwd_end_tiled_kernel(
             tl.store(bd + at, tl.full((TILE, CP), 1, tl.int32))
             tl.store(bcw + at, tl.zeros((TILE, CP), tl.int32))
     tl.debug_barrier()
-    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP,
-                                                      GATHER)))
+    gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP)))
     if MODE == 2:
         bc3 = tl.zeros((NPP, CP), tl.int32)
     mprev = tl.zeros((), tl.float32)
@@ -164,7 +163,7 @@ def _fwd_end_tiled_kernel(
         alp = alp - m
         n = n + m.to(tl.float64)
         mprev = m
-        g3 = _combine(tr3, ti3, alp[None, :], SP, wsp, CP, GATHER)  # [r, dst, src|s]
+        g3 = _combine(tr3, ti3, alp[None, :], SP, wsp, CP)  # [r, dst, src|s]
         if MODE == 2:
             gam3 = tl.max(g3, 2)
             bc3 = _column(ti3, tl.argmax(g3, 2), SP).to(tl.int32)
