@@ -105,6 +105,11 @@ class FrameHead(nn.Module):
                              persistent=False)
         self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
                              persistent=False)
+        # the posterior decode's durations: only the masks score it, so chains of segments
+        # of at most chain_duration(K) bp give the same label sequences (frames.py)
+        self.register_buffer("decode_dmask", torch.as_tensor(
+            layout.duration_mask(layout.chain_duration(K)), dtype=torch.float32),
+            persistent=False)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
@@ -244,7 +249,7 @@ class FrameHead(nn.Module):
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():
-            return viterbi(post, self.tmask, self.dmask, t["lengths"], allowed=t["allowed"],
+            return viterbi(post, self.tmask, self.decode_dmask, t["lengths"], allowed=t["allowed"],
                            proj_start=t["proj_start"], backend=backend)
 
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):

@@ -679,3 +679,37 @@ def test_window_edges_are_moved_out_of_codons_and_introns():
     for w, m in zip(windows, moved):
         assert w.start <= m.start < m.end <= w.end
         assert (m.start - w.start) + (w.end - m.end) < 1100  # at most one intron's worth
+
+
+@pytest.mark.parametrize("min_intron", [1, 8, 9])
+def test_the_decode_chains_short_segments_into_the_same_labels(min_intron):
+    """The posterior decode runs with K' = chain_duration(K): the best per-base labels and
+    score of a mask-only decode with K' are those with K (float64, the reference
+    backend), and one step shorter than K' loses some (so the check can fail)."""
+    from semiseg.crf import viterbi
+    from semiseg.genome.frames import MISALIGNED
+
+    lay = FrameLayout.from_scheme(scheme(min_intron=min_intron))
+    K, B, T = 40, 24, 160
+    K2 = lay.chain_duration(K)
+    m = max(2, min_intron - 2)
+    assert K2 == {1: 4, 8: 11, 9: 15}[min_intron] and K2 >= m
+    tmask = torch.as_tensor(lay.transition_mask())
+    proj = torch.where(torch.as_tensor(lay.begin_mask()), 0.0, MISALIGNED).double()
+    proj = proj[torch.arange(T) % 3].expand(B, T, -1)
+    g = torch.Generator().manual_seed(min_intron)
+    post = torch.rand(B, T, len(lay), generator=g, dtype=torch.float64)
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    post[..., [i for i, k in enumerate(kinds) if k.startswith("intron")]] *= 2.5
+    lengths = torch.randint(T // 2, T + 1, (B,), generator=g)
+
+    def decode(k):
+        return viterbi(post, tmask, torch.as_tensor(lay.duration_mask(k)), lengths,
+                       proj_start=proj, backend="torch")
+
+    full, short = decode(K), decode(K2)
+    assert torch.allclose(short.score, full.score, rtol=0, atol=1e-9)
+    assert torch.equal(short.labels, full.labels)
+    assert max(d for segs in short.segments for _, d, _ in segs) <= K2
+    if K2 > 3:  # one step shorter: some intron run can no longer keep its one label
+        assert bool((decode(K2 - 1).score < full.score - 1e-9).any())

@@ -232,8 +232,7 @@ class FrameLayout:
         counts the splice bases too) when K reaches that, else any length (chained
         pieces of K or less must add up to every length); -inf elsewhere."""
         m = np.zeros((K, len(self)))
-        inside = max(2, self.min_intron - 2)
-        inside = inside if inside <= K else 1
+        inside = self._intron_inside(K)
         for c, k in enumerate(self.kind):
             kname = self.kind_names[k][:-1]
             if kname == "intron":
@@ -244,6 +243,27 @@ class FrameLayout:
                 if K >= fixed:
                     m[fixed - 1, c] = 0.0
         return m
+
+    def _intron_inside(self, K: int) -> int:
+        """The shortest intron inside segment duration_mask(K) allows."""
+        inside = max(2, self.min_intron - 2)
+        return inside if inside <= K else 1
+
+    def chain_duration(self, K: int) -> int:
+        """The smallest K' <= K whose duration_mask(K') gives, with segments chained, the
+        same per-base internal label sequences as duration_mask(K).
+
+        Runs of a free length chain: CDS_f -> CDS_f and outside -> outside at any length;
+        an intron's pieces each last at least m = `_intron_inside` bp and each piece's
+        label is the frame after it, so a run keeps one label exactly when every piece
+        after its first is a multiple of 3 bp long. Pieces of m..K' bp, all but the first
+        a multiple of 3, add up to every length from m on when K' >= 3 * ceil(m / 3) +
+        m - 1 (the first piece fills any gap); 3-bp codons and 1-bp splice bases fit.
+        Where only those masks score a segmentation (the posterior decode: no learned
+        transition or duration scores), a decode with K' finds the same best label
+        sequence as with K at a fraction of the cost (its ring holds K' steps)."""
+        m = self._intron_inside(K)
+        return min(K, max(3, 3 * -(-m // 3) + m - 1))
 
     # ------------------------------------------------------------ frames of windows
     def shift(self, codes: np.ndarray, offset: int) -> np.ndarray:
