@@ -25,10 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import torch  # noqa: E402
-from gene_decode_profile import gene_model, timed, windows  # noqa: E402
+import torch
+from gene_decode_profile import gene_model, timed, windows
 
-from semiseg.crf import viterbi  # noqa: E402
+from semiseg.crf import viterbi
 
 
 def main() -> None:
@@ -63,7 +63,7 @@ def main() -> None:
             dmask = torch.as_tensor(crf.layout.duration_mask(k), dtype=torch.float32,
                                     device=dev)
 
-            def run(dmask=dmask):
+            def run(dmask=dmask, post=post, lengths=lengths, t=t):
                 with torch.no_grad():
                     return viterbi(post, crf.tmask, dmask, lengths, allowed=t["allowed"],
                                    proj_start=t["proj_start"])
