@@ -53,6 +53,7 @@ from .emit import LocalWriter
 from .errors import SemisegError
 from .generules import gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
+from .model import steps_for
 from .trainingdata import rc_columns, strand_swap
 
 
@@ -120,6 +121,17 @@ def read_regions(path: str, sizes: dict[str, int], res: int = 1) -> list[Item]:
     return items
 
 
+def _reverse_rows(x: torch.Tensor, end: torch.Tensor, length: torch.Tensor,
+                  width: int) -> torch.Tensor:
+    """(B, width, F): row b holds x[b, :length[b]] reversed, ending at position end[b]
+    (zeros elsewhere): out[b, p] = x[b, end[b] - 1 - p] where that is in [0, length[b])."""
+    B, T, F = x.shape
+    src = end[:, None] - 1 - torch.arange(width, device=x.device)[None, :]
+    ok = (src >= 0) & (src < length[:, None])
+    rows = torch.gather(x, 1, src.clamp(0, T - 1)[..., None].expand(B, width, F))
+    return torch.where(ok[..., None], rows, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
 class Annotator:
     """A trained model ready to annotate: encoder windows, decoding, posteriors."""
 
@@ -171,53 +183,72 @@ class Annotator:
         lt = torch.tensor(lengths, dtype=torch.int64, device=self.device)
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
                             enabled=self.amp):
-            em, hid, steps = self.model(xt, lt)
+            em, hid, _ = self.model(xt, lt)
         em = em.float()
         if self.rc is not None:
-            em = (em + self._encode_rc(x, lengths, steps, em.shape[1])) / 2
+            em = (em + self._encode_rc(xt, lengths, em.shape[1])) / 2
         return em, (hid.float() if hid is not None else None)
 
-    def _encode_rc(self, x: np.ndarray, lengths: list[int], steps, S: int) -> torch.Tensor:
+    def _encode_rc(self, xt: torch.Tensor, lengths: list[int], S: int) -> torch.Tensor:
         """Emissions of the reverse complement, mapped back to the forward strand (steps
         reversed, stranded labels swapped). Each sequence is padded to whole CRF steps
-        first, so its steps line up with the forward ones."""
+        first, so its steps line up with the forward ones. Built on the device, with no
+        host sync: each row reads its source position (padded length - 1 - position)."""
         columns, swap = self.rc
         pool = self.model.pool
-        padded = [int(n) * pool for n in steps.tolist()]
-        xr = np.zeros((len(lengths), max(padded), x.shape[2]), np.float32)
-        for b, (L, P) in enumerate(zip(lengths, padded)):
-            xr[b, P - L:P] = x[b, :L][::-1][:, columns]
-        xt = torch.from_numpy(xr).to(self.device)
-        lt = torch.tensor(padded, dtype=torch.int64, device=self.device)
+        steps = [steps_for(n, pool) for n in lengths]
+        dev = xt.device
+        padded = [n * pool for n in steps]
+        xr = _reverse_rows(xt, torch.tensor(padded, device=dev),
+                           torch.tensor(lengths, device=dev), max(padded))
+        xr = xr[..., torch.as_tensor(columns, device=dev)]
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
                             enabled=self.amp):
-            em_rc, _, _ = self.model(xt, lt)
+            em_rc, _, _ = self.model(xr, torch.tensor(padded, device=dev))
         em_rc = em_rc.float()[..., swap]
-        out = torch.zeros(len(lengths), S, em_rc.shape[-1], device=em_rc.device)
-        for b, n in enumerate(steps.tolist()):
-            out[b, :n] = em_rc[b, :n].flip(0)
-        return out
+        n = torch.tensor(steps, device=dev)
+        return _reverse_rows(em_rc, n, n, width=S)
 
-    def emissions(self, item: Item) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Emissions (S, C) and hidden states (S, H) or None for one long sequence, from
-        overlapping encoder windows whose centres are kept."""
+    def _chunks(self, item: Item) -> list[list[tuple[int, int, int, int]]]:
+        """The encoder windows of a sequence longer than one window, in chunks of
+        encode_windows: (core start, core end, window start, window end), bp from
+        item.start; [] when it is one window."""
         L = item.end - item.start
-        S = -(-L // self.res)
         core = self.window - 2 * self.context
         if L <= self.window or core <= 0:
-            x = self._load(item.chrom, item.start, item.end)
-            em, hid = self._encode(x[None], [len(x)])
-            return em[0, :S], (hid[0, :S] if hid is not None else None)
-        em_out = hid_out = None
-        wins = []  # (core start, core end, window start, window end), bp from item.start
+            return []
+        wins = []
         for cs in range(0, L, core):
             ce = min(cs + core, L)
             wins.append((cs, ce, max(0, cs - self.context), min(L, ce + self.context)))
         k = self.encode_windows
-        chunks = [wins[i:i + k] for i in range(0, len(wins), k)]
+        return [wins[i:i + k] for i in range(0, len(wins), k)]
+
+    def _load_chunk(self, item: Item, chunk) -> tuple[np.ndarray, list[int]]:
+        return self.load_batch([(item.chrom, item.start + ws, item.start + we)
+                                for _, _, ws, we in chunk])
+
+    def load_first(self, item: Item):
+        """The features emissions(item) encodes first (a whole short sequence, or the first
+        chunk of a long one's windows), for a reader thread to read them ahead."""
+        chunks = self._chunks(item)
+        return (self._load_chunk(item, chunks[0]) if chunks
+                else self._load(item.chrom, item.start, item.end))
+
+    def emissions(self, item: Item, first=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Emissions (S, C) and hidden states (S, H) or None for one long sequence, from
+        overlapping encoder windows whose centres are kept; `first`: its load_first, when
+        it was read ahead."""
+        S = -(-(item.end - item.start) // self.res)
+        chunks = self._chunks(item)
+        if not chunks:
+            x = self.load_first(item) if first is None else first
+            em, hid = self._encode(x[None], [len(x)])
+            return em[0, :S], (hid[0, :S] if hid is not None else None)
+        em_out = hid_out = None
         # the next chunks' features are read while this one is encoded
-        loaded = ahead(lambda ch: self.load_batch(
-            [(item.chrom, item.start + ws, item.start + we) for _, _, ws, we in ch]), chunks)
+        loaded = ahead(lambda i: first if i == 0 and first is not None else
+                       self._load_chunk(item, chunks[i]), range(len(chunks)))
         for chunk, (x, lens) in zip(chunks, loaded):
             em, hid = self._encode(x, lens)
             for j, (cs, ce, ws, _) in enumerate(chunk):
@@ -296,6 +327,8 @@ class Annotator:
                                                                     ws)):
                     samples[i_s] += rows
         runp = np.full(S, np.nan)
+        if not uncertainty.has_run_posteriors(self.model.crf):
+            return labels, post, sig, runp, samples
         rs, re_ = uncertainty.run_spans(labels)
         mid = (rs + re_ - 1) // 2
         for cs, ce, ws, we in windows:
@@ -310,8 +343,9 @@ class Annotator:
                 runp[a + ws:z + ws] = v
         return labels, post, sig, runp, samples
 
-    def run_long(self, item: Item):
-        em, hid = self.emissions(item)
+    def run_long(self, item: Item, first=None):
+        """Decode one sequence alone (whole, or in windows); `first`: its load_first."""
+        em, hid = self.emissions(item, first)
         S = em.shape[0]
         seed = self.seed + zlib.crc32(f"{item.chrom}:{item.start}".encode())
         if S <= self.max_steps:
@@ -487,13 +521,14 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                    "signal_precision": precision}
     mode = WRITER or ("thread" if dev.type == "cuda" else "inline")
     sink = LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
-                       threaded=mode == "thread")
+                       threaded=mode == "thread", budget_bp=2 * ann.batch_steps * res)
     with sink, ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
-        # a reader thread reads the next batches of short contigs (long sequences read
-        # their encoder windows ahead the same way) while this thread encodes and decodes
-        loaded = ahead(lambda g: None if len(g) == 1 else
+        # a reader thread reads the next batches of short contigs, and the first encoder
+        # windows of the next long sequence (emissions reads its other windows ahead the
+        # same way), while this thread encodes and decodes
+        loaded = ahead(lambda g: ann.load_first(g[0]) if len(g) == 1 else
                        ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
         try:
             _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
@@ -551,7 +586,7 @@ def _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
     for group, x in zip(groups, loaded):
         if len(group) == 1:
             it = group[0]
-            lab, post, sig, runp, smp, whole = ann.run_long(it)
+            lab, post, sig, runp, smp, whole = ann.run_long(it, x)
             how = ("as one sequence" if whole else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")

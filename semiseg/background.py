@@ -35,42 +35,54 @@ def ahead(fn: Callable, items: Iterable, depth: int = 2) -> Iterator:
 
 
 class Behind:
-    """Calls run in submission order in one background thread (`threaded`), at most
-    `depth` waiting, or at once in the caller's thread. An error surfaces in the caller
-    at its next `submit` or at `wait`.
+    """Calls run in submission order in one background thread (`threaded`), or at once in
+    the caller's thread. Each call has a weight (its bp, say); `submit` waits while more
+    than `depth` calls are waiting *and* their weights add up to more than `budget`, so
+    many light calls (the small contigs of one batch) queue up without holding the caller
+    back, and a few heavy ones (whole chromosomes' arrays) bound the memory. An error
+    surfaces in the caller at its next `submit` or at `wait`.
 
     Annotation on a GPU writes each chromosome's files here while the next batch is
     decoded: the main thread then mostly waits on the device, which releases the GIL. On
     CPU the decoder needs the GIL itself, and writing alongside it was slower (4x on 2
     cores), so there it stays in the caller's thread."""
 
-    def __init__(self, threaded: bool, depth: int = 2):
-        self.depth = depth
+    def __init__(self, threaded: bool, depth: int = 2, budget: float = 0):
+        self.depth, self.budget = depth, budget
         self.pool = (ThreadPoolExecutor(1, thread_name_prefix="semiseg-write")
                      if threaded else None)
-        self.pending: deque[Future] = deque()
+        self.pending: deque[tuple[Future, float]] = deque()
+        self.weight = 0.0  # of the calls pending
 
-    def submit(self, fn: Callable, *args) -> None:
+    def submit(self, fn: Callable, *args, weight: float = 0) -> None:
         if self.pool is None:
             fn(*args)
             return
-        self.pending.append(self.pool.submit(fn, *args))
-        while self.pending and (self.pending[0].done() or len(self.pending) > self.depth):
-            self.pending.popleft().result()
+        self.pending.append((self.pool.submit(fn, *args), weight))
+        self.weight += weight
+        while self.pending and (self.pending[0][0].done() or (
+                len(self.pending) > self.depth and self.weight > self.budget)):
+            self._pop()
+
+    def _pop(self) -> None:
+        f, w = self.pending.popleft()
+        self.weight -= w
+        f.result()
 
     def wait(self) -> None:
         """Finish every call (raising the first error); the thread ends."""
         try:
             while self.pending:
-                self.pending.popleft().result()
+                self._pop()
         finally:
             self.close()
 
     def close(self) -> None:
         """Stop: calls not started are dropped, a running one is waited for."""
         if self.pool is not None:
-            for f in self.pending:
+            for f, _ in self.pending:
                 f.cancel()
             self.pool.shutdown(wait=True)
             self.pool = None
         self.pending.clear()
+        self.weight = 0.0

@@ -79,15 +79,19 @@ class LocalWriter:
     `with` block closes the files (or, after an error, removes them)."""
 
     def __init__(self, writer_args: dict, fa, io_lock, res: int, names: list[str],
-                 counts: dict, rules, threaded: bool):
+                 counts: dict, rules, threaded: bool, budget_bp: float = 0):
         from .genome import OutputWriter
 
         self.writer = OutputWriter(**writer_args)
         self.args = (res, names, counts, fa, io_lock, rules)
-        self.behind = Behind(threaded)
+        # chromosomes wait for the writer while more than two wait and they hold more than
+        # budget_bp: a batch of small contigs (~4 ms of writing each) is handed over without
+        # stalling the decoder, whole chromosomes two at a time
+        self.behind = Behind(threaded, depth=2, budget=budget_bp)
 
     def submit(self, chrom: str, length: int, parts: list) -> None:
-        self.behind.submit(write_chrom, self.writer, chrom, length, parts, *self.args)
+        self.behind.submit(write_chrom, self.writer, chrom, length, parts, *self.args,
+                           weight=length)
 
     def finish(self) -> None:
         self.behind.wait()

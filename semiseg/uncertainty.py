@@ -45,14 +45,19 @@ def run_spans(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @torch.no_grad()
+def has_run_posteriors(crf) -> bool:
+    """Whether runs of crf's labels have an exact posterior here: not for the
+    reading-frame model, where a run of a scheme label is many internal labellings (README:
+    rows without an exact value)."""
+    return not hasattr(crf, "layout")
+
+
 def window_run_posteriors(crf, em: torch.Tensor, hid, lengths: torch.Tensor,
                           labels: torch.Tensor, spans: list[tuple[int, int, int]]) -> np.ndarray:
     """Run posteriors (float64 numpy) of `spans` (b, start, end) under the labels (B, T)."""
     if not spans:
         return np.zeros(0)
-    if hasattr(crf, "layout"):
-        # the reading-frame model: a run of a scheme label is many internal labellings;
-        # its exact posterior is not computed (README: rows without an exact value)
+    if not has_run_posteriors(crf):
         return np.full(len(spans), np.nan)
     args, kw = _crf_args(crf, em, hid, lengths)
     p = run_posteriors(*args, labels=labels, spans=spans, **kw)
@@ -62,6 +67,8 @@ def window_run_posteriors(crf, em: torch.Tensor, hid, lengths: torch.Tensor,
 def per_step_run_posteriors(crf, em, hid, lengths, labels: torch.Tensor) -> list[np.ndarray]:
     """For each sequence b: a (L_b,) float array, the run posterior of the run of the
     Viterbi labels that covers each step (one call for the whole batch)."""
+    if not has_run_posteriors(crf):
+        return [np.full(L, np.nan) for L in lengths.tolist()]
     lab = labels.cpu().numpy()
     spans = []
     for b, L in enumerate(lengths.tolist()):
