@@ -249,8 +249,8 @@ class FrameHead(nn.Module):
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():
-            return viterbi(post, self.tmask, self.decode_dmask, t["lengths"], allowed=t["allowed"],
-                           proj_start=t["proj_start"], backend=backend)
+            return viterbi(post, self.tmask, self.decode_dmask, t["lengths"],
+                           allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
 
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
         """`decode`'s segmentation over the internal labels (a Segmentation)."""

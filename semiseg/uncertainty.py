@@ -44,7 +44,6 @@ def run_spans(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, np.append(s[1:], len(labels))
 
 
-@torch.no_grad()
 def has_run_posteriors(crf) -> bool:
     """Whether runs of crf's labels have an exact posterior here: not for the
     reading-frame model, where a run of a scheme label is many internal labellings (README:
@@ -52,6 +51,7 @@ def has_run_posteriors(crf) -> bool:
     return not hasattr(crf, "layout")
 
 
+@torch.no_grad()
 def window_run_posteriors(crf, em: torch.Tensor, hid, lengths: torch.Tensor,
                           labels: torch.Tensor, spans: list[tuple[int, int, int]]) -> np.ndarray:
     """Run posteriors (float64 numpy) of `spans` (b, start, end) under the labels (B, T)."""
