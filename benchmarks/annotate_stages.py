@@ -25,9 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from annotate_throughput import synth_genome  # noqa: E402
+from annotate_throughput import source_bases, synth_genome  # noqa: E402
 
 
 def main() -> None:
@@ -50,16 +49,12 @@ def main() -> None:
 
     import semiseg.annotate as A
     from semiseg import ui
-    from semiseg.genome import Fasta
 
     ui.set_quiet(True)
     work = tempfile.mkdtemp(prefix="stages_")
     fasta = os.path.join(work, "genome.fa")
-    with Fasta(args.source) as fa:
-        source = np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper().encode(),
-                               np.uint8)
     lengths = synth_genome(fasta, int(args.size), int(args.chrom_size), args.contigs, 0,
-                           source=source)
+                           source=source_bases(args.source))
     total = sum(lengths.values())
     A.WRITER = args.writer
     kw = {"device": args.device, "batch_steps": args.batch_steps,

@@ -37,6 +37,18 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
+def source_bases(path: str | None) -> np.ndarray | None:
+    """The bases of every sequence of a FASTA, upper case, as one uint8 array (None: no
+    source, random sequence)."""
+    if not path:
+        return None
+    from semiseg.genome import Fasta
+
+    with Fasta(path) as fa:
+        return np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper().encode(),
+                             np.uint8)
+
+
 def synth_genome(path: str, size: int, chrom_size: int, contigs: int, seed: int,
                  source: np.ndarray | None = None) -> dict:
     """A FASTA of random sequence, or of `source` (uint8 bases) tiled from a random offset
@@ -143,15 +155,8 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="semiseg_tp_")
     fasta = os.path.join(work, "genome.fa")
     t = time.perf_counter()
-    source = None
-    if args.source:
-        from semiseg.genome import Fasta
-
-        with Fasta(args.source) as fa:
-            source = np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper()
-                                   .encode(), np.uint8)
     lengths = synth_genome(fasta, size, int(args.chrom_size), contigs, seed=0,
-                           source=source)
+                           source=source_bases(args.source))
     total = sum(lengths.values())
     print(f"genome: {total:,} bp, {len(lengths):,} sequences ({contigs} short contigs), "
           f"written in {time.perf_counter() - t:.1f} s", flush=True)

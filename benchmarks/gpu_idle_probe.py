@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 import torch
-from annotate_throughput import synth_genome
+from annotate_throughput import source_bases, synth_genome
 
 BIN_US = 20.0
 
@@ -73,15 +73,12 @@ def main() -> None:
 
     import semiseg.annotate as A
     from semiseg import ui
-    from semiseg.genome import Fasta
 
     ui.set_quiet(True)
     work = tempfile.mkdtemp(prefix="idle_")
     fasta = os.path.join(work, "genome.fa")
-    with Fasta(a.source) as fa:
-        source = np.frombuffer("".join(fa.fetch(c) for c in fa.chrom_sizes).upper().encode(),
-                               np.uint8)
-    lengths = synth_genome(fasta, int(a.size), int(a.chrom_size), a.contigs, 0, source=source)
+    lengths = synth_genome(fasta, int(a.size), int(a.chrom_size), a.contigs, 0,
+                           source=source_bases(a.source))
     kw = {"device": a.device, "batch_steps": a.batch_steps,
           "max_decode_steps": a.max_decode_steps}
     A.annotate(a.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))], **kw)
