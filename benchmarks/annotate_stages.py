@@ -25,21 +25,46 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-from annotate_throughput import source_bases, synth_genome  # noqa: E402
+import torch
+from annotate_throughput import source_bases, synth_genome
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--size", type=float, default=10e6)
+def genome_args(ap: argparse.ArgumentParser, size: float, batch_steps: int) -> None:
+    """The synthetic genome's and annotate's arguments (annotate_throughput.synth_genome)."""
+    ap.add_argument("--size", type=float, default=size)
     ap.add_argument("--chrom-size", type=float, default=2.5e6)
     ap.add_argument("--contigs", type=int, default=500)
     ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
                                                     "yeast_cds_frames.pt"))
     ap.add_argument("--source", default=os.path.join(ROOT, "data", "yeast", "chrII.fa"))
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--batch-steps", type=int, default=2_000_000)
+    ap.add_argument("--batch-steps", type=int, default=batch_steps)
     ap.add_argument("--max-decode-steps", type=int, default=20_000)
+
+
+def warmed_genome(args, prefix: str) -> tuple[str, str, dict, dict]:
+    """(work directory, FASTA, {name: length}, annotate's keywords) of the synthetic
+    genome, after two warm-up annotations (the first chromosome, then the whole genome:
+    the contigs' shapes compile too)."""
+    import semiseg.annotate as A
+    from semiseg import ui
+
+    ui.set_quiet(True)
+    work = tempfile.mkdtemp(prefix=prefix)
+    fasta = os.path.join(work, "genome.fa")
+    lengths = synth_genome(fasta, int(args.size), int(args.chrom_size), args.contigs, 0,
+                           source=source_bases(args.source))
+    kw = {"device": args.device, "batch_steps": args.batch_steps,
+          "max_decode_steps": args.max_decode_steps}
+    A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
+               **kw)
+    A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)
+    return work, fasta, lengths, kw
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    genome_args(ap, 10e6, 2_000_000)
+    ap.add_argument("--device", default="cuda")
     ap.add_argument("--writer", default=None, choices=["inline", "thread"],
                     help="annotate.WRITER (default: a thread on a GPU, inline on the CPU)")
     ap.add_argument("--profile", type=int, default=0,
@@ -48,20 +73,10 @@ def main() -> None:
     args = ap.parse_args()
 
     import semiseg.annotate as A
-    from semiseg import ui
 
-    ui.set_quiet(True)
-    work = tempfile.mkdtemp(prefix="stages_")
-    fasta = os.path.join(work, "genome.fa")
-    lengths = synth_genome(fasta, int(args.size), int(args.chrom_size), args.contigs, 0,
-                           source=source_bases(args.source))
-    total = sum(lengths.values())
     A.WRITER = args.writer
-    kw = {"device": args.device, "batch_steps": args.batch_steps,
-          "max_decode_steps": args.max_decode_steps}
-    A.annotate(args.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))],
-               **kw)
-    A.annotate(args.model, fasta, os.path.join(work, "warm2"), **kw)  # contig shapes too
+    work, fasta, lengths, kw = warmed_genome(args, "stages_")
+    total = sum(lengths.values())
     from semiseg.emit import LocalWriter
 
     spent = {"_encode": 0.0, "decode": 0.0, "submit": 0.0, "finish": 0.0}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,6 +26,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import torch
 from gene_decode_profile import gene_model, timed, windows
+from results import append
 
 from semiseg.crf import viterbi
 
@@ -80,15 +80,10 @@ def main() -> None:
             print(line, flush=True)
     if a.no_record:
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            check=False, text=True, cwd=HERE).stdout.strip() or "unknown"
-    head = (f"\n## The posterior decode's K (issue 13) - {datetime.date.today()}, {name}, "
-            f"torch {torch.__version__}; commit {commit}\n\n`PYTHONPATH=. python "
-            f"benchmarks/decode_duration.py --shapes {a.shapes} --device {a.device}"
-            f"{' --also ' + a.also if a.also else ''}` (ms, median of {a.reps}):\n\n")
-    with open(os.path.join(HERE, "RESULTS.md"), "a") as fh:
-        fh.write(head + "\n".join(lines) + "\n")
-
+    append(f"The posterior decode's K (issue 13) - {datetime.date.today()}, {name}, torch "
+           f"{torch.__version__}", f"`PYTHONPATH=. python benchmarks/decode_duration.py "
+           f"--shapes {a.shapes} --device {a.device}{' --also ' + a.also if a.also else ''}`"
+           f" (ms, median of {a.reps}):", lines)
 
 if __name__ == "__main__":
     main()

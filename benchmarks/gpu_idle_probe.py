@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import sys
-import tempfile
 import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -27,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 import torch
-from annotate_throughput import source_bases, synth_genome
+from annotate_stages import genome_args, warmed_genome
 
 BIN_US = 20.0
 
@@ -60,29 +59,13 @@ def stages():
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", type=float, default=12e6)
-    ap.add_argument("--chrom-size", type=float, default=2.5e6)
-    ap.add_argument("--contigs", type=int, default=500)
-    ap.add_argument("--model", default=os.path.join(ROOT, "semiseg", "models",
-                                                    "yeast_cds_frames.pt"))
-    ap.add_argument("--source", default=os.path.join(ROOT, "data", "yeast", "chrII.fa"))
-    ap.add_argument("--batch-steps", type=int, default=2_640_000)
-    ap.add_argument("--max-decode-steps", type=int, default=20_000)
+    genome_args(ap, 12e6, 2_640_000)
     ap.add_argument("--device", default="cuda", help="cpu: only to try the script")
     a = ap.parse_args()
 
     import semiseg.annotate as A
-    from semiseg import ui
 
-    ui.set_quiet(True)
-    work = tempfile.mkdtemp(prefix="idle_")
-    fasta = os.path.join(work, "genome.fa")
-    lengths = synth_genome(fasta, int(a.size), int(a.chrom_size), a.contigs, 0,
-                           source=source_bases(a.source))
-    kw = {"device": a.device, "batch_steps": a.batch_steps,
-          "max_decode_steps": a.max_decode_steps}
-    A.annotate(a.model, fasta, os.path.join(work, "warm"), chroms=[next(iter(lengths))], **kw)
-    A.annotate(a.model, fasta, os.path.join(work, "warm2"), **kw)
+    work, fasta, lengths, kw = warmed_genome(a, "idle_")
     plain = [(o, n, getattr(o, n)) for o, n, _ in stages()]
     for (o, n, name), (_, _, fn) in zip(stages(), plain):
         setattr(o, n, marked(name, fn))

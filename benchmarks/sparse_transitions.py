@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch
 from gene_decode_profile import gene_model, windows
 from periodic_kernels import events
+from results import append
 
 from semiseg.crf import kernels as kn
 from semiseg.crf.inputs import check_inputs
@@ -157,16 +157,10 @@ def main() -> None:
         del x, ref
     if a.no_record:
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, check=False,
-                            text=True, cwd=HERE).stdout.strip() or "unknown"
-    head = (f"\n## Sparse periodic transition tables on the gene model (issue 13) - "
-            f"{datetime.date.today()}, {torch.cuda.get_device_name()}, torch "
-            f"{torch.__version__}; commit {commit}\n\n`PYTHONPATH=. python "
-            f"benchmarks/sparse_transitions.py --shapes {a.shapes}` (ms, median of "
-            f"{a.reps}):\n\n")
-    with open(os.path.join(HERE, "RESULTS.md"), "a") as fh:
-        fh.write(head + "\n".join(lines) + "\n")
-
+    append(f"Sparse periodic transition tables on the gene model (issue 13) - "
+           f"{datetime.date.today()}, {torch.cuda.get_device_name()}, torch "
+           f"{torch.__version__}", f"`PYTHONPATH=. python benchmarks/sparse_transitions.py "
+           f"--shapes {a.shapes}` (ms, median of {a.reps}):", lines)
 
 if __name__ == "__main__":
     main()

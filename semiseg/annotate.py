@@ -199,12 +199,12 @@ class Annotator:
         steps = [steps_for(n, pool) for n in lengths]
         dev = xt.device
         padded = [n * pool for n in steps]
-        xr = _reverse_rows(xt, torch.tensor(padded, device=dev),
-                           torch.tensor(lengths, device=dev), max(padded))
+        pt = torch.tensor(padded, device=dev)
+        xr = _reverse_rows(xt, pt, torch.tensor(lengths, device=dev), max(padded))
         xr = xr[..., torch.as_tensor(columns, device=dev)]
         with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
                             enabled=self.amp):
-            em_rc, _, _ = self.model(xr, torch.tensor(padded, device=dev))
+            em_rc, _, _ = self.model(xr, pt)
         em_rc = em_rc.float()[..., swap]
         n = torch.tensor(steps, device=dev)
         return _reverse_rows(em_rc, n, n, width=S)

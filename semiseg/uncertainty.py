@@ -54,11 +54,10 @@ def has_run_posteriors(crf) -> bool:
 @torch.no_grad()
 def window_run_posteriors(crf, em: torch.Tensor, hid, lengths: torch.Tensor,
                           labels: torch.Tensor, spans: list[tuple[int, int, int]]) -> np.ndarray:
-    """Run posteriors (float64 numpy) of `spans` (b, start, end) under the labels (B, T)."""
+    """Run posteriors (float64 numpy) of `spans` (b, start, end) under the labels (B, T),
+    for a crf that has them (has_run_posteriors; the callers leave NaN where not)."""
     if not spans:
         return np.zeros(0)
-    if not has_run_posteriors(crf):
-        return np.full(len(spans), np.nan)
     args, kw = _crf_args(crf, em, hid, lengths)
     p = run_posteriors(*args, labels=labels, spans=spans, **kw)
     return p.double().cpu().numpy()

@@ -73,7 +73,7 @@ def _lse_last(v):
     return mxs + tl.log(tl.sum(tl.exp(v - mxs[:, :, None]), 2))
 
 
-# Sparse periodic transitions (SP > 0; kernels._sparse_width decides, kernels._sparse_tables
+# Sparse periodic transitions (SP > 0; kernels._sparse_width decides, kernels._per_tables
 # builds): a structured model allows few transitions (the 1-bp gene model: 61 of 37 x 37
 # per residue, at most 7 into or out of a label), so instead of the (NPP, CP, CP) padded
 # table a chain reads (NPP, CP, SP) values and their columns, SP (a power of two) >= the
