@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import torch
-from gene_decode_profile import gene_model, timed, windows
+from gene_decode_profile import gene_model, timed, window_terms
 from results import append
 
 from semiseg.crf import viterbi
@@ -51,13 +51,8 @@ def main() -> None:
              "|---|---|---|---|---|"]
     print(f"{name}, torch {torch.__version__}")
     print("\n".join(lines), flush=True)
-    for shape in a.shapes.split(","):
-        B, T = (int(float(v)) for v in shape.split("x"))
-        em, lengths = windows(ann, L, B, T, dev)
-        with torch.no_grad():
-            t = crf._terms(em, lengths)
+    for B, T, lengths, t in window_terms(ann, L, a.shapes, dev):
         post = crf._posteriors(t, "auto").detach()
-        del em
         ref = None
         for k in ks:
             dmask = torch.as_tensor(crf.layout.duration_mask(k), dtype=torch.float32,

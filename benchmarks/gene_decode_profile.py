@@ -71,6 +71,18 @@ def windows(ann, L: int, B: int, T: int, dev):
     return torch.stack(ems), torch.full((B,), T, device=dev)
 
 
+def window_terms(ann, L: int, shapes: str, dev):
+    """For each "BxT" of `shapes` (comma-separated): (B, T, lengths, the CRF terms of B
+    windows of T bp of chrII: `windows`, then FrameHead._terms)."""
+    for shape in shapes.split(","):
+        B, T = (int(float(v)) for v in shape.split("x"))
+        em, lengths = windows(ann, L, B, T, dev)
+        with torch.no_grad():
+            t = ann.model.crf._terms(em, lengths)
+        del em
+        yield B, T, lengths, t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="100x20000,20x100000")

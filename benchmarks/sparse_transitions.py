@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import torch
-from gene_decode_profile import gene_model, windows
+from gene_decode_profile import gene_model, window_terms
 from periodic_kernels import events
 from results import append
 
@@ -106,7 +106,6 @@ def main() -> None:
     a = ap.parse_args()
     dev = torch.device("cuda")
     ann, L = gene_model(a.model, dev)
-    crf = ann.model.crf
     rule = kn.SPARSE_BELOW
     runs = [("dense", 0.0, {}), ("sparse", rule, {})]
     for var in a.variant:
@@ -117,12 +116,9 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|---|"]
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     print("\n".join(lines), flush=True)
-    for shape in a.shapes.split(","):
-        B, T = (int(float(v)) for v in shape.split("x"))
-        em, lengths = windows(ann, L, B, T, dev)
-        with torch.no_grad():
-            x = inputs(crf._terms(em, lengths))
-        del em
+    for B, T, _, t in window_terms(ann, L, a.shapes, dev):
+        x = inputs(t)
+        del t
         ref = None
         for name, below, knobs in runs:
             kn.SPARSE_BELOW = below
