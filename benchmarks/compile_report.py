@@ -49,7 +49,7 @@ def _signature(fn, consts: dict) -> dict:
             sig[p] = "*u8"
         elif p in ("bp_d", "bp_c"):
             sig[p] = "*i16"
-        elif p in ("mid_bd", "mid_bc"):
+        elif p in ("mid_bd", "mid_bc", "bar"):
             sig[p] = "*i32"
         else:
             sig[p] = "*fp32"
@@ -99,7 +99,10 @@ def main():
         runs += [(f"static forward, ring in tiles of {ct}", chain._fwd_kernel,
                   dict(st, **fwd, MODE=0, PHASE=0, REV=False, TILE=ct)),
                  (f"static Viterbi half, ring in tiles of {ct}", chain._fwd_kernel,
-                  dict(st, **fwd, MODE=2, PHASE=0, REV=False, TILE=ct))]
+                  dict(st, **fwd, MODE=2, PHASE=0, REV=False, TILE=ct)),
+                 (f"static forward split over 8 programs, tiles of {min(ct, a.kp // 8)}",
+                  chain._fwd_kernel, dict(st, **fwd, MODE=0, PHASE=0, REV=False,
+                                          TILE=min(ct, a.kp // 8), SPLIT=8))]
         bt = max(1, min(a.kp, kn.BWD_TILE_ELEMS // a.cp))
         runs += [(f"static backward, rows, ring in tiles of {bt}", chain._bwd_kernel,
                   dict(st, REV=False, ROWS_FULL=True, END=False, DB_GLOBAL=True, TILE=bt)),

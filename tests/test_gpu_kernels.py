@@ -81,6 +81,24 @@ def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
+@pytest.mark.parametrize("split,elems", [(2, 1024), (8, 1024), (16, 256), (None, 16384)])
+def test_split_chains_against_float64(split, elems, monkeypatch):
+    """Static chains split over several programs per sequence (chain._fwd_kernel SPLIT:
+    parts of the ring, an exchange and a wait every step), forced or by rule, with one
+    tile or several per program, variable lengths and a mask: against float64, bitwise
+    deterministic."""
+    kn = _kn()
+    monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
+    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", elems)
+    monkeypatch.setattr(kn, "CHAIN_SPLIT", split)
+    B, T, K, C = 2, 3000, 500, 24
+    got = kn._split_opts(B, 512, 32, kn._chain_opts(512, 32, 4),
+                         torch.empty(1, device="cuda")).get("SPLIT", 1)
+    assert got == split if split else got > 1
+    p, extra = problem(B, T, K, C, seed=split or 1, lengths=[T, T - 713], allowed=True)
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
 def check_against_float64(kn, p, extra, *, deterministic=False):
     """The kernels on float32 inputs against the torch backend in float64 (SPEC bounds):
     log Z, every gradient, Viterbi score and the returned path's own score; with

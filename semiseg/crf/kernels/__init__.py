@@ -214,6 +214,35 @@ def _chain_opts(KP: int, CP: int, nw: int) -> dict:
     return {"TILE": tile, "num_warps": (CHAIN_TILE_WARPS or 16) if tile else nw}
 
 
+CHAIN_SPLIT: int | None = None  # programs per static tiled chain; None = _split_opts' rule
+SPLIT_MIN_ELEMS = 4096  # ring elements per program below which a chain is not split further
+
+
+def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
+    """Launch options of a static forward / reversed chain (chain._fwd_kernel MODE 0) split
+    over SPLIT programs per sequence: on a GPU, for tiled chains only, the largest power of
+    two G with 2 B G <= SMs (both directions' launches run side by side and every program
+    of a split chain must be resident at once: it waits for the others every step) and at
+    least SPLIT_MIN_ELEMS ring elements per program (CHAIN_SPLIT forces G, within the
+    SMs). Each program walks KP / G slots, in tiles of at most that. Returns kw with
+    TILE, SPLIT, xch (the parts' exchange) and bar (the counters, zero)."""
+    dev = dummy.device
+    G = 1
+    if kw["TILE"] and dev.type == "cuda":
+        room = _sm_count(dev) // (2 * B)
+        if CHAIN_SPLIT is not None:
+            G = CHAIN_SPLIT
+        else:
+            while 2 * G <= room and KP * CP // (2 * G) >= SPLIT_MIN_ELEMS:
+                G *= 2
+        G = max(1, min(G, room, KP))
+    if G == 1:
+        return kw
+    return dict(kw, TILE=min(kw["TILE"], KP // G), SPLIT=G,
+                xch=torch.empty(B * 4 * G * CP, device=dev, dtype=torch.float32),
+                bar=torch.zeros(B, device=dev, dtype=torch.int32))
+
+
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
 PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
 
@@ -462,8 +491,8 @@ def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
-            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, BIG_VITERBI,
-            CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
+            CHAIN_SPLIT, SPLIT_MIN_ELEMS, BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS,
+            BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
             SPARSE_VITERBI)
 
 
@@ -520,11 +549,12 @@ def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
 
     def half(side, args, fl, rev):
         def go():
-            chain._fwd_kernel[(B,)](
+            sk = _split_opts(B, KP, CP, kw, dummy)
+            chain._fwd_kernel[(B, sk.get("SPLIT", 1))](
                 *args, x.lengths, *ck[side], *mid[side], dummy, dummy, dummy, dummy, dummy,
                 dummy, dummy, _work(kw["TILE"], B, KP, CP, dummy), T, C, K, P, nck, 0,
                 KP=KP, CP=CP, MODE=0, REV=rev, PHASE=0, GAMMA_ROWS=rows,
-                LEAVE_OUT=LEAVE_OUT, **kw, **fl)
+                LEAVE_OUT=LEAVE_OUT, **sk, **fl)
         return go
 
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
@@ -610,12 +640,13 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
 
     def other_half(side, args, fl, rev):
         def go():
-            chain._fwd_kernel[(B,)](
+            sk = _split_opts(B, KP, CP, kw, dummy)
+            chain._fwd_kernel[(B, sk.get("SPLIT", 1))](
                 *args, x.lengths, *ck[side], *mid[side], *(rows if full else (dummy,) * 3),
                 dummy, dummy, *fin[side], _work(kw["TILE"], B, KP, CP, dummy),
                 T, C, K, P, nck, 0,
                 KP=KP, CP=CP, MODE=0, REV=rev, PHASE=1, GAMMA_ROWS=gr, WRITE_ROWS=full,
-                **kw, **fl)
+                **sk, **fl)
         return go
 
     _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))

@@ -197,6 +197,7 @@ def _fwd_kernel(
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
+    xch=None, bar=None, SPLIT: tl.constexpr = 1,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -241,14 +242,31 @@ def _fwd_kernel(
     beyond the register file (the whole-ring step spilled: benchmarks/KERNELS_NOTES.md,
     session 16). The same terms, reduced in another order: not bitwise the register ring's
     results (tests compare both with float64); a barrier ends each step.
+
+    SPLIT > 1 (TILE > 0, static, MODE 0; kernels._split_width): SPLIT programs (program id
+    1 = g) share one sequence's chain, program g walking slots [g KP/SPLIT, (g+1)
+    KP/SPLIT) of the ring; each step they exchange their partial logsumexps (max, sum)
+    through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
+    a counter in `bar` (B,) int32, zero at launch (_split_lse); then each combines the
+    SPLIT parts in the same order, so all hold the same alpha and gamma, and program 0
+    alone stores the rows, checkpoints and states other than the ring's. Every program of
+    the launch must be resident at once (the host keeps B x SPLIT within the SMs).
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
+    lead = True  # the program that stores what is not its part of the ring
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
-        jt = tl.arange(0, TILE)[:, None]
+        KS: tl.constexpr = KP // SPLIT  # this program's slots
+        if SPLIT > 1:
+            tl.static_assert((MODE == 0) & (NP == 1))
+            g = tl.program_id(1)
+            lead = g == 0
+            jt = g * KS + tl.arange(0, TILE)[:, None]
+        else:
+            jt = tl.arange(0, TILE)[:, None]
         if MODE == 1:
             wp = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
         else:
@@ -294,7 +312,7 @@ def _fwd_kernel(
         i0 = half
         i1 = L
         if TILE > 0:
-            _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KP, CP, TILE)
+            _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KS, CP, TILE)
         else:
             R = tl.load(mid_ring + (b * KP + js) * CP + cs)
         gam = tl.load(mid_gam + b * CP + cs1)
@@ -304,7 +322,7 @@ def _fwd_kernel(
         i0 = 0
         i1 = half
         if TILE > 0:
-            _empty_tiles(wp, jt, cs, KP, CP, TILE)
+            _empty_tiles(wp, jt, cs, KS, CP, TILE)
         elif NP > 1:
             # an empty ring that comes from a (fully masked) load: from tl.full, ptxas
             # allocated 32 registers and spilled ~17 KB per thread (sm_90, triton 3.9;
@@ -334,20 +352,20 @@ def _fwd_kernel(
             if tb % P == 0:
                 k = tb // P
                 if TILE > 0:
-                    _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KP, CP, TILE)
+                    _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
                 else:
                     tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
-                tl.store(ck_gam + (ck + k) * CP + cs1, gam)
-                tl.store(ck_alp + (ck + k) * CP + cs1, alp)
-                tl.store(ck_n + ck + k, n)
+                tl.store(ck_gam + (ck + k) * CP + cs1, gam, mask=lead)
+                tl.store(ck_alp + (ck + k) * CP + cs1, alp, mask=lead)
+                tl.store(ck_n + ck + k, n, mask=lead)
         if MODE == 1 or WRITE_ROWS:
             if WRITE_ROWS:
                 r = b * T + p
             else:
                 r = (b * tl.num_programs(1) + tl.program_id(1)) * P + (i - i0)
-            tl.store(rows_gam + r * CP + cs1, gam)
-            tl.store(rows_alp + r * CP + cs1, alp)
-            tl.store(rows_n + r, n)
+            tl.store(rows_gam + r * CP + cs1, gam, mask=lead)
+            tl.store(rows_alp + r * CP + cs1, alp, mask=lead)
+            tl.store(rows_n + r, n, mask=lead)
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
         if TILE == 0:  # (else _ring_tiles below, over the ring in memory)
@@ -402,7 +420,10 @@ def _fwd_kernel(
         else:
             if TILE > 0:  # the same over the ring in memory
                 alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP,
-                                                TILE, MODE == 2)
+                                                TILE, MODE == 2, KS)
+                if SPLIT > 1:
+                    alp, esum = _split_lse(xch + b * 4 * SPLIT * CP, bar + b, alp, esum,
+                                           i - i0, g, cs1, CP, SPLIT)
                 if MODE != 2:
                     alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
             elif MODE == 2:
@@ -444,21 +465,47 @@ def _fwd_kernel(
                              mask=cmask1)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
         if TILE > 0:
-            _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KP, CP, TILE)
+            _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
         else:
             tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
-        tl.store(mid_gam + b * CP + cs1, gam)
-        tl.store(mid_alp + b * CP + cs1, alp)
-        tl.store(mid_n + b, n)
+        tl.store(mid_gam + b * CP + cs1, gam, mask=lead)
+        tl.store(mid_alp + b * CP + cs1, alp, mask=lead)
+        tl.store(mid_n + b, n, mask=lead)
     if MODE == 0 and PHASE == 1:
-        tl.store(out_alp + b * CP + cs1, alp)
-        tl.store(out_n + b, n)
+        tl.store(out_alp + b * CP + cs1, alp, mask=lead)
+        tl.store(out_n + b, n, mask=lead)
+
+
+@triton.jit
+def _split_lse(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.constexpr):
+    """A split chain's step (_fwd_kernel SPLIT): this program's part of the logsumexp per
+    label (max acc, sum esum of exp(v - max)) into row g of xch's half s % 2, an arrival
+    at the counter `bar`, a wait until all SPLIT programs have arrived for step s, then
+    every part combined in the order g = 0, 1, ... Returns (max, sum) over all slots.
+    The halves alternate so that a program a step ahead never overwrites a part that
+    another may still read (it cannot be two steps ahead: it waits at the counter)."""
+    half = xch + (s % 2) * 2 * SPLIT * CP
+    tl.store(half + g * 2 * CP + cs1, acc)
+    tl.store(half + g * 2 * CP + CP + cs1, esum)
+    tl.debug_barrier()  # every thread's part is written before the arrival
+    tl.atomic_add(bar, 1, sem="release", scope="gpu")
+    target = SPLIT * (s + 1)
+    seen = tl.atomic_add(bar, 0, sem="acquire", scope="gpu")
+    while seen < target:
+        seen = tl.atomic_add(bar, 0, sem="acquire", scope="gpu")
+    tl.debug_barrier()
+    gs = tl.arange(0, SPLIT)[:, None] * 2 * CP
+    A = tl.load(half + gs + cs1[None, :], volatile=True)
+    E = tl.load(half + gs + CP + cs1[None, :], volatile=True)
+    mx = tl.max(A, 0)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mx, tl.sum(E * tl.exp(A - mxs[None, :]), 0)
 
 
 @triton.jit
 def _copy_tiles(dst, src, shift, jt, cs, KP: tl.constexpr, CP: tl.constexpr,
                 TILE: tl.constexpr):
-    """dst = src - shift over a (KP, CP) ring, TILE slots at a time."""
+    """dst = src - shift over KP slots of a (., CP) ring from slot jt[0], TILE at a time."""
     for j0 in range(0, KP, TILE):
         jr = (j0 + jt) * CP + cs
         tl.store(dst + jr, tl.load(src + jr) - shift)
@@ -466,7 +513,7 @@ def _copy_tiles(dst, src, shift, jt, cs, KP: tl.constexpr, CP: tl.constexpr,
 
 @triton.jit
 def _empty_tiles(dst, jt, cs, KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr):
-    """dst = -inf over a (KP, CP) ring, TILE slots at a time."""
+    """dst = -inf over KP slots of a (., CP) ring from slot jt[0], TILE at a time."""
     for j0 in range(0, KP, TILE):
         tl.store(dst + (j0 + jt) * CP + cs, tl.full((TILE, CP), NEG, tl.float32))
 
@@ -485,17 +532,18 @@ def _tile_step(wp, jj, ins, f, mprev, i, db, cs, KP: tl.constexpr, CP: tl.conste
 
 @triton.jit
 def _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
-                CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr):
+                CP: tl.constexpr, TILE: tl.constexpr, BEST: tl.constexpr, KS: tl.constexpr):
     """One step of a static chain over its ring in memory (wp, (KP, CP)), TILE slots at
     a time (_fwd_kernel's and _bwd_kernel's TILE): the new start `ins` into slot i % KP,
     the others shifted by -mprev, the scores f added (stored back), and per label over
     the slots of ring + duration bias: the max and the sum of exp(v - max) (an online
     logsumexp over the tiles), or (BEST) the max and the shortest duration reaching it.
+    Walks KS slots from slot jt[0] (KS = KP: the whole ring; less: a split chain's part).
     Returns (max, sum, durations); ends with a barrier."""
     acc = tl.full((CP,), NEG, tl.float32)
     esum = tl.zeros((CP,), tl.float32)
     best = tl.full((CP,), KP + 1, tl.int32)
-    for j0 in range(0, KP, TILE):
+    for j0 in range(0, KS, TILE):
         v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
         tm = tl.max(v, 0)
         if BEST:
@@ -835,7 +883,7 @@ def _bwd_kernel(
             elif TILE > 0:
                 # the same, tile by tile, with an online logsumexp over the tiles
                 mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP, TILE,
-                                          False)
+                                          False, KP)
                 mxs = tl.where(mx == NEG, 0.0, mx)
             else:
                 R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
