@@ -1,7 +1,7 @@
 """Static chains split over several programs per sequence (issue 9: B = 1, T = 1e6 in <= 7 s):
 
-    PYTHONPATH=. python benchmarks/split_chains.py [--genome 1,rule,4,8,16] [--warps 16,8]
-        [--ks 2000,4000,8192] [--reps 3] [--no-record]
+    PYTHONPATH=. python benchmarks/split_chains.py [--genome 1,rule,4,8,16] [--warps rule,16,8]
+        [--ks 2000,4000,8192] [--small 1x20000x1000x16,...] [--reps 3] [--no-record]
 
 A tiled static chain (chain._fwd_kernel with its ring in memory) walks its whole ring on
 one SM every step, so at B = 1 two SMs of an H100's 132 work and the 1e6 steps of the
@@ -15,7 +15,8 @@ falls G-fold and each step pays one exchange (~1-2 us: two L2 round trips), so a
 variant (G = 1 is the unsplit chain, at the first --warps only; rule: kernels._split_opts'
 choice), each at every --warps, after a call at T = 20,000 that compiles it; log Z checked against G = 1's.
 --ks: issue 9's K-doubling shape (16, 20000, K, 13), fwd+bwd median of --reps, unsplit
-and by rule. CUDA events. Appends the tables to benchmarks/RESULTS.md unless --no-record.
+and by rule. --small: shapes (BxTxKxC) whose rings the shipped rule keeps in registers,
+against the same forced into tiles and split. CUDA events. Appends the tables to benchmarks/RESULTS.md unless --no-record.
 """
 
 import argparse
@@ -34,7 +35,7 @@ from semiseg.crf import kernels as kn
 
 def _set(split, warps):
     kn.CHAIN_SPLIT = split
-    kn.CHAIN_TILE_WARPS = warps
+    kn.CHAIN_TILE_WARPS = None if warps == "rule" else warps
 
 
 def genome(variants, warps):
@@ -49,7 +50,8 @@ def genome(variants, warps):
     for v in variants:
         for w in warps[:1] if v == "1" else warps:
             _set(None if v == "rule" else int(v), w)
-            G = kn._split_opts(1, KP, CP, kn._chain_opts(KP, CP, 16), dummy).get("SPLIT", 1)
+            sk = kn._split_opts(1, KP, CP, kn._chain_opts(KP, CP, 16), dummy)
+            G, nw = sk.get("SPLIT", 1), sk["num_warps"]
             fwd_bwd(small)
             torch.cuda.reset_peak_memory_stats()
             f = events(lambda: kn.forward(x), 1, warmup=0)
@@ -59,7 +61,7 @@ def genome(variants, warps):
             if ref is None:
                 ref = lz
             name = f"{G} (rule)" if v == "rule" else str(G)
-            rows.append(f"| {name} | {w} | {f / 1e3:.2f} | {t / 1e3:.2f} | {peak:.2f} | "
+            rows.append(f"| {name} | {nw}{' (rule)' if w == 'rule' else ''} | {f / 1e3:.2f} | {t / 1e3:.2f} | {peak:.2f} | "
                         f"{lz - ref:.2e} |")
             print(rows[-1], flush=True)
     _set(None, None)
@@ -91,11 +93,34 @@ def kdoubling(ks, reps):
     return rows
 
 
+def small(shapes, reps):
+    """Register-ring shapes at small B: the shipped path against the ring forced into
+    memory (CHAIN_TILE_FROM = 0) and split by rule."""
+    rows = ["| B, T, K, C | fwd+bwd ms, register ring | fwd+bwd ms, tiled and split (G) |",
+            "|---|---|---|"]
+    print("\n".join(rows), flush=True)
+    dummy = torch.empty(1, device="cuda")
+    for B, T, K, C in shapes:
+        x = as_x(leaves(B, T, K, C))
+        KP, CP = kn._shape(x)
+        _set(None, "rule")
+        reg = events(lambda x=x: fwd_bwd(x), reps)
+        old = kn.CHAIN_TILE_FROM
+        kn.CHAIN_TILE_FROM = 0
+        G = kn._split_opts(B, KP, CP, kn._chain_opts(KP, CP, 16), dummy).get("SPLIT", 1)
+        sp = events(lambda x=x: fwd_bwd(x), reps)
+        kn.CHAIN_TILE_FROM = old
+        rows.append(f"| {B}, {T}, {K}, {C} | {reg:.1f} | {sp:.1f} ({G}) |")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--genome", default="1,rule,4,8,16")
-    ap.add_argument("--warps", default="16,8")
+    ap.add_argument("--warps", default="rule,16,8")
     ap.add_argument("--ks", default="1000,2000,4000,8192")
+    ap.add_argument("--small", default="1x20000x1000x16,4x20000x1000x16,1x20000x256x24")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
@@ -103,9 +128,13 @@ def main():
     print(dev, flush=True)
     lines = []
     if a.genome:
-        lines += genome(a.genome.split(","), [int(w) for w in a.warps.split(",")]) + [""]
+        warps = [w if w == "rule" else int(w) for w in a.warps.split(",")]
+        lines += genome(a.genome.split(","), warps) + [""]
     if a.ks:
-        lines += kdoubling([int(k) for k in a.ks.split(",")], a.reps)
+        lines += kdoubling([int(k) for k in a.ks.split(",")], a.reps) + [""]
+    if a.small:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in a.small.split(",")]
+        lines += small(shapes, a.reps)
     if not a.no_record:
         append(f"Static chains split over programs (issue 9) - "
                f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {dev}, torch {torch.__version__}",

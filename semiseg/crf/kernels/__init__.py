@@ -215,7 +215,7 @@ def _chain_opts(KP: int, CP: int, nw: int) -> dict:
 
 
 CHAIN_SPLIT: int | None = None  # programs per static tiled chain; None = _split_opts' rule
-SPLIT_MIN_ELEMS = 4096  # ring elements per program below which a chain is not split further
+SPLIT_MIN_ELEMS = 1024  # ring elements per program below which a chain is not split further
 
 
 def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
@@ -224,8 +224,12 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     two G with 2 B G <= SMs (both directions' launches run side by side and every program
     of a split chain must be resident at once: it waits for the others every step) and at
     least SPLIT_MIN_ELEMS ring elements per program (CHAIN_SPLIT forces G, within the
-    SMs). Each program walks KP / G slots, in tiles of at most that. Returns kw with
-    TILE, SPLIT, xch (the parts' exchange) and bar (the counters, zero)."""
+    SMs). Each program walks KP / G slots, in tiles of at most that, at 4 warps up to
+    2,048 ring elements, 8 up to 4,096, else 16 (CHAIN_TILE_WARPS forces them). On an
+    H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.74 s -> 4.54 s at G = 8 and
+    3.76 s at G = 32 with 4 warps (benchmarks/split_chains.py; RESULTS.md, "Static chains
+    split over programs"). Returns kw with TILE, SPLIT, xch (the parts' exchange), bar
+    (the counters, zero) and num_warps."""
     dev = dummy.device
     G = 1
     if kw["TILE"] and dev.type == "cuda":
@@ -238,7 +242,9 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
         G = max(1, min(G, room, KP))
     if G == 1:
         return kw
-    return dict(kw, TILE=min(kw["TILE"], KP // G), SPLIT=G,
+    per = KP * CP // G
+    nw = CHAIN_TILE_WARPS or (4 if per <= 2048 else 8 if per <= 4096 else 16)
+    return dict(kw, TILE=min(kw["TILE"], KP // G), SPLIT=G, num_warps=nw,
                 xch=torch.empty(B * 4 * G * CP, device=dev, dtype=torch.float32),
                 bar=torch.zeros(B, device=dev, dtype=torch.int32))
 
