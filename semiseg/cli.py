@@ -241,13 +241,11 @@ def evaluate(
     result = run(str(pred), str(truth), scheme=pick_scheme(model, scheme), tolerance=tolerance)
     if out:
         write_report(result, out)
-    from rich.console import Console
-
-    Console().print(render_table(result, title=f"{pred} vs {truth}"))
+    ui.result_console().print(render_table(result, title=f"{pred} vs {truth}"))
     if result["calibration"]["segments"]:
         from .calibration import render
 
-        Console().print(render(result["calibration"]))
+        ui.result_console().print(render(result["calibration"]))
 
 
 @app.command()

@@ -102,8 +102,6 @@ SHIPPED_MODEL = Path(__file__).resolve().parent / "models" / "yeast_cds_frames.p
 def run(outdir: str | os.PathLike, data=None, device: str | None = None,
         epochs: int | None = None, train_model: bool = False) -> dict:
     """The whole demo; returns the evaluation result."""
-    from rich.console import Console
-
     from .annotate import annotate
     from .evaluate import evaluate, render_table, write_report
     from .genome import LabelScheme
@@ -154,7 +152,7 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     plot_region(f"{prefix}.bed", "chrI:130000-160000", str(out / "example.png"),
                 truth=str(data_dir / "yeast_chrI_chrII.gff3"), scheme=scheme,
                 posteriors=prefix)
-    Console().print(render_table(result, title="semiseg demo: chrI vs SGD"))
+    ui.result_console().print(render_table(result, title="semiseg demo: chrI vs SGD"))
     ui.log(f"demo done in {time.perf_counter() - t0:.0f} s: {out}/evaluation.tsv, "
            f"{prefix}.bed, {out}/example.png")
     return result

@@ -24,6 +24,14 @@ _console = Console(stderr=True, highlight=False)
 _state = {"quiet": False}
 
 
+def result_console() -> Console:
+    """The console for result tables on stdout. Written to a file or a pipe (a log, a
+    Snakemake rule), rich would fold tables to 80 columns and cut numbers short ("0.67…");
+    there it gets 160 columns, room for every table semiseg prints."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
 def set_quiet(quiet: bool) -> None:
     _state["quiet"] = quiet
 

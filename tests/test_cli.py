@@ -154,3 +154,22 @@ def test_demo_with_the_shipped_model(tmp_path):
         for (_, a1, _), (b0, _, _) in zip(blocks[:-1], blocks[1:]):
             intron = fa[a1:b0] if strand == "+" else fa[a1:b0].translate(comp)[::-1]
             assert intron[:2] == "GT" and intron[-2:] == "AG", (a1, b0, strand)
+
+
+def test_evaluate_table_in_a_pipe_is_not_cut(tmp_path):
+    """Printed to a pipe (a log file, a workflow), the evaluation table keeps whole label
+    names and numbers: rich's 80-column default cut them to 'inter…' and '0.67…'."""
+    truth, pred = tmp_path / "t.bed", tmp_path / "p.bed"
+    truth.write_text("chrI\t0\t100\tintergenic\nchrI\t100\t400\tCDS+\nchrI\t400\t500\t"
+                     "intergenic\nchrI\t500\t800\tCDS-\nchrI\t800\t1000\tintergenic\n")
+    pred.write_text("chrI\t0\t103\tintergenic\nchrI\t103\t400\tCDS+\nchrI\t400\t500\t"
+                    "intergenic\nchrI\t500\t800\tCDS-\nchrI\t800\t1000\tintergenic\n")
+    proc = cli("evaluate", "--pred", pred, "--truth", truth, "--tolerance", "0",
+               "--scheme", ROOT / "configs" / "demo.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout, proc.stdout
+    rows = {ln.split("│")[1].strip(): ln for ln in proc.stdout.splitlines()
+            if ln.count("│") > 3}
+    assert "intergenic" in rows and "CDS+" in rows, proc.stdout
+    # CDS- is right at every base: recall 1.0000 printed whole
+    assert "1.0000" in rows["CDS-"], proc.stdout
