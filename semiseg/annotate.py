@@ -504,7 +504,9 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
            + ("; emissions averaged over both strands" if use_rc else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
                      for attr in ("intron_penalty", "branch_penalty")
-                     if getattr(crf, attr, 0))
+                     if 0 < getattr(crf, attr, 0) < math.inf)
+           + ("; introns need a branch point"
+              if getattr(crf, "branch_penalty", 0) == math.inf else "")
            + (f"; introns begin {crf.donor_motif}" if getattr(crf, "donor_motif", "") else "")
            + ("; start codons moved to the first ATG of their ORF"
               if rules and rules.first_atg else "")
@@ -561,7 +563,8 @@ def _set_penalty(head, attr: str, configured: float, given: float | None, exists
     False) ignores a configured value (e.g. an argmax head trained from the demo config),
     but asking for one on the command line is an error saying `why`."""
     flag = "--" + attr.replace("_", "-")
-    value = _at_least_zero(flag, configured if given is None else given)
+    value = _at_least_zero(flag, configured if given is None else given,
+                           infinite=attr == "branch_penalty")
     if not exists:
         if given:
             raise SemisegError(f"{flag}: {why}")
@@ -570,9 +573,10 @@ def _set_penalty(head, attr: str, configured: float, given: float | None, exists
         setattr(head, attr, value)
 
 
-def _at_least_zero(flag: str, value: float) -> float:
-    if not (value >= 0 and math.isfinite(value)):
-        raise SemisegError(f"{flag}: expected a finite number >= 0, got {value}")
+def _at_least_zero(flag: str, value: float, infinite: bool = False) -> float:
+    if not (value >= 0 and (math.isfinite(value) or infinite)):
+        what = "a number >= 0 or inf" if infinite else "a finite number >= 0"
+        raise SemisegError(f"{flag}: expected {what}, got {value}")
     return float(value)
 
 

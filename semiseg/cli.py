@@ -118,8 +118,9 @@ def annotate(
                                        "(default: the model's annotate.intron_penalty)."),
     branch_penalty: float | None = typer.Option(
         None, "--branch-penalty", help="Gene model: log-score taken from each intron with no "
-                                       "branch point near the consensus (default: the "
-                                       "model's annotate.branch_penalty, 0)."),
+                                       "branch point near the consensus; inf: none may "
+                                       "end there (default: the model's "
+                                       "annotate.branch_penalty)."),
     donor_motif: str | None = typer.Option(
         None, "--donor-motif", help="Gene model: introns must begin with this IUPAC motif "
                                     "(e.g. GTANG; default: the model's annotate.donor_motif)."),

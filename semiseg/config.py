@@ -238,8 +238,9 @@ class AnnotateConfig:
              genomes where the model's introns are less reliable than its genes
     branch_penalty: the gene model with crf.site_scores only: subtract this log-score from
              each intron whose acceptor has no branch point within one base of the
-             branch matrix's consensus (yeast TACTAAC) 10-80 bp upstream (0: off). A
-             prior for genomes whose introns nearly all carry one
+             branch matrix's consensus (yeast TACTAAC) 10-80 bp upstream (0: off; .inf:
+             a rule, no intron ends at such an acceptor). A prior for genomes whose
+             introns nearly all carry one
     donor_motif: the gene model only: an intron must begin with this IUPAC motif on its
              strand (e.g. GTANG; "" or GT: any GT); a prior for genomes with a strict 5'
              splice site (yeast: GTATGT)
@@ -352,7 +353,12 @@ def _check_type(where: str, value, hint):
             raise SemisegError(f"{where}: expected an integer, got {value!r}")
         return value
     if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, str):  # YAML 1.1 reads 1e4 and inf as strings
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise SemisegError(f"{where}: expected a number, got {value!r}")
         return float(value)
     if hint is str:

@@ -24,6 +24,8 @@ counted coding Markov chain (content.ContentScores).
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -116,7 +118,8 @@ class FrameHead(nn.Module):
         # base) when annotating; training leaves it at 0
         self.intron_penalty = 0.0
         # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
-        # no branch point near the consensus (sites.SiteScores.weak_branch)
+        # no branch point near the consensus (sites.SiteScores.weak_branch); inf: such
+        # acceptors are masked out (no intron may end there)
         self.branch_penalty = 0.0
         # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
         self.donor_motif = ""
@@ -154,7 +157,11 @@ class FrameHead(nn.Module):
             if self.sites is None:
                 raise SemisegError("annotate.branch_penalty needs a model trained with "
                                    "crf.site_scores: true (the branch-point matrix)")
-            scores = scores - self.branch_penalty * self.sites.weak_branch(codes).to(scores.dtype)
+            weak = self.sites.weak_branch(codes)
+            if math.isinf(self.branch_penalty):  # a rule: no intron ends there at all
+                allowed = allowed & (weak == 0)
+            else:
+                scores = scores - self.branch_penalty * weak.to(scores.dtype)
 
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask

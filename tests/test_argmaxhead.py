@@ -79,6 +79,7 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
     penalise); asking for one on the command line is a one-line error, as is a negative
     branch penalty, and none leaves output."""
     import copy
+    import math
     import os
 
     import pytest
@@ -114,7 +115,12 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
         annotate(str(path), str(fasta), str(tmp_path / "b"), device="cpu", intron_penalty=2.0)
     with pytest.raises(SemisegError, match="--branch-penalty"):
         annotate(str(path), str(fasta), str(tmp_path / "b"), device="cpu", branch_penalty=2.0)
-    with pytest.raises(SemisegError, match="--branch-penalty: expected a finite number"):
+    for bad in (-1.0, math.nan):
+        with pytest.raises(SemisegError, match="--branch-penalty: expected a number >= 0 or "
+                                               "inf"):
+            annotate(os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt"),
+                     str(fasta), str(tmp_path / "b"), device="cpu", branch_penalty=bad)
+    with pytest.raises(SemisegError, match="--intron-penalty: expected a finite number"):
         annotate(os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt"), str(fasta),
-                 str(tmp_path / "b"), device="cpu", branch_penalty=-1.0)
+                 str(tmp_path / "b"), device="cpu", intron_penalty=math.inf)
     assert not list(tmp_path.glob("b.*"))

@@ -9,6 +9,7 @@ search written here, not the CRF code) must be such a gene structure.
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -578,11 +579,10 @@ def test_the_gene_model_needs_room_for_a_codon():
     build_model(load_config("configs/demo.yaml", ["crf.max_duration=3"]), 4, 5)
 
 
-def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
-    """annotate.branch_penalty b: the same distribution as b taken from the acceptor
-    channel wherever no 7-mer 10-80 bp upstream (transcript direction) is within one base
-    of the branch consensus (walked on the string), and a large b leaves no intron ending
-    at such an acceptor in the decoded structure."""
+def _branch_case():
+    """A 320-bp sequence of branch points, one-off ones, splice sites and random bases,
+    a double FrameHead with a branch matrix of consensus TACTAAC, intron-friendly
+    emissions, and the weak acceptors found by walking the string (test_sites)."""
     import sys
 
     sys.path.insert(0, "tests")
@@ -603,25 +603,65 @@ def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
         pwm["ACGT".index(base), j] = 1.5
     head.sites.set({"branch": pwm})
     R, onehot, em = _intron_friendly(lay, seq, seed=2)
-    lengths = torch.tensor([len(seq)])
     weak = weak_scan(seq)
     assert weak["+"].any() and (~weak["+"]).any() and weak["-"].any() and (~weak["-"]).any()
-    b = 2.3
+    return lay, head, R, onehot, em, torch.tensor([len(seq)]), weak
+
+
+def _weak_acceptors_taken(lay, R, weak, b):
+    """R with b taken from the acceptor channel of each strand at its weak positions."""
     R2 = R.clone()
     for st in "+-":
-        R2[0, :, lay.channels.index(f"acceptor{st}")] -= b * torch.as_tensor(weak[st],
-                                                                              dtype=torch.float64)
-    want_z = head.log_partition(torch.cat([R2, onehot], -1), lengths, backend="torch")
+        w = torch.as_tensor(weak[st])
+        R2[0, w, lay.channels.index(f"acceptor{st}")] -= b
+    return R2
+
+
+def _acceptors(lay, seg):
+    return [(s, lay.kind_names[lay.kind[c]]) for s, _, c in seg.segments[0]
+            if lay.kind_names[lay.kind[c]] in ("acceptor+", "acceptor-")]
+
+
+def test_branch_penalty_is_a_score_taken_from_introns_without_a_branch_point():
+    """annotate.branch_penalty b: the same distribution as b taken from the acceptor
+    channel wherever no 7-mer 10-80 bp upstream (transcript direction) is within one base
+    of the branch consensus (walked on the string), and a large b leaves no intron ending
+    at such an acceptor in the decoded structure."""
+    lay, head, R, onehot, em, lengths, weak = _branch_case()
+    b = 2.3
+    want_z = head.log_partition(torch.cat([_weak_acceptors_taken(lay, R, weak, b), onehot],
+                                          -1), lengths, backend="torch")
     plain_z = head.log_partition(em, lengths, backend="torch")
     head.branch_penalty = b
     got_z = head.log_partition(em, lengths, backend="torch")
     assert torch.allclose(got_z, want_z, atol=1e-9)
     assert float(plain_z - got_z) > 1e-3  # it took something
     head.branch_penalty = 1e4
-    seg = head.decode_internal(em, lengths)
-    acceptors = [(s, lay.kind_names[lay.kind[c]]) for s, _, c in seg.segments[0]
-                 if lay.kind_names[lay.kind[c]] in ("acceptor+", "acceptor-")]
+    acceptors = _acceptors(lay, head.decode_internal(em, lengths))
     assert acceptors  # introns still decoded, at acceptors with a branch point
+    for s, kind in acceptors:
+        assert not weak[kind[-1]][s], (s, kind)
+
+
+def test_infinite_branch_penalty_is_a_rule():
+    """annotate.branch_penalty inf: no intron may end at an acceptor without a branch point
+    (the allowed mask): log Z equals its limit, the model's with 1e4 taken from the
+    acceptor channel at the weak positions found on the string (in float64 such paths
+    add exactly nothing), it is below log Z at b = 4 (the rule removes paths a finite
+    penalty keeps), and the decoded introns end at strong acceptors."""
+    lay, head, R, onehot, em, lengths, weak = _branch_case()
+    want_z = head.log_partition(
+        torch.cat([_weak_acceptors_taken(lay, R, weak, 1e4), onehot], -1), lengths,
+        backend="torch")
+    head.branch_penalty = 4.0
+    four_z = head.log_partition(em, lengths, backend="torch")
+    head.branch_penalty = math.inf
+    got_z = head.log_partition(em, lengths, backend="torch")
+    assert torch.isfinite(got_z).all()
+    assert torch.allclose(got_z, want_z, atol=1e-9)
+    assert float(four_z - got_z) > 1e-6
+    acceptors = _acceptors(lay, head.decode_internal(em, lengths))
+    assert acceptors
     for s, kind in acceptors:
         assert not weak[kind[-1]][s], (s, kind)
 
