@@ -14,6 +14,7 @@ here too so the demo also runs after `pip install .`, where configs/ is not inst
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ SETTINGS = {
               "reverse_complement": True},
     "annotate": {"window": 100000, "context": 5000, "max_decode_steps": 2000000,
                  "reverse_complement": "off", "intron_penalty": 0.0, "first_atg": True,
-                 "long_orfs": 100, "donor_motif": "GTANG"},
+                 "long_orfs": 100, "donor_motif": "GTANG", "branch_penalty": math.inf},
     "device": "auto",
 }
 
@@ -138,6 +139,7 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     prefix = str(out / "annotation")
     annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
              device=cfg.device, intron_penalty=cfg.annotate.intron_penalty,
+             branch_penalty=cfg.annotate.branch_penalty,
              reverse_complement=cfg.annotate.reverse_complement,
              first_atg=cfg.annotate.first_atg, long_orfs=cfg.annotate.long_orfs,
              donor_motif=cfg.annotate.donor_motif)
