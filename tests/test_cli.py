@@ -123,7 +123,7 @@ def test_demo_with_the_shipped_model(tmp_path):
     """`semiseg demo` annotates chrI at 1 bp with the shipped gene model and scores it at
     the exact base: every output is written, and every predicted CDS run on a strand is
     a whole number of codons and every intron GT..AG (the reading-frame model cannot
-    produce anything else)."""
+    produce anything else) with a branch point (the demo's rule)."""
     import json
 
     out = tmp_path / "demo"
@@ -143,6 +143,7 @@ def test_demo_with_the_shipped_model(tmp_path):
             genes.setdefault(parent, []).append((int(f[3]) - 1, int(f[4]), f[6]))
     assert genes
     comp = str.maketrans("ACGT", "TGCA")
+    introns = 0
     for parts in genes.values():
         strand = parts[0][2]
         seq = "".join(fa[a:b] for a, b, _ in sorted(parts))
@@ -154,6 +155,13 @@ def test_demo_with_the_shipped_model(tmp_path):
         for (_, a1, _), (b0, _, _) in zip(blocks[:-1], blocks[1:]):
             intron = fa[a1:b0] if strand == "+" else fa[a1:b0].translate(comp)[::-1]
             assert intron[:2] == "GT" and intron[-2:] == "AG", (a1, b0, strand)
+            # the demo's branch point rule: a 7-mer within one base of TACTAAC in the
+            # 90 bases before the intron's end (annotate.branch_penalty: .inf)
+            tail = intron[-90:]
+            assert any(sum(x != y for x, y in zip(tail[i:i + 7], "TACTAAC")) <= 1
+                       for i in range(len(tail) - 6)), (a1, b0, strand)
+            introns += 1
+    assert introns  # chrI's YAL003W and YAL001C introns are found
 
 
 def test_evaluate_table_in_a_pipe_is_not_cut(tmp_path):
