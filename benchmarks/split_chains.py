@@ -38,11 +38,17 @@ def _set(split, warps):
     kn.CHAIN_TILE_WARPS = None if warps == "rule" else warps
 
 
+def split_of(B, KP, CP):
+    """(programs per chain, warps) that kernels._split_opts picks for B chains of this ring
+    under the current CHAIN_SPLIT / CHAIN_TILE_WARPS / CHAIN_TILE_FROM."""
+    sk = kn._split_opts(B, KP, CP, kn._chain_opts(KP, CP, 16), torch.empty(1, device="cuda"))
+    return sk.get("SPLIT", 1), sk["num_warps"]
+
+
 def genome(variants, warps):
     x = as_x(leaves(1, 1_000_000, 1000, 24))
     small = as_x(leaves(1, 20000, 1000, 24))
     KP, CP = kn._shape(x)
-    dummy = torch.empty(1, device="cuda")
     rows = ["| G (programs per chain) | warps | fwd s | fwd+bwd s | peak GiB | log Z - G=1's |",
             "|---|---|---|---|---|---|"]
     print("\n".join(rows), flush=True)
@@ -50,8 +56,7 @@ def genome(variants, warps):
     for v in variants:
         for w in warps[:1] if v == "1" else warps:
             _set(None if v == "rule" else int(v), w)
-            sk = kn._split_opts(1, KP, CP, kn._chain_opts(KP, CP, 16), dummy)
-            G, nw = sk.get("SPLIT", 1), sk["num_warps"]
+            G, nw = split_of(1, KP, CP)
             fwd_bwd(small)
             torch.cuda.reset_peak_memory_stats()
             f = events(lambda: kn.forward(x), 1, warmup=0)
@@ -61,8 +66,9 @@ def genome(variants, warps):
             if ref is None:
                 ref = lz
             name = f"{G} (rule)" if v == "rule" else str(G)
-            rows.append(f"| {name} | {nw}{' (rule)' if w == 'rule' else ''} | {f / 1e3:.2f} | {t / 1e3:.2f} | {peak:.2f} | "
-                        f"{lz - ref:.2e} |")
+            rule = " (rule)" if w == "rule" else ""
+            rows.append(f"| {name} | {nw}{rule} | {f / 1e3:.2f} | {t / 1e3:.2f} | "
+                        f"{peak:.2f} | {lz - ref:.2e} |")
             print(rows[-1], flush=True)
     _set(None, None)
     return rows
@@ -73,13 +79,12 @@ def kdoubling(ks, reps):
              "doubling unsplit / split |"), "|---|---|---|---|---|"]
     print("\n".join(rows), flush=True)
     prev = None
-    dummy = torch.empty(1, device="cuda")
     for K in ks:
         B, T, C = 16, 20000, 13
         x = as_x(leaves(B, T, K, C))
         KP, CP = kn._shape(x)
         _set(None, None)
-        G = kn._split_opts(B, KP, CP, kn._chain_opts(KP, CP, 16), dummy).get("SPLIT", 1)
+        G = split_of(B, KP, CP)[0]
         _set(1, None)
         un = events(lambda x=x: fwd_bwd(x), reps)
         _set(None, None)
@@ -99,7 +104,6 @@ def small(shapes, reps):
     rows = ["| B, T, K, C | fwd+bwd ms, register ring | fwd+bwd ms, tiled and split (G) |",
             "|---|---|---|"]
     print("\n".join(rows), flush=True)
-    dummy = torch.empty(1, device="cuda")
     for B, T, K, C in shapes:
         x = as_x(leaves(B, T, K, C))
         KP, CP = kn._shape(x)
@@ -107,7 +111,7 @@ def small(shapes, reps):
         reg = events(lambda x=x: fwd_bwd(x), reps)
         old = kn.CHAIN_TILE_FROM
         kn.CHAIN_TILE_FROM = 0
-        G = kn._split_opts(B, KP, CP, kn._chain_opts(KP, CP, 16), dummy).get("SPLIT", 1)
+        G = split_of(B, KP, CP)[0]
         sp = events(lambda x=x: fwd_bwd(x), reps)
         kn.CHAIN_TILE_FROM = old
         rows.append(f"| {B}, {T}, {K}, {C} | {reg:.1f} | {sp:.1f} ({G}) |")

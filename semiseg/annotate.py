@@ -483,7 +483,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     _set_penalty(crf, "branch_penalty", acfg.branch_penalty, branch_penalty,
                  getattr(crf, "sites", None) is not None,
                  "only the gene model trained with crf.site_scores: true has a "
-                 "branch-point matrix")
+                 "branch-point matrix", infinite=True)
     set_donor_motif(crf, acfg.donor_motif, donor_motif)
     rules = gene_rules(scheme, res, acfg.first_atg, first_atg, acfg.long_orfs, long_orfs)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
@@ -557,14 +557,13 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
 
 
 def _set_penalty(head, attr: str, configured: float, given: float | None, exists: bool,
-                 why: str) -> None:
+                 why: str, infinite: bool = False) -> None:
     """Set a gene-model head's annotate-time penalty `attr` from the command line (`given`)
     or the checkpoint's annotate section (`configured`). A model without it (`exists`
     False) ignores a configured value (e.g. an argmax head trained from the demo config),
     but asking for one on the command line is an error saying `why`."""
     flag = "--" + attr.replace("_", "-")
-    value = _at_least_zero(flag, configured if given is None else given,
-                           infinite=attr == "branch_penalty")
+    value = _at_least_zero(flag, configured if given is None else given, infinite)
     if not exists:
         if given:
             raise SemisegError(f"{flag}: {why}")

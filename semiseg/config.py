@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import types
 import typing
@@ -358,7 +359,7 @@ def _check_type(where: str, value, hint):
                 value = float(value)
             except ValueError:
                 pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             raise SemisegError(f"{where}: expected a number, got {value!r}")
         return float(value)
     if hint is str:

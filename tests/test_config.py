@@ -69,6 +69,18 @@ def test_overrides():
         from_dict(apply_overrides({}, ["train.lrr=0.1"]))
 
 
+def test_number_overrides_read_as_python_floats():
+    """YAML 1.1 reads 1e4 and inf as strings; a number field takes them as Python's float()
+    does, and still refuses NaN and words."""
+    for text, want in (("1e4", 1e4), ("inf", float("inf")), (".inf", float("inf")),
+                       ("2.5", 2.5), ("3", 3.0)):
+        cfg = from_dict(apply_overrides({}, [f"annotate.branch_penalty={text}"]))
+        assert cfg.annotate.branch_penalty == want, text
+    for text in ("nan", ".nan", "abc"):
+        with pytest.raises(SemisegError, match="annotate.branch_penalty: expected a number"):
+            from_dict(apply_overrides({}, [f"annotate.branch_penalty={text}"]))
+
+
 def test_errors_name_the_file(tmp_path):
     p = tmp_path / "bad.yaml"
     p.write_text("train:\n  epochz: 3\n")

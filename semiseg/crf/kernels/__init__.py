@@ -226,9 +226,9 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     least SPLIT_MIN_ELEMS ring elements per program (CHAIN_SPLIT forces G, within the
     SMs). Each program walks KP / G slots, in tiles of at most that, at 4 warps up to
     2,048 ring elements, 8 up to 4,096, else 16 (CHAIN_TILE_WARPS forces them). On an
-    H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.74 s -> 4.54 s at G = 8 and
-    3.76 s at G = 32 with 4 warps (benchmarks/split_chains.py; RESULTS.md, "Static chains
-    split over programs"). Returns kw with TILE, SPLIT, xch (the parts' exchange), bar
+    H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.71 s -> 3.76 s by this rule
+    (G = 32, 4 warps; benchmarks/split_chains.py; RESULTS.md, "Static chains split over
+    programs"). Returns kw with TILE, SPLIT, xch (the parts' exchange), bar
     (the counters, zero) and num_warps."""
     dev = dummy.device
     G = 1
