@@ -81,20 +81,25 @@ def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
-@pytest.mark.parametrize("split,elems", [(2, 1024), (8, 1024), (16, 256), (None, 16384)])
-def test_split_chains_against_float64(split, elems, monkeypatch):
+@pytest.mark.parametrize("split,elems,reg", [(2, 1024, 0), (8, 1024, 0), (16, 256, 0),
+                                             (None, 16384, 0), (2, 1024, 8192),
+                                             (8, 1024, 8192), (None, 16384, 8192)])
+def test_split_chains_against_float64(split, elems, reg, monkeypatch):
     """Static chains split over several programs per sequence (chain._fwd_kernel SPLIT:
-    parts of the ring, an exchange and a wait every step), forced or by rule, with one
-    tile or several per program, variable lengths and a mask: against float64, bitwise
+    parts of the ring, an exchange and a wait every step), forced or by rule, each part
+    in memory with one tile or several per program (reg 0), or in registers (reg 8192:
+    SPLIT_REG_ELEMS), variable lengths and a mask: against float64, bitwise
     deterministic."""
     kn = _kn()
     monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
     monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", elems)
     monkeypatch.setattr(kn, "CHAIN_SPLIT", split)
+    monkeypatch.setattr(kn, "SPLIT_REG_ELEMS", reg)
     B, T, K, C = 2, 3000, 500, 24
-    got = kn._split_opts(B, 512, 32, kn._chain_opts(512, 32, 4),
-                         torch.empty(1, device="cuda")).get("SPLIT", 1)
+    opts = kn._split_opts(B, 512, 32, kn._chain_opts(512, 32, 4), torch.empty(1, device="cuda"))
+    got = opts.get("SPLIT", 1)
     assert got == split if split else got > 1
+    assert (opts["TILE"] == 0) == (512 * 32 // got <= reg)
     p, extra = problem(B, T, K, C, seed=split or 1, lengths=[T, T - 713], allowed=True)
     check_against_float64(kn, p, extra, deterministic=True)
 

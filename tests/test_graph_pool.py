@@ -60,3 +60,18 @@ def test_a_key_is_graphed_only_from_its_second_call():
     assert not seen.again("c")  # "a" is now the oldest of three: forgotten
     assert not seen.again("a")
     assert seen.again("c")
+
+
+def test_every_kernel_setting_is_part_of_the_graph_key():
+    """A captured graph is replayed only under the module settings it was captured with
+    (kernels._knobs is part of its key): every launch setting of semiseg.crf.kernels (an
+    upper-case int, bool or None) must be in _knobs, or a benchmark or test that changes
+    it replays a graph of the other code path. MAX_RING / MAX_RING_TILED are input
+    limits checked before any launch, not launch settings."""
+    from semiseg.crf import kernels as kn
+
+    keyed = set(kn._knobs.__code__.co_names)
+    settings = {n for n, v in vars(kn).items()
+                if n.isupper() and isinstance(v, (int, bool, type(None)))}
+    assert settings - keyed - {"MAX_RING", "MAX_RING_TILED"} == set()
+    assert keyed <= settings | {"SPARSE_BELOW"}

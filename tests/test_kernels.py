@@ -714,6 +714,24 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     check_against_brute(p, extra)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case", ["all_terms", "allowed_neginf", "K_gt_T", "C1", "T1"])
+@pytest.mark.parametrize("elems", [1, 1 << 20])
+def test_static_join_in_parts_against_bruteforce(case, elems, monkeypatch):
+    """The static join's crossing sum split over programs (chain._cross_part_kernel, one
+    per tile of elems / CP slots: one slot each, or the whole ring in one), joined in
+    tile order by _join_kernel: log Z and every gradient against brute-force
+    enumeration."""
+    monkeypatch.setattr(kn, "JOIN_PARTS_FROM", 0)
+    monkeypatch.setattr(kn, "JOIN_TILE_ELEMS", elems)
+    spec = dict(CASES[case])
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=9, **spec)
+    x = as_inputs(p, extra)
+    KP, CP = kn._shape(x)
+    assert kn._join_parts(x.batch, KP, CP, x.scores)["NT"] == (KP if elems == 1 else 1)
+    check_against_brute(p, extra)
+
+
 def test_every_function_of_the_kernel_modules_is_a_triton_function():
     """A helper that lost its @triton.jit still runs in the interpreter (a plain Python
     function), but a GPU compile refuses it: every function these modules define must be

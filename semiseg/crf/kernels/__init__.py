@@ -216,6 +216,8 @@ def _chain_opts(KP: int, CP: int, nw: int) -> dict:
 
 CHAIN_SPLIT: int | None = None  # programs per static tiled chain; None = _split_opts' rule
 SPLIT_MIN_ELEMS = 1024  # ring elements per program below which a chain is not split further
+SPLIT_REG_ELEMS = 8192  # ring elements per program up to which a split chain keeps its part
+# in registers (else in tiles in memory); benchmarks set it
 
 
 def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
@@ -224,12 +226,17 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     two G with 2 B G <= SMs (both directions' launches run side by side and every program
     of a split chain must be resident at once: it waits for the others every step) and at
     least SPLIT_MIN_ELEMS ring elements per program (CHAIN_SPLIT forces G, within the
-    SMs). Each program walks KP / G slots, in tiles of at most that, at 4 warps up to
+    SMs). Each program holds KP / G slots: in registers up to SPLIT_REG_ELEMS ring
+    elements (TILE 0), else in memory, walked in tiles of at most that; at 4 warps up to
     2,048 ring elements, 8 up to 4,096, else 16 (CHAIN_TILE_WARPS forces them). On an
     H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.71 s -> 3.76 s by this rule
-    (G = 32, 4 warps; benchmarks/split_chains.py; RESULTS.md, "Static chains split over
-    programs"). Returns kw with TILE, SPLIT, xch (the parts' exchange), bar
-    (the counters, zero) and num_warps."""
+    with the parts in memory (G = 32, 4 warps; benchmarks/split_chains.py; RESULTS.md,
+    "Static chains split over programs") and 3.74 -> 3.27 s with them in registers; at
+    (16, 20000, 2000, 13) (G = 4, 8,192 elements each) 227.7 -> 198.3 ms, while at
+    16,384 elements per program registers gained at K = 4000 but lost the K = 8192 row's
+    ratio (benchmarks/k_doubling.py; RESULTS.md, "The K-doubling row met"). Returns kw
+    with TILE, SPLIT, xch (the parts' exchange), bar (the counters, zero) and
+    num_warps."""
     dev = dummy.device
     G = 1
     if kw["TILE"] and dev.type == "cuda":
@@ -244,9 +251,29 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
         return kw
     per = KP * CP // G
     nw = CHAIN_TILE_WARPS or (4 if per <= 2048 else 8 if per <= 4096 else 16)
-    return dict(kw, TILE=min(kw["TILE"], KP // G), SPLIT=G, num_warps=nw,
+    tile = 0 if per <= SPLIT_REG_ELEMS else min(kw["TILE"], KP // G)
+    return dict(kw, TILE=tile, SPLIT=G, num_warps=nw,
                 xch=torch.empty(B * 4 * G * CP, device=dev, dtype=torch.float32),
                 bar=torch.zeros(B, device=dev, dtype=torch.int32))
+
+
+JOIN_PARTS_FROM = 32768  # KP x CP from which the static join's crossing sum runs in
+# parallel tiles (_join_parts; 0 = always); benchmarks set it
+JOIN_TILE_ELEMS = 2048  # ring elements per tile there
+
+
+def _join_parts(B: int, KP: int, CP: int, dummy: Tensor) -> dict:
+    """The static join's crossing sum split into NT tiles of JOIN_TILE_ELEMS ring elements,
+    one program each (chain._cross_part_kernel), for rings from JOIN_PARTS_FROM: {"NT":
+    0} below it (the join sums them itself, as before), else NT and the parts buffer.
+    The join is one program per sequence after both chains, so its O(K^2 C) sum is wall
+    time: on an H100 at (16, 20000, 8192, 13) fwd+bwd 982.8 -> 910.8 ms, at K = 4000
+    454.3 -> 432.5 ms (RESULTS.md, "The K-doubling row met")."""
+    if KP * CP < JOIN_PARTS_FROM:
+        return {"NT": 0}
+    nt = KP // max(1, min(KP, JOIN_TILE_ELEMS // CP))
+    return {"NT": nt, "parts": torch.empty(B * nt * CP, device=dummy.device,
+                                           dtype=torch.float32)}
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
@@ -497,7 +524,8 @@ def _knobs() -> tuple:
     """The module settings a captured graph depends on (graphs.py)."""
     return (LEAVE_OUT, WARPS, MIN_SEGMENT, PROGRAMS_PER_SM, FOLD_MASK, GAMMA_ROWS,
             ROWS_BUDGET, FULL_ROWS, RING_TILE, TILE_WARPS, REV_WARPS, DB_GLOBAL_FROM,
-            CHAIN_SPLIT, SPLIT_MIN_ELEMS, BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS,
+            CHAIN_SPLIT, SPLIT_MIN_ELEMS, SPLIT_REG_ELEMS, JOIN_PARTS_FROM, JOIN_TILE_ELEMS,
+            BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, END_TILE_ELEMS,
             BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
             SPARSE_VITERBI)
 
@@ -566,8 +594,13 @@ def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
+    jo = _join_parts(B, KP, CP, dummy)
+    if jo["NT"]:
+        chain._cross_part_kernel[(B, jo["NT"])](f_ring, r_ring, fa[5], x.lengths, jo["parts"],
+                                                K, P, KP=KP, CP=CP, TILE=KP // jo["NT"],
+                                                num_warps=4)
     chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
-                             log_z64, C, K, P, KP=KP, CP=CP, **kw)
+                             log_z64, C, K, P, KP=KP, CP=CP, **kw, **jo)
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
              "sides": ((fa, ff), (ra, rf))}
     return log_z64.to(x.scores.dtype), saved

@@ -243,9 +243,9 @@ def _fwd_kernel(
     session 16). The same terms, reduced in another order: not bitwise the register ring's
     results (tests compare both with float64); a barrier ends each step.
 
-    SPLIT > 1 (TILE > 0, static, MODE 0; kernels._split_width): SPLIT programs (program id
-    1 = g) share one sequence's chain, program g walking slots [g KP/SPLIT, (g+1)
-    KP/SPLIT) of the ring; each step they exchange their partial logsumexps (max, sum)
+    SPLIT > 1 (static, MODE 0; kernels._split_opts): SPLIT programs (program id 1 = g)
+    share one sequence's chain, program g holding slots [g KP/SPLIT, (g+1) KP/SPLIT) of
+    the ring (in registers when TILE = 0, else walked in tiles); each step they exchange their partial logsumexps (max, sum)
     through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
     a counter in `bar` (B,) int32, zero at launch (_split_lse); then each combines the
     SPLIT parts in the same order, so all hold the same alpha and gamma, and program 0
@@ -257,6 +257,12 @@ def _fwd_kernel(
     M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
     lead = True  # the program that stores what is not its part of the ring
+    KR: tl.constexpr = KP // SPLIT  # slots of a register ring (a split chain's part)
+    if (TILE == 0) & (SPLIT > 1):
+        tl.static_assert((MODE == 0) & (NP == 1) & (LEAVE_OUT == 0))
+        g = tl.program_id(1)
+        lead = g == 0
+        js = g * KR + tl.arange(0, KR)[:, None]
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
         KS: tl.constexpr = KP // SPLIT  # this program's slots
@@ -329,7 +335,7 @@ def _fwd_kernel(
             # a runtime-opaque tl.where did not help)
             R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
         else:
-            R = tl.full((KP, CP), NEG, tl.float32)
+            R = tl.full((KR, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
@@ -426,6 +432,12 @@ def _fwd_kernel(
                                            i - i0, g, cs1, CP, SPLIT)
                 if MODE != 2:
                     alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
+            elif SPLIT > 1:  # this program's slots, then the parts exchanged
+                alp = tl.max(v, 0)
+                esum = tl.sum(tl.exp(v - tl.where(alp == NEG, 0.0, alp)[None, :]), 0)
+                alp, esum = _split_lse(xch + b * 4 * SPLIT * CP, bar + b, alp, esum, i - i0,
+                                       g, cs1, CP, SPLIT)
+                alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
             elif MODE == 2:
                 alp = tl.max(v, 0)
                 best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
@@ -607,10 +619,14 @@ def _crossing(F, Rb, t1, i1, K, db, js, cs, cs1, KP: tl.constexpr, CP: tl.conste
     relative; i1 = the reversed step that read position t1)."""
     db_r = ((i1 - js) & (KP - 1)) + 1  # e - t1 for the end in each reversed slot
     # an online logsumexp per (end slot, label) over the starts: no reduction in the loop
-    # (js and Rb may be a tile of the slots: _crossing_tiled)
+    # (js and Rb may be a tile of the slots: _crossing_tiled). Only starts with
+    # a + (e - t1) <= K for some end of the tile: the others' terms are exactly -inf (the
+    # duration-bias table is -inf beyond K) and leave es and em bitwise unchanged, so a
+    # tiled walk sums a triangle of the (start, end) square, the same bits in half the
+    # terms; for the whole ring (min e - t1 = 1) the bound is K, as before.
     es = tl.zeros_like(Rb)
     em = es + NEG
-    for a in range(1, tl.minimum(K, t1 + 1)):  # start s = t1 - a
+    for a in range(1, tl.minimum(K - tl.min(db_r) + 1, t1 + 1)):  # start s = t1 - a
         s = t1 - a
         Fa = tl.load(F + (s & (KP - 1)) * CP + cs1)
         dd = a + db_r
@@ -640,19 +656,47 @@ def _crossing_tiled(F, Rp, t1, i1, K, db, cs, cs1, KP: tl.constexpr, CP: tl.cons
 
 
 @triton.jit
+def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexpr,
+                       CP: tl.constexpr, TILE: tl.constexpr):
+    """One tile of the join's crossing sum (program id 1 = tile t; _join_kernel NT): the
+    segments across M = _split(L, P) whose end lies in slots [t TILE, (t + 1) TILE) of
+    the reversed ring, per label, into parts (B, NT, CP). The tiles' walks differ in
+    length (a triangle: _crossing), so many short programs run what one program per
+    sequence ran tile after tile (at K = 8192, 16 sequences: 16 programs of ~K^2 / 2
+    terms each)."""
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1)
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    jt = t * TILE + tl.arange(0, TILE)[:, None]
+    part = _crossing(f_ring + b * KP * CP, tl.load(r_ring + (b * KP + jt) * CP + cs), M,
+                     L - 1 - M, K, db, jt, cs, cs1, KP, CP)
+    tl.store(parts + (b * tl.num_programs(1) + t) * CP + cs1, part)
+
+
+@triton.jit
 def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, K, P,
-                 KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0):
+                 KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0, parts=None,
+                 NT: tl.constexpr = 0):
     """log Z of one sequence where the two halves meet (M = _split(L, P)): a boundary at M
     (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
     TILE > 0: the crossing sum over the reversed ring TILE slots at a time (else in one
-    tile)."""
+    tile). NT > 0: the crossing sum's NT tiles were summed by _cross_part_kernel into
+    parts (B, NT, CP); joined here in tile order, as _crossing_tiled joins them."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
-    cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K, db,
-                            cs, cs1, KP, CP, TILE if TILE > 0 else KP)
+    if NT > 0:
+        cross = tl.full((CP,), NEG, tl.float32)
+        for t in range(NT):
+            cross = _logaddexp(cross, tl.load(parts + (b * NT + t) * CP + cs1))
+    else:
+        cross = _crossing_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L - 1 - M, K,
+                                db, cs, cs1, KP, CP, TILE if TILE > 0 else KP)
     bnd = tl.load(f_alp + b * CP + cs1) + tl.load(r_gam + b * CP + cs1)
     zq = _through(cross, bnd)
     lz = tl.load(f_n + b) + tl.load(r_n + b) + zq.to(tl.float64)
