@@ -245,8 +245,8 @@ def _fwd_kernel(
 
     SPLIT > 1 (static, MODE 0; kernels._split_opts): SPLIT programs (program id 1 = g)
     share one sequence's chain, program g holding slots [g KP/SPLIT, (g+1) KP/SPLIT) of
-    the ring (in registers when TILE = 0, else walked in tiles); each step they exchange their partial logsumexps (max, sum)
-    through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
+    the ring (in registers when TILE = 0, else walked in tiles); each step they exchange
+    their partial logsumexps (max, sum) through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
     a counter in `bar` (B,) int32, zero at launch (_split_lse); then each combines the
     SPLIT parts in the same order, so all hold the same alpha and gamma, and program 0
     alone stores the rows, checkpoints and states other than the ring's. Every program of
@@ -257,15 +257,14 @@ def _fwd_kernel(
     M = _split(L, P)
     js = tl.arange(0, KP)[:, None]
     lead = True  # the program that stores what is not its part of the ring
-    KR: tl.constexpr = KP // SPLIT  # slots of a register ring (a split chain's part)
-    if (TILE == 0) & (SPLIT > 1):
+    KS: tl.constexpr = KP // SPLIT  # this program's slots (KP unless split)
+    if (TILE == 0) & (SPLIT > 1):  # a split chain's part of the ring in registers
         tl.static_assert((MODE == 0) & (NP == 1) & (LEAVE_OUT == 0))
         g = tl.program_id(1)
         lead = g == 0
-        js = g * KR + tl.arange(0, KR)[:, None]
+        js = g * KS + tl.arange(0, KS)[:, None]
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
-        KS: tl.constexpr = KP // SPLIT  # this program's slots
         if SPLIT > 1:
             tl.static_assert((MODE == 0) & (NP == 1))
             g = tl.program_id(1)
@@ -335,7 +334,7 @@ def _fwd_kernel(
             # a runtime-opaque tl.where did not help)
             R = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
         else:
-            R = tl.full((KR, CP), NEG, tl.float32)
+            R = tl.full((KS, CP), NEG, tl.float32)
         gam = tl.load(init + cs1, mask=cmask1, other=NEG)
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
