@@ -19,39 +19,31 @@ import pyBigWig
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gene_metrics as gm  # noqa: E402
+import gene_metrics as gm
+import orf_finder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "yeast")
-STOPS = ("TAA", "TAG", "TGA")
 
 
 def short_orfs(seq: str, genes, lo: int = 30, hi: int = 100):
-    """(start, end, strand, SGD id or '') of first-ATG ORFs of lo..hi-1 codons that are an
-    SGD gene shorter than 100 codons or touch no SGD CDS."""
-    n = len(seq)
-    cov = np.zeros(n, bool)
+    """(start, end, strand, SGD id or '') of the ORFs of lo..hi-1 codons from the first
+    in-frame ATG after a stop (orf_finder's longest per stop) that are an SGD gene
+    shorter than 100 codons or touch no SGD CDS."""
+    cov = np.zeros(len(seq), bool)
     for g in genes:
         for a, b in g.cds:
             cov[a:b] = True
     short = {(g.cds[0][0], g.cds[-1][1], g.strand): g.id for g in genes
              if sum(b - a for a, b in g.cds) < 300}
     out = []
-    for strand, s in (("+", seq), ("-", gm.revcomp(seq))):
-        for f in range(3):
-            start = None
-            for p in range(f, n - 2, 3):
-                c = s[p:p + 3]
-                if c in STOPS:
-                    if start is not None and lo <= (p + 3 - start) // 3 < hi:
-                        a, b = (start, p + 3) if strand == "+" else (n - (p + 3), n - start)
-                        if (a, b, strand) in short:
-                            out.append((a, b, strand, short[(a, b, strand)]))
-                        elif not cov[a:b].any():
-                            out.append((a, b, strand, ""))
-                    start = None
-                elif c == "ATG" and start is None:
-                    start = p
+    for a, b, strand in orf_finder.find_orfs(seq, lo, longest_per_stop=True):
+        if (b - a) // 3 >= hi:
+            continue
+        if (a, b, strand) in short:
+            out.append((a, b, strand, short[(a, b, strand)]))
+        elif not cov[a:b].any():
+            out.append((a, b, strand, ""))
     return out
 
 
