@@ -103,6 +103,25 @@ def test_fasta_errors(tmp_path, monkeypatch):
         Fasta([a, b])
 
 
+@pytest.mark.parametrize("bad", ["!", "7", " ", "\u00e9"])
+def test_a_character_that_is_not_a_sequence_letter_is_an_error_naming_where(tmp_path, bad):
+    """Letters of any kind (IUPAC codes, soft-masked lowercase, X masks), gaps and stops
+    read as they are; a digit, punctuation, a blank inside a line or a non-ASCII byte is
+    an error naming the file, the sequence and its 1-based position, from any fetch that
+    covers it (and only those)."""
+    ok = "ACGTNacgtnRYKMSWBDHVXx-*."
+    path = tmp_path / "g.fa"
+    path.write_text(f">good\n{ok}\n>bad\nACGTAC{bad}GT\n", encoding="utf-8")
+    with Fasta(path) as fa:
+        assert fa.fetch("good") == ok
+        assert fa.fetch("bad", 0, 6) == "ACGTAC"  # before it: read
+        with pytest.raises(SemisegError) as err:
+            fa.fetch("bad", 2)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}: bad:7: ") and "not a sequence letter" in msg
+    assert "\n" not in msg
+
+
 def test_missing_index_in_read_only_folder(tmp_path, monkeypatch):
     path = write_fasta(tmp_path / "ro.fa", {"x": "ACGT" * 10})
     real = os.access

@@ -167,6 +167,23 @@ class _FastaFile:
         return self.handle.fetch(chrom, start, end)
 
 
+_LETTERS = np.zeros(256, bool)  # what a sequence line may hold: letters (IUPAC codes,
+_LETTERS[[*range(65, 91), *range(97, 123), ord("-"), ord("*"), ord(".")]] = True
+# and masks such as X), gaps, stops
+
+
+def _check_letters(seq: str, path: str, chrom: str, start: int) -> None:
+    """A one-line error at the first character of `seq` (read from `path` at chrom:start)
+    that is not a letter, '-', '*' or '.' (a digit, punctuation or a stray byte: a
+    corrupt or mislabelled file, not a genome)."""
+    codes = np.frombuffer(seq.encode("latin-1", errors="replace"), np.uint8)
+    bad = np.flatnonzero(~_LETTERS[codes])
+    if bad.size:
+        i = int(bad[0])
+        raise SemisegError(f"{path}: {chrom}:{start + i + 1}: {seq[i]!r} is not a sequence "
+                           "letter (A-Z, a-z, '-', '*' or '.')")
+
+
 class Fasta:
     """One or more FASTA files opened for region access.
 
@@ -180,7 +197,8 @@ class Fasta:
 
     Raises:
         SemisegError: unreadable, plain-gzip, malformed or empty file, a chromosome in two
-            files, or a missing index in a folder that cannot be written.
+            files, or a missing index in a folder that cannot be written; from `fetch`, a
+            character in the sequence that is not a letter, '-', '*' or '.'.
     """
 
     def __init__(self, paths: str | os.PathLike | list):
@@ -226,7 +244,10 @@ class Fasta:
         check_region(self.chrom_sizes, chrom, start, end)
         if start == end:
             return ""
-        return self._where[chrom].fetch(chrom, start, end)
+        f = self._where[chrom]
+        seq = f.fetch(chrom, start, end)
+        _check_letters(seq, f.path, chrom, start)
+        return seq
 
     def onehot(self, chrom: str, start: int = 0, end: int | None = None,
                iupac: str = "zero", softmask: bool = False) -> np.ndarray:
