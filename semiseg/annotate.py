@@ -101,6 +101,9 @@ def read_regions(path: str, sizes: dict[str, int], res: int = 1) -> list[Item]:
             if f[0] not in sizes:
                 raise SemisegError(f"{path}:{n}: chromosome {f[0]!r} is not in the FASTA "
                                    f"({', '.join(list(sizes)[:8])})")
+            if not s < e:
+                raise SemisegError(f"{path}:{n}: region [{s}, {e}) is empty: the start must "
+                                   "be below the end (BED: 0-based start, end exclusive)")
             if not 0 <= s < e <= sizes[f[0]]:
                 raise SemisegError(f"{path}:{n}: region [{s}, {e}) is outside {f[0]} "
                                    f"(length {sizes[f[0]]})")

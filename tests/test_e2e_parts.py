@@ -85,6 +85,10 @@ def test_read_regions(tmp_path):
     bed.write_text("a\t50\t200\n")
     with pytest.raises(SemisegError, match="outside"):
         read_regions(str(bed), {"a": 100})
+    for bad in ("a\t50\t20\n", "a\t50\t50\n"):  # start past or at the end
+        bed.write_text("#h\n" + bad)
+        with pytest.raises(SemisegError, match=r"r\.bed:2: region .* is empty"):
+            read_regions(str(bed), {"a": 100})
 
 
 def test_groups_batch_consecutive_short_items():
