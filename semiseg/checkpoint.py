@@ -58,7 +58,11 @@ def load_checkpoint(path: str | Path) -> dict:
         raise SemisegError(f"model checkpoint not found: {path}")
     import pickle
     import warnings
+    import zipfile
 
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive
+        raise SemisegError(f"{path}: not a semiseg checkpoint (not a PyTorch checkpoint file; "
+                           "a model is the best.pt that semiseg train writes)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -77,13 +77,21 @@ def test_annotate_bad_model_files(tmp_path):
         def __reduce__(self):
             return (print, ("this must never run",))
 
-    evil = tmp_path / "evil.pt"
-    with open(evil, "wb") as fh:
-        pickle.dump({"format": "semiseg.checkpoint/1", "x": Evil()}, fh)
-    proc = cli("annotate", "--model", evil, "--fasta", ROOT / "data" / "yeast" / "chrI.fa",
-               "--out", tmp_path / "a")
-    one_line_error(proc, "not a readable semiseg checkpoint")
-    assert "this must never run" not in proc.stdout + proc.stderr
+    for evil, save in ((tmp_path / "evil.pt", torch.save), (tmp_path / "evil.pkl", None)):
+        payload = {"format": "semiseg.checkpoint/1", "x": Evil()}
+        if save:  # a PyTorch zip whose pickle calls a function: refused by weights_only
+            save(payload, evil)
+        else:  # a bare pickle (not a zip): refused before it is read
+            with open(evil, "wb") as fh:
+                pickle.dump(payload, fh)
+        proc = cli("annotate", "--model", evil, "--fasta",
+                   ROOT / "data" / "yeast" / "chrI.fa", "--out", tmp_path / "a")
+        one_line_error(proc, "not a readable semiseg checkpoint" if save
+                       else "not a PyTorch checkpoint file")
+        assert "this must never run" not in proc.stdout + proc.stderr
+    proc = cli("annotate", "--model", ROOT / "data" / "yeast" / "chrI.fa", "--fasta",
+               ROOT / "data" / "yeast" / "chrI.fa", "--out", tmp_path / "a")
+    one_line_error(proc, "chrI.fa: not a semiseg checkpoint (not a PyTorch checkpoint file")
     torch.save({"something": torch.zeros(2)}, tmp_path / "other.pt")
     proc = cli("annotate", "--model", tmp_path / "other.pt", "--fasta",
                ROOT / "data" / "yeast" / "chrI.fa", "--out", tmp_path / "a")
