@@ -45,6 +45,17 @@ def split_of(B, KP, CP):
     return sk.get("SPLIT", 1), sk["num_warps"]
 
 
+def genome_call(x, small):
+    """(fwd+bwd ms, peak GiB, log Z) of one call on a genome-scale x, after a call on
+    `small` (the same kernels at a short T) compiled them; CUDA events, peak memory
+    allocated during the call."""
+    fwd_bwd(small)
+    torch.cuda.reset_peak_memory_stats()
+    t = events(lambda: fwd_bwd(x), 1, warmup=0)
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    return t, peak, kn.forward(x)[0].double().item()
+
+
 def genome(variants, warps):
     x = as_x(leaves(1, 1_000_000, 1000, 24))
     small = as_x(leaves(1, 20000, 1000, 24))
@@ -57,12 +68,8 @@ def genome(variants, warps):
         for w in warps[:1] if v == "1" else warps:
             _set(None if v == "rule" else int(v), w)
             G, nw = split_of(1, KP, CP)
-            fwd_bwd(small)
-            torch.cuda.reset_peak_memory_stats()
+            t, peak, lz = genome_call(x, small)
             f = events(lambda: kn.forward(x), 1, warmup=0)
-            t = events(lambda: fwd_bwd(x), 1, warmup=0)
-            peak = torch.cuda.max_memory_allocated() / 2**30
-            lz = kn.forward(x)[0].double().item()
             if ref is None:
                 ref = lz
             name = f"{G} (rule)" if v == "rule" else str(G)

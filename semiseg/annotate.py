@@ -104,7 +104,7 @@ def read_regions(path: str, sizes: dict[str, int], res: int = 1) -> list[Item]:
             if not s < e:
                 raise SemisegError(f"{path}:{n}: region [{s}, {e}) is empty: the start must "
                                    "be below the end (BED: 0-based start, end exclusive)")
-            if not 0 <= s < e <= sizes[f[0]]:
+            if s < 0 or e > sizes[f[0]]:
                 raise SemisegError(f"{path}:{n}: region [{s}, {e}) is outside {f[0]} "
                                    f"(length {sizes[f[0]]})")
             e = min(sizes[f[0]], -(-e // res) * res)

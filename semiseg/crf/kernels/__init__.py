@@ -262,18 +262,19 @@ JOIN_PARTS_FROM = 32768  # KP x CP from which the static join's crossing sum run
 JOIN_TILE_ELEMS = 2048  # ring elements per tile there
 
 
-def _join_parts(B: int, KP: int, CP: int, dummy: Tensor) -> dict:
-    """The static join's crossing sum split into NT tiles of JOIN_TILE_ELEMS ring elements,
-    one program each (chain._cross_part_kernel), for rings from JOIN_PARTS_FROM: {"NT":
-    0} below it (the join sums them itself, as before), else NT and the parts buffer.
+def _join_parts(B: int, KP: int, CP: int, dummy: Tensor) -> tuple[int, int, Tensor | None]:
+    """The static join's crossing sum split into tiles of JOIN_TILE_ELEMS ring elements,
+    one program each (chain._cross_part_kernel), for rings from JOIN_PARTS_FROM: (tiles
+    NT, slots per tile, the (B, NT, CP) parts buffer); (0, 0, None) below it (the join
+    sums them itself, as before).
     The join is one program per sequence after both chains, so its O(K^2 C) sum is wall
     time: on an H100 at (16, 20000, 8192, 13) fwd+bwd 982.8 -> 910.8 ms, at K = 4000
     454.3 -> 432.5 ms (RESULTS.md, "The K-doubling row met")."""
     if KP * CP < JOIN_PARTS_FROM:
-        return {"NT": 0}
-    nt = KP // max(1, min(KP, JOIN_TILE_ELEMS // CP))
-    return {"NT": nt, "parts": torch.empty(B * nt * CP, device=dummy.device,
-                                           dtype=torch.float32)}
+        return 0, 0, None
+    tile = max(1, min(KP, JOIN_TILE_ELEMS // CP))
+    nt = KP // tile
+    return nt, tile, torch.empty(B * nt * CP, device=dummy.device, dtype=torch.float32)
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
@@ -594,13 +595,12 @@ def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
     _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
-    jo = _join_parts(B, KP, CP, dummy)
-    if jo["NT"]:
-        chain._cross_part_kernel[(B, jo["NT"])](f_ring, r_ring, fa[5], x.lengths, jo["parts"],
-                                                K, P, KP=KP, CP=CP, TILE=KP // jo["NT"],
-                                                num_warps=4)
+    nt, jtile, parts = _join_parts(B, KP, CP, dummy)
+    if nt:
+        chain._cross_part_kernel[(B, nt)](f_ring, r_ring, fa[5], x.lengths, parts, K, P,
+                                          KP=KP, CP=CP, TILE=jtile, num_warps=4)
     chain._join_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, fa[5], x.lengths,
-                             log_z64, C, K, P, KP=KP, CP=CP, **kw, **jo)
+                             log_z64, C, K, P, KP=KP, CP=CP, **kw, parts=parts, NT=nt)
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
              "sides": ((fa, ff), (ra, rf))}
     return log_z64.to(x.scores.dtype), saved

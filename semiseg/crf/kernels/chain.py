@@ -45,9 +45,23 @@ NEG = tl.constexpr(float("-inf"))
 @triton.jit
 def _lse0(v):
     """logsumexp over axis 0 of a (KP, CP) or (CP, CP) tensor; -inf where all are -inf."""
+    mx, esum = _lse0_parts(v)
+    return _lse_join(mx, esum)
+
+
+@triton.jit
+def _lse0_parts(v):
+    """_lse0's parts: the max over axis 0 and the sum of exp(v - max) (max taken as 0
+    where all are -inf), which programs sharing a ring exchange (_split_lse)."""
     mx = tl.max(v, 0)
-    mxs = tl.where(mx == NEG, 0.0, mx)
-    return mxs + tl.log(tl.sum(tl.exp(v - mxs[None, :]), 0))
+    return mx, tl.sum(tl.exp(v - tl.where(mx == NEG, 0.0, mx)[None, :]), 0)
+
+
+@triton.jit
+def _lse_join(mx, esum):
+    """A logsumexp from its parts (a max and the sum of exponentials against it):
+    -inf where the max is (esum 0 there)."""
+    return tl.where(mx == NEG, 0.0, mx) + tl.log(esum)
 
 
 @triton.jit
@@ -258,20 +272,17 @@ def _fwd_kernel(
     js = tl.arange(0, KP)[:, None]
     lead = True  # the program that stores what is not its part of the ring
     KS: tl.constexpr = KP // SPLIT  # this program's slots (KP unless split)
-    if (TILE == 0) & (SPLIT > 1):  # a split chain's part of the ring in registers
+    g0 = 0  # the first of them
+    if SPLIT > 1:  # program g of a split chain: slots [g KS, (g + 1) KS)
         tl.static_assert((MODE == 0) & (NP == 1) & (LEAVE_OUT == 0))
         g = tl.program_id(1)
         lead = g == 0
-        js = g * KS + tl.arange(0, KS)[:, None]
+        g0 = g * KS
+        if TILE == 0:  # its part of the ring in registers
+            js = g0 + tl.arange(0, KS)[:, None]
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
-        if SPLIT > 1:
-            tl.static_assert((MODE == 0) & (NP == 1))
-            g = tl.program_id(1)
-            lead = g == 0
-            jt = g * KS + tl.arange(0, TILE)[:, None]
-        else:
-            jt = tl.arange(0, TILE)[:, None]
+        jt = g0 + tl.arange(0, TILE)[:, None]
         if MODE == 1:
             wp = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
         else:
@@ -386,7 +397,7 @@ def _fwd_kernel(
                 a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP,
                                                  CP, TILE, NP, NPP, MODE == 2)
                 if MODE != 2:
-                    a3 = tl.where(a3 == NEG, 0.0, a3) + tl.log(esum3)
+                    a3 = _lse_join(a3, esum3)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
@@ -430,13 +441,12 @@ def _fwd_kernel(
                     alp, esum = _split_lse(xch + b * 4 * SPLIT * CP, bar + b, alp, esum,
                                            i - i0, g, cs1, CP, SPLIT)
                 if MODE != 2:
-                    alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
+                    alp = _lse_join(alp, esum)
             elif SPLIT > 1:  # this program's slots, then the parts exchanged
-                alp = tl.max(v, 0)
-                esum = tl.sum(tl.exp(v - tl.where(alp == NEG, 0.0, alp)[None, :]), 0)
+                alp, esum = _lse0_parts(v)
                 alp, esum = _split_lse(xch + b * 4 * SPLIT * CP, bar + b, alp, esum, i - i0,
                                        g, cs1, CP, SPLIT)
-                alp = tl.where(alp == NEG, 0.0, alp) + tl.log(esum)
+                alp = _lse_join(alp, esum)
             elif MODE == 2:
                 alp = tl.max(v, 0)
                 best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
