@@ -81,7 +81,7 @@ def profile_once(x):
             s = seen.setdefault(ev.name[:40], [0, 0.0])
             s[0] += 1
             s[1] += ev.device_time / 1e3
-    top = sorted(seen.items(), key=lambda kv: -kv[1][1])[:5]
+    top = sorted(seen.items(), key=lambda kv: -kv[1][1])[:8]
     return ", ".join(f"{n} x{c} {ms:.1f} ms" for n, (c, ms) in top)
 
 

@@ -395,6 +395,29 @@ def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     check_against_brute(p, extra)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("case,seg_len", [("all_terms_P3", 2), ("allowed_neginf", None),
+                                          ("all_terms_P2", 1)])
+def test_periodic_reversed_ring_with_and_without_residue_planes(case, seg_len, monkeypatch):
+    """The periodic reversed chain's register ring as residue planes (the rule at these
+    sizes: chain._fwd_kernel KQ > 0) and as one ring split by residue at every read
+    (RES_PLANES_MAX_CP = 0: what CP > 32 and the Viterbi run), each against brute force."""
+    spec = dict(PER_CASES[case])
+    B, T, K, C = (spec.pop(k) for k in ("B", "T", "K", "C"))
+    p, extra = make(B, T, K, C, seed=23, **spec)
+    x = as_inputs(p, extra)
+    KP, CP = kn._shape(x)
+    dummy = torch.empty(1)
+    assert kn._rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] >= -(-KP // x.period)
+    if seg_len is not None:
+        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        monkeypatch.setattr(kn, "FULL_ROWS", False)
+    check_against_brute(p, extra)
+    monkeypatch.setattr(kn, "RES_PLANES_MAX_CP", 0)
+    assert kn._rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] == 0
+    check_against_brute(p, extra)
+
+
 def _tiles_of_one_slot(monkeypatch):
     """Every ring the kernels can keep in memory kept there, in tiles of one slot."""
     for knob in ("CHAIN_TILE_FROM", "BWD_TILE_FROM"):

@@ -457,13 +457,16 @@ def _duration_grad(g_db: Tensor, K: int, C: int, dt) -> Tensor:
     return out.to(dt)
 
 
-def _db_table(x: CRFInputs, KP: int, CP: int) -> Tensor:
-    """duration_bias as the static and periodic kernels read it: (KP, CP) float32, row
-    d - 1 for duration d, -inf beyond min(K, KP) durations and C labels. A ring slot's
-    duration is 1..KP, so its row is read whole, unmasked, at a CP-aligned address (the
-    loads vectorise; (K, C) rows of C floats with a mask per label did not). The same
-    values where the kernels read them, so the same results, bitwise."""
-    out = torch.full((KP, CP), float("-inf"), device=x.scores.device, dtype=torch.float32)
+def _db_table(x: CRFInputs, KP: int, CP: int, rows: int | None = None) -> Tensor:
+    """duration_bias as the static and periodic kernels read it: (rows, CP) float32 (rows
+    KP by default), row d - 1 for duration d, -inf beyond min(K, KP) durations and C
+    labels. A ring slot's duration is 1..KP (1..2 KP for the periodic reversed chain's
+    residue planes: the periodic family asks for 2 KP rows), so its row is read whole,
+    unmasked, at a CP-aligned address (the loads vectorise; (K, C) rows of C floats with a
+    mask per label did not). The same values where the kernels read them, so the same
+    results, bitwise."""
+    out = torch.full((rows or KP, CP), float("-inf"), device=x.scores.device,
+                     dtype=torch.float32)
     n = min(x.K, KP)
     out[:n, :x.C] = x.duration_bias[:n]
     return out
@@ -528,7 +531,7 @@ def _knobs() -> tuple:
             CHAIN_SPLIT, SPLIT_MIN_ELEMS, SPLIT_REG_ELEMS, JOIN_PARTS_FROM, JOIN_TILE_ELEMS,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, END_TILE_ELEMS,
             BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
-            SPARSE_VITERBI)
+            SPARSE_VITERBI, RES_PLANES_MAX_CP)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -823,11 +826,24 @@ END_TILE_ELEMS = 4096  # ring elements per tile of the end-indexed chain from
 # CHAIN_TILE_FROM (the gene shape's 64 x 64 below it); benchmarks set it
 
 
-def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor) -> dict:
+RES_PLANES_MAX_CP = 32  # the periodic reversed chain's register ring as residue planes
+# (KQ > 0) up to this CP; above it (and at 0: benchmarks, tests) one (KP, CP) ring split by
+# residue at every read
+
+
+def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> dict:
     """Launch options of the periodic family's reversed chain: _chain_opts' tiles (with
-    their `work` rings) from CHAIN_TILE_FROM, else the register ring at _rev_warps."""
+    their `work` rings) from CHAIN_TILE_FROM, else the register ring at _rev_warps; for
+    the logsumexp chains (NP given, > 1) at CP <= RES_PLANES_MAX_CP that ring as NP
+    residue planes of KQ = pow2(ceil(KP / NP)) rows (chain._fwd_kernel's docstring). On an
+    H100 the planes ran forward+backward 128.5 -> 119.7 ms at (8, 20000, 100, 24) and
+    238.7 -> 217.8 ms at (16, 20000, 1000, 16), the same bits (sha1 of log Z and every
+    gradient), but the forward 3% slower at the 1-bp gene shape's CP = 64 (133.3 -> 138.2
+    ms; RESULTS.md, "The periodic reversed chain's ring as residue planes")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
-    return dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy))
+    planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
+    kq = _pow2(-(-KP // NP)) if planes else 0
+    return dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq)
 
 
 def _rev_warps(nw: int) -> int:
@@ -947,7 +963,7 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
     P = _segment_length(T, K, B, dev)
     nck = math.ceil(T / P) + 1
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    db = _db_table(x, KP, CP)
+    db = _db_table(x, KP, CP, 2 * KP)
     tabs = _per_tables(x, CP, NPP, sp, dummy)
     (tr_f, ti_f), (tr_r, ti_r) = tabs["f"], tabs["r"]
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
@@ -965,7 +981,7 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
             WRITE_ROWS=rows is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
             **flags)
 
-    rk = _rev_opts(KP, CP, nw, B, dummy)
+    rk = _rev_opts(KP, CP, nw, B, dummy, NP)
 
     def rev():
         chain._fwd_kernel[(B,)](
@@ -1010,7 +1026,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
             WRITE_ROWS=full is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
             **flags)
 
-    rk = _rev_opts(KP, CP, nw, B, dummy)
+    rk = _rev_opts(KP, CP, nw, B, dummy, NP)
 
     def rev():
         chain._fwd_kernel[(B,)](

@@ -196,6 +196,47 @@ def _split(L, P):
 
 
 @triton.jit
+def _plane_steps(i, q3, u3, NP: tl.constexpr, KQ: tl.constexpr):
+    """The residue planes of the periodic reversed chain (_fwd_kernel KQ > 0): the step
+    whose entry plane q3 (< NP), row u3 holds after step i >= -1: the latest s <= i with
+    s mod NP = q3 and (s div NP) mod KQ = u3 (negative: never written, -inf there)."""
+    N = (i - q3 + NP) // NP - 1  # the latest entry of plane q3 is its N-th (-1: none)
+    return q3 + NP * (N - ((N - u3) & (KQ - 1)))
+
+
+@triton.jit
+def _planes_to_ring(ptr, R3, i, q3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
+                    CP: tl.constexpr, KQ: tl.constexpr):
+    """Store residue planes R3 (NPP, KQ, CP), as they are after step i - 1, as the
+    (KP, CP) start-indexed ring of that step at ptr (slot s & (KP - 1) for the entry of
+    step s): every slot of the ring once (NP KQ >= KP; the older entries are left out)."""
+    s3 = _plane_steps(i - 1, tl.where(q3 < NP, q3, 0), u3, NP, KQ)
+    tl.store(ptr + (s3 & (KP - 1)) * CP + cs3, R3, mask=(q3 < NP) & (i - s3 <= KP))
+
+
+@triton.jit
+def _ring_to_planes(ptr, i, q3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
+                    CP: tl.constexpr, KQ: tl.constexpr):
+    """_planes_to_ring's inverse: the planes after step i - 1 from the ring at ptr, -inf
+    for entries older than KP steps (their durations exceed K) and in planes >= NP."""
+    s3 = _plane_steps(i - 1, tl.where(q3 < NP, q3, 0), u3, NP, KQ)
+    return tl.load(ptr + (s3 & (KP - 1)) * CP + cs3, mask=(q3 < NP) & (i - s3 <= KP),
+                   other=NEG)
+
+
+@triton.jit
+def _planes_by_residue(vq, i, NP: tl.constexpr, NPP: tl.constexpr):
+    """Per-plane logsumexps vq (NPP, CP) reordered by residue: at step i, plane q holds
+    the durations d with (d - 1) mod NP = (i - q) mod NP; rows >= NP get -inf."""
+    rr = tl.arange(0, NPP)
+    qq = tl.arange(0, NPP)
+    res = (i + NP - qq) % NP
+    pm = (rr[:, None] == res[None, :]) & (qq[None, :] < NP)  # (r, q)
+    out = tl.sum(tl.where(pm[:, :, None], vq[None, :, :], 0), 1)
+    return tl.where(rr[:, None] < NP, out, NEG)
+
+
+@triton.jit
 def _fwd_kernel(
     scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_gam, ck_alp, ck_n,
@@ -211,7 +252,7 @@ def _fwd_kernel(
     LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
-    xch=None, bar=None, SPLIT: tl.constexpr = 1,
+    xch=None, bar=None, SPLIT: tl.constexpr = 1, KQ: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -247,6 +288,15 @@ def _fwd_kernel(
     logsumexp_r bg^r. MODE 2 stores, per position p, bp_d[p, r, c] (the best duration of a
     segment of c starting at p with residue r) and bp_c[p, 0, c'] = r * CP + c (the best
     successor of a segment of c' ending at p), both (B, T, NPP, C).
+
+    KQ > 0 (NP > 1, MODE 0, TILE 0: kernels._rev_opts): the ring as residue planes
+    (NPP, KQ, CP), NP KQ >= KP: step s's entry goes to plane s mod NP, row (s div NP) mod
+    KQ. Every entry of a plane then has the same residue (i - plane) mod NP at step i, so
+    the split by residue is one logsumexp per plane (_planes_by_residue puts them in
+    residue order) instead of a select over (NPP, KP, CP). Checkpoints and the state at
+    M stay (KP, CP) rings indexed by step (_planes_to_ring / _ring_to_planes), as every
+    other kernel reads them; the planes' durations run to NP KQ < 2 KP (the host's
+    duration-bias table has 2 KP rows, -inf beyond K).
 
     TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
@@ -297,6 +347,11 @@ def _fwd_kernel(
         rr = tl.arange(0, NPP)
         r3 = rr[:, None, None]
         rr2 = rr[:, None]
+        if KQ > 0:  # the ring as residue planes (NPP, KQ, CP)
+            tl.static_assert((MODE == 0) & (TILE == 0) & (LEAVE_OUT == 0) & (NP * KQ >= KP))
+            u3 = tl.arange(0, KQ)[None, :, None]
+            cs3 = tl.arange(0, CP)[None, None, :]
+            qv3 = tl.where(r3 < NP, r3, 0)  # the plane as _plane_steps takes it
         tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
         if SP > 0:
             wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
@@ -329,6 +384,8 @@ def _fwd_kernel(
         i1 = L
         if TILE > 0:
             _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KS, CP, TILE)
+        elif KQ > 0:
+            R = _ring_to_planes(mid_ring + b * KP * CP, i0, r3, u3, cs3, NP, KP, CP, KQ)
         else:
             R = tl.load(mid_ring + (b * KP + js) * CP + cs)
         gam = tl.load(mid_gam + b * CP + cs1)
@@ -339,6 +396,9 @@ def _fwd_kernel(
         i1 = half
         if TILE > 0:
             _empty_tiles(wp, jt, cs, KS, CP, TILE)
+        elif KQ > 0:  # empty planes, from a fully masked load (below)
+            R = tl.load(mid_ring + (r3 * 0 + u3) * CP + cs3, mask=(r3 + u3 + cs3) < 0,
+                        other=NEG)
         elif NP > 1:
             # an empty ring that comes from a (fully masked) load: from tl.full, ptxas
             # allocated 32 registers and spilled ~17 KB per thread (sm_90, triton 3.9;
@@ -369,6 +429,9 @@ def _fwd_kernel(
                 k = tb // P
                 if TILE > 0:
                     _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
+                elif KQ > 0:
+                    _planes_to_ring(ck_ring + (ck + k) * KP * CP, R - mprev, i, r3, u3, cs3,
+                                    NP, KP, CP, KQ)
                 else:
                     tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam, mask=lead)
@@ -384,7 +447,12 @@ def _fwd_kernel(
             tl.store(rows_n + r, n, mask=lead)
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
-        if TILE == 0:  # (else _ring_tiles below, over the ring in memory)
+        if KQ > 0:  # residue planes: step i's entry in plane i mod NP, row (i div NP) mod KQ
+            own = (r3 == i % NP) & (u3 == (i // NP) & (KQ - 1))
+            R = tl.where(own, ins[None, None, :], R - mprev) + f[None, None, :]
+            d = i - _plane_steps(i, qv3, u3, NP, KQ) + 1  # (NPP, KQ, 1), <= NP KQ < 2 KP
+            v = R + tl.load(db + (d - 1) * CP + cs3)
+        elif TILE == 0:  # (else _ring_tiles below, over the ring in memory)
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
             if LEAVE_OUT == 3:
@@ -398,6 +466,10 @@ def _fwd_kernel(
                                                  CP, TILE, NP, NPP, MODE == 2)
                 if MODE != 2:
                     a3 = _lse_join(a3, esum3)
+            elif KQ > 0:  # one logsumexp per plane, then the planes in residue order
+                mx3 = tl.max(v, 1)  # (NPP, CP)
+                a3 = _planes_by_residue(_lse_join(mx3, tl.sum(tl.exp(
+                    v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1)), i, NP, NPP)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
@@ -487,6 +559,9 @@ def _fwd_kernel(
     if MODE == 2 or (MODE == 0 and PHASE == 0):
         if TILE > 0:
             _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
+        elif KQ > 0:
+            _planes_to_ring(mid_ring + b * KP * CP, R - mprev, i1, r3, u3, cs3, NP, KP, CP,
+                            KQ)
         else:
             tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
         tl.store(mid_gam + b * CP + cs1, gam, mask=lead)
