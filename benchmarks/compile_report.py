@@ -115,6 +115,8 @@ def main():
         runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),
                  ("periodic Viterbi half (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=2, PHASE=0)),
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
+                 ("periodic reversed chain, residue planes", chain._fwd_kernel,
+                  dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)))),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
                  ("periodic backward (wave), duration sum in memory", chain._bwd_kernel,
