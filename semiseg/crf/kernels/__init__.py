@@ -836,10 +836,11 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     their `work` rings) from CHAIN_TILE_FROM, else the register ring at _rev_warps; for
     the logsumexp chains (NP given, > 1) at CP <= RES_PLANES_MAX_CP that ring as NP
     residue planes of KQ = pow2(ceil(KP / NP)) rows (chain._fwd_kernel's docstring). On an
-    H100 the planes ran forward+backward 128.5 -> 119.7 ms at (8, 20000, 100, 24) and
-    238.7 -> 217.8 ms at (16, 20000, 1000, 16), the same bits (sha1 of log Z and every
-    gradient), but the forward 3% slower at the 1-bp gene shape's CP = 64 (133.3 -> 138.2
-    ms; RESULTS.md, "The periodic reversed chain's ring as residue planes")."""
+    H100 the planes ran forward+backward 128.2 -> 119.7 ms at (8, 20000, 100, 24) and
+    238.8 -> 217.1 ms at (16, 20000, 1000, 16), the same bits (sha1 of log Z and every
+    gradient), but the forward 3% slower at the 1-bp gene shape's CP = 64 in an earlier
+    run (133.3 -> 138.2 ms; RESULTS.md, "The periodic reversed chain's ring as residue
+    planes")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
     kq = _pow2(-(-KP // NP)) if planes else 0
