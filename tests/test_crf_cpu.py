@@ -205,6 +205,29 @@ def test_forward_keeps_only_checkpoints(form):
     assert ck_lo.shape[1] == n_chunks
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_backward_without_parameter_sums(form, monkeypatch):
+    """backward(wanted=the per-position gradients), what the posterior pass asks for: the
+    factorised kernels skip the duration-bias and transition sums and leave them out; the
+    gradients asked for are the brute force's, and bitwise those of a full backward."""
+    monkeypatch.setattr(cpu, "CHUNK", 2)  # a checkpoint every 2 boundaries
+    B, T, C, K = 3, 7, 3, 4
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("no-params", form),
+              lengths=[7, 5, 2])
+    want = oracle(kw, check_marginals=False)
+    x = cpu_inputs(kw)
+    per_position = ("scores", "proj_start", "proj_end")
+    full = cpu.backward(x, cpu.forward(x, keep=True)[1], want["w"])
+    part = cpu.backward(x, cpu.forward(x, keep=True)[1], want["w"], wanted=per_position)
+    for n in per_position:
+        assert torch.equal(part[n], full[n]), n
+        torch.testing.assert_close(part[n], want["grads"][n], rtol=1e-9, atol=1e-10)
+    left_out = form != "dur-trans"  # the duration-dependent kernels form every sum
+    for n in ("duration_bias", "transition"):
+        assert (n not in part) == left_out, n
+        torch.testing.assert_close(full[n], want["grads"][n], rtol=1e-9, atol=1e-10)
+
+
 def test_compiled_kernels_are_cached_outside_the_package(tmp_path):
     """With no NUMBA_CACHE_DIR, a fresh process caches the kernels it compiles under
     $XDG_CACHE_HOME/semiseg/numba and writes nothing into the package (a cache there is

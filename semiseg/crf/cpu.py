@@ -147,9 +147,11 @@ def forward(x: CRFInputs, keep: bool = False):
 
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
-    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS
-    (all of them, whatever `wanted` asks: dispatch.py)."""
+    """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS;
+    without duration_bias and transition in `wanted` (dispatch.py) the factorised kernels
+    skip those two sums and leave them out (the duration-dependent ones form all)."""
     a, ck, ck_lo, alpha_end, log_z = saved
+    params = a.dd or wanted is None or bool({"duration_bias", "transition"} & set(wanted))
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)
     g_ps = np.zeros((B, T, C))
@@ -171,7 +173,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
         else:
             k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
                            a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
-                           ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads)
+                           ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads, params)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
@@ -189,19 +191,19 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     def out(v: np.ndarray) -> Tensor:
         return torch.from_numpy(np.ascontiguousarray(v)).to(dtype)
 
-    g_tr_full = torch.zeros(x.transition.shape, dtype=dtype)
-    g_tr_full.view(-1, C, C)[:a.tr.shape[0]] = out(shared(g_tr))
-    g_db_full = torch.zeros(x.duration_bias.shape, dtype=dtype)
-    g_db_full[:K] = out(shared(g_db))
-    return {
+    grads = {
         "scores": out(g_sc),
-        "transition": g_tr_full,
-        "duration_bias": g_db_full,
         "start": out(shared(g_start)),
         "end": out(shared(g_end)),
         "proj_start": out(g_ps),
         "proj_end": out(g_pe),
     }
+    if params:
+        grads["transition"] = torch.zeros(x.transition.shape, dtype=dtype)
+        grads["transition"].view(-1, C, C)[:a.tr.shape[0]] = out(shared(g_tr))
+        grads["duration_bias"] = torch.zeros(x.duration_bias.shape, dtype=dtype)
+        grads["duration_bias"][:K] = out(shared(g_db))
+    return grads
 
 
 def viterbi(x: CRFInputs):

@@ -426,8 +426,8 @@ def _close_sum(hr, j, dbt, gdb, r, dmax, Q, m, fr):
 
 
 @njit(cache=True, fastmath=FM)
-def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
-    """beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and the
+def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta, params):
+    """beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and (params) the
     transition marginals at s into g_tr[c', (r, c)] (trq is transition as (c', (r, c)),
     etrq = exp(trq - trqm)): in linear space, or exactly where that sum is below TINY."""
     C, QC = trq.shape
@@ -446,10 +446,11 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
             sm += etrq[c0, k] * eb[k]
         if sm >= TINY:
             beta[c0] = bm + trqm[c0] + math.log(sm)
-            # sum of these marginals = ft * sm <= w, so ft cannot overflow
-            ft = w * fexp(alphas_i[c0] + trqm[c0] + bm - z)
-            for k in range(QC):
-                g_tr[c0, k] += ft * (etrq[c0, k] * eb[k])
+            if params:
+                # sum of these marginals = ft * sm <= w, so ft cannot overflow
+                ft = w * fexp(alphas_i[c0] + trqm[c0] + bm - z)
+                for k in range(QC):
+                    g_tr[c0, k] += ft * (etrq[c0, k] * eb[k])
             continue
         m = NEG
         for k in range(QC):
@@ -462,7 +463,8 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
         for k in range(QC):
             e = fexp(trq[c0, k] + bg[k] - m)
             sm += e
-            g_tr[c0, k] += e * ft
+            if params:
+                g_tr[c0, k] += e * ft
         beta[c0] = m + math.log(sm)
 
 
@@ -470,8 +472,11 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta):
 def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
                  trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo,
                  alpha_end, z, w,
-                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
-    """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1))."""
+                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end, params=True):
+    """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1));
+    params False: the duration-bias and transition sums are left out (g_db and g_tr are
+    then incomplete, for the caller to drop; the posteriors need only the per-position
+    gradients, which are the same bits either way)."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     for c in range(C):
         g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
@@ -559,7 +564,9 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, tr
                         tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
                         bg[r * C + c] = P + m + math.log(tr_)
                         st += tr_ * f_r
-                    if Q == 1:
+                    if not params:
+                        pass
+                    elif Q == 1:
                         _axpy(g_db[c], prod, fr[0], dmax)
                     else:
                         r = 0
@@ -572,7 +579,8 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, tr
                     for c in range(C):
                         g_start[c] = g_ps[0, c]
                     break
-                _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas[i], z, w, g_tr, beta)
+                _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas[i], z, w, g_tr, beta,
+                                      params)
             jj = s % K
             idx[0] = jj
             idx[1] = jj + K
