@@ -12,9 +12,9 @@ Every backend is a module with three functions over a `CRFInputs` (inputs.py):
         the gradient of sum_b grad_log_z[b] * log Z_b with respect to every floating
         input named in inputs.FLOAT_FIELDS, in the shape and dtype of that input.
         `wanted` (None: all) names the gradients the caller will read; a backend may
-        leave the others out (the Triton one skips duration_bias and transition, sums
-        over every position, when neither is wanted: posteriors need only the
-        per-position ones), and returns the wanted ones unchanged by the choice.
+        leave the others out (the Triton and numba ones skip duration_bias and
+        transition, sums over every position, when neither is wanted: posteriors need
+        only the per-position ones), and returns the wanted ones unchanged by the choice.
         "proj_start" and "proj_end" are returned even when x has none (as if they
         were zeros): d log Z / d proj_start[b, t, c] is the probability that a segment
         of label c starts at t, which gives the boundary marginals. A sequence whose
