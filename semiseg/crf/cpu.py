@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from . import cpu_kernels as k
-from .inputs import CRFInputs
+from .inputs import CRFInputs, param_grads_wanted
 
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
@@ -151,7 +151,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     without duration_bias and transition in `wanted` (dispatch.py) the factorised kernels
     skip those two sums and leave them out (the duration-dependent ones form all)."""
     a, ck, ck_lo, alpha_end, log_z = saved
-    params = a.dd or wanted is None or bool({"duration_bias", "transition"} & set(wanted))
+    params = a.dd or param_grads_wanted(wanted)
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)
     g_ps = np.zeros((B, T, C))

@@ -564,11 +564,9 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, tr
                         tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
                         bg[r * C + c] = P + m + math.log(tr_)
                         st += tr_ * f_r
-                    if not params:
-                        pass
-                    elif Q == 1:
+                    if params and Q == 1:
                         _axpy(g_db[c], prod, fr[0], dmax)
-                    else:
+                    elif params:
                         r = 0
                         for d0 in range(dmax):
                             fv[d0] = fr[r]

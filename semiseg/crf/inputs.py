@@ -82,6 +82,13 @@ class CRFInputs:
 FLOAT_FIELDS = ("scores", "transition", "duration_bias", "start", "end", "proj_start", "proj_end")
 
 
+def param_grads_wanted(wanted) -> bool:
+    """Whether a backward asked for `wanted` gradients (None: all; dispatch.py) must form
+    those of the duration bias and the transition (sums over every position and
+    duration), which every backend may otherwise skip."""
+    return wanted is None or bool({"duration_bias", "transition"} & set(wanted))
+
+
 def _float(name: str, x, device) -> Tensor:
     if not isinstance(x, Tensor):
         raise ValueError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")

@@ -36,7 +36,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-from ..inputs import CRFInputs
+from ..inputs import CRFInputs, param_grads_wanted
 from . import chain, graphs, tiled
 
 MAX_RING = 32768  # KP * CP ring elements per program (the duration-dependent family,
@@ -377,12 +377,6 @@ def _backward_buffers(x: CRFInputs, KP: int, CP: int, tr_shape: tuple):
     return state, grads
 
 
-def _param_grads(wanted) -> bool:
-    """Whether a backward asked for `wanted` gradients (None: all) must form those of the
-    duration bias and the transition (sums over every position and duration)."""
-    return wanted is None or bool({"duration_bias", "transition"} & set(wanted))
-
-
 def _gradients(x: CRFInputs, g_scores, g_ps, g_pe, g_db, transition) -> dict:
     """The backend contract's gradient dict from the (already weighted) scores and
     projection gradients, the weighted float64 sums g_db (KP, CP, duration order) and
@@ -653,7 +647,7 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
         return _backward_dd(x, saved, grad_log_z)
     if x.periodic:
         return _backward_per(x, saved, grad_log_z, wanted)
-    params = _param_grads(wanted)
+    params = param_grads_wanted(wanted)
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
@@ -1044,7 +1038,7 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
         rows = _per_rows(x, CP, NPP, W * P)
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
-    params = _param_grads(wanted)
+    params = param_grads_wanted(wanted)
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
     g_tr = torch.zeros(B, nck, NPP, CP, sp or CP, **f32) if params else dummy
     nw_rec = _wave_warps(KP, CP, "recompute")

@@ -205,23 +205,32 @@ def _plane_steps(i, q3, u3, NP: tl.constexpr, KQ: tl.constexpr):
 
 
 @triton.jit
-def _planes_to_ring(ptr, R3, i, q3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
-                    CP: tl.constexpr, KQ: tl.constexpr):
-    """Store residue planes R3 (NPP, KQ, CP), as they are after step i - 1, as the
-    (KP, CP) start-indexed ring of that step at ptr (slot s & (KP - 1) for the entry of
-    step s): every slot of the ring once (NP KQ >= KP; the older entries are left out)."""
-    s3 = _plane_steps(i - 1, tl.where(q3 < NP, q3, 0), u3, NP, KQ)
-    tl.store(ptr + (s3 & (KP - 1)) * CP + cs3, R3, mask=(q3 < NP) & (i - s3 <= KP))
+def _ring_slots(i, r3, qv3, u3, NP: tl.constexpr, KP: tl.constexpr, KQ: tl.constexpr):
+    """Where the residue planes' entries sit, after step i - 1, in the (KP, CP)
+    start-indexed ring of that step (slot s & (KP - 1) for the entry of step s; r3 the
+    planes, qv3 the same with the padding planes >= NP as 0): (slots, mask), the mask
+    leaving out the padding planes and entries older than KP steps (durations beyond K).
+    Every slot of the ring is covered once (NP KQ >= KP)."""
+    s3 = _plane_steps(i - 1, qv3, u3, NP, KQ)
+    return s3 & (KP - 1), (r3 < NP) & (i - s3 <= KP)
 
 
 @triton.jit
-def _ring_to_planes(ptr, i, q3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
+def _planes_to_ring(ptr, R3, i, r3, qv3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
+                    CP: tl.constexpr, KQ: tl.constexpr):
+    """Store residue planes R3 (NPP, KQ, CP), as they are after step i - 1, as the
+    (KP, CP) ring of that step at ptr (_ring_slots)."""
+    slot, ok = _ring_slots(i, r3, qv3, u3, NP, KP, KQ)
+    tl.store(ptr + slot * CP + cs3, R3, mask=ok)
+
+
+@triton.jit
+def _ring_to_planes(ptr, i, r3, qv3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr,
                     CP: tl.constexpr, KQ: tl.constexpr):
     """_planes_to_ring's inverse: the planes after step i - 1 from the ring at ptr, -inf
-    for entries older than KP steps (their durations exceed K) and in planes >= NP."""
-    s3 = _plane_steps(i - 1, tl.where(q3 < NP, q3, 0), u3, NP, KQ)
-    return tl.load(ptr + (s3 & (KP - 1)) * CP + cs3, mask=(q3 < NP) & (i - s3 <= KP),
-                   other=NEG)
+    where _ring_slots' mask leaves them out."""
+    slot, ok = _ring_slots(i, r3, qv3, u3, NP, KP, KQ)
+    return tl.load(ptr + slot * CP + cs3, mask=ok, other=NEG)
 
 
 @triton.jit
@@ -385,7 +394,8 @@ def _fwd_kernel(
         if TILE > 0:
             _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KS, CP, TILE)
         elif KQ > 0:
-            R = _ring_to_planes(mid_ring + b * KP * CP, i0, r3, u3, cs3, NP, KP, CP, KQ)
+            R = _ring_to_planes(mid_ring + b * KP * CP, i0, r3, qv3, u3, cs3, NP, KP, CP,
+                                KQ)
         else:
             R = tl.load(mid_ring + (b * KP + js) * CP + cs)
         gam = tl.load(mid_gam + b * CP + cs1)
@@ -430,8 +440,8 @@ def _fwd_kernel(
                 if TILE > 0:
                     _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
                 elif KQ > 0:
-                    _planes_to_ring(ck_ring + (ck + k) * KP * CP, R - mprev, i, r3, u3, cs3,
-                                    NP, KP, CP, KQ)
+                    _planes_to_ring(ck_ring + (ck + k) * KP * CP, R - mprev, i, r3, qv3, u3,
+                                    cs3, NP, KP, CP, KQ)
                 else:
                     tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam, mask=lead)
@@ -560,8 +570,8 @@ def _fwd_kernel(
         if TILE > 0:
             _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
         elif KQ > 0:
-            _planes_to_ring(mid_ring + b * KP * CP, R - mprev, i1, r3, u3, cs3, NP, KP, CP,
-                            KQ)
+            _planes_to_ring(mid_ring + b * KP * CP, R - mprev, i1, r3, qv3, u3, cs3, NP, KP,
+                            CP, KQ)
         else:
             tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
         tl.store(mid_gam + b * CP + cs1, gam, mask=lead)
