@@ -117,6 +117,8 @@ def main():
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
                  ("periodic reversed chain, residue planes", chain._fwd_kernel,
                   dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)))),
+                 ("periodic reversed chain, planes split 3 ways", chain._fwd_kernel,
+                  dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)), SPLIT=3)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
                  ("periodic backward (wave), duration sum in memory", chain._bwd_kernel,

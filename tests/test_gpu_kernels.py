@@ -316,6 +316,33 @@ def test_periodic_against_float64(B, T, K, C):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
+@pytest.mark.parametrize("B,T,K,C,split,sparse", [(4, 3000, 100, 24, True, False),
+                                                  (4, 3000, 100, 24, False, False),
+                                                  (2, 3000, 1000, 16, True, False),
+                                                  (3, 2000, 200, 30, True, True)])
+def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkeypatch):
+    """The periodic reversed chain's residue planes split over NP = 3 programs per
+    sequence (chain._fwd_kernel SPLIT = NP: a plane each, an exchange every step) and not
+    split (REV_SPLIT False), with sparse transition tables at (3, 2000, 200, 30): log Z,
+    every gradient, Viterbi and its path against float64, bitwise deterministic, with
+    allowed masks, variable lengths and -inf transitions."""
+    kn = _kn()
+    monkeypatch.setattr(kn, "REV_SPLIT", split)
+    if sparse:
+        monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
+    p, extra = problem(B, T, K, C, seed=B * T + K + 9, period=3, allowed=True,
+                       lengths=[T] + [T - 17 * i for i in range(1, B)])
+    if sparse:
+        sparsify(p, 5)
+    p["transition"][1, 0, C - 1] = float("-inf")
+    x = inputs(p, extra, torch.float32)
+    KP, CP = kn._shape(x)
+    rk = kn._rev_opts(KP, CP, kn._warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
+    assert rk["KQ"] > 0 and rk["SPLIT"] == (3 if split else 1)
+    assert (kn._sparse_width(x) > 0) == sparse
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
 @pytest.mark.parametrize("B,T,K,C,forced", [(3, 4000, 300, 13, True), (2, 6000, 2000, 13, False),
                                             (2, 9000, 4000, 13, False)])
 def test_periodic_rings_in_tiles_against_float64(B, T, K, C, forced, monkeypatch):

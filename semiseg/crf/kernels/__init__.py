@@ -525,7 +525,7 @@ def _knobs() -> tuple:
             CHAIN_SPLIT, SPLIT_MIN_ELEMS, SPLIT_REG_ELEMS, JOIN_PARTS_FROM, JOIN_TILE_ELEMS,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, END_TILE_ELEMS,
             BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
-            SPARSE_VITERBI, RES_PLANES_MAX_CP)
+            SPARSE_VITERBI, RES_PLANES_MAX_CP, REV_SPLIT, REV_SPLIT_WARPS)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -825,6 +825,11 @@ RES_PLANES_MAX_CP = 32  # the periodic reversed chain's register ring as residue
 # residue at every read
 
 
+REV_SPLIT: bool | None = None  # the residue planes split over NP programs per sequence
+# (True / False forces it where the planes are on; None = _rev_opts' rule)
+REV_SPLIT_WARPS: int | None = None  # warps of each of those programs; None = _rev_opts' rule
+
+
 def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> dict:
     """Launch options of the periodic family's reversed chain: _chain_opts' tiles (with
     their `work` rings) from CHAIN_TILE_FROM, else the register ring at _rev_warps; for
@@ -834,11 +839,25 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     238.8 -> 217.1 ms at (16, 20000, 1000, 16), the same bits (sha1 of log Z and every
     gradient), but the forward 3% slower at the 1-bp gene shape's CP = 64 in an earlier
     run (133.3 -> 138.2 ms; RESULTS.md, "The periodic reversed chain's ring as residue
-    planes")."""
+    planes"). On a GPU with B (NP + 1) <= SMs (the other direction's B programs beside
+    it; REV_SPLIT forces it either way) the planes are split over NP programs per
+    sequence, one plane each at 8 warps (REV_SPLIT_WARPS), exchanging their parts every
+    step: on an H200 fwd+bwd 120.1 -> 100.1 ms at (8, 20000, 100, 24) (at 4 warps 125.5)
+    and 216.7 -> 187.0 ms at (16, 20000, 1000, 16), the same bits (RESULTS.md, "The
+    residue planes split over programs")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
     kq = _pow2(-(-KP // NP)) if planes else 0
-    return dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq)
+    kw = dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq, SPLIT=1)
+    dev = dummy.device
+    if not planes or dev.type != "cuda" or B * NP > _sm_count(dev):
+        return kw
+    if not (B * (NP + 1) <= _sm_count(dev) if REV_SPLIT is None else REV_SPLIT):
+        return kw
+    nw = REV_SPLIT_WARPS or 8
+    return dict(kw, SPLIT=NP, num_warps=nw,
+                xch=torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32),
+                bar=torch.zeros(B, device=dev, dtype=torch.int32))
 
 
 def _rev_warps(nw: int) -> int:
@@ -979,11 +998,11 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
     rk = _rev_opts(KP, CP, nw, B, dummy, NP)
 
     def rev():
-        chain._fwd_kernel[(B,)](
+        chain._fwd_kernel[(B, rk["SPLIT"])](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T=T, C=C, K=K, P=P, NCK=nck,
             seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r,
-            **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
+            **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
@@ -1024,11 +1043,11 @@ def _backward_per(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[
     rk = _rev_opts(KP, CP, nw, B, dummy, NP)
 
     def rev():
-        chain._fwd_kernel[(B,)](
+        chain._fwd_kernel[(B, rk["SPLIT"])](
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
             seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r,
-            **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
+            **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev).run(fwd, rev)
     if full is not None:

@@ -305,7 +305,10 @@ def _fwd_kernel(
     residue order) instead of a select over (NPP, KP, CP). Checkpoints and the state at
     M stay (KP, CP) rings indexed by step (_planes_to_ring / _ring_to_planes), as every
     other kernel reads them; the planes' durations run to NP KQ < 2 KP (the host's
-    duration-bias table has 2 KP rows, -inf beyond K).
+    duration-bias table has 2 KP rows, -inf beyond K). With SPLIT = NP (kernels._rev_opts)
+    program g (id 1) holds plane g alone: each step the programs exchange their planes'
+    logsumexp parts (_exchange), then all form the same gamma and alpha from them, and
+    program 0 alone stores what is not a plane's (as the static split below).
 
     TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
@@ -316,7 +319,7 @@ def _fwd_kernel(
     session 16). The same terms, reduced in another order: not bitwise the register ring's
     results (tests compare both with float64); a barrier ends each step.
 
-    SPLIT > 1 (static, MODE 0; kernels._split_opts): SPLIT programs (program id 1 = g)
+    SPLIT > 1 (static, MODE 0; kernels._split_opts; periodic: the planes above): SPLIT programs (program id 1 = g)
     share one sequence's chain, program g holding slots [g KP/SPLIT, (g+1) KP/SPLIT) of
     the ring (in registers when TILE = 0, else walked in tiles); each step they exchange
     their partial logsumexps (max, sum) through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
@@ -332,13 +335,16 @@ def _fwd_kernel(
     lead = True  # the program that stores what is not its part of the ring
     KS: tl.constexpr = KP // SPLIT  # this program's slots (KP unless split)
     g0 = 0  # the first of them
-    if SPLIT > 1:  # program g of a split chain: slots [g KS, (g + 1) KS)
-        tl.static_assert((MODE == 0) & (NP == 1) & (LEAVE_OUT == 0))
+    if SPLIT > 1:  # program g of a split chain
         g = tl.program_id(1)
         lead = g == 0
-        g0 = g * KS
-        if TILE == 0:  # its part of the ring in registers
-            js = g0 + tl.arange(0, KS)[:, None]
+        if NP > 1:  # periodic: residue plane g (below)
+            tl.static_assert((MODE == 0) & (KQ > 0) & (SPLIT == NP))
+        else:  # static: slots [g KS, (g + 1) KS)
+            tl.static_assert((MODE == 0) & (LEAVE_OUT == 0))
+            g0 = g * KS
+            if TILE == 0:  # its part of the ring in registers
+                js = g0 + tl.arange(0, KS)[:, None]
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
         jt = g0 + tl.arange(0, TILE)[:, None]
@@ -360,7 +366,11 @@ def _fwd_kernel(
             tl.static_assert((MODE == 0) & (TILE == 0) & (LEAVE_OUT == 0) & (NP * KQ >= KP))
             u3 = tl.arange(0, KQ)[None, :, None]
             cs3 = tl.arange(0, CP)[None, None, :]
-            qv3 = tl.where(r3 < NP, r3, 0)  # the plane as _plane_steps takes it
+            if SPLIT > 1:  # this program's plane, (1, 1, 1)
+                pq3 = g + tl.arange(0, 1)[:, None, None]
+            else:  # all NPP planes
+                pq3 = r3
+            qv3 = tl.where(pq3 < NP, pq3, 0)  # the plane as _plane_steps takes it
         tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
         if SP > 0:
             wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
@@ -394,7 +404,7 @@ def _fwd_kernel(
         if TILE > 0:
             _copy_tiles(wp, mid_ring + b * KP * CP, 0.0, jt, cs, KS, CP, TILE)
         elif KQ > 0:
-            R = _ring_to_planes(mid_ring + b * KP * CP, i0, r3, qv3, u3, cs3, NP, KP, CP,
+            R = _ring_to_planes(mid_ring + b * KP * CP, i0, pq3, qv3, u3, cs3, NP, KP, CP,
                                 KQ)
         else:
             R = tl.load(mid_ring + (b * KP + js) * CP + cs)
@@ -407,7 +417,7 @@ def _fwd_kernel(
         if TILE > 0:
             _empty_tiles(wp, jt, cs, KS, CP, TILE)
         elif KQ > 0:  # empty planes, from a fully masked load (below)
-            R = tl.load(mid_ring + (r3 * 0 + u3) * CP + cs3, mask=(r3 + u3 + cs3) < 0,
+            R = tl.load(mid_ring + (pq3 * 0 + u3) * CP + cs3, mask=(pq3 + u3 + cs3) < 0,
                         other=NEG)
         elif NP > 1:
             # an empty ring that comes from a (fully masked) load: from tl.full, ptxas
@@ -440,7 +450,7 @@ def _fwd_kernel(
                 if TILE > 0:
                     _copy_tiles(ck_ring + (ck + k) * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
                 elif KQ > 0:
-                    _planes_to_ring(ck_ring + (ck + k) * KP * CP, R - mprev, i, r3, qv3, u3,
+                    _planes_to_ring(ck_ring + (ck + k) * KP * CP, R - mprev, i, pq3, qv3, u3,
                                     cs3, NP, KP, CP, KQ)
                 else:
                     tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
@@ -458,7 +468,7 @@ def _fwd_kernel(
         # blend the new start into its slot, shift the others, add the scores of p
         ins = gam + psr
         if KQ > 0:  # residue planes: step i's entry in plane i mod NP, row (i div NP) mod KQ
-            own = (r3 == i % NP) & (u3 == (i // NP) & (KQ - 1))
+            own = (pq3 == i % NP) & (u3 == (i // NP) & (KQ - 1))
             R = tl.where(own, ins[None, None, :], R - mprev) + f[None, None, :]
             d = i - _plane_steps(i, qv3, u3, NP, KQ) + 1  # (NPP, KQ, 1), <= NP KQ < 2 KP
             v = R + tl.load(db + (d - 1) * CP + cs3)
@@ -477,9 +487,12 @@ def _fwd_kernel(
                 if MODE != 2:
                     a3 = _lse_join(a3, esum3)
             elif KQ > 0:  # one logsumexp per plane, then the planes in residue order
-                mx3 = tl.max(v, 1)  # (NPP, CP)
-                a3 = _planes_by_residue(_lse_join(mx3, tl.sum(tl.exp(
-                    v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1)), i, NP, NPP)
+                mx3 = tl.max(v, 1)  # (NPP, CP), split: (1, CP)
+                es3 = tl.sum(tl.exp(v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1)
+                if SPLIT > 1:  # every program's plane, (NPP, CP) in plane order
+                    mx3, es3 = _exchange(xch + b * 4 * SPLIT * CP, bar + b, tl.max(mx3, 0),
+                                         tl.sum(es3, 0), i - i0, g, cs1, CP, SPLIT, NPP)
+                a3 = _planes_by_residue(_lse_join(mx3, es3), i, NP, NPP)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
@@ -570,7 +583,7 @@ def _fwd_kernel(
         if TILE > 0:
             _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
         elif KQ > 0:
-            _planes_to_ring(mid_ring + b * KP * CP, R - mprev, i1, r3, qv3, u3, cs3, NP, KP,
+            _planes_to_ring(mid_ring + b * KP * CP, R - mprev, i1, pq3, qv3, u3, cs3, NP, KP,
                             CP, KQ)
         else:
             tl.store(mid_ring + (b * KP + js) * CP + cs, R - mprev)
@@ -584,12 +597,24 @@ def _fwd_kernel(
 
 @triton.jit
 def _split_lse(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.constexpr):
-    """A split chain's step (_fwd_kernel SPLIT): this program's part of the logsumexp per
-    label (max acc, sum esum of exp(v - max)) into row g of xch's half s % 2, an arrival
-    at the counter `bar`, a wait until all SPLIT programs have arrived for step s, then
-    every part combined in the order g = 0, 1, ... Returns (max, sum) over all slots.
-    The halves alternate so that a program a step ahead never overwrites a part that
-    another may still read (it cannot be two steps ahead: it waits at the counter)."""
+    """A split chain's step (_fwd_kernel SPLIT, static): _exchange's parts combined in
+    the order g = 0, 1, ... Returns (max, sum) over all slots."""
+    A, E = _exchange(xch, bar, acc, esum, s, g, cs1, CP, SPLIT, SPLIT)
+    mx = tl.max(A, 0)
+    mxs = tl.where(mx == NEG, 0.0, mx)
+    return mx, tl.sum(E * tl.exp(A - mxs[None, :]), 0)
+
+
+@triton.jit
+def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.constexpr,
+              ROWS: tl.constexpr):
+    """The exchange of a split chain's step: this program's part of the logsumexp per
+    label (max acc, sum esum of exp(v - max), (CP,) each) into row g of xch's half s % 2,
+    an arrival at the counter `bar`, a wait until all SPLIT programs have arrived for
+    step s, then every program's part: (ROWS, CP) maxima and sums, ROWS (a power of two
+    >= SPLIT) rows in the order g = 0, 1, ..., rows >= SPLIT -inf and 0. The halves
+    alternate so that a program a step ahead never overwrites a part that another may
+    still read (it cannot be two steps ahead: it waits at the counter)."""
     half = xch + (s % 2) * 2 * SPLIT * CP
     tl.store(half + g * 2 * CP + cs1, acc)
     tl.store(half + g * 2 * CP + CP + cs1, esum)
@@ -600,12 +625,11 @@ def _split_lse(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.const
     while seen < target:
         seen = tl.atomic_add(bar, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
-    gs = tl.arange(0, SPLIT)[:, None] * 2 * CP
-    A = tl.load(half + gs + cs1[None, :], volatile=True)
-    E = tl.load(half + gs + CP + cs1[None, :], volatile=True)
-    mx = tl.max(A, 0)
-    mxs = tl.where(mx == NEG, 0.0, mx)
-    return mx, tl.sum(E * tl.exp(A - mxs[None, :]), 0)
+    gr = tl.arange(0, ROWS)[:, None]
+    gs = gr * 2 * CP
+    A = tl.load(half + gs + cs1[None, :], mask=gr < SPLIT, other=NEG, volatile=True)
+    E = tl.load(half + gs + CP + cs1[None, :], mask=gr < SPLIT, other=0.0, volatile=True)
+    return A, E
 
 
 @triton.jit
