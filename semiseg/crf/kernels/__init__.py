@@ -841,9 +841,9 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     run (133.3 -> 138.2 ms; RESULTS.md, "The periodic reversed chain's ring as residue
     planes"). On a GPU with B (NP + 1) <= SMs (the other direction's B programs beside
     it; REV_SPLIT forces it either way) the planes are split over NP programs per
-    sequence, one plane each at 8 warps (REV_SPLIT_WARPS), exchanging their parts every
-    step: on an H200 fwd+bwd 120.1 -> 100.1 ms at (8, 20000, 100, 24) (at 4 warps 125.5)
-    and 216.7 -> 187.0 ms at (16, 20000, 1000, 16), the same bits (RESULTS.md, "The
+    sequence, one plane each at 4 warps (REV_SPLIT_WARPS), each forming its residue's
+    part of gamma, exchanged every step: on an H200 fwd+bwd 120.1 -> 84.8 ms at (8,
+    20000, 100, 24) and 216.7 -> 187.2 ms at (16, 20000, 1000, 16) (RESULTS.md, "The
     residue planes split over programs")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
@@ -854,7 +854,7 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
         return kw
     if not (B * (NP + 1) <= _sm_count(dev) if REV_SPLIT is None else REV_SPLIT):
         return kw
-    nw = REV_SPLIT_WARPS or 8
+    nw = REV_SPLIT_WARPS or 4
     return dict(kw, SPLIT=NP, num_warps=nw,
                 xch=torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32),
                 bar=torch.zeros(B, device=dev, dtype=torch.int32))

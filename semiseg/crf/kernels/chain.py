@@ -101,11 +101,11 @@ def _lse_last(v):
 
 
 @triton.jit
-def _trans3(trans, tidx, NPP: tl.constexpr, CP: tl.constexpr, SP: tl.constexpr):
+def _trans3(trans, tidx, NPP: tl.constexpr, CP: tl.constexpr, SP: tl.constexpr, r0=0):
     """A periodic chain's transition table: (NPP, CP, CP) from the host's padded table
     (SP = 0; the column index is then a placeholder), else the (NPP, CP, SP) sparse
-    values and their int32 columns."""
-    r3 = tl.arange(0, NPP)[:, None, None]
+    values and their int32 columns; residues r0 .. r0 + NPP - 1 (NPP = 1: one slice)."""
+    r3 = r0 + tl.arange(0, NPP)[:, None, None]
     j3 = tl.arange(0, CP)[None, :, None]
     if SP == 0:
         tr3 = tl.load(trans + (r3 * CP + j3) * CP + tl.arange(0, CP)[None, None, :])
@@ -371,7 +371,8 @@ def _fwd_kernel(
             else:  # all NPP planes
                 pq3 = r3
             qv3 = tl.where(pq3 < NP, pq3, 0)  # the plane as _plane_steps takes it
-        tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
+        if SPLIT == 1:  # (split: each step its own residue's slice)
+            tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
         if SP > 0:
             wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
     elif GAMMA_ROWS:  # trans as given, tr[src, dst]: gamma reduces over the rows
@@ -488,11 +489,19 @@ def _fwd_kernel(
                     a3 = _lse_join(a3, esum3)
             elif KQ > 0:  # one logsumexp per plane, then the planes in residue order
                 mx3 = tl.max(v, 1)  # (NPP, CP), split: (1, CP)
-                es3 = tl.sum(tl.exp(v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1)
-                if SPLIT > 1:  # every program's plane, (NPP, CP) in plane order
-                    mx3, es3 = _exchange(xch + b * 4 * SPLIT * CP, bar + b, tl.max(mx3, 0),
-                                         tl.sum(es3, 0), i - i0, g, cs1, CP, SPLIT, NPP)
-                a3 = _planes_by_residue(_lse_join(mx3, es3), i, NP, NPP)
+                a3 = _lse_join(mx3, tl.sum(tl.exp(
+                    v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1))
+                if SPLIT > 1:
+                    # this plane's residue rg and its part of gamma, lse_c trans[rg, c', c]
+                    # + bg^rg[c] (not yet normalised), then every plane's two from the
+                    # exchange: a3 and the parts (NPP, CP) in plane order
+                    a3 = a3 + per[None, :]
+                    tq3, tqi3 = _trans3(trans, tidx, 1, CP, SP, (i - g + NP) % NP)
+                    a3, gq = _exchange(xch + b * 4 * SPLIT * CP, bar + b, tl.max(a3, 0),
+                                       _lse_outer(_combine(tq3, tqi3, a3, SP, wsp, CP)),
+                                       i - i0, g, cs1, CP, SPLIT, NPP)
+                    gq = tl.where(rr2 < NP, gq, NEG)
+                a3 = _planes_by_residue(a3, i, NP, NPP)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
@@ -507,13 +516,17 @@ def _fwd_kernel(
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
                     e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
                     a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
-            a3 = a3 + per[None, :]
+            if SPLIT == 1:  # (split: added above)
+                a3 = a3 + per[None, :]
             m = _safe_max(tl.max(a3, 0))
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
-            g3 = _combine(tr3, ti3, a3, SP, wsp, CP)  # [r, c', c] (sparse: [r, c', s])
-            if MODE == 2:
+            if SPLIT > 1:  # gamma from the planes' parts
+                gam = _lse0(gq) - m
+                alp = _lse0(a3)
+            elif MODE == 2:
+                g3 = _combine(tr3, ti3, a3, SP, wsp, CP)  # [r, c', c] (sparse: [r, c', s])
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
                 gyi = _column(ti3, tl.argmax(g3, 2), SP)
                 gam = tl.max(gy, 0)
@@ -526,7 +539,7 @@ def _fwd_kernel(
                 tl.store(bp_c + bpb + cs1, (gri * CP + best_y).to(bp_c.dtype.element_ty),
                          mask=cmask1)
             else:
-                gam = _lse_outer(g3)
+                gam = _lse_outer(_combine(tr3, ti3, a3, SP, wsp, CP))
                 alp = _lse0(a3)
         else:
             if TILE > 0:  # the same over the ring in memory
