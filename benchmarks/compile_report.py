@@ -25,7 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from semiseg.crf import kernels as kn
-from semiseg.crf.kernels import chain, tiled
+from semiseg.crf.kernels import chain, split_end, tiled
 
 I32 = {"T", "C", "K", "P", "NCK", "seg0"}
 F64 = {"ck_n", "mid_n", "rows_n", "out_n", "fin_n", "rk_n", "log_z", "f_n", "r_n"}
@@ -114,11 +114,18 @@ def main():
         pe = dict(flags, NP=3, NPP=kn._pow2(3))
         runs += [("periodic forward (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=0, PHASE=0)),
                  ("periodic Viterbi half (end-indexed)", chain._fwd_end_kernel, dict(pe, MODE=2, PHASE=0)),
+                 ("periodic forward (end-indexed), split 3 ways", split_end._fwd_end_split_kernel,
+                  dict(pe, MODE=0, PHASE=0, KQ=kn._pow2(-(-a.kp // 3)))),
+                 ("periodic forward (end-indexed), split, rows", split_end._fwd_end_split_kernel,
+                  dict(pe, MODE=0, PHASE=1, WRITE_ROWS=True, KQ=kn._pow2(-(-a.kp // 3)))),
                  ("periodic reversed chain", chain._fwd_kernel, dict(pe, **fwd, MODE=0, PHASE=0, REV=True)),
                  ("periodic reversed chain, residue planes", chain._fwd_kernel,
                   dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)))),
                  ("periodic reversed chain, planes split 3 ways", chain._fwd_kernel,
                   dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)), SPLIT=3)),
+                 ("periodic reversed chain, split, gamma parts", chain._fwd_kernel,
+                  dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)), SPLIT=3,
+                       PARTG=1)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
                  ("periodic backward (wave), duration sum in memory", chain._bwd_kernel,

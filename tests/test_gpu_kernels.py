@@ -321,15 +321,20 @@ def test_periodic_against_float64(B, T, K, C):
                                                   (2, 3000, 1000, 16, True, False),
                                                   (3, 2000, 200, 30, True, True)])
 def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkeypatch):
-    """The periodic reversed chain's residue planes split over NP = 3 programs per
-    sequence (chain._fwd_kernel SPLIT = NP: a plane each, an exchange every step) and not
-    split (REV_SPLIT False), with sparse transition tables at (3, 2000, 200, 30): log Z,
-    every gradient, Viterbi and its path against float64, bitwise deterministic, with
-    allowed masks, variable lengths and -inf transitions."""
+    # gamma's parts per program (PARTG) by rule at K = 100, forced with the sparse tables
+    # (3, 2000, 200, 30); all residues per program by rule at K = 1000
+    """The periodic chains' residue planes split over NP = 3 programs per sequence (the
+    reversed chain, chain._fwd_kernel SPLIT = NP, and the end-indexed forward,
+    split_end.py: a plane each, an exchange every step) and not split (REV_SPLIT and
+    END_SPLIT False), with sparse transition tables at (3, 2000, 200, 30): log Z, every
+    gradient, Viterbi and its path against float64, bitwise deterministic, with allowed
+    masks, variable lengths and -inf transitions."""
     kn = _kn()
     monkeypatch.setattr(kn, "REV_SPLIT", split)
+    monkeypatch.setattr(kn, "END_SPLIT", split)
     if sparse:
         monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
+        monkeypatch.setattr(kn, "REV_PART_GAMMA", True)
     p, extra = problem(B, T, K, C, seed=B * T + K + 9, period=3, allowed=True,
                        lengths=[T] + [T - 17 * i for i in range(1, B)])
     if sparse:
@@ -339,6 +344,8 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkey
     KP, CP = kn._shape(x)
     rk = kn._rev_opts(KP, CP, kn._warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
     assert rk["KQ"] > 0 and rk["SPLIT"] == (3 if split else 1)
+    assert rk.get("PARTG", 0) == (split and (sparse or K == 100))
+    assert kn._end_split(B, KP, CP, 3, torch.device("cuda")) == rk["SPLIT"]
     assert (kn._sparse_width(x) > 0) == sparse
     check_against_float64(kn, p, extra, deterministic=True)
 

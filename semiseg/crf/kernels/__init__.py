@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from ..inputs import CRFInputs, param_grads_wanted
-from . import chain, graphs, tiled
+from . import chain, graphs, split_end, tiled
 
 MAX_RING = 32768  # KP * CP ring elements per program (the duration-dependent family,
 # whose register rings were never measured beyond it)
@@ -525,7 +525,8 @@ def _knobs() -> tuple:
             CHAIN_SPLIT, SPLIT_MIN_ELEMS, SPLIT_REG_ELEMS, JOIN_PARTS_FROM, JOIN_TILE_ELEMS,
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, END_TILE_ELEMS,
             BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
-            SPARSE_VITERBI, RES_PLANES_MAX_CP, REV_SPLIT, REV_SPLIT_WARPS)
+            SPARSE_VITERBI, RES_PLANES_MAX_CP, REV_SPLIT, REV_SPLIT_WARPS, REV_PART_GAMMA,
+            END_SPLIT, END_SPLIT_WARPS)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -828,6 +829,8 @@ RES_PLANES_MAX_CP = 32  # the periodic reversed chain's register ring as residue
 REV_SPLIT: bool | None = None  # the residue planes split over NP programs per sequence
 # (True / False forces it where the planes are on; None = _rev_opts' rule)
 REV_SPLIT_WARPS: int | None = None  # warps of each of those programs; None = _rev_opts' rule
+REV_PART_GAMMA: bool | None = None  # each split program forms its residue's part of gamma
+# (chain._fwd_kernel PARTG); None = _rev_opts' rule
 
 
 def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> dict:
@@ -841,9 +844,12 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     run (133.3 -> 138.2 ms; RESULTS.md, "The periodic reversed chain's ring as residue
     planes"). On a GPU with B (NP + 1) <= SMs (the other direction's B programs beside
     it; REV_SPLIT forces it either way) the planes are split over NP programs per
-    sequence, one plane each at 4 warps (REV_SPLIT_WARPS), each forming its residue's
-    part of gamma, exchanged every step: on an H200 fwd+bwd 120.1 -> 84.8 ms at (8,
-    20000, 100, 24) and 216.7 -> 187.2 ms at (16, 20000, 1000, 16) (RESULTS.md, "The
+    sequence, one plane each, exchanging their parts every step. Up to 2,048 plane
+    elements (KQ x CP) each program forms its residue's part of gamma (PARTG; 4 warps),
+    beyond it all of gamma from the exchanged planes (8 warps; REV_PART_GAMMA,
+    REV_SPLIT_WARPS force them). On an H200, with the end-indexed forward split too
+    (_end_split), fwd+bwd 120.1 -> 74.6 ms at (8, 20000, 100, 24) and 216.7 -> 151.8 ms at
+    (16, 20000, 1000, 16), where the parts took 168.4 (RESULTS.md, "The periodic chains'
     residue planes split over programs")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
@@ -854,8 +860,9 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
         return kw
     if not (B * (NP + 1) <= _sm_count(dev) if REV_SPLIT is None else REV_SPLIT):
         return kw
-    nw = REV_SPLIT_WARPS or 4
-    return dict(kw, SPLIT=NP, num_warps=nw,
+    part = kq * CP <= 2048 if REV_PART_GAMMA is None else bool(REV_PART_GAMMA)
+    nw = REV_SPLIT_WARPS or (4 if part else 8)
+    return dict(kw, SPLIT=NP, PARTG=int(part), num_warps=nw,
                 xch=torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32),
                 bar=torch.zeros(B, device=dev, dtype=torch.int32))
 
@@ -870,10 +877,42 @@ def _rev_warps(nw: int) -> int:
     return REV_WARPS or min(nw, 8)
 
 
+END_SPLIT: bool | None = None  # the end-indexed forward chain's ring as NP residue planes,
+# one program each (split_end.py; True / False forces it on a GPU; None = _end_split's rule)
+END_SPLIT_WARPS: int | None = None  # warps of each of its programs; None = 8
+
+
+def _end_split(B: int, KP: int, CP: int, NP: int, dev) -> int:
+    """Programs per sequence of the end-indexed forward chain (MODE 0): NP (split_end.py)
+    on a GPU at CP <= RES_PLANES_MAX_CP (where the reversed chain's planes are on) with
+    2 B NP <= SMs (both directions split, side by side; every program of a split chain
+    waits for the others each step, so all must be resident), else 1. On an H200 that
+    chain's kernel time went 68.5 -> 63.1 ms at (8, 20000, 100, 24) (8 warps; 4: 72.1)
+    and 141.4 -> 106.4 ms at (16, 20000, 1000, 16) (RESULTS.md, "The periodic chains'
+    residue planes split over programs")."""
+    if NP < 2 or CP > RES_PLANES_MAX_CP or dev.type != "cuda" or B * NP > _sm_count(dev):
+        return 1
+    on = 2 * B * NP <= _sm_count(dev) if END_SPLIT is None else END_SPLIT
+    return NP if on else 1
+
+
 def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
-    """chain._fwd_end_kernel[grid](*args, **kw), or tiled._fwd_end_tiled_kernel with a
-    scratch ring per program where _ring_tile asks for it (same results, bitwise)."""
-    KP, CP = kw["KP"], kw["CP"]
+    """chain._fwd_end_kernel[grid](*args, **kw), or split_end._fwd_end_split_kernel over
+    (B, NP) programs where _end_split asks for it (MODE 0), or tiled._fwd_end_tiled_kernel
+    with a scratch ring per program where _ring_tile asks for it (same results, bitwise)."""
+    KP, CP, NP = kw["KP"], kw["CP"], kw["NP"]
+    dev = args[0].device
+    if kw["MODE"] == 0 and len(grid) == 1 and _end_split(grid[0], KP, CP, NP, dev) > 1:
+        B = grid[0]
+        kq = _pow2(-(-KP // NP))
+        if kw.get("SP"):
+            kw = dict(kw, wsp=torch.empty(B * NP * CP, device=dev, dtype=torch.float32))
+        xch = torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32)
+        bar = torch.zeros(B, device=dev, dtype=torch.int32)
+        split_end._fwd_end_split_kernel[(B, NP)](
+            *args[:-6], xch, bar, *args[-6:], KQ=kq,
+            num_warps=END_SPLIT_WARPS or 8, **kw)
+        return
     tile = _ring_tile(KP, CP)
     if not tile:
         chain._fwd_end_kernel[grid](*args, num_warps=nw, **kw)

@@ -262,6 +262,7 @@ def _fwd_kernel(
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
     xch=None, bar=None, SPLIT: tl.constexpr = 1, KQ: tl.constexpr = 0,
+    PARTG: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -308,7 +309,10 @@ def _fwd_kernel(
     duration-bias table has 2 KP rows, -inf beyond K). With SPLIT = NP (kernels._rev_opts)
     program g (id 1) holds plane g alone: each step the programs exchange their planes'
     logsumexp parts (_exchange), then all form the same gamma and alpha from them, and
-    program 0 alone stores what is not a plane's (as the static split below).
+    program 0 alone stores what is not a plane's (as the static split below). PARTG (split
+    only): each program forms instead its plane's residue's part of gamma (one (CP, CP)
+    slice of the transition, loaded at the top of the step) and the programs exchange
+    those parts and the planes' logsumexps.
 
     TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
@@ -345,6 +349,7 @@ def _fwd_kernel(
             g0 = g * KS
             if TILE == 0:  # its part of the ring in registers
                 js = g0 + tl.arange(0, KS)[:, None]
+    tl.static_assert((PARTG == 0) | ((SPLIT > 1) & (NP > 1)))
     if TILE > 0:
         tl.static_assert(LEAVE_OUT == 0)
         jt = g0 + tl.arange(0, TILE)[:, None]
@@ -371,7 +376,7 @@ def _fwd_kernel(
             else:  # all NPP planes
                 pq3 = r3
             qv3 = tl.where(pq3 < NP, pq3, 0)  # the plane as _plane_steps takes it
-        if SPLIT == 1:  # (split: each step its own residue's slice)
+        if PARTG == 0:  # (PARTG: each step its own residue's slice)
             tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)
         if SP > 0:
             wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * NPP * CP
@@ -441,6 +446,8 @@ def _fwd_kernel(
         f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
         psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
         per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        if PARTG:  # this plane's residue's slice of the transition, ahead of its use
+            tq3, tqi3 = _trans3(trans, tidx, 1, CP, SP, (i - g + NP) % NP)
         if MODE == 0:
             if REV:
                 tb = L - i
@@ -489,18 +496,22 @@ def _fwd_kernel(
                     a3 = _lse_join(a3, esum3)
             elif KQ > 0:  # one logsumexp per plane, then the planes in residue order
                 mx3 = tl.max(v, 1)  # (NPP, CP), split: (1, CP)
-                a3 = _lse_join(mx3, tl.sum(tl.exp(
-                    v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1))
-                if SPLIT > 1:
+                es3 = tl.sum(tl.exp(v - tl.where(mx3 == NEG, 0.0, mx3)[:, None, :]), 1)
+                if PARTG:
                     # this plane's residue rg and its part of gamma, lse_c trans[rg, c', c]
                     # + bg^rg[c] (not yet normalised), then every plane's two from the
                     # exchange: a3 and the parts (NPP, CP) in plane order
-                    a3 = a3 + per[None, :]
-                    tq3, tqi3 = _trans3(trans, tidx, 1, CP, SP, (i - g + NP) % NP)
+                    a3 = _lse_join(mx3, es3) + per[None, :]
                     a3, gq = _exchange(xch + b * 4 * SPLIT * CP, bar + b, tl.max(a3, 0),
                                        _lse_outer(_combine(tq3, tqi3, a3, SP, wsp, CP)),
                                        i - i0, g, cs1, CP, SPLIT, NPP)
                     gq = tl.where(rr2 < NP, gq, NEG)
+                else:
+                    if SPLIT > 1:  # every program's plane, (NPP, CP) in plane order
+                        mx3, es3 = _exchange(xch + b * 4 * SPLIT * CP, bar + b,
+                                             tl.max(mx3, 0), tl.sum(es3, 0), i - i0, g, cs1,
+                                             CP, SPLIT, NPP)
+                    a3 = _lse_join(mx3, es3)
                 a3 = _planes_by_residue(a3, i, NP, NPP)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
@@ -516,13 +527,13 @@ def _fwd_kernel(
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
                     e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
                     a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
-            if SPLIT == 1:  # (split: added above)
+            if PARTG == 0:  # (PARTG: added above)
                 a3 = a3 + per[None, :]
             m = _safe_max(tl.max(a3, 0))
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
-            if SPLIT > 1:  # gamma from the planes' parts
+            if PARTG:  # gamma from the planes' parts
                 gam = _lse0(gq) - m
                 alp = _lse0(a3)
             elif MODE == 2:

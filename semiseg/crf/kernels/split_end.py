@@ -1,0 +1,186 @@
+"""The periodic family's end-indexed forward chain (chain._fwd_end_kernel, MODE 0) with its
+ring as NP residue planes, one per program: SPLIT = NP programs share one sequence.
+
+Why: that chain inserts every segment [i, e) that starts at step i into the slot of its end
+e, with gamma^{(e - i - 1) mod NP}[i]; one program per sequence selects that gamma per slot
+over (NPP, KP, CP) and runs a logsumexp insertion over all KP slots each step, ~3 us a step
+at (K, C) = (100, 24) and ~7 us at (1000, 16) on an H100, the periodic forward's bound once
+its reversed chain was split (benchmarks/RESULTS.md, "The residue planes split over
+programs"). Here program q holds the ends e with e mod NP = q, row (e div NP) mod KQ of a
+(KQ, CP) plane (NP KQ >= KP, KQ a power of two). Every end of a plane has the same residue
+(q - i - 1) mod NP at step i, so the program needs one gamma row, gamma^{rq}[i], one
+(C, C) logsumexp per step (its residue's slice of the transition, chain._trans_slice,
+loaded at the top of the step before), and
+its insertion walks KQ rows instead of KP. The row of end i + 1, alpha[i + 1], lives in
+plane (i + 1) mod NP: each program offers the max of its rows at end i + 1 (-inf unless it
+holds it) through chain._exchange, and all take the max of the offers, so every program
+has the same alpha and normaliser, as the unsplit chain has (the same values: the max of
+one finite row and -inf rows is that row).
+
+The planes hold, before step i, the ends [i, i + NP KQ); the row of end i (read at the
+last step) is reset to end i + NP KQ (duration NP KQ < 2 KP: the host's duration-bias
+table has 2 KP rows, -inf beyond K). Checkpoints and the state at M are the unsplit
+chain's (KP, CP) ring of ends [i, i + KP) (ends beyond hold -inf in both), so MODE 1, the
+joins and the backward read them unchanged. Program 0 stores what is not a plane's (alpha,
+N, the rows' alpha and N); each program stores its own gamma row of the rows.
+"""
+
+import triton
+import triton.language as tl
+
+from .chain import (
+    NEG,
+    _emission,
+    _exchange,
+    _load_row,
+    _logaddexp,
+    _lse1,
+    _safe_max,
+    _split,
+)
+
+
+@triton.jit
+def _trans_slice(trans, tidx, r, CP: tl.constexpr, SP: tl.constexpr):
+    """Residue r's slice of a periodic table (_trans3's layouts): (CP, CP) dense values, or
+    (CP, SP) sparse values and their columns (dense: a placeholder). Loaded at the top of
+    the step before its use, so that its latency hides behind the ring's work."""
+    rs = tl.arange(0, CP)[:, None]
+    if SP == 0:
+        t2 = tl.load(trans + (r * CP + rs) * CP + tl.arange(0, CP)[None, :])
+        ti2 = tl.zeros((1, 1), tl.int32)
+    else:
+        at = (r * CP + rs) * SP + tl.arange(0, SP)[None, :]
+        t2 = tl.load(trans + at)
+        ti2 = tl.load(tidx + at)
+    return t2, ti2
+
+
+@triton.jit
+def _lse_slice(t2, ti2, v, wsp, CP: tl.constexpr, SP: tl.constexpr):
+    """logsumexp over the last axis of t2[j, k] + v[k] (dense) or t2[j, s] + v[ti2[j, s]]
+    (sparse, v gathered through this program's scratch wsp as _spread does): (CP,). As
+    (CP, .) tensors: the (1, CP, CP) form kept ptxas at 32 registers and ~11 KB of spills
+    a thread in this chain (sm_90, triton 3.9; compile_report.py), while the reversed
+    chain's split planes ran 1.4-1.8x slower with this form (and its slice loaded at the
+    top of the step) than with the (1, CP, CP) one (H200)."""
+    if SP == 0:
+        w = t2 + v[None, :]
+    else:
+        tl.debug_barrier()
+        tl.store(wsp + tl.arange(0, CP), v)
+        tl.debug_barrier()
+        w = t2 + tl.load(wsp + ti2)
+    return _lse1(w)
+
+
+@triton.jit
+def _plane_ends(i, q, us, NP: tl.constexpr, KQ: tl.constexpr):
+    """The end held by row us of plane q before step i: the e in [i, i + NP KQ) with
+    e mod NP = q and (e div NP) mod KQ = us."""
+    n0 = (i - q + NP - 1) // NP  # the first end of plane q at or after i is q + NP n0
+    return q + NP * (n0 + ((us - n0) & (KQ - 1)))
+
+
+@triton.jit
+def _fwd_end_split_kernel(
+    scores, allowed, ps, pe, trans, db, init, lengths,
+    ck_ring, ck_alp, ck_n,
+    mid_ring, mid_alp, mid_n, mid_bd, mid_bc,
+    rows_gam, rows_alp, rows_n,
+    bp_d, bp_c,
+    out_alp, out_n,
+    xch, bar,
+    T, C, K, P, NCK, seg0,
+    KP: tl.constexpr, CP: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr,
+    KQ: tl.constexpr, MODE: tl.constexpr, PHASE: tl.constexpr = 0,
+    HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
+    HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
+    tidx=None, SP: tl.constexpr = 0, wsp=None,
+):
+    """chain._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
+    PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
+    the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, 2, NP, 2,
+    CP) float32 and bar (B,) int32, zero at launch: the exchange (chain._exchange)."""
+    tl.static_assert((MODE == 0) & (NP > 1) & (NP * KQ >= KP))
+    b = tl.program_id(0).to(tl.int64)
+    q = tl.program_id(1)
+    lead = q == 0
+    L = tl.load(lengths + b).to(tl.int32)
+    M = _split(L, P)
+    us = tl.arange(0, KQ)[:, None]
+    cs = tl.arange(0, CP)[None, :]
+    cs1 = tl.arange(0, CP)
+    cmask1 = cs1 < C
+    rr2 = tl.arange(0, NPP)[:, None]
+    if SP > 0:
+        wsp = wsp + (b * tl.num_programs(1) + q) * CP
+    xb = xch + b * 4 * NP * CP
+    seq = b * T * C
+    ck = b * NCK
+    if PHASE == 1:
+        i0 = M
+        i1 = L
+        e0 = _plane_ends(i0, q, us, NP, KQ)
+        A = tl.load(mid_ring + (b * KP + (e0 & (KP - 1))) * CP + cs, mask=e0 - i0 < KP,
+                    other=NEG)
+        alp = tl.load(mid_alp + b * CP + cs1)
+        n = tl.load(mid_n + b)
+    else:
+        i0 = 0
+        i1 = M
+        A = tl.load(mid_ring + (b * KP + us) * CP + cs, mask=(us + cs) < 0, other=NEG)
+        alp = tl.full((CP,), NEG, tl.float32)
+        n = tl.zeros((), tl.float64)
+    rq = (q - i0 - 1 + NP * (i0 + 1)) % NP  # the residue of this plane's ends at step i0
+    ini = tl.load(init + cs1, mask=cmask1, other=NEG)
+    t2, ti2 = _trans_slice(trans, tidx, rq, CP, SP)
+    gq = tl.where(i0 == 0, ini, _lse_slice(t2, ti2, alp, wsp, CP, SP))
+    mprev = tl.zeros((), tl.float32)
+    for i in range(i0, i1):
+        p = i + tl.zeros((), tl.int64)
+        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        rq1 = (rq + NP - 1) % NP  # the residue at step i + 1, and its slice (used below)
+        t2, ti2 = _trans_slice(trans, tidx, rq1, CP, SP)
+        e = _plane_ends(i, q, us, NP, KQ)  # (KQ, 1), in [i, i + NP KQ)
+        if i % P == 0:  # checkpoint: the planes as the ring of ends [i, i + KP)
+            k = i // P
+            tl.store(ck_ring + ((ck + k) * KP + (e & (KP - 1))) * CP + cs, A - mprev,
+                     mask=e - i < KP)
+            tl.store(ck_alp + (ck + k) * CP + cs1, alp, mask=lead)
+            tl.store(ck_n + ck + k, n, mask=lead)
+        if WRITE_ROWS:  # gamma^rq from each program, alpha and N from program 0
+            r = b * T + p
+            tl.store(rows_gam + (r * NPP + rq) * CP + cs1, gq)
+            tl.store(rows_gam + (r * NPP + rr2) * CP + cs, tl.full((NPP, CP), NEG, tl.float32),
+                     mask=(rr2 >= NP) & lead)
+            tl.store(rows_alp + r * CP + cs1, alp, mask=lead)
+            tl.store(rows_n + r, n, mask=lead)
+        # the segments [i, e) into their ends' rows; the row of end i restarts as end
+        # i + NP KQ
+        d = e - i
+        own = d == 0
+        d = tl.where(own, NP * KQ, d)
+        x = gq[None, :] + psr[None, :] + tl.load(db + (d - 1) * CP + cs)
+        A = A - mprev
+        A = tl.where(own, x, _logaddexp(A, x))
+        A = A + f[None, :]
+        offer = tl.max(tl.where(e == i + 1, A, NEG), 0)  # alpha[i + 1] from its plane
+        got, _ = _exchange(xb, bar + b, offer, offer, i - i0, q, cs1, CP, NP, NPP)
+        alp = tl.max(got, 0) + per
+        m = _safe_max(alp)
+        alp = alp - m
+        n = n + m.to(tl.float64)
+        mprev = m
+        rq = rq1
+        gq = _lse_slice(t2, ti2, alp, wsp, CP, SP)  # gamma^rq[i + 1]
+    if PHASE == 0:
+        e1 = _plane_ends(i1, q, us, NP, KQ)
+        tl.store(mid_ring + (b * KP + (e1 & (KP - 1))) * CP + cs, A - mprev, mask=e1 - i1 < KP)
+        tl.store(mid_alp + b * CP + cs1, alp, mask=lead)
+        tl.store(mid_n + b, n, mask=lead)
+    else:
+        tl.store(out_alp + b * CP + cs1, alp, mask=lead)
+        tl.store(out_n + b, n, mask=lead)
