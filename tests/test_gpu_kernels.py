@@ -493,26 +493,30 @@ def _graphed_and_eager(kn, x, monkeypatch, wanted=None):
     return graphed, eager
 
 
-@pytest.mark.parametrize("form", ["static", "periodic", "periodic_sparse"])
+@pytest.mark.parametrize("form", ["static", "periodic", "periodic_sparse", "periodic_split"])
 def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
     """Small calls replay captured CUDA graphs (kernels/graphs.py): log Z, every gradient
     (the full set and the posteriors' subset) and the Viterbi are bitwise those of the
     eager path, on the capture's inputs and on new values replayed through it; the
     results handed out are copies (a later replay does not change them). periodic_sparse:
     the second values allow other transitions with the same sparse width, so the replay
-    must rebuild the sparse tables on the GPU."""
+    must rebuild the sparse tables on the GPU. periodic_split: C = 24, so both periodic
+    chains run split over programs (their exchange counters zeroed in the graph)."""
     kn = _kn()
     from semiseg.crf.kernels import graphs
 
     graphs.POOL.clear()
     period = 3 if form.startswith("periodic") else None
     for seed in (1, 2):  # the second values replay the graphs captured for the first
-        p, extra = problem(6, 300, 30, 39, seed=seed, period=period, allowed=True,
+        C = 24 if form == "periodic_split" else 39
+        p, extra = problem(6, 300, 30, C, seed=seed, period=period, allowed=True,
                            lengths=[300, 299, 250, 101, 7, 1])
         if form == "periodic_sparse":
             sparsify(p, seed)
         x = inputs(p, extra, torch.float32)
         assert graphs.eligible(x, 64)
+        KP, CP = kn._shape(x)
+        assert (kn._end_split(6, KP, CP, 3, x.scores.device) > 1) == (form == "periodic_split")
         assert (kn._sparse_width(x) == 4) == (form == "periodic_sparse")
         for wanted in (None, ("scores", "proj_start")):
             graphed, eager = _graphed_and_eager(kn, x, monkeypatch, wanted)
