@@ -879,7 +879,8 @@ def _rev_warps(nw: int) -> int:
 
 END_SPLIT: bool | None = None  # the end-indexed forward chain's ring as NP residue planes,
 # one program each (split_end.py; True / False forces it on a GPU; None = _end_split's rule)
-END_SPLIT_WARPS: int | None = None  # warps of each of its programs; None = 8
+END_SPLIT_WARPS: int | None = None  # warps of each of its programs; None = 8 up to 4,096
+# plane elements (KQ x CP), else 16
 
 
 def _end_split(B: int, KP: int, CP: int, NP: int, dev) -> int:
@@ -888,8 +889,9 @@ def _end_split(B: int, KP: int, CP: int, NP: int, dev) -> int:
     2 B NP <= SMs (both directions split, side by side; every program of a split chain
     waits for the others each step, so all must be resident), else 1. On an H200 that
     chain's kernel time went 68.5 -> 63.1 ms at (8, 20000, 100, 24) (8 warps; 4: 72.1)
-    and 141.4 -> 106.4 ms at (16, 20000, 1000, 16) (RESULTS.md, "The periodic chains'
-    residue planes split over programs")."""
+    and 141.4 -> 106.4 ms at (16, 20000, 1000, 16) (8 warps), and there 16 warps took
+    fwd+bwd 151.5 -> 143.4 ms (at K = 100 74.0 -> 77.2; RESULTS.md, "The periodic
+    chains' residue planes split over programs")."""
     if NP < 2 or CP > RES_PLANES_MAX_CP or dev.type != "cuda" or B * NP > _sm_count(dev):
         return 1
     on = 2 * B * NP <= _sm_count(dev) if END_SPLIT is None else END_SPLIT
@@ -911,7 +913,7 @@ def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
         bar = torch.zeros(B, device=dev, dtype=torch.int32)
         split_end._fwd_end_split_kernel[(B, NP)](
             *args[:-6], xch, bar, *args[-6:], KQ=kq,
-            num_warps=END_SPLIT_WARPS or 8, **kw)
+            num_warps=END_SPLIT_WARPS or (8 if kq * CP <= 4096 else 16), **kw)
         return
     tile = _ring_tile(KP, CP)
     if not tile:
