@@ -86,8 +86,15 @@ WARPS: int | None = None  # fixed warps per program (benchmarks set it); None = 
 
 
 def _warps(KP: int, CP: int) -> int:
+    """Warps of the chains and the backward: by the ring (KP x CP) and the transition step
+    (CP x CP). 4 where both are small (KP x CP <= 2,048, CP <= 64): at (32, 300, 30, 39)
+    4 warps against 8 ran forward+backward 1.46 -> 1.33 ms of GPU time and the public API
+    1.82-1.98 -> 1.63-1.66 ms wall (H200; RESULTS.md, "The small call at 4 warps"),
+    as graph_probe.py had measured on an H100 (1.566 -> 1.399 ms)."""
     if WARPS is not None:
         return WARPS
+    if KP * CP <= 2048 and CP <= 64:
+        return 4
     n = max(KP * CP, 2 * CP * CP)
     if n <= 2048:
         return 4
