@@ -3,6 +3,8 @@
 Run on a CUDA machine with `PYTHONPATH=. pytest -m gpu tests/test_gpu_kernels.py`.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -579,6 +581,19 @@ def test_log_partition_defers_the_value_test_and_still_raises():
     tr[0, 1] = float("inf")
     with pytest.raises(ValueError, match=r"transition: contains \+inf"):
         log_partition(p["scores"], tr, p["duration_bias"])
+    # every input and kind of bad value through the fused reductions (inputs._value_stats)
+    for name, at, v, msg in [("scores", (0, 3, 1), -math.inf, "scores: contains an infinity"),
+                             ("transition", (2, 2), math.nan, "transition: contains NaN"),
+                             ("duration_bias", (4, 0), math.nan, "duration_bias: contains NaN"),
+                             ("end", (3,), math.inf, r"end: contains \+inf")]:
+        q = {k: v0.clone() for k, v0 in p.items()}
+        q[name][at] = v
+        with pytest.raises(ValueError, match=msg):
+            log_partition(q["scores"], q["transition"], q["duration_bias"], start=q["start"],
+                          end=q["end"])
+    ok = p["transition"].clone()
+    ok[1, 3] = -math.inf  # allowed
+    assert torch.isfinite(log_partition(p["scores"], ok, p["duration_bias"])).all()
     lz = log_partition(p["scores"], p["transition"], p["duration_bias"])
     lz64 = log_partition(p["scores"].double().cpu(), p["transition"].double().cpu(),
                          p["duration_bias"].double().cpu(), backend="torch")
