@@ -895,10 +895,10 @@ def _end_split(B: int, KP: int, CP: int, NP: int, dev) -> int:
     on a GPU at CP <= RES_PLANES_MAX_CP (where the reversed chain's planes are on) with
     2 B NP <= SMs (both directions split, side by side; every program of a split chain
     waits for the others each step, so all must be resident), else 1. On an H200 that
-    chain's kernel time went 68.5 -> 63.1 ms at (8, 20000, 100, 24) (8 warps; 4: 72.1)
-    and 141.4 -> 106.4 ms at (16, 20000, 1000, 16) (8 warps), and there 16 warps took
-    fwd+bwd 151.5 -> 143.4 ms (at K = 100 74.0 -> 77.2; RESULTS.md, "The periodic
-    chains' residue planes split over programs")."""
+    chain's kernel time went 68.5 -> 49.2 ms at (8, 20000, 100, 24) (8 warps) and 141.4
+    -> 76.1 ms at (16, 20000, 1000, 16) (16 warps; at 8, fwd+bwd 151.5 against 143.4
+    before alpha's row became a masked store; RESULTS.md, "The periodic chains' residue
+    planes split over programs")."""
     if NP < 2 or CP > RES_PLANES_MAX_CP or dev.type != "cuda" or B * NP > _sm_count(dev):
         return 1
     on = 2 * B * NP <= _sm_count(dev) if END_SPLIT is None else END_SPLIT

@@ -642,6 +642,19 @@ def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.conste
     half = xch + (s % 2) * 2 * SPLIT * CP
     tl.store(half + g * 2 * CP + cs1, acc)
     tl.store(half + g * 2 * CP + CP + cs1, esum)
+    _arrive_wait(bar, s, SPLIT)
+    gr = tl.arange(0, ROWS)[:, None]
+    gs = gr * 2 * CP
+    A = tl.load(half + gs + cs1[None, :], mask=gr < SPLIT, other=NEG, volatile=True)
+    E = tl.load(half + gs + CP + cs1[None, :], mask=gr < SPLIT, other=0.0, volatile=True)
+    return A, E
+
+
+@triton.jit
+def _arrive_wait(bar, s, SPLIT: tl.constexpr):
+    """A split chain's step barrier: once every thread's stores for step s are issued, an
+    arrival at the counter `bar` (release), then a wait until all SPLIT programs have
+    arrived for step s (acquire)."""
     tl.debug_barrier()  # every thread's part is written before the arrival
     tl.atomic_add(bar, 1, sem="release", scope="gpu")
     target = SPLIT * (s + 1)
@@ -649,11 +662,6 @@ def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.conste
     while seen < target:
         seen = tl.atomic_add(bar, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
-    gr = tl.arange(0, ROWS)[:, None]
-    gs = gr * 2 * CP
-    A = tl.load(half + gs + cs1[None, :], mask=gr < SPLIT, other=NEG, volatile=True)
-    E = tl.load(half + gs + CP + cs1[None, :], mask=gr < SPLIT, other=0.0, volatile=True)
-    return A, E
 
 
 @triton.jit

@@ -12,10 +12,9 @@ programs"). Here program q holds the ends e with e mod NP = q, row (e div NP) mo
 (C, C) logsumexp per step (its residue's slice of the transition, chain._trans_slice,
 loaded at the top of the step before), and
 its insertion walks KQ rows instead of KP. The row of end i + 1, alpha[i + 1], lives in
-plane (i + 1) mod NP: each program offers the max of its rows at end i + 1 (-inf unless it
-holds it) through chain._exchange, and all take the max of the offers, so every program
-has the same alpha and normaliser, as the unsplit chain has (the same values: the max of
-one finite row and -inf rows is that row).
+plane (i + 1) mod NP: its program stores that row (a masked store, no reduction) into the
+step's half of the exchange buffer, all wait at the counter (chain._arrive_wait) and read
+it, so every program has the same alpha and normaliser, the unsplit chain's values.
 
 The planes hold, before step i, the ends [i, i + NP KQ); the row of end i (read at the
 last step) is reset to end i + NP KQ (duration NP KQ < 2 KP: the host's duration-bias
@@ -30,8 +29,8 @@ import triton.language as tl
 
 from .chain import (
     NEG,
+    _arrive_wait,
     _emission,
-    _exchange,
     _load_row,
     _logaddexp,
     _lse1,
@@ -100,8 +99,9 @@ def _fwd_end_split_kernel(
 ):
     """chain._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
     PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
-    the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, 2, NP, 2,
-    CP) float32 and bar (B,) int32, zero at launch: the exchange (chain._exchange)."""
+    the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, >= 2 CP)
+    float32 (rows of 4 NP CP: the reversed chain's size) and bar (B,) int32, zero at
+    launch: alpha's row by step parity, and the step counter."""
     tl.static_assert((MODE == 0) & (NP > 1) & (NP * KQ >= KP))
     b = tl.program_id(0).to(tl.int64)
     q = tl.program_id(1)
@@ -167,9 +167,12 @@ def _fwd_end_split_kernel(
         A = A - mprev
         A = tl.where(own, x, _logaddexp(A, x))
         A = A + f[None, :]
-        offer = tl.max(tl.where(e == i + 1, A, NEG), 0)  # alpha[i + 1] from its plane
-        got, _ = _exchange(xb, bar + b, offer, offer, i - i0, q, cs1, CP, NP, NPP)
-        alp = tl.max(got, 0) + per
+        # alpha[i + 1]: the row of end i + 1, stored by its plane's program alone (a
+        # masked store, no reduction) into this step's half of the exchange, read by all
+        half = xb + ((i - i0) % 2) * CP
+        tl.store(half + us * 0 + cs, A, mask=e == i + 1)
+        _arrive_wait(bar + b, i - i0, NP)
+        alp = tl.load(half + cs1, volatile=True) + per
         m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
