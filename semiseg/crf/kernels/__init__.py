@@ -89,7 +89,7 @@ def _warps(KP: int, CP: int) -> int:
     """Warps of the chains and the backward: by the ring (KP x CP) and the transition step
     (CP x CP). 4 where both are small (KP x CP <= 2,048, CP <= 64): at (32, 300, 30, 39)
     4 warps against 8 ran forward+backward 1.46 -> 1.33 ms of GPU time and the public API
-    1.82-1.98 -> 1.63-1.66 ms wall (H200; RESULTS.md, "The small call at 4 warps"),
+    1.82-1.98 -> 1.61-1.63 ms wall (H200; RESULTS.md, "The small call at 4 warps"),
     as graph_probe.py had measured on an H100 (1.566 -> 1.399 ms)."""
     if WARPS is not None:
         return WARPS
@@ -854,10 +854,10 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     sequence, one plane each, exchanging their parts every step. Up to 2,048 plane
     elements (KQ x CP) each program forms its residue's part of gamma (PARTG; 4 warps),
     beyond it all of gamma from the exchanged planes (8 warps; REV_PART_GAMMA,
-    REV_SPLIT_WARPS force them). On an H200, with the end-indexed forward split too
-    (_end_split), fwd+bwd 120.1 -> 74.6 ms at (8, 20000, 100, 24) and 216.7 -> 151.8 ms at
-    (16, 20000, 1000, 16), where the parts took 168.4 (RESULTS.md, "The periodic chains'
-    residue planes split over programs")."""
+    REV_SPLIT_WARPS force them). On an H200 the reversed chain's kernel time went 110.8 ->
+    64.5 ms at (8, 20000, 100, 24) and 172.2 -> 83.6 ms at (16, 20000, 1000, 16), where
+    the parts took 122.9 (RESULTS.md, "The periodic chains' residue planes split over
+    programs")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
     kq = _pow2(-(-KP // NP)) if planes else 0
