@@ -767,3 +767,35 @@ def test_every_function_of_the_kernel_modules_is_a_triton_function():
         plain = [n for n, f in vars(mod).items()
                  if inspect.isfunction(f) and f.__module__ == mod.__name__]
         assert not plain, (mod.__name__, plain)
+
+
+import triton.language as tl  # noqa: E402
+
+from semiseg.crf.kernels.split_end import _plane_ends  # noqa: E402
+
+
+@triton.jit
+def _plane_ends_probe(out, NP: tl.constexpr, KQ: tl.constexpr):
+    i = tl.program_id(0)
+    q = tl.program_id(1)
+    us = tl.arange(0, KQ)[:, None]
+    tl.store(out + (i * NP + q) * KQ + us, _plane_ends(i, q, us, NP, KQ))
+
+
+@pytest.mark.parametrize("NP,KP", [(3, 128), (3, 1024), (2, 64), (5, 16), (3, 4)])
+def test_split_end_plane_ends(NP, KP):
+    """split_end._plane_ends, the index map of the split end-indexed chain (GPU-only: its
+    programs wait for each other, which the interpreter cannot run): before every step i
+    the NP planes of KQ rows hold each end of [i, i + NP KQ) exactly once, end e in plane
+    e mod NP, row (e div NP) mod KQ; NP KQ >= KP (the ring's window of ends)."""
+    KQ = kn._pow2(-(-KP // NP))
+    assert NP * KQ >= KP
+    steps = 40
+    out = torch.empty(steps, NP, KQ, dtype=torch.int32, device=DEV)
+    _plane_ends_probe[(steps, NP)](out, NP=NP, KQ=KQ)
+    e = out.cpu().long()
+    for i in range(steps):
+        assert sorted(e[i].flatten().tolist()) == list(range(i, i + NP * KQ))
+    q = torch.arange(NP)[None, :, None]
+    u = torch.arange(KQ)[None, None, :]
+    assert torch.equal(e % NP, q.expand_as(e)) and torch.equal((e // NP) % KQ, u.expand_as(e))
