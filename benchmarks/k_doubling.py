@@ -85,16 +85,22 @@ def profile_once(x):
     return ", ".join(f"{n} x{c} {ms:.1f} ms" for n, (c, ms) in top)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ks", default="1000,2000,4000,8192")
+def run_args(ap):
+    """The options k_doubling.py and periodic_profile.py share: --reps, --variants (knob
+    settings, `variants`), --profile, --label (the code's name in the table), --record."""
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--variants", default="now")
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--genome", action="store_true")
     ap.add_argument("--label", default="")
     ap.add_argument("--record", action="store_true")
-    a = ap.parse_args()
+    return ap
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ks", default="1000,2000,4000,8192")
+    ap.add_argument("--genome", action="store_true")
+    a = run_args(ap).parse_args()
     vs = variants(a.variants)
     ks = [int(k) for k in a.ks.split(",")]
     dev = torch.cuda.get_device_name(0)

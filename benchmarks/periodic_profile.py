@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch
-from k_doubling import fingerprint, profile_once, variants, with_knobs
+from k_doubling import fingerprint, profile_once, run_args, variants, with_knobs
 from periodic_kernels import as_x, events, fwd_bwd, leaves
 
 from semiseg.crf import kernels as kn
@@ -39,12 +39,7 @@ def forms(B, T, K, C):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="8x20000x100x24,16x20000x1000x16")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--variants", default="now")
-    ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--label", default="")
-    ap.add_argument("--record", action="store_true")
-    a = ap.parse_args()
+    a = run_args(ap).parse_args()
     vs = variants(a.variants)
     dev = torch.cuda.get_device_name(0)
     print(dev, a.label, flush=True)

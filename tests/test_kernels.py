@@ -16,9 +16,11 @@ import pytest
 triton = pytest.importorskip("triton")
 
 import bruteforce as bf
+import triton.language as tl
 
 from semiseg.crf import kernels as kn
 from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
+from semiseg.crf.kernels.split_end import _end_slots, _plane_ends
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -769,33 +771,41 @@ def test_every_function_of_the_kernel_modules_is_a_triton_function():
         assert not plain, (mod.__name__, plain)
 
 
-import triton.language as tl  # noqa: E402
-
-from semiseg.crf.kernels.split_end import _plane_ends  # noqa: E402
-
 
 @triton.jit
-def _plane_ends_probe(out, NP: tl.constexpr, KQ: tl.constexpr):
+def _plane_ends_probe(out, slots, oks, NP: tl.constexpr, KP: tl.constexpr,
+                      KQ: tl.constexpr):
     i = tl.program_id(0)
     q = tl.program_id(1)
     us = tl.arange(0, KQ)[:, None]
-    tl.store(out + (i * NP + q) * KQ + us, _plane_ends(i, q, us, NP, KQ))
+    at = (i * NP + q) * KQ + us
+    tl.store(out + at, _plane_ends(i, q, us, NP, KQ))
+    slot, ok = _end_slots(i, q, us, NP, KP, KQ)
+    tl.store(slots + at, slot)
+    tl.store(oks + at, ok.to(tl.int32))
 
 
 @pytest.mark.parametrize("NP,KP", [(3, 128), (3, 1024), (2, 64), (5, 16), (3, 4)])
 def test_split_end_plane_ends(NP, KP):
-    """split_end._plane_ends, the index map of the split end-indexed chain (GPU-only: its
-    programs wait for each other, which the interpreter cannot run): before every step i
-    the NP planes of KQ rows hold each end of [i, i + NP KQ) exactly once, end e in plane
-    e mod NP, row (e div NP) mod KQ; NP KQ >= KP (the ring's window of ends)."""
+    """split_end._plane_ends and _end_slots, the index maps of the split end-indexed
+    chain (GPU-only: its programs wait for each other, which the interpreter cannot run):
+    before every step i the NP planes of KQ rows hold each end of [i, i + NP KQ) exactly
+    once, end e in plane e mod NP, row (e div NP) mod KQ (NP KQ >= KP); the rows kept by
+    _end_slots are exactly the ends [i, i + KP), each at slot e mod KP, so the ring's
+    every slot is written once."""
     KQ = kn._pow2(-(-KP // NP))
     assert NP * KQ >= KP
     steps = 40
-    out = torch.empty(steps, NP, KQ, dtype=torch.int32, device=DEV)
-    _plane_ends_probe[(steps, NP)](out, NP=NP, KQ=KQ)
-    e = out.cpu().long()
+    out, slots, oks = (torch.empty(steps, NP, KQ, dtype=torch.int32, device=DEV)
+                       for _ in range(3))
+    _plane_ends_probe[(steps, NP)](out, slots, oks, NP=NP, KP=KP, KQ=KQ)
+    e, slots, oks = out.cpu().long(), slots.cpu().long(), oks.cpu().bool()
     for i in range(steps):
         assert sorted(e[i].flatten().tolist()) == list(range(i, i + NP * KQ))
+        kept = e[i][oks[i]]
+        assert sorted(kept.tolist()) == list(range(i, i + KP))
+        assert sorted(slots[i][oks[i]].tolist()) == list(range(KP))
+        assert torch.equal(slots[i][oks[i]], kept % KP)
     q = torch.arange(NP)[None, :, None]
     u = torch.arange(KQ)[None, None, :]
     assert torch.equal(e % NP, q.expand_as(e)) and torch.equal((e // NP) % KQ, u.expand_as(e))

@@ -259,9 +259,15 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     per = KP * CP // G
     nw = CHAIN_TILE_WARPS or (4 if per <= 2048 else 8 if per <= 4096 else 16)
     tile = 0 if per <= SPLIT_REG_ELEMS else min(kw["TILE"], KP // G)
-    return dict(kw, TILE=tile, SPLIT=G, num_warps=nw,
-                xch=torch.empty(B * 4 * G * CP, device=dev, dtype=torch.float32),
-                bar=torch.zeros(B, device=dev, dtype=torch.int32))
+    return dict(kw, TILE=tile, SPLIT=G, num_warps=nw, **_exchange_buffers(B, 4 * G * CP, dev))
+
+
+def _exchange_buffers(B: int, floats: int, dev) -> dict:
+    """A split chain's exchange: `xch`, `floats` float32 per sequence (chain._exchange:
+    two step halves of the programs' parts), and `bar`, one int32 step counter per
+    sequence, zero at launch (chain._arrive_wait)."""
+    return {"xch": torch.empty(B * floats, device=dev, dtype=torch.float32),
+            "bar": torch.zeros(B, device=dev, dtype=torch.int32)}
 
 
 JOIN_PARTS_FROM = 32768  # KP x CP from which the static join's crossing sum runs in
@@ -870,8 +876,7 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     part = kq * CP <= 2048 if REV_PART_GAMMA is None else bool(REV_PART_GAMMA)
     nw = REV_SPLIT_WARPS or (4 if part else 8)
     return dict(kw, SPLIT=NP, PARTG=int(part), num_warps=nw,
-                xch=torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32),
-                bar=torch.zeros(B, device=dev, dtype=torch.int32))
+                **_exchange_buffers(B, 4 * NP * CP, dev))
 
 
 def _rev_warps(nw: int) -> int:
@@ -916,10 +921,9 @@ def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
         kq = _pow2(-(-KP // NP))
         if kw.get("SP"):
             kw = dict(kw, wsp=torch.empty(B * NP * CP, device=dev, dtype=torch.float32))
-        xch = torch.empty(B * 4 * NP * CP, device=dev, dtype=torch.float32)
-        bar = torch.zeros(B, device=dev, dtype=torch.int32)
+        ex = _exchange_buffers(B, 2 * CP, dev)  # alpha's row, by step parity
         split_end._fwd_end_split_kernel[(B, NP)](
-            *args[:-6], xch, bar, *args[-6:], KQ=kq,
+            *args[:-6], ex["xch"], ex["bar"], *args[-6:], KQ=kq,
             num_warps=END_SPLIT_WARPS or (8 if kq * CP <= 4096 else 16), **kw)
         return
     tile = _ring_tile(KP, CP)

@@ -82,6 +82,15 @@ def _plane_ends(i, q, us, NP: tl.constexpr, KQ: tl.constexpr):
 
 
 @triton.jit
+def _end_slots(i, q, us, NP: tl.constexpr, KP: tl.constexpr, KQ: tl.constexpr):
+    """Where plane q's rows us sit before step i in the unsplit chain's (KP, CP) ring of
+    ends [i, i + KP) (slot e mod KP for end e): (slots, mask), the mask leaving out the
+    ends from i + KP on (-inf in the planes: no segment reaches them yet)."""
+    e = _plane_ends(i, q, us, NP, KQ)
+    return e & (KP - 1), e - i < KP
+
+
+@triton.jit
 def _fwd_end_split_kernel(
     scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_alp, ck_n,
@@ -99,9 +108,9 @@ def _fwd_end_split_kernel(
 ):
     """chain._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
     PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
-    the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, >= 2 CP)
-    float32 (rows of 4 NP CP: the reversed chain's size) and bar (B,) int32, zero at
-    launch: alpha's row by step parity, and the step counter."""
+    the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, 2, CP)
+    float32 and bar (B,) int32, zero at launch: alpha's row by step parity, and the step
+    counter (kernels._exchange_buffers)."""
     tl.static_assert((MODE == 0) & (NP > 1) & (NP * KQ >= KP))
     b = tl.program_id(0).to(tl.int64)
     q = tl.program_id(1)
@@ -115,15 +124,14 @@ def _fwd_end_split_kernel(
     rr2 = tl.arange(0, NPP)[:, None]
     if SP > 0:
         wsp = wsp + (b * tl.num_programs(1) + q) * CP
-    xb = xch + b * 4 * NP * CP
+    xb = xch + b * 2 * CP
     seq = b * T * C
     ck = b * NCK
     if PHASE == 1:
         i0 = M
         i1 = L
-        e0 = _plane_ends(i0, q, us, NP, KQ)
-        A = tl.load(mid_ring + (b * KP + (e0 & (KP - 1))) * CP + cs, mask=e0 - i0 < KP,
-                    other=NEG)
+        slot, ok = _end_slots(i0, q, us, NP, KP, KQ)
+        A = tl.load(mid_ring + (b * KP + slot) * CP + cs, mask=ok, other=NEG)
         alp = tl.load(mid_alp + b * CP + cs1)
         n = tl.load(mid_n + b)
     else:
@@ -147,8 +155,8 @@ def _fwd_end_split_kernel(
         e = _plane_ends(i, q, us, NP, KQ)  # (KQ, 1), in [i, i + NP KQ)
         if i % P == 0:  # checkpoint: the planes as the ring of ends [i, i + KP)
             k = i // P
-            tl.store(ck_ring + ((ck + k) * KP + (e & (KP - 1))) * CP + cs, A - mprev,
-                     mask=e - i < KP)
+            slot, ok = _end_slots(i, q, us, NP, KP, KQ)
+            tl.store(ck_ring + ((ck + k) * KP + slot) * CP + cs, A - mprev, mask=ok)
             tl.store(ck_alp + (ck + k) * CP + cs1, alp, mask=lead)
             tl.store(ck_n + ck + k, n, mask=lead)
         if WRITE_ROWS:  # gamma^rq from each program, alpha and N from program 0
@@ -180,8 +188,8 @@ def _fwd_end_split_kernel(
         rq = rq1
         gq = _lse_slice(t2, ti2, alp, wsp, CP, SP)  # gamma^rq[i + 1]
     if PHASE == 0:
-        e1 = _plane_ends(i1, q, us, NP, KQ)
-        tl.store(mid_ring + (b * KP + (e1 & (KP - 1))) * CP + cs, A - mprev, mask=e1 - i1 < KP)
+        slot, ok = _end_slots(i1, q, us, NP, KP, KQ)
+        tl.store(mid_ring + (b * KP + slot) * CP + cs, A - mprev, mask=ok)
         tl.store(mid_alp + b * CP + cs1, alp, mask=lead)
         tl.store(mid_n + b, n, mask=lead)
     else:
