@@ -51,6 +51,8 @@ def _signature(fn, consts: dict) -> dict:
             sig[p] = "*i16"
         elif p in ("mid_bd", "mid_bc", "bar"):
             sig[p] = "*i32"
+        elif p == "xch" and consts.get("TAG"):
+            sig[p] = "*i64"
         else:
             sig[p] = "*fp32"
     return sig
@@ -126,6 +128,12 @@ def main():
                  ("periodic reversed chain, split, gamma parts", chain._fwd_kernel,
                   dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)), SPLIT=3,
                        PARTG=1)),
+                 ("periodic reversed chain, split, parts, tagged (rule)", chain._fwd_kernel,
+                  dict(pe, **fwd, MODE=0, PHASE=0, REV=True, KQ=kn._pow2(-(-a.kp // 3)), SPLIT=3,
+                       PARTG=1, LAZY=1, XT=1, TAG=1, PREFETCH=1)),
+                 ("periodic forward (end-indexed), split, tagged (rule)",
+                  split_end._fwd_end_split_kernel,
+                  dict(pe, MODE=0, PHASE=0, KQ=kn._pow2(-(-a.kp // 3)), TAG=1, PREFETCH=1)),
                  ("periodic reversed Viterbi half", chain._fwd_kernel, dict(pe, **fwd, MODE=2, PHASE=0, REV=True)),
                  ("periodic backward (wave)", chain._bwd_kernel, dict(pe, REV=False, ROWS_FULL=False, END=True)),
                  ("periodic backward (wave), duration sum in memory", chain._bwd_kernel,

@@ -318,11 +318,12 @@ def test_periodic_against_float64(B, T, K, C):
     check_against_float64(kn, p, extra, deterministic=True)
 
 
-@pytest.mark.parametrize("B,T,K,C,split,sparse", [(4, 3000, 100, 24, True, False),
-                                                  (4, 3000, 100, 24, False, False),
-                                                  (2, 3000, 1000, 16, True, False),
-                                                  (3, 2000, 200, 30, True, True)])
-def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkeypatch):
+@pytest.mark.parametrize("B,T,K,C,split,sparse,tagged", [(4, 3000, 100, 24, True, False, True),
+                                                         (4, 3000, 100, 24, True, False, False),
+                                                         (4, 3000, 100, 24, False, False, True),
+                                                         (2, 3000, 1000, 16, True, False, True),
+                                                         (3, 2000, 200, 30, True, True, True)])
+def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, tagged, monkeypatch):
     # gamma's parts per program (PARTG) by rule at K = 100, forced with the sparse tables
     # (3, 2000, 200, 30); all residues per program by rule at K = 1000
     """The periodic chains' residue planes split over NP = 3 programs per sequence (the
@@ -330,8 +331,14 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkey
     split_end.py: a plane each, an exchange every step) and not split (REV_SPLIT and
     END_SPLIT False), with sparse transition tables at (3, 2000, 200, 30): log Z, every
     gradient, Viterbi and its path against float64, bitwise deterministic, with allowed
-    masks, variable lengths and -inf transitions."""
+    masks, variable lengths and -inf transitions. tagged False: the exchanges through
+    the counter, alpha every step and the rows at the top of the step (REV_TAG, END_TAG,
+    LAZY_ALPHA, PREFETCH off; by rule the reversed chain's exchange is tagged where the
+    programs form gamma's parts, the end-indexed one's always)."""
     kn = _kn()
+    if not tagged:
+        for knob in ("REV_TAG", "END_TAG", "LAZY_ALPHA", "PREFETCH"):
+            monkeypatch.setattr(kn, knob, False)
     monkeypatch.setattr(kn, "REV_SPLIT", split)
     monkeypatch.setattr(kn, "END_SPLIT", split)
     if sparse:
@@ -347,6 +354,8 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, monkey
     rk = kn._rev_opts(KP, CP, kn._warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
     assert rk["KQ"] > 0 and rk["SPLIT"] == (3 if split else 1)
     assert rk.get("PARTG", 0) == (split and (sparse or K == 100))
+    assert rk.get("TAG", 0) == (split and tagged and rk["PARTG"])
+    assert rk.get("XT", 0) == rk.get("TAG", 0)
     assert kn._end_split(B, KP, CP, 3, torch.device("cuda")) == rk["SPLIT"]
     assert (kn._sparse_width(x) > 0) == sparse
     check_against_float64(kn, p, extra, deterministic=True)

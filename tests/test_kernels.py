@@ -20,6 +20,7 @@ import triton.language as tl
 
 from semiseg.crf import kernels as kn
 from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
+from semiseg.crf.kernels import chain
 from semiseg.crf.kernels.split_end import _end_slots, _plane_ends
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -809,3 +810,33 @@ def test_split_end_plane_ends(NP, KP):
     q = torch.arange(NP)[None, :, None]
     u = torch.arange(KQ)[None, None, :]
     assert torch.equal(e % NP, q.expand_as(e)) and torch.equal((e // NP) % KQ, u.expand_as(e))
+
+
+@triton.jit
+def _pack_probe(vals, tags, words, back, back_tags, N: tl.constexpr):
+    i = tl.arange(0, N)
+    w = chain._pack(tl.load(vals + i), tl.load(tags + i))
+    tl.store(words + i, w)
+    tl.store(back + i, chain._unpack(w))
+    tl.store(back_tags + i, (w >> 32).to(tl.int32))
+
+
+def test_exchange_words_round_trip():
+    """chain._pack / _unpack, the tagged exchange's words (GPU-only otherwise: the split
+    chains' programs wait for each other): every float32 bit pattern that a part can hold
+    (signed zeros, -inf, +inf, denormals, the extremes, NaN) and every step tag up to
+    2^31 - 1 come back bit for bit, the tag in the word's high half and the value's bits,
+    zero-extended, in its low half (a negative value must not spill its sign into the tag)."""
+    f = torch.tensor([0.0, -0.0, NEG, float("inf"), 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0,
+                      -2.5, float("nan"), 1.17e-38, -7.0, 123.456, -1e-30, 5.0],
+                     dtype=torch.float32, device=DEV)
+    tags = torch.tensor([1, 2, 3, 2**31 - 1, 7, 8, 9, 10, 2**20, 12, 13, 14, 15, 16, 17, 2**30],
+                        dtype=torch.int32, device=DEV)
+    words = torch.empty(16, dtype=torch.int64, device=DEV)
+    back = torch.empty(16, dtype=torch.float32, device=DEV)
+    back_tags = torch.empty(16, dtype=torch.int32, device=DEV)
+    _pack_probe[(1,)](f, tags, words, back, back_tags, N=16)
+    bits = f.cpu().view(torch.int32).long() & 0xFFFFFFFF
+    assert torch.equal(back.cpu().view(torch.int32), f.cpu().view(torch.int32))
+    assert torch.equal(back_tags.cpu(), tags.cpu())
+    assert torch.equal(words.cpu(), bits | (tags.cpu().long() << 32))

@@ -262,10 +262,14 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     return dict(kw, TILE=tile, SPLIT=G, num_warps=nw, **_exchange_buffers(B, 4 * G * CP, dev))
 
 
-def _exchange_buffers(B: int, floats: int, dev) -> dict:
+def _exchange_buffers(B: int, floats: int, dev, tagged: bool = False) -> dict:
     """A split chain's exchange: `xch`, `floats` float32 per sequence (chain._exchange:
     two step halves of the programs' parts), and `bar`, one int32 step counter per
-    sequence, zero at launch (chain._arrive_wait)."""
+    sequence, zero at launch (chain._arrive_wait). tagged (chain._exchange TAG): xch as
+    int64 words, zero at launch (each a part and its step's tag)."""
+    if tagged:
+        return {"xch": torch.zeros(B * floats, device=dev, dtype=torch.int64),
+                "bar": torch.zeros(1, device=dev, dtype=torch.int32)}
     return {"xch": torch.empty(B * floats, device=dev, dtype=torch.float32),
             "bar": torch.zeros(B, device=dev, dtype=torch.int32)}
 
@@ -539,7 +543,7 @@ def _knobs() -> tuple:
             BWD_TILE_FROM, BWD_TILE_ELEMS, BWD_TILE_WARPS, END_TILE_ELEMS,
             BIG_VITERBI, CHAIN_TILE_FROM, CHAIN_TILE_ELEMS, CHAIN_TILE_WARPS, SPARSE_BELOW, SPARSE_FROM_CP,
             SPARSE_VITERBI, RES_PLANES_MAX_CP, REV_SPLIT, REV_SPLIT_WARPS, REV_PART_GAMMA,
-            END_SPLIT, END_SPLIT_WARPS)
+            END_SPLIT, END_SPLIT_WARPS, PREFETCH, LAZY_ALPHA, REV_TAG, END_TAG)
 
 
 def forward(x: CRFInputs, keep: bool = False):
@@ -844,6 +848,16 @@ REV_SPLIT: bool | None = None  # the residue planes split over NP programs per s
 REV_SPLIT_WARPS: int | None = None  # warps of each of those programs; None = _rev_opts' rule
 REV_PART_GAMMA: bool | None = None  # each split program forms its residue's part of gamma
 # (chain._fwd_kernel PARTG); None = _rev_opts' rule
+PREFETCH = True  # the split periodic chains load each step's rows a step ahead
+# (_fwd_kernel PREFETCH, split_end.py); False: at the top of the step (benchmarks). Not
+# in the unsplit chains: at the 1-bp gene shape it cost 4% (RESULTS.md, "Tagged exchanges")
+LAZY_ALPHA = True  # the periodic reversed chain forms its alpha only where it is stored
+# (_fwd_kernel LAZY; the same bits); False: every step (benchmarks)
+REV_TAG: bool | None = None  # the reversed split chain's exchange as tagged words, no
+# counter (chain._exchange TAG; with LAZY_ALPHA its parts come label-major, XT); None =
+# _rev_opts' rule (where the programs form gamma's parts)
+END_TAG = True  # the split end-indexed chain's alpha row as tagged words (split_end.py
+# TAG); False: the counter (benchmarks)
 
 
 def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> dict:
@@ -863,11 +877,15 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
     REV_SPLIT_WARPS force them). On an H200 the reversed chain's kernel time went 110.8 ->
     64.5 ms at (8, 20000, 100, 24) and 172.2 -> 83.6 ms at (16, 20000, 1000, 16), where
     the parts took 122.9 (RESULTS.md, "The periodic chains' residue planes split over
-    programs")."""
+    programs"). Where the parts are formed, the exchange is tagged (REV_TAG; label-major
+    with LAZY_ALPHA) and the split programs load their rows a step ahead (PREFETCH): with
+    LAZY_ALPHA the chain went 64.5 -> 45.9 ms at (8, 20000, 100, 24); all of gamma per
+    program (8 warps) ran 4% slower tagged (RESULTS.md, "Tagged exchanges")."""
     kw = _chain_opts(KP, CP, _rev_warps(nw))
     planes = NP > 1 and not kw["TILE"] and CP <= RES_PLANES_MAX_CP
     kq = _pow2(-(-KP // NP)) if planes else 0
-    kw = dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq, SPLIT=1)
+    kw = dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq, SPLIT=1,
+              LAZY=int(bool(LAZY_ALPHA)))
     dev = dummy.device
     if not planes or dev.type != "cuda" or B * NP > _sm_count(dev):
         return kw
@@ -875,8 +893,10 @@ def _rev_opts(KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> 
         return kw
     part = kq * CP <= 2048 if REV_PART_GAMMA is None else bool(REV_PART_GAMMA)
     nw = REV_SPLIT_WARPS or (4 if part else 8)
-    return dict(kw, SPLIT=NP, PARTG=int(part), num_warps=nw,
-                **_exchange_buffers(B, 4 * NP * CP, dev))
+    tag = part if REV_TAG is None else bool(REV_TAG)
+    xt = int(tag and part and bool(LAZY_ALPHA))
+    return dict(kw, SPLIT=NP, PARTG=int(part), num_warps=nw, XT=xt, TAG=int(tag),
+                PREFETCH=int(bool(PREFETCH)), **_exchange_buffers(B, 4 * _pow2(NP) * CP, dev, tag))
 
 
 def _rev_warps(nw: int) -> int:
@@ -903,7 +923,9 @@ def _end_split(B: int, KP: int, CP: int, NP: int, dev) -> int:
     chain's kernel time went 68.5 -> 49.2 ms at (8, 20000, 100, 24) (8 warps) and 141.4
     -> 76.1 ms at (16, 20000, 1000, 16) (16 warps; at 8, fwd+bwd 151.5 against 143.4
     before alpha's row became a masked store; RESULTS.md, "The periodic chains' residue
-    planes split over programs")."""
+    planes split over programs"); with alpha's row as a tagged word (END_TAG) and the
+    rows loaded a step ahead (PREFETCH), 47.3 -> 46.6 and 80.9 -> 69.5 ms (RESULTS.md,
+    "Tagged exchanges")."""
     if NP < 2 or CP > RES_PLANES_MAX_CP or dev.type != "cuda" or B * NP > _sm_count(dev):
         return 1
     on = 2 * B * NP <= _sm_count(dev) if END_SPLIT is None else END_SPLIT
@@ -921,9 +943,11 @@ def _end_chain(grid: tuple, args: tuple, nw: int, **kw) -> None:
         kq = _pow2(-(-KP // NP))
         if kw.get("SP"):
             kw = dict(kw, wsp=torch.empty(B * NP * CP, device=dev, dtype=torch.float32))
-        ex = _exchange_buffers(B, 2 * CP, dev)  # alpha's row, by step parity
+        tag = bool(END_TAG)  # alpha's row, by step parity (tagged: 2 NPP slots)
+        ex = _exchange_buffers(B, (2 * _pow2(NP) if tag else 2) * CP, dev, tag)
         split_end._fwd_end_split_kernel[(B, NP)](
-            *args[:-6], ex["xch"], ex["bar"], *args[-6:], KQ=kq,
+            *args[:-6], ex["xch"], ex["bar"], *args[-6:], KQ=kq, PREFETCH=int(bool(PREFETCH)),
+            TAG=int(tag),
             num_warps=END_SPLIT_WARPS or (8 if kq * CP <= 4096 else 16), **kw)
         return
     tile = _ring_tile(KP, CP)

@@ -188,6 +188,30 @@ def _emission(scores, allowed, p, C, cs1, cmask1, HAS_ALLOWED: tl.constexpr):
 
 
 @triton.jit
+def _step_rows(scores, allowed, ps, pe, p, C, cs1, mask, HAS_ALLOWED: tl.constexpr,
+               HAS_PS: tl.constexpr, HAS_PE: tl.constexpr):
+    """Row p's emission (-inf where not allowed), start and end scores (_fwd_kernel
+    PREFETCH: loaded a step ahead of their use)."""
+    return (_emission(scores, allowed, p, C, cs1, mask, HAS_ALLOWED),
+            _load_row(ps, p, C, cs1, mask, HAS_PS), _load_row(pe, p, C, cs1, mask, HAS_PE))
+
+
+@triton.jit
+def _lazy_alpha(a3c, j, NP: tl.constexpr, NPP: tl.constexpr, PLANES: tl.constexpr,
+                XT: tl.constexpr):
+    """The reversed periodic chain's alpha after step j from that step's normalised a3c
+    (_fwd_kernel LAZY): logsumexp over the residues of a3c, (NPP, CP) in residue order,
+    or in plane order (PLANES), or (CP, NPP) in plane order (XT)."""
+    if XT:
+        a = tl.trans(a3c)
+    else:
+        a = a3c
+    if PLANES:
+        a = _planes_by_residue(a, j, NP, NPP)
+    return _lse0(a)
+
+
+@triton.jit
 def _split(L, P):
     """Where the two directions meet: M = the first half of the checkpoint segments of a
     sequence of length L (segments of P positions), at least 1 position, at most L."""
@@ -262,7 +286,8 @@ def _fwd_kernel(
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
     xch=None, bar=None, SPLIT: tl.constexpr = 1, KQ: tl.constexpr = 0,
-    PARTG: tl.constexpr = 0,
+    PARTG: tl.constexpr = 0, PREFETCH: tl.constexpr = 0, LAZY: tl.constexpr = 0,
+    XT: tl.constexpr = 0, TAG: tl.constexpr = 0,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -313,6 +338,15 @@ def _fwd_kernel(
     only): each program forms instead its plane's residue's part of gamma (one (CP, CP)
     slice of the transition, loaded at the top of the step) and the programs exchange
     those parts and the planes' logsumexps.
+
+    LAZY (NP > 1, MODE 0, no rows written): "gamma" comes from the per-residue a3 (or its
+    parts), so alpha, a logsumexp over a3, is formed only where it is stored: at the
+    checkpoints and the end, from the last step's a3 (_lazy_alpha; the same values, two
+    cross-warp reductions a step fewer; with PARTG a3 stays in plane order until then).
+    XT (LAZY, PARTG): the exchanged parts come back label-major, (CP, NPP), so gamma's sum
+    over the planes runs along a thread's own row. TAG (SPLIT > 1): the exchange without a
+    counter, each part a word tagged with its step (_exchange). PREFETCH: each step's
+    emission, start and end rows are loaded one step ahead, off the step's critical path.
 
     TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
@@ -436,6 +470,23 @@ def _fwd_kernel(
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
     mprev = tl.zeros((), tl.float32)
+    # the periodic reversed chain forms gamma from the per-residue a3, so without rows
+    # its alpha (logsumexp over a3) is formed only where stored: the checkpoints, the end
+    LZ: tl.constexpr = (LAZY != 0) & (NP > 1) & (MODE == 0) & (WRITE_ROWS == 0)
+    tl.static_assert((XT == 0) | (LZ & (PARTG != 0)))
+    tl.static_assert((TAG == 0) | (SPLIT > 1))
+    if LZ:  # the last step's normalised a3 (-inf before the first): _lazy_alpha
+        if XT:
+            a3c = tl.full((CP, NPP), NEG, tl.float32)
+        else:
+            a3c = tl.full((NPP, CP), NEG, tl.float32)
+    if PREFETCH:  # step i0's rows (i0 < i1; else never read)
+        if REV:
+            pn = (L - 1 - i0).to(tl.int64)
+        else:
+            pn = i0 + tl.zeros((), tl.int64)
+        fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, pn, C, cs1,
+                                cs1 < tl.where(i0 < i1, C, 0), HAS_ALLOWED, HAS_PS, HAS_PE)
     if TILE > 0:
         tl.debug_barrier()
     for i in range(i0, i1):
@@ -443,9 +494,20 @@ def _fwd_kernel(
             p = (L - 1 - i).to(tl.int64)
         else:
             p = i + tl.zeros((), tl.int64)
-        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
-        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        if PREFETCH:  # this step's rows, loaded a step ahead; the next step's
+            f = fN
+            psr = sN
+            per = eN
+            if REV:
+                pn = (L - 2 - tl.minimum(i, i1 - 2)).to(tl.int64)
+            else:
+                pn = tl.minimum(i + 1, i1 - 1) + tl.zeros((), tl.int64)
+            fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, pn, C,
+                                    cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
+        else:
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
         if PARTG:  # this plane's residue's slice of the transition, ahead of its use
             tq3, tqi3 = _trans3(trans, tidx, 1, CP, SP, (i - g + NP) % NP)
         if MODE == 0:
@@ -463,7 +525,13 @@ def _fwd_kernel(
                 else:
                     tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, R - mprev)
                 tl.store(ck_gam + (ck + k) * CP + cs1, gam, mask=lead)
-                tl.store(ck_alp + (ck + k) * CP + cs1, alp, mask=lead)
+                if LZ:
+                    tl.store(ck_alp + (ck + k) * CP + cs1,
+                             tl.where(i == i0, alp,
+                                      _lazy_alpha(a3c, i - 1, NP, NPP, PARTG != 0, XT)),
+                             mask=lead)
+                else:
+                    tl.store(ck_alp + (ck + k) * CP + cs1, alp, mask=lead)
                 tl.store(ck_n + ck + k, n, mask=lead)
         if MODE == 1 or WRITE_ROWS:
             if WRITE_ROWS:
@@ -502,17 +570,21 @@ def _fwd_kernel(
                     # + bg^rg[c] (not yet normalised), then every plane's two from the
                     # exchange: a3 and the parts (NPP, CP) in plane order
                     a3 = _lse_join(mx3, es3) + per[None, :]
-                    a3, gq = _exchange(xch + b * 4 * SPLIT * CP, bar + b, tl.max(a3, 0),
+                    a3, gq = _exchange(xch + b * 4 * NPP * CP, bar + b, tl.max(a3, 0),
                                        _lse_outer(_combine(tq3, tqi3, a3, SP, wsp, CP)),
-                                       i - i0, g, cs1, CP, SPLIT, NPP)
-                    gq = tl.where(rr2 < NP, gq, NEG)
+                                       i - i0, g, cs1, CP, SPLIT, NPP, XT, TAG)
+                    if XT:  # (CP, NPP)
+                        gq = tl.where(tl.arange(0, NPP)[None, :] < NP, gq, NEG)
+                    else:
+                        gq = tl.where(rr2 < NP, gq, NEG)
                 else:
                     if SPLIT > 1:  # every program's plane, (NPP, CP) in plane order
-                        mx3, es3 = _exchange(xch + b * 4 * SPLIT * CP, bar + b,
+                        mx3, es3 = _exchange(xch + b * 4 * NPP * CP, bar + b,
                                              tl.max(mx3, 0), tl.sum(es3, 0), i - i0, g, cs1,
-                                             CP, SPLIT, NPP)
+                                             CP, SPLIT, NPP, 0, TAG)
                     a3 = _lse_join(mx3, es3)
-                a3 = _planes_by_residue(a3, i, NP, NPP)
+                if (LZ == 0) | (PARTG == 0):  # (LZ with PARTG: plane order, _lazy_alpha)
+                    a3 = _planes_by_residue(a3, i, NP, NPP)
             else:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
@@ -529,13 +601,22 @@ def _fwd_kernel(
                     a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
             if PARTG == 0:  # (PARTG: added above)
                 a3 = a3 + per[None, :]
-            m = _safe_max(tl.max(a3, 0))
+            if XT:
+                m = _safe_max(tl.max(a3, 1))
+            else:
+                m = _safe_max(tl.max(a3, 0))
             a3 = a3 - m
             n = n + m.to(tl.float64)
             mprev = m
+            if LZ:
+                a3c = a3
             if PARTG:  # gamma from the planes' parts
-                gam = _lse0(gq) - m
-                alp = _lse0(a3)
+                if XT:
+                    gam = _lse1(gq) - m
+                else:
+                    gam = _lse0(gq) - m
+                if LZ == 0:
+                    alp = _lse0(a3)
             elif MODE == 2:
                 g3 = _combine(tr3, ti3, a3, SP, wsp, CP)  # [r, c', c] (sparse: [r, c', s])
                 gy = tl.max(g3, 2)  # (NPP, CP): best successor label per residue
@@ -551,7 +632,8 @@ def _fwd_kernel(
                          mask=cmask1)
             else:
                 gam = _lse_outer(_combine(tr3, ti3, a3, SP, wsp, CP))
-                alp = _lse0(a3)
+                if LZ == 0:
+                    alp = _lse0(a3)
         else:
             if TILE > 0:  # the same over the ring in memory
                 alp, esum, best_d = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP,
@@ -603,6 +685,8 @@ def _fwd_kernel(
                              mask=cmask1)
                     tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
                              mask=cmask1)
+    if LZ:
+        alp = tl.where(i1 > i0, _lazy_alpha(a3c, i1 - 1, NP, NPP, PARTG != 0, XT), alp)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
         if TILE > 0:
             _copy_tiles(mid_ring + b * KP * CP, wp, mprev, jt, cs, KS, CP, TILE)
@@ -631,23 +715,82 @@ def _split_lse(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.const
 
 @triton.jit
 def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.constexpr,
-              ROWS: tl.constexpr):
+              ROWS: tl.constexpr, XT: tl.constexpr = 0, TAG: tl.constexpr = 0):
     """The exchange of a split chain's step: this program's part of the logsumexp per
     label (max acc, sum esum of exp(v - max), (CP,) each) into row g of xch's half s % 2,
     an arrival at the counter `bar`, a wait until all SPLIT programs have arrived for
     step s, then every program's part: (ROWS, CP) maxima and sums, ROWS (a power of two
     >= SPLIT) rows in the order g = 0, 1, ..., rows >= SPLIT -inf and 0. The halves
     alternate so that a program a step ahead never overwrites a part that another may
-    still read (it cannot be two steps ahead: it waits at the counter)."""
-    half = xch + (s % 2) * 2 * SPLIT * CP
-    tl.store(half + g * 2 * CP + cs1, acc)
-    tl.store(half + g * 2 * CP + CP + cs1, esum)
-    _arrive_wait(bar, s, SPLIT)
-    gr = tl.arange(0, ROWS)[:, None]
-    gs = gr * 2 * CP
-    A = tl.load(half + gs + cs1[None, :], mask=gr < SPLIT, other=NEG, volatile=True)
-    E = tl.load(half + gs + CP + cs1[None, :], mask=gr < SPLIT, other=0.0, volatile=True)
+    still read (it cannot be two steps ahead: it waits at the counter).
+
+    XT: the parts come back transposed, (CP, ROWS), stored label-major, so that a thread
+    holds a label's parts (reductions over them stay in the thread). TAG: xch is int64,
+    zero at launch; each part goes out as one word with its step's tag s + 1 in the high
+    half (_pack) and every thread waits for its own words to carry this step's tag
+    (_await_word): no counter, no fence (a word is written and read whole). A program is
+    then at most a step ahead of another, as with the counter: it has read every part of
+    step s - 1, each stored after its program had read step s - 2 (the barrier below)."""
+    ok = tl.arange(0, ROWS) < SPLIT
+    gc = tl.where(ok, tl.arange(0, ROWS), 0)  # rows >= SPLIT read row 0 (then masked)
+    if XT:
+        half = xch + (s % 2) * 2 * ROWS * CP
+        ok = ok[None, :]
+        oa = cs1[:, None] * ROWS + gc[None, :]
+        oe = ROWS * CP + oa
+        mine_a = cs1 * ROWS + g
+        mine_e = ROWS * CP + mine_a
+    else:
+        half = xch + (s % 2) * 2 * SPLIT * CP
+        ok = ok[:, None]
+        oa = gc[:, None] * 2 * CP + cs1[None, :]
+        oe = oa + CP
+        mine_a = g * 2 * CP + cs1
+        mine_e = mine_a + CP
+    if TAG:
+        tag = s + 1
+        tl.debug_barrier()  # this program's reads of step s - 2 (the same half) are done
+        tl.store(half + mine_a, _pack(acc, tag))
+        tl.store(half + mine_e, _pack(esum, tag))
+        wa = _settled(tl.load(half + oa, volatile=True), half + oa, tag)
+        we = _settled(tl.load(half + oe, volatile=True), half + oe, tag)
+        A = tl.where(ok, _unpack(wa), NEG)
+        E = tl.where(ok, _unpack(we), 0.0)
+    else:
+        tl.store(half + mine_a, acc)
+        tl.store(half + mine_e, esum)
+        _arrive_wait(bar, s, SPLIT)
+        A = tl.load(half + oa, mask=ok, other=NEG, volatile=True)
+        E = tl.load(half + oe, mask=ok, other=0.0, volatile=True)
     return A, E
+
+
+@triton.jit
+def _settled(w, ptrs, tag):
+    """Words w, read from ptrs, each once it carries `tag` in its high half: a thread
+    whose word is older re-reads it (volatile, from L2) until it is, in a PTX loop of its
+    own, and one whose word is current does no more than compare. Not a reduction over
+    the tensor: where a layout holds an element in several threads, Triton reduces over
+    one copy, and a thread whose copy was read before the writer's store would go on with
+    the old word (seen as a wrong log Z at 8 warps)."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred spin_p; .reg .b64 spin_hi; mov.b64 $0, $1; SPIN: shr.s64 spin_hi, $0, 32; "
+        "setp.eq.s64 spin_p, spin_hi, $3; @spin_p bra DONE; ld.volatile.global.b64 $0, [$2]; "
+        "bra SPIN; DONE: }",
+        "=l,l,l,l", [w, ptrs, tl.zeros(ptrs.shape, tl.int64) + tag], dtype=tl.int64,
+        is_pure=False, pack=1)
+
+
+@triton.jit
+def _pack(v, tag):
+    """float32 v and an int32 tag as one int64 word: tag in the high half, v's bits low."""
+    return v.to(tl.uint32, bitcast=True).to(tl.int64) | (tag.to(tl.int64) << 32)
+
+
+@triton.jit
+def _unpack(w):
+    """_pack's float32."""
+    return w.to(tl.int32).to(tl.float32, bitcast=True)
 
 
 @triton.jit

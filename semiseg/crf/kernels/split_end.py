@@ -15,6 +15,9 @@ its insertion walks KQ rows instead of KP. The row of end i + 1, alpha[i + 1], l
 plane (i + 1) mod NP: its program stores that row (a masked store, no reduction) into the
 step's half of the exchange buffer, all wait at the counter (chain._arrive_wait) and read
 it, so every program has the same alpha and normaliser, the unsplit chain's values.
+TAG: that row goes out as words tagged with the step (chain._exchange's TAG) into 2 NPP
+slots, each thread waiting for its own words (chain._settled), no counter; PREFETCH: the
+step's rows are loaded a step ahead (chain._fwd_kernel's).
 
 The planes hold, before step i, the ends [i, i + NP KQ); the row of end i (read at the
 last step) is reset to end i + NP KQ (duration NP KQ < 2 KP: the host's duration-bias
@@ -34,8 +37,12 @@ from .chain import (
     _load_row,
     _logaddexp,
     _lse1,
+    _pack,
     _safe_max,
+    _settled,
     _split,
+    _step_rows,
+    _unpack,
 )
 
 
@@ -105,12 +112,14 @@ def _fwd_end_split_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
     tidx=None, SP: tl.constexpr = 0, wsp=None,
+    PREFETCH: tl.constexpr = 0, TAG: tl.constexpr = 0,
 ):
     """chain._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
     PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
     the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, 2, CP)
     float32 and bar (B,) int32, zero at launch: alpha's row by step parity, and the step
-    counter (kernels._exchange_buffers)."""
+    counter (kernels._exchange_buffers); TAG: xch (B, 2 NPP, CP) int64, zero at launch
+    (bar unused)."""
     tl.static_assert((MODE == 0) & (NP > 1) & (NP * KQ >= KP))
     b = tl.program_id(0).to(tl.int64)
     q = tl.program_id(1)
@@ -124,7 +133,13 @@ def _fwd_end_split_kernel(
     rr2 = tl.arange(0, NPP)[:, None]
     if SP > 0:
         wsp = wsp + (b * tl.num_programs(1) + q) * CP
-    xb = xch + b * 2 * CP
+    # the exchange's row slots: 2 by step parity, each step behind a counter; TAG: 2 NPP.
+    # Without a counter a program at step t has read row t - 1, whose writer had read row
+    # t - 2, and so on: of any NP consecutive rows each program wrote one, so every
+    # program has read the rows before t - NP and NP + 1 slots are never overwritten
+    # unread (a barrier after the wait keeps a program's warps within a step)
+    XS: tl.constexpr = 2 * NPP if TAG else 2
+    xb = xch + b * XS * CP
     seq = b * T * C
     ck = b * NCK
     if PHASE == 1:
@@ -145,11 +160,23 @@ def _fwd_end_split_kernel(
     t2, ti2 = _trans_slice(trans, tidx, rq, CP, SP)
     gq = tl.where(i0 == 0, ini, _lse_slice(t2, ti2, alp, wsp, CP, SP))
     mprev = tl.zeros((), tl.float32)
+    if PREFETCH:  # step i0's rows (chain._fwd_kernel PREFETCH)
+        fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq,
+                                i0 + tl.zeros((), tl.int64), C, cs1, cs1 < tl.where(i0 < i1, C, 0),
+                                HAS_ALLOWED, HAS_PS, HAS_PE)
     for i in range(i0, i1):
         p = i + tl.zeros((), tl.int64)
-        f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
-        psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-        per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        if PREFETCH:
+            f = fN
+            psr = sN
+            per = eN
+            fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq,
+                                    tl.minimum(i + 1, i1 - 1) + tl.zeros((), tl.int64), C,
+                                    cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
+        else:
+            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
+            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
+            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
         rq1 = (rq + NP - 1) % NP  # the residue at step i + 1, and its slice (used below)
         t2, ti2 = _trans_slice(trans, tidx, rq1, CP, SP)
         e = _plane_ends(i, q, us, NP, KQ)  # (KQ, 1), in [i, i + NP KQ)
@@ -177,10 +204,16 @@ def _fwd_end_split_kernel(
         A = A + f[None, :]
         # alpha[i + 1]: the row of end i + 1, stored by its plane's program alone (a
         # masked store, no reduction) into this step's half of the exchange, read by all
-        half = xb + ((i - i0) % 2) * CP
-        tl.store(half + us * 0 + cs, A, mask=e == i + 1)
-        _arrive_wait(bar + b, i - i0, NP)
-        alp = tl.load(half + cs1, volatile=True) + per
+        half = xb + ((i - i0) % XS) * CP
+        if TAG:  # the row with its step as a tag (chain._exchange TAG), polled
+            tag = i - i0 + 1
+            tl.store(half + us * 0 + cs, _pack(A, tag), mask=e == i + 1)
+            alp = _unpack(_settled(tl.load(half + cs1, volatile=True), half + cs1, tag)) + per
+            tl.debug_barrier()  # the program's warps a step apart at most (the slots)
+        else:
+            tl.store(half + us * 0 + cs, A, mask=e == i + 1)
+            _arrive_wait(bar + b, i - i0, NP)
+            alp = tl.load(half + cs1, volatile=True) + per
         m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
