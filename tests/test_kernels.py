@@ -137,11 +137,14 @@ def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
         monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=7, **spec)
-    check_against_brute(p, extra)
+    check_against_brute(p, extra, keep_too=not gamma_variant)
 
 
-def check_against_brute(p, extra):
-    """log Z, every gradient, Viterbi score and the path's own score against brute force."""
+def check_against_brute(p, extra, keep_too=False):
+    """log Z, every gradient, Viterbi score and the path's own score against brute force.
+    keep_too: also the forward told that a backward follows (keep=True: the static chains'
+    second halves then run in the forward, kernels._second_halves), whose log Z and
+    gradients (twice from one forward, as retain_graph does) must be the same bits."""
     lz_ref, g_ref, vit_ref = brute(p, extra)
     x = as_inputs(p, extra)
     lz, saved = kn.forward(x)
@@ -149,6 +152,15 @@ def check_against_brute(p, extra):
     torch.testing.assert_close(lz.cpu().double(), lz_ref, rtol=1e-5, atol=1e-5)
 
     grads = kn.backward(x, saved, torch.ones_like(lz))
+    if keep_too:
+        lz_k, saved_k = kn.forward(x, keep=True)
+        assert torch.equal(lz_k, lz)
+        if isinstance(saved_k, dict):  # (a replayed CUDA graph's is graphs.Saved)
+            assert x.periodic or x.duration_dependent or "second" in saved_k
+        for _ in range(2):
+            g_k = kn.backward(x, saved_k, torch.ones_like(lz))
+            for name in FLOAT_FIELDS:
+                assert torch.equal(g_k[name], grads[name]), name
     ok = torch.isfinite(lz_ref)
     for name in FLOAT_FIELDS:
         got = grads[name].cpu().double()

@@ -618,6 +618,8 @@ def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
                              log_z64, C, K, P, KP=KP, CP=CP, **kw, parts=parts, NT=nt)
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck,
              "sides": ((fa, ff), (ra, rf))}
+    if keep:  # a backward follows: its chains now, beside the caller's host work
+        saved["second"] = _second_halves(x, saved)
     return log_z64.to(x.scores.dtype), saved
 
 
@@ -651,28 +653,20 @@ def _wave_width(x: CRFInputs, P: int, nseg: int, row_bytes: int) -> int:
     return max(1, min(nseg, _rows_budget(x.scores.device) // (x.batch * P * row_bytes)))
 
 
-def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
-    """The other half of both chains (every checkpoint), then every checkpoint segment of
-    every sequence at once. `wanted` (dispatch.py): without duration_bias and transition
-    in it, their sums are skipped (chain._bwd_kernel's PARAM_GRADS).
-
-    When the rows of every position fit ROWS_BUDGET, the chains write them on their second
-    halves and each segment runs the chain that starts from the far side of the middle:
-    the reversed one (reading forward rows) right of M, the forward one (reading reversed
-    rows) left of M. Otherwise segments go in waves that fit the budget, each recomputing
-    its forward rows before the reversed chain runs over it."""
-    if x.duration_dependent:
-        return _backward_dd(x, saved, grad_log_z)
-    if x.periodic:
-        return _backward_per(x, saved, grad_log_z, wanted)
-    params = param_grads_wanted(wanted)
+def _second_halves(x: CRFInputs, saved) -> dict:
+    """Both static chains over their other halves, from the forward's state at M (every
+    checkpoint, the final alpha and N of each direction; with the rows of every position
+    when they fit ROWS_BUDGET, else the wave buffers): the backward's first part, which
+    needs nothing of grad_log_z. _forward runs it when a backward will follow (keep), so
+    that these kernels run while the host does the caller's work between the two calls
+    (at small shapes the host's time, not the GPU's, set the wall clock); the same
+    kernels on the same state, so the same bits as when _backward runs it."""
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
     P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
     nseg = math.ceil(T / P)
     (fa, ff), (ra, rf) = saved["sides"]
-    scores, allowed, ps, pe, db, start, end = fa[0], fa[1], fa[2], fa[3], fa[5], fa[6], ra[6]
     f32 = {"device": dev, "dtype": torch.float32}
     f64 = {"device": dev, "dtype": torch.float64}
     dummy = torch.empty(1, **f32)
@@ -689,7 +683,6 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
            "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
     nw = _warps(KP, CP)
     gr = _gamma_rows(CP)
-
     kw = _chain_opts(KP, CP, nw)
 
     def other_half(side, args, fl, rev):
@@ -704,6 +697,41 @@ def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str,
         return go
 
     _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
+    return {"full": full, "rows": rows, "fin": fin}
+
+
+def _backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
+    """The other half of both chains (every checkpoint; _second_halves, which the forward
+    has run already when it was told a backward follows), then every checkpoint segment of
+    every sequence at once. `wanted` (dispatch.py): without duration_bias and transition
+    in it, their sums are skipped (chain._bwd_kernel's PARAM_GRADS).
+
+    When the rows of every position fit ROWS_BUDGET, the chains write them on their second
+    halves and each segment runs the chain that starts from the far side of the middle:
+    the reversed one (reading forward rows) right of M, the forward one (reading reversed
+    rows) left of M. Otherwise segments go in waves that fit the budget, each recomputing
+    its forward rows before the reversed chain runs over it."""
+    if x.duration_dependent:
+        return _backward_dd(x, saved, grad_log_z)
+    if x.periodic:
+        return _backward_per(x, saved, grad_log_z, wanted)
+    params = param_grads_wanted(wanted)
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    dev = x.scores.device
+    P, nck, ck = saved["P"], saved["nck"], saved["ck"]
+    nseg = math.ceil(T / P)
+    (fa, ff), (ra, rf) = saved["sides"]
+    scores, allowed, ps, pe, db, start, end = fa[0], fa[1], fa[2], fa[3], fa[5], fa[6], ra[6]
+    f32 = {"device": dev, "dtype": torch.float32}
+    dummy = torch.empty(1, **f32)
+    second = saved.get("second") or _second_halves(x, saved)
+    full, rows, fin = second["full"], second["rows"], second["fin"]
+    if not full:
+        W = rows[0].shape[1]
+    nw = _warps(KP, CP)
+    gr = _gamma_rows(CP)
+    kw = _chain_opts(KP, CP, nw)
     # grad_log_z, zero where log Z is -inf (no gradient there)
     g32 = torch.where(saved["log_z64"] > float("-inf"), grad_log_z, 0.0).float()
     g_scores, g_ps, g_pe = torch.zeros(3, B, T, C, **f32).unbind(0)
