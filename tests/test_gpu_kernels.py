@@ -576,8 +576,9 @@ def test_cuda_graphs_pending_forwards_do_not_share_buffers():
 
 
 def test_log_partition_defers_the_value_test_and_still_raises():
-    """log_partition queues its NaN / infinity test before the kernels and raises after
-    them (inputs.check_inputs(deferred=True)); the device is usable afterwards."""
+    """log_partition runs its NaN / infinity test beside the kernels (on a stream of its
+    own, from the point where the inputs were ready) and raises after them
+    (inputs.check_inputs(deferred=True)); the device is usable afterwards."""
     from semiseg.crf import log_partition
 
     p, _ = problem(2, 100, 10, 5, seed=9, proj=False)

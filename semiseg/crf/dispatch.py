@@ -205,7 +205,7 @@ def log_partition(
                               allowed=allowed, deferred=True)
     module = _backend(x, backend)
     log_z = _LogPartition.apply(module, x, *(getattr(x, n) for n in FLOAT_FIELDS))
-    verdict()  # the values' test, queued before the kernels: raises for NaN / bad infinities
+    verdict()  # the values' test, beside the kernels: raises for NaN / bad infinities
     return log_z
 
 

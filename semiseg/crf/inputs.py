@@ -115,11 +115,14 @@ def check_inputs(
     """Check the public arguments (SPEC.md) and return them as a `CRFInputs`.
 
     Raises ValueError naming the argument and what was expected. With `deferred`, returns
-    (CRFInputs, verdict): the values' test (NaN, infinities) of CUDA inputs is then only
-    queued, and verdict() waits for it alone (an event after the test, not the work
-    queued since) and raises if it failed, so a caller can queue its kernels first and
-    call verdict() before handing out results. Shapes, devices and lengths are checked
-    before returning either way (lengths bound every kernel's memory accesses).
+    (CRFInputs, verdict): the values' test (NaN, infinities) of CUDA inputs then runs
+    when verdict() is called, on a stream of its own from the point of the caller's
+    stream where check_inputs returned (the inputs as they were then), beside whatever
+    the caller queued since; verdict() waits for the test alone and raises if it failed.
+    So a caller queues its kernels first (the GPU starts on them before the test's
+    launches) and calls verdict() before handing out results. Shapes, devices and lengths
+    are checked before returning either way (lengths bound every kernel's memory
+    accesses).
     """
     if not isinstance(scores, Tensor):
         raise ValueError(f"scores: expected a torch.Tensor, got {type(scores).__name__}")
@@ -193,23 +196,45 @@ def check_inputs(
     )
     names = [name for name, v in values.items() if v is not None]
     for name in names:
-        values[name] = values[name].to(dtype)
-    # (min, max) of every floating input: NaN anywhere makes both NaN
-    stats = torch.stack([m for n in names for m in torch.aminmax(values[n])])
+        if values[name].dtype != dtype:
+            values[name] = values[name].to(dtype)
     x = CRFInputs(lengths=lengths, allowed=allowed, **values)
-    if not (deferred and stats.is_cuda):
-        _verdict(stats.tolist(), names, values)  # one host sync
+    if not (deferred and scores.is_cuda):
+        _verdict(_value_stats(names, values).tolist(), names, values)  # one host sync
         return (x, lambda: None) if deferred else x
-    host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
-    host.copy_(stats, non_blocking=True)
-    done = torch.cuda.Event()
-    done.record()
+    # the inputs are ready at this point of the caller's stream: the test reads them from
+    # here on a stream of its own, queued when verdict() is called (after the caller's
+    # kernels), so that neither waits for the other's launches
+    ready = torch.cuda.Event()
+    ready.record(torch.cuda.current_stream(scores.device))
 
     def verdict():
+        side = _test_stream(scores.device)
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            stats = _value_stats(names, values)
+            host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
+            host.copy_(stats, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(side)
         done.synchronize()
         _verdict(host.tolist(), names, values)
 
     return x, verdict
+
+
+def _value_stats(names: list, values: dict) -> Tensor:
+    """(min, max) of every floating input, flat: NaN anywhere makes both NaN."""
+    return torch.stack([m for n in names for m in torch.aminmax(values[n])])
+
+
+_TEST_STREAMS: dict = {}  # device -> the deferred value test's CUDA stream
+
+
+def _test_stream(device):
+    if device not in _TEST_STREAMS:
+        _TEST_STREAMS[device] = torch.cuda.Stream(device=device)
+    return _TEST_STREAMS[device]
 
 
 def _verdict(flat: list, names: list, values: dict) -> None:
