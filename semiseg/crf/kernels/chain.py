@@ -343,8 +343,9 @@ def _fwd_kernel(
     parts), so alpha, a logsumexp over a3, is formed only where it is stored: at the
     checkpoints and the end, from the last step's a3 (_lazy_alpha; the same values, two
     cross-warp reductions a step fewer; with PARTG a3 stays in plane order until then).
-    XT (LAZY, PARTG): the exchanged parts come back label-major, (CP, NPP), so gamma's sum
-    over the planes runs along a thread's own row. TAG (SPLIT > 1): the exchange without a
+    XT (LAZY, PARTG, TAG): the exchanged parts come back label-major, (CP, NPP), and
+    gamma's sum over the planes runs along their second axis (no gain alone; with TAG the
+    measured form). TAG (SPLIT > 1): the exchange without a
     counter, each part a word tagged with its step (_exchange). PREFETCH: each step's
     emission, start and end rows are loaded one step ahead, off the step's critical path.
 
@@ -473,7 +474,7 @@ def _fwd_kernel(
     # the periodic reversed chain forms gamma from the per-residue a3, so without rows
     # its alpha (logsumexp over a3) is formed only where stored: the checkpoints, the end
     LZ: tl.constexpr = (LAZY != 0) & (NP > 1) & (MODE == 0) & (WRITE_ROWS == 0)
-    tl.static_assert((XT == 0) | (LZ & (PARTG != 0)))
+    tl.static_assert((XT == 0) | (LZ & (PARTG != 0) & (TAG != 0)))  # (the rules' only XT)
     tl.static_assert((TAG == 0) | (SPLIT > 1))
     if LZ:  # the last step's normalised a3 (-inf before the first): _lazy_alpha
         if XT:
@@ -724,8 +725,8 @@ def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.conste
     alternate so that a program a step ahead never overwrites a part that another may
     still read (it cannot be two steps ahead: it waits at the counter).
 
-    XT: the parts come back transposed, (CP, ROWS), stored label-major, so that a thread
-    holds a label's parts (reductions over them stay in the thread). TAG: xch is int64,
+    XT: the parts come back transposed, (CP, ROWS), stored label-major (the layout the
+    tagged exchange of _fwd_kernel's parts was measured with; with TAG only). TAG: xch is int64,
     zero at launch; each part goes out as one word with its step's tag s + 1 in the high
     half (_pack) and every thread waits for its own words to carry this step's tag
     (_await_word): no counter, no fence (a word is written and read whole). A program is
