@@ -729,7 +729,7 @@ def _exchange(xch, bar, acc, esum, s, g, cs1, CP: tl.constexpr, SPLIT: tl.conste
     tagged exchange of _fwd_kernel's parts was measured with; with TAG only). TAG: xch is int64,
     zero at launch; each part goes out as one word with its step's tag s + 1 in the high
     half (_pack) and every thread waits for its own words to carry this step's tag
-    (_await_word): no counter, no fence (a word is written and read whole). A program is
+    (_settled): no counter, no fence (a word is written and read whole). A program is
     then at most a step ahead of another, as with the counter: it has read every part of
     step s - 1, each stored after its program had read step s - 2 (the barrier below)."""
     ok = tl.arange(0, ROWS) < SPLIT
