@@ -197,6 +197,16 @@ def _step_rows(scores, allowed, ps, pe, p, C, cs1, mask, HAS_ALLOWED: tl.constex
 
 
 @triton.jit
+def _position(i, L, REV: tl.constexpr):
+    """The position (int64) that step i reads: i, or L - 1 - i in a reversed chain."""
+    if REV:
+        p = (L - 1 - i).to(tl.int64)
+    else:
+        p = i + tl.zeros((), tl.int64)
+    return p
+
+
+@triton.jit
 def _lazy_alpha(a3c, j, NP: tl.constexpr, NPP: tl.constexpr, PLANES: tl.constexpr,
                 XT: tl.constexpr):
     """The reversed periodic chain's alpha after step j from that step's normalised a3c
@@ -482,33 +492,23 @@ def _fwd_kernel(
         else:
             a3c = tl.full((NPP, CP), NEG, tl.float32)
     if PREFETCH:  # step i0's rows (i0 < i1; else never read)
-        if REV:
-            pn = (L - 1 - i0).to(tl.int64)
-        else:
-            pn = i0 + tl.zeros((), tl.int64)
-        fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, pn, C, cs1,
-                                cs1 < tl.where(i0 < i1, C, 0), HAS_ALLOWED, HAS_PS, HAS_PE)
+        fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq,
+                                _position(i0, L, REV), C, cs1, cs1 < tl.where(i0 < i1, C, 0),
+                                HAS_ALLOWED, HAS_PS, HAS_PE)
     if TILE > 0:
         tl.debug_barrier()
     for i in range(i0, i1):
-        if REV:
-            p = (L - 1 - i).to(tl.int64)
-        else:
-            p = i + tl.zeros((), tl.int64)
+        p = _position(i, L, REV)
         if PREFETCH:  # this step's rows, loaded a step ahead; the next step's
             f = fN
             psr = sN
             per = eN
-            if REV:
-                pn = (L - 2 - tl.minimum(i, i1 - 2)).to(tl.int64)
-            else:
-                pn = tl.minimum(i + 1, i1 - 1) + tl.zeros((), tl.int64)
-            fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, pn, C,
-                                    cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
+            fN, sN, eN = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq,
+                                    _position(tl.minimum(i + 1, i1 - 1), L, REV), C, cs1,
+                                    cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
         else:
-            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
-            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+            f, psr, per = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, p, C,
+                                     cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
         if PARTG:  # this plane's residue's slice of the transition, ahead of its use
             tq3, tqi3 = _trans3(trans, tidx, 1, CP, SP, (i - g + NP) % NP)
         if MODE == 0:

@@ -33,8 +33,6 @@ import triton.language as tl
 from .chain import (
     NEG,
     _arrive_wait,
-    _emission,
-    _load_row,
     _logaddexp,
     _lse1,
     _pack,
@@ -174,9 +172,8 @@ def _fwd_end_split_kernel(
                                     tl.minimum(i + 1, i1 - 1) + tl.zeros((), tl.int64), C,
                                     cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
         else:
-            f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
-            psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
-            per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+            f, psr, per = _step_rows(scores + seq, allowed + seq, ps + seq, pe + seq, p, C,
+                                     cs1, cmask1, HAS_ALLOWED, HAS_PS, HAS_PE)
         rq1 = (rq + NP - 1) % NP  # the residue at step i + 1, and its slice (used below)
         t2, ti2 = _trans_slice(trans, tidx, rq1, CP, SP)
         e = _plane_ends(i, q, us, NP, KQ)  # (KQ, 1), in [i, i + NP KQ)
