@@ -591,7 +591,7 @@ def test_log_partition_defers_the_value_test_and_still_raises():
     tr[0, 1] = float("inf")
     with pytest.raises(ValueError, match=r"transition: contains \+inf"):
         log_partition(p["scores"], tr, p["duration_bias"])
-    # every input and kind of bad value through the fused reductions (inputs._value_stats)
+    # every input and kind of bad value through the value test (inputs._value_stats)
     for name, at, v, msg in [("scores", (0, 3, 1), -math.inf, "scores: contains an infinity"),
                              ("transition", (2, 2), math.nan, "transition: contains NaN"),
                              ("duration_bias", (4, 0), math.nan, "duration_bias: contains NaN"),

@@ -784,7 +784,6 @@ def test_every_function_of_the_kernel_modules_is_a_triton_function():
         assert not plain, (mod.__name__, plain)
 
 
-
 @triton.jit
 def _plane_ends_probe(out, slots, oks, NP: tl.constexpr, KP: tl.constexpr,
                       KQ: tl.constexpr):
