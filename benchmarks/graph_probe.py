@@ -51,7 +51,7 @@ def main():
                 out[1]["scores"], ref[1]["scores"], atol=1e-5)
             print(f"| {w or 'by shape'} | {ms} | {pps} | {wall(direct, 80):.3f} | "
                   f"{wall(lambda: kn.forward(x), 80):.3f} |{'' if ok else ' MISMATCH'}", flush=True)
-    kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = None, 32, 2
+    kn.WARPS, kn.MIN_SEGMENT, kn.PROGRAMS_PER_SM = None, 32, None
     print("\n| B, T, K, C | warps | kernels fwd+bwd, graphs, ms | viterbi ms |\n|---|---|---|---|")
     for B, T, K, C in ((32, 300, 30, 39), (64, 300, 30, 24), (16, 500, 64, 16),
                        (128, 200, 16, 8), (8, 1000, 100, 24), (64, 1000, 100, 24)):

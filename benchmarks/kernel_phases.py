@@ -71,13 +71,13 @@ def main():
             for path in ("written by the chains", "recomputed in waves"):
                 kn.FULL_ROWS = None if path.startswith("written") else False
                 kn.PROGRAMS_PER_SM = pps
-                P = kn._segment_length(T, K, B, x.scores.device)
+                P = kn._segment_length(T, K, B, x.scores.device, C)
                 f = wall_ms(lambda x=x: kn.forward(x), args.reps)
                 fb = wall_ms(lambda x=x: step(x), args.reps)
                 h = host_ms(lambda x=x: step(x), args.reps)
                 print(f"| {pps} | {P} | {path} | {f:.3f} | {fb:.3f} | {h:.3f} |")
         kn.FULL_ROWS = None
-        kn.PROGRAMS_PER_SM = 2
+        kn.PROGRAMS_PER_SM = None
         rows = kernel_ms(lambda x=x: step(x), args.reps)
         total = sum(ms for _, ms in rows.values())
         print(f"\nGPU kernels of one fwd+bwd (programs/SM 2), sum {total:.3f} ms:")

@@ -31,4 +31,4 @@ for shape in sys.argv[1].split(","):
             seen.setdefault(name, [0, 0.0]); seen[name][0] += 1; seen[name][1] += ev.device_time / 1e3
     for name, (n, ms) in sorted(seen.items(), key=lambda kv: -kv[1][1])[:8]:
         print(f"  {ms:9.1f} ms  x{n}  {name}")
-    print(" segment length", kn._segment_length(T, K, B, x.scores.device), flush=True)
+    print(" segment length", kn._segment_length(T, K, B, x.scores.device, C), flush=True)

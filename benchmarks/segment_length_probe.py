@@ -38,8 +38,8 @@ def rule(name):
         return SHIPPED
     f = {"K/2": 0.5, "K": 1.0, "2K": 2.0, "3K/2": 1.5}[name]
 
-    def seg(T, K, B=1, device=None):
-        return max(1, min(T, max(SHIPPED(T, K, B, device), math.ceil(f * min(K, T)))))
+    def seg(T, K, B=1, device=None, C=1):
+        return max(1, min(T, max(SHIPPED(T, K, B, device, C), math.ceil(f * min(K, T)))))
     return seg
 
 
@@ -64,7 +64,7 @@ def main():
         ref = None
         for name in a.rules.split(","):
             kn._segment_length = rule(name)
-            P = kn._segment_length(T, K, B, x.scores.device)
+            P = kn._segment_length(T, K, B, x.scores.device, C)
             f = events(lambda x=x: kn.forward(x), a.reps)
             fb = events(lambda x=x: fwd_bwd(x), a.reps)
             po = events(lambda x=x: posterior(x), a.reps)

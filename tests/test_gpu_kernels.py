@@ -58,7 +58,7 @@ def test_realistic_against_float64(B, T, K, C, waves, monkeypatch):
     (two segments per wave) instead of the chains writing them."""
     kn = _kn()
     if waves:
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"))
+        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"), C)
                             * (2 * 8 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
                        allowed=True)
@@ -76,7 +76,7 @@ def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
     monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1024)
     monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1024)
     if waves:
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"))
+        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"), C)
                             * (2 * 32 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K + 1,
                        lengths=[T] + [T - 7 * i for i in range(1, B)], allowed=True)

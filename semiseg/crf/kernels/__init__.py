@@ -295,7 +295,22 @@ def _join_parts(B: int, KP: int, CP: int, dummy: Tensor) -> tuple[int, int, Tens
 
 
 MIN_SEGMENT = 32  # shortest checkpoint segment the GPU schedule picks (each pays a join)
-PROGRAMS_PER_SM = 2  # backward segment programs the GPU schedule aims for, per SM
+PROGRAMS_PER_SM: int | None = None  # backward segment programs the GPU schedule aims
+# for, per SM; None = _programs_per_sm's rule (benchmarks set it)
+
+
+def _programs_per_sm(KP: int, CP: int) -> int:
+    """Backward segment programs per SM that _segment_length aims for: 1 where the static
+    backward runs 16 warps (tiled, or a ring of > 8,192 elements), whose programs take
+    an SM's registers each, else 2 (at 4 warps the small-shape backward compiles to ~255
+    registers a thread: two programs an SM). On an H100 (RESULTS.md, "The small call
+    met") 1 against 2 at 16 warps ran (16, 20000, K, 13) fwd+bwd 96.6 / 184.0 / 419.1 /
+    908.9 -> 94.0 / 183.1 / 401.9 / 820.3 ms for K = 1000 / 2000 / 4000 / 8192; at 8
+    warps it gained 3% static but lost 2% periodic at (8, 20000, 100, 24), so stays 2."""
+    if PROGRAMS_PER_SM is not None:
+        return PROGRAMS_PER_SM
+    warps = 16 if _bwd_tile(KP, CP) else _warps(KP, CP)
+    return 1 if warps >= 16 else 2
 
 
 @functools.cache
@@ -303,15 +318,19 @@ def _sm_count(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _segment_length(T: int, K: int, B: int = 1, device=None) -> int:
+def _segment_length(T: int, K: int, B: int = 1, device=None, C: int = 1) -> int:
     """Checkpoint spacing P. ~sqrt(T K) balances checkpoints ((T/P) K C) against one
     segment's rows (P C). On a GPU the backward runs every segment of every sequence at
-    once (its depth is ~2P steps plus a join of ~K), so P shrinks until there are
-    PROGRAMS_PER_SM x SMs programs (B x T/P), but not below MIN_SEGMENT positions."""
+    once (its depth is ~2P steps plus a join of ~K), so P shrinks until there are at
+    most _programs_per_sm x SMs programs (B x ceil(T/P)), but not below MIN_SEGMENT
+    positions. At most, not about: with the segments per sequence rounded up,
+    (32, 300, 30, 39) had 32 x 9 = 288 backward programs for the 264 an H100 holds at
+    once, and the last 24 ran as a second wave (RESULTS.md, "The small call met")."""
     P = math.ceil(math.sqrt(T * min(K, T)))
     if device is not None and device.type == "cuda":
         sms = _sm_count(device)
-        per_seq = math.ceil(PROGRAMS_PER_SM * sms / B)
+        K_eff = min(K, T)
+        per_seq = max(1, _programs_per_sm(max(2, _pow2(K_eff)), max(2, _pow2(C))) * sms // B)
         P = min(P, max(MIN_SEGMENT, math.ceil(T / per_seq)))
     return max(1, min(T, P))
 
@@ -586,7 +605,7 @@ def _forward(x: CRFInputs, keep: bool = False, sparse: int = 0):
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     dev = x.scores.device
-    P = _segment_length(T, K, B, dev)
+    P = _segment_length(T, K, B, dev, C)
     nck = math.ceil(T / P) + 1  # boundaries 0, P, ..., and T when P divides it
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     (fa, ff), (ra, rf) = _sides(x, KP, CP, scores, allowed, ps, pe, start, end, flags)
@@ -1078,7 +1097,7 @@ def _forward_per(x: CRFInputs, keep: bool = False, sp: int = 0):
     KP, CP = _shape(x)
     NP, NPP = _period(x)
     dev = x.scores.device
-    P = _segment_length(T, K, B, dev)
+    P = _segment_length(T, K, B, dev, C)
     nck = math.ceil(T / P) + 1
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     db = _db_table(x, KP, CP, 2 * KP)
