@@ -223,8 +223,10 @@ def _chain_opts(KP: int, CP: int, nw: int) -> dict:
 
 CHAIN_SPLIT: int | None = None  # programs per static tiled chain; None = _split_opts' rule
 SPLIT_MIN_ELEMS = 1024  # ring elements per program below which a chain is not split further
-SPLIT_REG_ELEMS = 8192  # ring elements per program up to which a split chain keeps its part
-# in registers (else in tiles in memory); benchmarks set it
+SPLIT_REG_ELEMS = 16384  # ring elements per program up to which a split chain keeps its
+# part in registers (else in tiles in memory); benchmarks set it. 16,384 since one backward
+# program per SM at 16 warps (_programs_per_sm) took K = 8192 to 822 ms: K = 4000 then
+# 400.8 -> 377.4 ms, the same bits (RESULTS.md, "The small call met")
 
 
 def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
@@ -239,9 +241,10 @@ def _split_opts(B: int, KP: int, CP: int, kw: dict, dummy: Tensor) -> dict:
     H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.71 s -> 3.76 s by this rule
     with the parts in memory (G = 32, 4 warps; benchmarks/split_chains.py; RESULTS.md,
     "Static chains split over programs") and 3.74 -> 3.27 s with them in registers; at
-    (16, 20000, 2000, 13) (G = 4, 8,192 elements each) 227.7 -> 198.3 ms, while at
-    16,384 elements per program registers gained at K = 4000 but lost the K = 8192 row's
-    ratio (benchmarks/k_doubling.py; RESULTS.md, "The K-doubling row met"). Returns kw
+    (16, 20000, 2000, 13) (G = 4, 8,192 elements each) 227.7 -> 198.3 ms, and at K =
+    4000 (16,384 elements each) 400.8 -> 377.4 ms (benchmarks/k_doubling.py; RESULTS.md,
+    "The K-doubling row met", "The small call met"); at 32,768 (K = 8192) registers
+    spilled (821 -> 1791 ms). Returns kw
     with TILE, SPLIT, xch (the parts' exchange), bar (the counters, zero) and
     num_warps."""
     dev = dummy.device
