@@ -4,6 +4,7 @@ Without CUDA the kernels run in Triton's interpreter (TRITON_INTERPRET=1, set he
 triton is first imported); with CUDA they run compiled on the GPU.
 """
 
+import math
 import os
 
 import torch
@@ -851,3 +852,35 @@ def test_exchange_words_round_trip():
     assert torch.equal(back.cpu().view(torch.int32), f.cpu().view(torch.int32))
     assert torch.equal(back_tags.cpu(), tags.cpu())
     assert torch.equal(words.cpu(), bits | (tags.cpu().long() << 32))
+
+
+@pytest.mark.parametrize("sms", [132, 114, 78])
+def test_checkpoint_segments_fit_one_wave(sms, monkeypatch):
+    """The GPU checkpoint spacing never asks for more backward programs (B x segments per
+    sequence) than the SMs hold by the rule's target, wherever that target and not the
+    sqrt(T K) or MIN_SEGMENT bound set P (segments per sequence rounded up gave
+    (32, 300, 30, 39) 288 programs for 264 places: a second wave), and uses the room it has
+    (one more segment per sequence would not fit, unless P is bound). Counted directly."""
+    monkeypatch.setattr(kn, "_sm_count", lambda device: sms)
+    cuda = torch.device("cuda")
+    g = torch.Generator().manual_seed(sms)
+    cases = [(32, 300, 30, 39), (16, 20000, 1000, 13), (16, 20000, 4000, 13), (1, 10**6, 1000, 24),
+             (8, 20000, 100, 24), (64, 20000, 256, 37)]
+    cases += [tuple(int(v) for v in (torch.randint(1, 300, (1,), generator=g).item(),
+                                     torch.randint(1, 50000, (1,), generator=g).item(),
+                                     torch.randint(1, 3000, (1,), generator=g).item(),
+                                     torch.randint(1, 70, (1,), generator=g).item()))
+              for _ in range(300)]
+    for B, T, K, C in cases:
+        P = kn._segment_length(T, K, B, cuda, C)
+        KP, CP = max(2, kn._pow2(min(K, T))), max(2, kn._pow2(C))
+        target = kn._programs_per_sm(KP, CP) * sms
+        bound = P == min(T, math.ceil(math.sqrt(T * min(K, T)))) or P == kn.MIN_SEGMENT
+        programs = B * math.ceil(T / P)
+        assert 1 <= P <= T
+        if not bound:
+            assert programs <= max(target, B), (B, T, K, C, P, programs, target)
+            # the room is used: the next shorter spacing that adds a segment would overflow
+            fewer = math.ceil(T / (math.ceil(T / P) + 1))
+            if fewer >= kn.MIN_SEGMENT and fewer < P:
+                assert B * math.ceil(T / fewer) > target, (B, T, K, C, P, target)
