@@ -304,8 +304,8 @@ PROGRAMS_PER_SM: int | None = None  # backward segment programs the GPU schedule
 
 def _programs_per_sm(KP: int, CP: int) -> int:
     """Backward segment programs per SM that _segment_length aims for: 1 where the static
-    backward runs 16 warps (tiled, or a ring of > 8,192 elements), whose programs take
-    an SM's registers each, else 2 (at 4 warps the small-shape backward compiles to ~255
+    backward runs 16 warps (tiled, or by _warps: a ring or a transition step of more than
+    8,192 elements), whose programs take an SM's registers each, else 2 (at 4 warps the small-shape backward compiles to ~255
     registers a thread: two programs an SM). On an H100 (RESULTS.md, "The small call
     met") 1 against 2 at 16 warps ran (16, 20000, K, 13) fwd+bwd 96.6 / 184.0 / 419.1 /
     908.9 -> 94.0 / 183.1 / 401.9 / 820.3 ms for K = 1000 / 2000 / 4000 / 8192; at 8
