@@ -873,8 +873,7 @@ def test_checkpoint_segments_fit_one_wave(sms, monkeypatch):
               for _ in range(300)]
     for B, T, K, C in cases:
         P = kn._segment_length(T, K, B, cuda, C)
-        KP, CP = max(2, kn._pow2(min(K, T))), max(2, kn._pow2(C))
-        target = kn._programs_per_sm(KP, CP) * sms
+        target = kn._programs_per_sm(*kn._padded(T, K, C)) * sms
         bound = P == min(T, math.ceil(math.sqrt(T * min(K, T)))) or P == kn.MIN_SEGMENT
         programs = B * math.ceil(T / P)
         assert 1 <= P <= T

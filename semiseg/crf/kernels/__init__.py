@@ -50,10 +50,13 @@ def _pow2(n: int) -> int:
 
 
 def _shape(x: CRFInputs):
-    K_eff = min(x.K, x.T)
-    KP = max(2, _pow2(K_eff))
-    CP = max(2, _pow2(x.C))
-    return KP, CP
+    return _padded(x.T, x.K, x.C)
+
+
+def _padded(T: int, K: int, C: int) -> tuple[int, int]:
+    """(KP, CP): the ring's slots min(K, T) and the labels C, each padded to a power of
+    two (at least 2)."""
+    return max(2, _pow2(min(K, T))), max(2, _pow2(C))
 
 
 def supports(x: CRFInputs) -> str | None:
@@ -304,12 +307,13 @@ PROGRAMS_PER_SM: int | None = None  # backward segment programs the GPU schedule
 
 def _programs_per_sm(KP: int, CP: int) -> int:
     """Backward segment programs per SM that _segment_length aims for: 1 where the static
-    backward runs 16 warps (tiled, or by _warps: a ring or a transition step of more than
-    8,192 elements), whose programs take an SM's registers each, else 2 (at 4 warps the small-shape backward compiles to ~255
-    registers a thread: two programs an SM). On an H100 (RESULTS.md, "The small call
-    met") 1 against 2 at 16 warps ran (16, 20000, K, 13) fwd+bwd 96.6 / 184.0 / 419.1 /
-    908.9 -> 94.0 / 183.1 / 401.9 / 820.3 ms for K = 1000 / 2000 / 4000 / 8192; at 8
-    warps it gained 3% static but lost 2% periodic at (8, 20000, 100, 24), so stays 2."""
+    backward runs 16 warps (tiled, or by _warps: a ring or a transition step of more
+    than 8,192 elements), whose programs take an SM's registers each, else 2 (at 4 warps
+    the small-shape backward compiles to ~255 registers a thread: two programs an SM).
+    On an H100 (RESULTS.md, "The small call met") 1 against 2 at 16 warps ran (16,
+    20000, K, 13) fwd+bwd 96.6 / 184.0 / 419.1 / 908.9 -> 94.0 / 183.1 / 401.9 / 820.3
+    ms for K = 1000 / 2000 / 4000 / 8192; at 8 warps it gained 3% static but lost 2%
+    periodic at (8, 20000, 100, 24), so stays 2."""
     if PROGRAMS_PER_SM is not None:
         return PROGRAMS_PER_SM
     warps = 16 if _bwd_tile(KP, CP) else _warps(KP, CP)
@@ -331,9 +335,7 @@ def _segment_length(T: int, K: int, B: int = 1, device=None, C: int = 1) -> int:
     once, and the last 24 ran as a second wave (RESULTS.md, "The small call met")."""
     P = math.ceil(math.sqrt(T * min(K, T)))
     if device is not None and device.type == "cuda":
-        sms = _sm_count(device)
-        K_eff = min(K, T)
-        per_seq = max(1, _programs_per_sm(max(2, _pow2(K_eff)), max(2, _pow2(C))) * sms // B)
+        per_seq = max(1, _programs_per_sm(*_padded(T, K, C)) * _sm_count(device) // B)
         P = min(P, max(MIN_SEGMENT, math.ceil(T / per_seq)))
     return max(1, min(T, P))
 
