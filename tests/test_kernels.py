@@ -835,9 +835,9 @@ def _pack_probe(vals, tags, words, back, back_tags, N: tl.constexpr):
 
 def test_exchange_words_round_trip():
     """chain._pack / _unpack, the tagged exchange's words (GPU-only otherwise: the split
-    chains' programs wait for each other): every float32 bit pattern that a part can hold
-    (signed zeros, -inf, +inf, denormals, the extremes, NaN) and every step tag up to
-    2^31 - 1 come back bit for bit, the tag in the word's high half and the value's bits,
+    chains' programs wait for each other): float32 values of every kind a part can hold
+    (signed zeros, -inf, +inf, denormals, the extremes, NaN) and step tags up to 2^31 - 1
+    come back bit for bit, the tag in the word's high half and the value's bits,
     zero-extended, in its low half (a negative value must not spill its sign into the tag)."""
     f = torch.tensor([0.0, -0.0, NEG, float("inf"), 1e-45, -1e-45, 3.4e38, -3.4e38, 1.0,
                       -2.5, float("nan"), 1.17e-38, -7.0, 123.456, -1e-30, 5.0],
