@@ -140,7 +140,8 @@ class Annotator:
 
     def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
                  max_decode_steps: int, batch_steps: int, reverse_complement: bool = False,
-                 samples: int = 0, seed: int = 0, decode_overlap: int = 0):
+                 samples: int = 0, seed: int = 0, decode_overlap: int = 0,
+                 bf16: bool = False):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
@@ -160,7 +161,13 @@ class Annotator:
         self.io_lock = threading.Lock()  # FASTA and track handles: one reader at a time
         self.samples, self.seed = samples, seed
         self.hinted = False  # the long-chain hint (_annotate_groups) was given
-        self.amp = amp_enabled(self.cfg, device)
+        # float32 encoder by default: the same checkpoint gives the same genes on CPU and
+        # GPU (bfloat16 moved near-tied fly decisions; docs/gene_model.md); bf16=True
+        # trades that for speed where the model was trained with train.amp
+        self.amp = bf16 and amp_enabled(self.cfg, device)
+        if device.type == "cuda":  # TF32 convolutions round like bfloat16's mantissa
+            torch.backends.cudnn.allow_tf32 = bool(self.amp)
+            torch.backends.cuda.matmul.allow_tf32 = bool(self.amp)
         self.rc = None
         if reverse_complement:
             swap = (self.model.channel_swap if getattr(self.model, "frames", False) else
@@ -408,7 +415,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              signal_precision: float | None = None,
              first_atg: bool | None = None, long_orfs: int | None = None,
              donor_motif: str | None = None,
-             decode_overlap: int | None = None) -> list[str]:
+             decode_overlap: int | None = None, bf16: bool = False) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
@@ -471,7 +478,7 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
                     batch_steps or acfg.batch_steps, reverse_complement=use_rc,
                     samples=samples, seed=seed,
                     decode_overlap=(acfg.decode_overlap if decode_overlap is None
-                                    else decode_overlap))
+                                    else decode_overlap), bf16=bf16)
     if ann.overlap < 0 or ann.overlap >= ann.max_steps:
         raise SemisegError(f"--decode-overlap: expected 0 (automatic) or a "
                            f"number of steps below --max-decode-steps ({ann.max_steps}), "

@@ -135,6 +135,9 @@ def annotate(
         None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
                                          "neighbours as one entry (0: exact; default: "
                                          "annotate.signal_precision, 1e-4)."),
+    bf16: bool = typer.Option(False, "--bf16", help="Run the encoder in bfloat16 on a GPU "
+                                                    "(faster; near-tied calls may then differ "
+                                                    "from the CPU's; default float32)."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
@@ -151,7 +154,7 @@ def annotate(
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
         seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
-        decode_overlap=decode_overlap)
+        decode_overlap=decode_overlap, bf16=bf16)
 
 
 @app.command()
