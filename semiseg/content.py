@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .genome.codes import reverse_complement_codes
+
 ORDER = 5
 WORDS = 4 ** (ORDER + 1)
 PSEUDO = 1.0
@@ -48,7 +50,7 @@ def word_ids(codes: Tensor) -> Tensor:
 
 def _reverse_complement(codes: Tensor) -> Tensor:
     """(B, T) codes of the minus strand read in its own direction."""
-    return torch.where(codes < 4, 3 - codes, codes).flip(-1)
+    return reverse_complement_codes(codes)
 
 
 def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:

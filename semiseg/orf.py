@@ -25,12 +25,13 @@ import math
 import torch
 from torch import Tensor
 
+from .genome.codes import START_IDS, STOP_IDS
+
 N_ORF = 18
 _SCALE = 1.0 / math.log1p(4096.0)
 # triplet ids: a*16 + b*4 + c with A C G T = 0 1 2 3
-_ATG, _CAT = 0 * 16 + 3 * 4 + 2, 1 * 16 + 0 * 4 + 3
-_STOP_PLUS = (3 * 16 + 0 * 4 + 0, 3 * 16 + 0 * 4 + 2, 3 * 16 + 2 * 4 + 0)   # TAA TAG TGA
-_STOP_MINUS = (3 * 16 + 3 * 4 + 0, 1 * 16 + 3 * 4 + 0, 3 * 16 + 1 * 4 + 0)  # TTA CTA TCA
+_ATG, _CAT = START_IDS["+"], START_IDS["-"]
+_STOP_PLUS, _STOP_MINUS = STOP_IDS["+"], STOP_IDS["-"]   # TAA TAG TGA / TTA CTA TCA
 
 
 NONE = -(1 << 40)

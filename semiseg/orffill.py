@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .genome.codes import reverse_complement_codes
 from .genome.frames import BASES, STARTS, STOPS, base_codes
 
 
@@ -72,7 +73,7 @@ def long_orfs(labels: np.ndarray, seq: str, cds: dict[str, int], background: int
     if "+" in cds:
         cand += [(a, e, "+") for a, e in plus_orfs(codes, min_codons)]
     if "-" in cds:  # the reverse complement: A C G T = 0..3 <-> 3..0, N stays 4
-        comp = np.where(codes < 4, 3 - codes, 4)[::-1]
+        comp = reverse_complement_codes(codes)
         cand += [(n - e, n - a, "-") for a, e in plus_orfs(comp, min_codons)]
     other = np.concatenate([[0], np.cumsum(labels != background)])
     cand = [c for c in cand if other[c[1]] == other[c[0]]]

@@ -28,13 +28,13 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .genome.codes import START_IDS, STOP_IDS
 from .orf import NONE, _first_at_or_after, _last_at_or_before, _shift
 
 N_KNOTS = 16
 LOG_MIN, LOG_MAX = math.log(3.0), math.log(30000.0)
-_ATG, _CAT = 0 * 16 + 3 * 4 + 2, 1 * 16 + 0 * 4 + 3
-_STOP_PLUS = (3 * 16 + 0 * 4 + 0, 3 * 16 + 0 * 4 + 2, 3 * 16 + 2 * 4 + 0)   # TAA TAG TGA
-_STOP_MINUS = (3 * 16 + 3 * 4 + 0, 1 * 16 + 3 * 4 + 0, 3 * 16 + 1 * 4 + 0)  # TTA CTA TCA
+_ATG, _CAT = START_IDS["+"], START_IDS["-"]
+_STOP_PLUS, _STOP_MINUS = STOP_IDS["+"], STOP_IDS["-"]   # TAA TAG TGA / TTA CTA TCA
 
 
 def triplets(codes: Tensor) -> Tensor:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
-from .iupac import COMPLEMENT, IUPAC
+from .genome.codes import reverse_complement
+from .iupac import IUPAC
 
 
 def _codon_ids(codes: torch.Tensor) -> torch.Tensor:
@@ -73,7 +74,7 @@ def donor_motif_mask(codes: torch.Tensor, motif: str, strand: str) -> torch.Tens
     the donor label covers): plus strand, the bases t.. t+m-1 match it; minus strand,
     the bases t-m+1 .. t match its reverse complement. A motif running past either end
     of the sequence, or over an N (unless the motif has N there), does not match."""
-    m = motif if strand == "+" else motif.translate(COMPLEMENT)[::-1]
+    m = motif if strand == "+" else reverse_complement(motif)
     n, T = len(m), codes.shape[-1]
     out = torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)
     if T < n:

@@ -36,19 +36,16 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .genome.codes import STARTS, STOPS, codon_id
+
 # bases before the anchor, bases from the anchor on (anchor included)
 SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
 PSEUDO = 0.5
 BRANCH_WIDTH, BRANCH_NEAR, BRANCH_FAR = 7, 10, 80
 BRANCH_MIN_MATCH = BRANCH_WIDTH - 1  # weak_branch: fewer consensus bases than this
 # triplet ids of a codon read left to right: a*16 + b*4 + c with A C G T = 0 1 2 3
-_TRIPLETS = {"start": {"+": ("ATG",), "-": ("CAT",)},
-             "stop": {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}}
-
-
-def _trip_id(codon: str) -> int:
-    a, b, c = ("ACGT".index(x) for x in codon)
-    return a * 16 + b * 4 + c
+_TRIPLETS = {"start": {s: (STARTS[s],) for s in "+-"}, "stop": STOPS}
+_trip_id = codon_id
 
 
 def windows(onehot: np.ndarray, pos: np.ndarray, before: int, after: int,

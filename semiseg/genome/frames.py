@@ -45,11 +45,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SemisegError
+from .codes import STARTS, STOPS, reverse_complement
 
 UNKNOWN = -1
 INTRON_ANY = {"+": -2, "-": -3}
-STOPS = {"+": ("TAA", "TAG", "TGA"), "-": ("TTA", "CTA", "TCA")}
-STARTS = {"+": "ATG", "-": "CAT"}
 KINDS = ("start", "CDS", "stop", "donor", "intron", "acceptor")
 INTRONIC = ("donor", "intron", "acceptor")
 # the splice-site kind at an intron's left / right end (genome order), and its two bases
@@ -383,10 +382,6 @@ class GoldReport:
                 + (f"; {bad} left unknown in training ({why})" if bad else ""))
 
 
-def _revcomp(s: str) -> str:
-    return s.translate(str.maketrans("ACGTacgt", "TGCAtgca"))[::-1]
-
-
 def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq: str,
                min_intron: int = 20, report: GoldReport | None = None) -> np.ndarray:
     """Gold codes (int16, one per base) for one chromosome.
@@ -414,12 +409,12 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
             continue
         blocks = [(int(a), int(b)) for a, b in _merged(t.cds)]
         spliced = "".join(upper[a:b] for a, b in blocks)
-        rna = spliced if t.strand == "+" else _revcomp(spliced)
+        rna = spliced if t.strand == "+" else reverse_complement(spliced)
         span0, span1 = blocks[0][0], blocks[-1][1]
         reason = None
         if rna[-3:] not in STOPS["+"]:
             nxt = (upper[span1:span1 + 3] if t.strand == "+"
-                   else _revcomp(upper[max(0, span0 - 3):span0]))
+                   else reverse_complement(upper[max(0, span0 - 3):span0]))
             if len(rna) % 3 == 0 and nxt in STOPS["+"]:
                 if t.strand == "+":
                     blocks[-1] = (blocks[-1][0], span1 + 3)
