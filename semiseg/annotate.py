@@ -404,7 +404,32 @@ def write_summary(path: str, names: list[str], counts: dict, meta: dict) -> None
 WRITER: str | None = None
 
 
-def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
+def track_paths(pairs: list[str], sheet: str | None, trained: list[dict]) -> dict[str, str]:
+    """{name: path} of the --track NAME=PATH pairs and the --track-sheet FILE (a TSV of
+    name, path[, transform, kind, mapq, strand]: genome/tracks.read_track_sheet). A
+    sheet's other columns must agree with the model's tracks (the model's settings are
+    used; a sheet written for training can be given as it is)."""
+    from .genome.tracks import read_track_sheet
+
+    given = parse_tracks(pairs)
+    if sheet is None:
+        return given
+    model = {t["name"]: t for t in trained}
+    for name, spec in read_track_sheet(sheet).items():
+        if name in given:
+            raise SemisegError(f"--track-sheet {sheet}: track {name} is also given by --track")
+        if isinstance(spec, dict):
+            for key, value in spec.items():
+                if key != "path" and name in model and model[name].get(key) != value:
+                    raise SemisegError(
+                        f"--track-sheet {sheet}: track {name} has {key} {value!r} but the "
+                        f"model was trained with {model[name].get(key)!r}")
+            spec = spec["path"]
+        given[name] = spec
+    return given
+
+
+def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
              regions: str | None = None, chroms: list[str] | None = None,
              device: str = "auto", window: int | None = None, context: int | None = None,
              max_decode_steps: int | None = None, batch_steps: int | None = None,
@@ -415,8 +440,13 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
              signal_precision: float | None = None,
              first_atg: bool | None = None, long_orfs: int | None = None,
              donor_motif: str | None = None,
-             decode_overlap: int | None = None, bf16: bool = False) -> list[str]:
+             decode_overlap: int | None = None, bf16: bool = False,
+             chrom_sizes: str | None = None, track_sheet: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
+
+    chrom_sizes: instead of `fasta` (None), a chrom-sizes file or .fai naming the
+    chromosomes to annotate, for a model that reads no sequence (docs/chromatin.md);
+    track_sheet: a TSV of track name and path, with or instead of `tracks`.
 
     samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
     seed: their random seed (the same seed gives the same samples); intron_penalty: the
@@ -431,25 +461,35 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
     entry (None: annotate.signal_precision; 0: every step's exact value)."""
     from .genome import Fasta, GenomeData, check_chroms
+    from .genome.windows import ChromSizes
 
     if threads:
         torch.set_num_threads(threads)
+    if (fasta is None) == (chrom_sizes is None):
+        raise SemisegError("give --fasta FILE or --chrom-sizes FILE (one of them)")
     ckpt = load_checkpoint(model)
     dev = pick_device(device)
-    if not os.path.isfile(fasta):
+    mcfg = checkpoint_config(ckpt)
+    reads_sequence = mcfg.inputs.sequence or mcfg.inputs.softmask or mcfg.crf.frames
+    if chrom_sizes is not None:
+        if reads_sequence:
+            raise SemisegError("--chrom-sizes: the model reads the sequence; give --fasta")
+        if not os.path.isfile(chrom_sizes):
+            raise SemisegError(f"--chrom-sizes: file not found: {chrom_sizes}")
+    elif not os.path.isfile(fasta):
         raise SemisegError(f"--fasta: file not found: {fasta}")
     scheme = checkpoint_scheme(ckpt)
-    given = parse_tracks(list(tracks))
+    given = track_paths(list(tracks), track_sheet, ckpt["genome"].get("tracks", []))
     trained = [t["name"] for t in ckpt["genome"].get("tracks", [])]
     if sorted(given) != sorted(trained):
         raise SemisegError(
             f"the model was trained with tracks [{', '.join(trained) or 'none'}] but "
-            f"[{', '.join(given) or 'none'}] were given (use --track NAME=PATH for each)")
-    fa = Fasta(fasta)
+            f"[{', '.join(given) or 'none'}] were given (use --track NAME=PATH for each, "
+            "or --track-sheet FILE)")
+    fa = ChromSizes(chrom_sizes) if chrom_sizes is not None else Fasta(fasta)
     data = GenomeData.from_config(ckpt["genome"], fa, track_paths=given or None, alias=alias)
     sizes = dict(fa.chrom_sizes)
-    check_chroms(chroms, sizes, fasta)
-    mcfg = checkpoint_config(ckpt)
+    check_chroms(chroms, sizes, fasta or chrom_sizes)
     res = mcfg.model.resolution
     wanted = set(chroms or ())
     if regions:
@@ -467,6 +507,8 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
     per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:
     out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
+    if not reads_sequence and chrom_sizes is None:
+        _warn_all_n(fa, out_sizes)
 
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
@@ -564,6 +606,22 @@ def annotate(model: str, fasta: str, out: str, tracks: list[str] = (),
         if os.path.exists(p):
             written.append(p)
     return written
+
+
+def _warn_all_n(fa, sizes: dict[str, int]) -> None:
+    """A model that reads no sequence, given a FASTA that is all N on some chromosomes
+    (a stand-in genome): those are written as one gap row each; say so."""
+    if len(sizes) > 1000:  # a fragmented assembly, not a stand-in genome: no scan
+        return
+    all_n = []
+    for c, n in sizes.items():
+        r = fa.n_runs(c)
+        if len(r) == 1 and r[0, 0] == 0 and r[0, 1] == n:
+            all_n.append(c)
+    if all_n:
+        ui.log(f"warning: the FASTA is all N on {', '.join(all_n[:8])}"
+               + (" ..." if len(all_n) > 8 else "") + ": written as gap rows although the "
+               "model reads only tracks; annotate with --chrom-sizes instead of --fasta")
 
 
 def _set_penalty(head, attr: str, configured: float, given: float | None, exists: bool,

@@ -85,7 +85,14 @@ def train(
 def annotate(
     model: Path = typer.Option(..., "--model", "-m",
                                help="Checkpoint (DIR/best.pt) or run folder."),
-    fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA to annotate."),
+    fasta: Path | None = typer.Option(None, "--fasta", "-f", help="Genome FASTA to "
+                                                                  "annotate."),
+    chrom_sizes: Path | None = typer.Option(
+        None, "--chrom-sizes", help="Instead of --fasta, for a model that reads only tracks: "
+                                    "a chrom-sizes file (name, length) or a .fai."),
+    track_sheet: Path | None = typer.Option(
+        None, "--track-sheet", help="TSV of the model's tracks, one per line: name, path "
+                                    "(instead of one --track each)."),
     out: str = typer.Option(..., "--out", "-o", help="Output prefix (PREFIX.bed, ...)."),
     track: list[str] = typer.Option([], "--track", "-t",
                                     help="NAME=PATH for each track the model was trained "
@@ -148,13 +155,16 @@ def annotate(
 
     _setup(quiet, threads)
     names = [c for item in chroms for c in item.split(",") if c]
-    run(str(model), str(fasta), out, tracks=track, regions=str(regions) if regions else None,
+    run(str(model), str(fasta) if fasta else None, out, tracks=track,
+        regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
         seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
-        decode_overlap=decode_overlap, bf16=bf16)
+        decode_overlap=decode_overlap, bf16=bf16,
+        chrom_sizes=str(chrom_sizes) if chrom_sizes else None,
+        track_sheet=str(track_sheet) if track_sheet else None)
 
 
 @app.command()

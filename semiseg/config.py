@@ -41,9 +41,17 @@ class InputsConfig:
                BAM by extension; annotate asks for the same names
     bin_size:  bp per input position (1 = base level; tracks are averaged per bin)
     alias:     {name_in_file: name_in_fasta} for chromosome names that differ
+    chrom_sizes: a two-column chrom-sizes file (name, length) or a FASTA index (.fai)
+               that defines the chromosomes instead of a FASTA (only with
+               sequence: false; docs/chromatin.md)
+    track_sheet: a TSV of tracks, one per line: name, path[, transform, kind, mapq,
+               strand] (a header line naming the columns is optional; paths relative
+               to the sheet); read into `tracks` when the config is loaded
     """
 
     fasta: str | list[str] | None = None
+    chrom_sizes: str | None = None
+    track_sheet: str | None = None
     sequence: bool = True
     softmask: bool = False
     tracks: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +85,9 @@ class WindowsConfig:
     valid_offset: where in each chromosome (a fraction of its length) the held-out
                   block of `valid_fraction` starts; None: at the end (1 - valid_fraction).
                   Different offsets give the folds of a cross-validation
+    holdout:      regions kept out of training and validation (and of the track
+                  statistics): a BED file, or a list of "chrom:start-end" (0-based,
+                  end exclusive) or "chrom" (the whole chromosome)
     """
 
     size: int = 20000
@@ -85,6 +96,7 @@ class WindowsConfig:
     valid_chroms: list[str] = field(default_factory=list)
     valid_fraction: float = 0.15
     valid_offset: float | None = None
+    holdout: str | list[str] | None = None
 
 
 @dataclass
@@ -459,6 +471,13 @@ def _resolve_paths(cfg: Config, base: Path) -> None:
         return p if os.path.isabs(p) else str((base / p).resolve())
 
     if isinstance(cfg.inputs.fasta, list):
+    if cfg.inputs.chrom_sizes is not None:
+        if cfg.inputs.fasta is not None:
+            raise SemisegError("inputs: give fasta or chrom_sizes, not both")
+        if cfg.inputs.sequence or cfg.inputs.softmask or cfg.crf.frames:
+            raise SemisegError("inputs.chrom_sizes: only for models that read no sequence "
+                               "(sequence: false, softmask: false, no crf.frames); give "
+                               "inputs.fasta otherwise")
         cfg.inputs.fasta = [fix(p) for p in cfg.inputs.fasta]
     else:
         cfg.inputs.fasta = fix(cfg.inputs.fasta)
@@ -480,6 +499,19 @@ def _resolve_paths(cfg: Config, base: Path) -> None:
 
 
 def from_dict(data: dict, base: str | Path = ".") -> Config:
+    cfg.inputs.chrom_sizes = fix(cfg.inputs.chrom_sizes)
+    if cfg.inputs.track_sheet is not None:  # its tracks join inputs.tracks (paths resolved)
+        from .genome.tracks import read_track_sheet
+
+        sheet = read_track_sheet(fix(cfg.inputs.track_sheet))
+        both = sorted(set(sheet) & set(cfg.inputs.tracks))
+        if both:
+            raise SemisegError(f"inputs: track(s) {', '.join(both)} in both inputs.tracks "
+                               "and inputs.track_sheet")
+        cfg.inputs.tracks = {**cfg.inputs.tracks, **sheet}
+        cfg.inputs.track_sheet = None  # the resolved config lists the tracks themselves
+    if isinstance(cfg.windows.holdout, str):
+        cfg.windows.holdout = fix(cfg.windows.holdout)
     """A validated Config from plain data; relative paths are taken from `base`."""
     cfg = _build(Config, data, "")
     _resolve_paths(cfg, Path(base))

@@ -59,10 +59,13 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
         all_gaps = np.concatenate([all_gaps, np.asarray(n_runs, np.int64).reshape(-1, 2)])
         all_gaps = all_gaps[np.argsort(all_gaps[:, 0], kind="stable")]
     segments = labels_to_segments(lab, start=0, resolution=res, end=length)
-    for s, e, c in segments.tolist():
-        if c >= 0:
-            counts[names[c]]["segments"] += 1
-            counts[names[c]]["bp"] += e - s
+    # the summary counts the rows as written: gaps (N runs, parts not decoded) cut
+    # segments into pieces or hide them (an all-N chromosome is one gap row, no segment)
+    pieces, bp = _outside_gaps(segments, all_gaps)
+    for c, n, b in zip(segments[:, 2].tolist(), pieces.tolist(), bp.tolist()):
+        if c >= 0 and n:
+            counts[names[c]]["segments"] += n
+            counts[names[c]]["bp"] += b
     # the run posterior of each output run (uncertainty.py); runs of label -1 have none
     first = (segments[:, 0] // res).astype(np.int64)
     run_rows = np.column_stack([segments[:, :2].astype(np.float64),
@@ -70,6 +73,35 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     writer.add(chrom, segments, posteriors=post, boundary=sig[:, 0],
                gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
                entropy=(sig[:, 1], sig[:, 2]))
+
+
+def _outside_gaps(segments: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment [start, end) (rows of `segments`), the number of pieces left and
+    their bp after the `gaps` ((R, 2) [start, end), may overlap) are cut out."""
+    n_seg = len(segments)
+    if not len(gaps):
+        return np.ones(n_seg, np.int64), (segments[:, 1] - segments[:, 0]).astype(np.int64)
+    g = gaps[np.argsort(gaps[:, 0], kind="stable")]
+    gs, ge = [], []  # merged: disjoint, not touching
+    for a, b in g.tolist():
+        if gs and a <= ge[-1]:
+            ge[-1] = max(ge[-1], b)
+        elif b > a:
+            gs.append(a)
+            ge.append(b)
+    gs, ge = np.asarray(gs, np.int64), np.asarray(ge, np.int64)
+    cum = np.concatenate([[0], np.cumsum(ge - gs)])
+    s, e = segments[:, 0].astype(np.int64), segments[:, 1].astype(np.int64)
+    i0 = np.searchsorted(ge, s, side="right")  # first gap ending after s
+    i1 = np.searchsorted(gs, e, side="left")  # gaps before i1 start before e
+    hit = i1 > i0
+    first = np.minimum(i0, len(gs) - 1)
+    last = np.maximum(i1 - 1, 0)
+    covered = np.where(hit, cum[i1] - cum[i0] - np.maximum(0, s - gs[first])
+                       - np.maximum(0, ge[last] - e), 0)
+    pieces = np.where(hit, (i1 - i0) + 1 - (gs[first] <= s) - (ge[last] >= e), 1)
+    bp = e - s - covered
+    return np.where(bp > 0, pieces, 0).astype(np.int64), bp
 
 
 class LocalWriter:

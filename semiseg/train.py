@@ -67,7 +67,14 @@ from .metrics import (
     new_segment_counts,
     segment_f1,
 )
-from .trainingdata import Dataset, make_datasets, make_windows, prepare
+from .trainingdata import (
+    Dataset,
+    check_signal,
+    holdout_regions,
+    make_datasets,
+    make_windows,
+    prepare,
+)
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -397,8 +404,9 @@ def _load_data(cfg: Config):
     track statistics fitted on the training chromosomes."""
     data, annotation, scheme, columns = prepare(cfg)
     tr, va, train_chroms = make_windows(cfg, data.chrom_sizes)
+    check_signal(cfg, data, tr)
     if cfg.inputs.tracks:  # deterministic, so a resumed run gets the same statistics
-        data.fit_stats(train_chroms)
+        data.fit_stats(train_chroms, exclude=holdout_regions(cfg, data.chrom_sizes))
     with ui.progress() as bar:
         task = bar.add_task("loading windows", total=len(tr) + len(va), unit="windows",
                             info="")

@@ -134,7 +134,20 @@ def rc_columns(feature_names: list[str]) -> list[int]:
 
 
 def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
-    """(train, valid) lists of (chrom, start, end) following the `windows` section."""
+    """(train, valid) lists of (chrom, start, end) following the `windows` section;
+    `windows.holdout` regions are cut out of both."""
+    from .genome.windows import read_holdout, subtract_regions
+
+    holdout = read_holdout(cfg.windows.holdout, sizes)
+    train, valid = _split_regions(cfg, sizes)
+    if holdout:
+        train, valid = subtract_regions(train, holdout), subtract_regions(valid, holdout)
+        if not train:
+            raise SemisegError("windows.holdout: nothing is left to train on")
+    return train, valid
+
+
+def _split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
     chroms = cfg.windows.chroms or list(sizes)
     for c in list(chroms) + list(cfg.windows.valid_chroms):
         if c not in sizes:
@@ -189,6 +202,61 @@ def make_windows(cfg: Config, sizes: dict[str, int]) -> tuple[list[Window], list
     if not tr:
         raise SemisegError("windows: no training windows (windows.size larger than the data?)")
     return tr, va, sorted({c for c, _, _ in train_regions})
+
+
+def holdout_regions(cfg: Config, sizes: dict[str, int]) -> list:
+    """The `windows.holdout` regions (chrom, start, end), merged, in genome order."""
+    from .genome.windows import read_holdout
+
+    return read_holdout(cfg.windows.holdout, sizes)
+
+
+def check_signal(cfg: Config, data, windows: list[Window]) -> None:
+    """Refuse training windows with nothing to learn from, and say where some have none:
+    a window has input when the model reads the sequence and it has a base other than N,
+    or when some track has a chromosome entry there (an all-N FASTA with sequence: true,
+    or tracks that cover none of the training chromosomes, would train a model on zeros
+    without a word)."""
+    from .genome.windows import ChromSizes
+
+    if not cfg.inputs.sequence and not isinstance(data.fasta, ChromSizes):
+        all_n = []
+        for c in sorted({w.chrom for w in windows}):
+            r = data.fasta.n_runs(c)
+            if len(r) == 1 and r[0, 0] == 0 and r[0, 1] == data.chrom_sizes[c]:
+                all_n.append(c)
+        if all_n:
+            ui.log(f"warning: inputs.fasta is all N on {', '.join(all_n[:8])}: the model "
+                   "reads no sequence, but annotate with this FASTA writes its N runs as "
+                   "gap rows; give inputs.chrom_sizes (and annotate --chrom-sizes) instead")
+    empty = []
+    track_chroms = set().union(*(t.chroms for t in data.tracks)) if data.tracks else set()
+    runs = {}
+    for w in windows:
+        if w.chrom in track_chroms:
+            continue
+        if cfg.inputs.sequence:
+            if w.chrom not in runs:
+                runs[w.chrom] = data.fasta.n_runs(w.chrom)
+            r = runs[w.chrom]
+            i = np.searchsorted(r[:, 1], w.start, side="right") if len(r) else 0
+            if not (i < len(r) and r[i, 0] <= w.start and r[i, 1] >= w.end):
+                continue
+        empty.append(w)
+    if not empty:
+        return
+    what = ("no base other than N" if cfg.inputs.sequence else "") + (
+        " and " if cfg.inputs.sequence and data.tracks else "") + (
+        "no track values (no track has the chromosome)" if data.tracks else "")
+    chroms = sorted({w.chrom for w in empty})
+    if len(empty) == len(windows):
+        raise SemisegError(
+            f"no input to learn from: every training window has {what} "
+            f"({', '.join(chroms[:8])}); check inputs.fasta and the tracks' chromosome "
+            "names (inputs.alias), or, for a tracks-only model, give inputs.chrom_sizes")
+    ui.log(f"warning: {len(empty)} of {len(windows)} training windows have {what} "
+           f"(on {', '.join(chroms[:8])}{' ...' if len(chroms) > 8 else ''}); they teach "
+           "the model only the labels there")
 
 
 def frame_gold_for(cfg: Config, scheme, annotation, data):
@@ -256,10 +324,13 @@ def prepare(cfg: Config):
     """Open the inputs of a config: (GenomeData, Annotation, LabelScheme, columns)."""
     from .genome import Fasta, GenomeData, load_scheme, read_annotation, sizes_with_extras
 
-    if cfg.inputs.fasta is None:
-        raise SemisegError("inputs.fasta: a FASTA is needed (it defines the chromosomes)")
+    from .genome.windows import ChromSizes
+
+    if cfg.inputs.fasta is None and cfg.inputs.chrom_sizes is None:
+        raise SemisegError("inputs.fasta: a FASTA is needed (it defines the chromosomes; "
+                           "a tracks-only model may give inputs.chrom_sizes instead)")
     paths = cfg.inputs.fasta if isinstance(cfg.inputs.fasta, list) else [cfg.inputs.fasta]
-    for p in paths:
+    for p in paths if cfg.inputs.fasta is not None else ():
         if not os.path.isfile(p):
             raise SemisegError(f"inputs.fasta: file not found: {p}")
     if cfg.labels.annotation is None:
@@ -267,7 +338,13 @@ def prepare(cfg: Config):
     if not os.path.isfile(cfg.labels.annotation):
         raise SemisegError(f"labels.annotation: file not found: {cfg.labels.annotation}")
     scheme = load_scheme(cfg.labels.scheme)
-    fasta = Fasta(cfg.inputs.fasta)
+    if cfg.inputs.chrom_sizes is not None:
+        try:
+            fasta = ChromSizes(cfg.inputs.chrom_sizes)
+        except SemisegError as err:
+            raise SemisegError(f"inputs.chrom_sizes: {err}") from None
+    else:
+        fasta = Fasta(cfg.inputs.fasta)
     sizes, extras = sizes_with_extras(cfg.labels.annotation, fasta.chrom_sizes)
     if extras and not cfg.inputs.alias:
         ui.log(f"annotation chromosome(s) not in the FASTA, ignored: {', '.join(extras[:8])}"

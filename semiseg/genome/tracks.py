@@ -84,6 +84,74 @@ class TrackSpec:
         return cls(**dict(d))
 
 
+SHEET_COLUMNS = ("name", "path", "transform", "kind", "mapq", "strand")
+
+
+def read_track_sheet(path: str | os.PathLike) -> dict[str, str | dict]:
+    """A track sheet: a tab-separated file with one track per line, columns ``name``,
+    ``path`` and optionally ``transform``, ``kind``, ``mapq``, ``strand`` (in that order,
+    or in any order under a header line that names them: a first line whose first two
+    cells are ``name`` and ``path``). Empty cells and ``.`` take the default; ``#`` lines
+    and blank lines are skipped; relative paths are relative to the sheet's folder.
+
+    Returns:
+        ``{name: path}`` or ``{name: {"path": ..., other columns}}`` in sheet order (the
+        layout of the config's ``inputs.tracks``).
+
+    Raises:
+        SemisegError: a missing sheet or track file, a line with fewer than two or more
+            cells than the columns, a name given twice, an unknown header column, a bad
+            mapq (each naming the sheet's line).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise SemisegError(f"track sheet not found: {path}")
+    folder = os.path.dirname(os.path.abspath(path))
+    columns = list(SHEET_COLUMNS)
+    out: dict[str, str | dict] = {}
+    first = True
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            cells = [c.strip() for c in line.rstrip("\r\n").split("\t")]
+            if first and [c.lower() for c in cells[:2]] == ["name", "path"]:
+                first = False
+                columns = [c.lower() for c in cells]
+                bad = [c for c in columns if c not in SHEET_COLUMNS]
+                if bad or len(set(columns)) != len(columns):
+                    raise SemisegError(
+                        f"{path}:{lineno}: header columns must be distinct names among "
+                        f"{', '.join(SHEET_COLUMNS)}; got {', '.join(cells)}")
+                continue
+            first = False
+            if len(cells) < 2 or len(cells) > len(columns):
+                raise SemisegError(
+                    f"{path}:{lineno}: expected {', '.join(columns[:2])}"
+                    f"{'[, ' + ', '.join(columns[2:]) + ']' if len(columns) > 2 else ''} "
+                    f"separated by tabs, got {len(cells)} cell(s): {line.strip()[:60]!r}")
+            row = {k: v for k, v in zip(columns, cells) if v not in ("", ".")}
+            name, file = row.pop("name", None), row.pop("path", None)
+            if not name or not file:
+                raise SemisegError(f"{path}:{lineno}: a track needs a name and a path")
+            if name in out:
+                raise SemisegError(f"{path}:{lineno}: track {name!r} listed twice")
+            file = os.path.expanduser(file)
+            file = file if os.path.isabs(file) else os.path.join(folder, file)
+            if not os.path.isfile(file):
+                raise SemisegError(f"{path}:{lineno}: track {name!r}: file not found: {file}")
+            if "mapq" in row:
+                try:
+                    row["mapq"] = int(row["mapq"])
+                except ValueError:
+                    raise SemisegError(f"{path}:{lineno}: mapq must be an integer, got "
+                                       f"{row['mapq']!r}") from None
+            out[name] = {"path": file, **row} if row else file
+    if not out:
+        raise SemisegError(f"{path}: no tracks in the track sheet")
+    return out
+
+
 def transform(values: np.ndarray, kind: str) -> np.ndarray:
     """Apply a track transform (NaN stays NaN)."""
     if kind == "none":
@@ -320,8 +388,9 @@ class TrackStats:
 
 
 def fit_track_stats(tracks: Sequence[Track], chroms: Sequence[str],
-                    chunk: int = 1 << 22) -> TrackStats:
-    """Mean/std of each transformed track over the non-missing positions of ``chroms``.
+                    chunk: int = 1 << 22, exclude: Sequence = ()) -> TrackStats:
+    """Mean/std of each transformed track over the non-missing positions of ``chroms``,
+    leaving out the ``exclude`` regions ((chrom, start, end); held-out data).
 
     Raises SemisegError if a track has no value on those chromosomes.
     """
@@ -331,9 +400,12 @@ def fit_track_stats(tracks: Sequence[Track], chroms: Sequence[str],
         count = 0
         for chrom in chroms:
             size = tr.chrom_sizes[chrom]
+            held = [(s, e) for c, s, e in exclude if c == chrom]
             for lo in range(0, size, chunk):
-                x = transform(tr.values(chrom, lo, min(size, lo + chunk)).astype(np.float64),
-                              tr.spec.transform)
+                hi = min(size, lo + chunk)
+                x = transform(tr.values(chrom, lo, hi).astype(np.float64), tr.spec.transform)
+                for s, e in held:
+                    x[max(s, lo) - lo:max(min(e, hi) - lo, 0)] = np.nan
                 x = x[~np.isnan(x)]
                 count += x.size
                 total += float(x.sum())

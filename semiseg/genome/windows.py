@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import bin_mean, check_region, show_names
-from .labels import Annotation
-from .sequence import Fasta
+from .labels import Annotation, bed_rows
+from .sequence import Fasta, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 
 
@@ -59,6 +59,121 @@ def parse_region(text: str) -> tuple[str, int, int]:
     except ValueError:
         raise SemisegError(f"region {text!r}: expected chrom:start-end") from None
     return chrom, s, e
+
+
+class ChromSizes:
+    """A genome known by its chromosome sizes alone, in place of a :class:`Fasta` for
+    models that read no sequence (tracks only): a two-column chrom-sizes file
+    (``name<TAB>length``) or a FASTA index (``.fai``). Its sequence reads as N: one-hot
+    rows are all zero and there are no N runs to write as gaps (nothing is known).
+
+    Raises:
+        SemisegError: a missing or malformed file (its line), a chromosome listed twice,
+            no chromosomes; from :meth:`fetch`, always (there is no sequence).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise SemisegError(f"chrom sizes file not found: {path}")
+        self.path = path
+        self.paths: list[str] = []  # no FASTA
+        self.chrom_sizes = read_chrom_sizes(path)
+
+    def fetch(self, chrom: str, start: int = 0, end: int | None = None) -> str:
+        raise SemisegError(f"no sequence: the genome is given by chromosome sizes only "
+                           f"({self.path}); this needs a FASTA")
+
+    def onehot(self, chrom: str, start: int = 0, end: int | None = None,
+               iupac: str = "zero", softmask: bool = False) -> np.ndarray:
+        if end is None:
+            end = self.chrom_sizes.get(chrom, 0)
+        check_region(self.chrom_sizes, chrom, start, end)
+        return np.zeros((end - start, 5 if softmask else 4), np.float32)
+
+    def n_runs(self, chrom: str, min_length: int = 1) -> np.ndarray:
+        check_region(self.chrom_sizes, chrom, 0, 0)
+        return np.zeros((0, 2), np.int64)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> ChromSizes:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_holdout(spec, chrom_sizes: Mapping[str, int]) -> list[tuple[str, int, int]]:
+    """Held-out regions (``windows.holdout``): a BED file path (first three columns), or a
+    list of ``"chrom:start-end"`` (0-based, end exclusive, commas allowed) or ``"chrom"``
+    (the whole chromosome). Returns sorted, merged (chrom, start, end) in ``chrom_sizes``
+    order. SemisegError names the BED line or the list item of a bad region."""
+    if spec is None:
+        return []
+    raw: list[tuple[str, int, int, str]] = []
+    if isinstance(spec, (str, os.PathLike)):
+        path = os.fspath(spec)
+        if not os.path.isfile(path):
+            raise SemisegError(f"windows.holdout: file not found: {path}")
+        for lineno, f in bed_rows(path):
+            if len(f) < 3:
+                raise SemisegError(f"{path}:{lineno}: expected chrom, start, end")
+            try:
+                raw.append((f[0], int(f[1]), int(f[2]), f"{path}:{lineno}"))
+            except ValueError:
+                raise SemisegError(f"{path}:{lineno}: start and end must be integers") from None
+    else:
+        for i, item in enumerate(spec):
+            chrom, a, b = parse_region(str(item))
+            if b == -1 and chrom in chrom_sizes:
+                b = chrom_sizes[chrom]
+            raw.append((chrom, a, b, f"windows.holdout[{i}] {item!r}"))
+    by: dict[str, list[list[int]]] = {}
+    for chrom, a, b, where in raw:
+        if chrom not in chrom_sizes:
+            raise SemisegError(f"{where}: chromosome {chrom} is not in the genome "
+                               f"({show_names(chrom_sizes)})")
+        if not 0 <= a < b <= chrom_sizes[chrom]:
+            raise SemisegError(f"{where}: region [{a}, {b}) is empty or outside {chrom} "
+                               f"(0-{chrom_sizes[chrom]})")
+        by.setdefault(chrom, []).append([a, b])
+    out = []
+    for chrom in chrom_sizes:
+        merged: list[list[int]] = []
+        for a, b in sorted(by.get(chrom, [])):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        out += [(chrom, a, b) for a, b in merged]
+    return out
+
+
+def subtract_regions(regions: Iterable[tuple[str, int, int]],
+                     holes: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``regions`` with every part inside ``holes`` cut out (a region may split in two or
+    vanish); order kept."""
+    by: dict[str, list[tuple[int, int]]] = {}
+    for c, a, b in holes:
+        by.setdefault(c, []).append((a, b))
+    out = []
+    for chrom, start, end in regions:
+        pieces = [(start, end)]
+        for a, b in sorted(by.get(chrom, [])):
+            nxt = []
+            for s, e in pieces:
+                if b <= s or a >= e:
+                    nxt.append((s, e))
+                    continue
+                if s < a:
+                    nxt.append((s, a))
+                if b < e:
+                    nxt.append((b, e))
+            pieces = nxt
+        out += [(chrom, s, e) for s, e in pieces]
+    return out
 
 
 def make_windows(chrom_sizes: Mapping[str, int], size: int, overlap: int = 0,
@@ -179,7 +294,12 @@ class GenomeData:
             raise ValueError(f"resolution must be a positive integer, got {resolution!r}")
         if iupac not in ("zero", "fractional"):
             raise ValueError(f"iupac must be 'zero' or 'fractional', got {iupac!r}")
-        self.fasta = fasta if isinstance(fasta, Fasta) else Fasta(fasta)
+        if isinstance(fasta, (Fasta, ChromSizes)):
+            self.fasta = fasta
+        elif isinstance(fasta, Mapping) and "chrom_sizes" in fasta:
+            self.fasta = ChromSizes(fasta["chrom_sizes"])
+        else:
+            self.fasta = Fasta(fasta)
         self.chrom_sizes = self.fasta.chrom_sizes
         specs = [t if isinstance(t, TrackSpec) else TrackSpec.from_dict(t) for t in tracks]
         names = [s.name for s in specs]
@@ -215,12 +335,13 @@ class GenomeData:
             )
         self.stats = stats
 
-    def fit_stats(self, chroms: Sequence[str]) -> TrackStats:
-        """Compute (and keep) standardisation statistics on ``chroms`` (training)."""
+    def fit_stats(self, chroms: Sequence[str], exclude: Sequence = ()) -> TrackStats:
+        """Compute (and keep) standardisation statistics on ``chroms`` (training), leaving
+        out the ``exclude`` regions ((chrom, start, end): held out)."""
         missing = [c for c in chroms if c not in self.chrom_sizes]
         if missing:
             raise SemisegError(f"chromosomes {show_names(missing)} are not in the FASTA")
-        self.set_stats(fit_track_stats(self.tracks, list(chroms)))
+        self.set_stats(fit_track_stats(self.tracks, list(chroms), exclude=list(exclude)))
         return self.stats
 
     def load(self, chrom: str, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
@@ -253,6 +374,8 @@ class GenomeData:
         """Plain data describing the features (for the checkpoint)."""
         return {
             "fasta": list(self.fasta.paths),
+            **({"chrom_sizes": self.fasta.path} if isinstance(self.fasta, ChromSizes)
+               else {}),
             "tracks": [t.spec.to_dict() for t in self.tracks],
             "resolution": self.resolution,
             "iupac": self.iupac,
@@ -281,7 +404,9 @@ class GenomeData:
                 d["path"] = os.fspath(track_paths[t["name"]])
             specs.append(TrackSpec.from_dict(d))
         stats = config.get("stats")
-        data = cls(fasta if fasta is not None else config["fasta"], specs, annotation,
+        if fasta is None:
+            fasta = config if config.get("chrom_sizes") else config["fasta"]
+        data = cls(fasta, specs, annotation,
                    resolution=config["resolution"], iupac=config["iupac"],
                    softmask=config["softmask"],
                    stats=None if stats is None else TrackStats.from_dict(stats), alias=alias)
