@@ -264,6 +264,10 @@ class AnnotateConfig:
              of at least this many codons (stop included; first ATG to stop) that lies
              wholly in intergenic sequence a gene, the longest first (semiseg/orffill.py;
              0: off). SGD's convention for yeast is 100
+    learn_rules: the gene model at 1 bp only: `semiseg train` sets donor_motif,
+             branch_penalty, first_atg and long_orfs from the training annotation,
+             each turned on only where the training genes obey it (semiseg/learnedrules.py;
+             the values learned replace the four above in the run's config)
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps
              1-bp tracks small and fast to write; 0: every step's exact float32 value
@@ -280,6 +284,7 @@ class AnnotateConfig:
     donor_motif: str = ""
     first_atg: bool = False
     long_orfs: int = 0
+    learn_rules: bool = False
     signal_precision: float = 1e-4
 
 
@@ -323,6 +328,12 @@ NON_NEGATIVE = {
     "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
     "annotate.signal_precision", "annotate.long_orfs", "annotate.decode_overlap",
 }
+
+
+# float keys where inf means something (annotate: inf makes the branch point a rule)
+MAY_BE_INFINITE = {"annotate.branch_penalty"}
+# convolution kernels must be odd (centred: an even one shifts the output by half a step)
+ODD = ("model.kernel_size", "model.stem_kernel")
 
 
 def _suggest(key: str, valid: list[str]) -> str:
@@ -373,6 +384,8 @@ def _check_type(where: str, value, hint):
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             raise SemisegError(f"{where}: expected a number, got {value!r}")
+        if math.isinf(value) and where not in MAY_BE_INFINITE:
+            raise SemisegError(f"{where}: expected a finite number, got {value!r}")
         return float(value)
     if hint is str:
         if isinstance(value, bool) and where in ON_OFF:
@@ -429,6 +442,10 @@ def _validate(cfg: Config) -> None:
     for key in NON_NEGATIVE:
         if _get(cfg, key) < 0:
             raise SemisegError(f"{key}: must not be negative, got {_get(cfg, key)!r}")
+    for key in ODD:
+        if _get(cfg, key) % 2 == 0:
+            raise SemisegError(f"{key}: must be odd (a centred convolution), got "
+                               f"{_get(cfg, key)!r}")
     if cfg.model.resolution % cfg.inputs.bin_size:
         raise SemisegError(
             f"model.resolution ({cfg.model.resolution}) must be a multiple of "
@@ -524,7 +541,7 @@ def _parse_override(text: str):
         raise SemisegError(f"--set {text!r}: expected KEY=VALUE, e.g. train.epochs=5")
     key, _, raw = text.partition("=")
     try:
-        value = yaml.safe_load(raw)
+        value = yaml.load(raw, Loader=NoAliasLoader)
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
@@ -555,13 +572,35 @@ def _deep_copy(d):
     return d
 
 
+class YAMLAliasError(yaml.YAMLError):
+    """An alias (*name) in a config: refused (a few hundred bytes of nested aliases
+    expand to billions of nodes)."""
+
+    def __init__(self, line: int):
+        super().__init__("YAML aliases (*name) are not allowed in semiseg configs and "
+                         "schemes; write the value out")
+        self.line = line
+
+
+class NoAliasLoader(yaml.SafeLoader):
+    """yaml's SafeLoader that refuses every alias before expanding it (anchors alone
+    are harmless and read as usual)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise YAMLAliasError(self.peek_event().start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
 def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise SemisegError(f"config file not found: {path}")
     try:
         with open(path) as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=NoAliasLoader)
+    except YAMLAliasError as err:
+        raise SemisegError(f"{path}: line {err.line}: {err}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -209,9 +209,11 @@ class LabelScheme:
     def from_yaml(cls, path: str | os.PathLike) -> LabelScheme:
         import yaml
 
+        from ..config import NoAliasLoader
+
         try:
             with open(path) as fh:
-                data = yaml.safe_load(fh)
+                data = yaml.load(fh, Loader=NoAliasLoader)
         except OSError as err:
             raise SemisegError(f"cannot read label scheme {path}: {err.strerror}") from None
         except yaml.YAMLError as err:
