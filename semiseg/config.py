@@ -471,6 +471,13 @@ def _validate(cfg: Config) -> None:
         check_motif(cfg.annotate.donor_motif, "annotate.donor_motif")
     if not cfg.inputs.sequence and not cfg.inputs.tracks:
         raise SemisegError("inputs: the model needs the sequence, tracks, or both")
+    if cfg.inputs.chrom_sizes is not None:
+        if cfg.inputs.fasta is not None:
+            raise SemisegError("inputs: give fasta or chrom_sizes, not both")
+        if cfg.inputs.sequence or cfg.inputs.softmask or cfg.crf.frames:
+            raise SemisegError("inputs.chrom_sizes: only for models that read no sequence "
+                               "(sequence: false, softmask: false, no crf.frames); give "
+                               "inputs.fasta otherwise")
 
 
 def _get(cfg, key: str):
@@ -488,17 +495,23 @@ def _resolve_paths(cfg: Config, base: Path) -> None:
         return p if os.path.isabs(p) else str((base / p).resolve())
 
     if isinstance(cfg.inputs.fasta, list):
-    if cfg.inputs.chrom_sizes is not None:
-        if cfg.inputs.fasta is not None:
-            raise SemisegError("inputs: give fasta or chrom_sizes, not both")
-        if cfg.inputs.sequence or cfg.inputs.softmask or cfg.crf.frames:
-            raise SemisegError("inputs.chrom_sizes: only for models that read no sequence "
-                               "(sequence: false, softmask: false, no crf.frames); give "
-                               "inputs.fasta otherwise")
         cfg.inputs.fasta = [fix(p) for p in cfg.inputs.fasta]
     else:
         cfg.inputs.fasta = fix(cfg.inputs.fasta)
     cfg.labels.annotation = fix(cfg.labels.annotation)
+    cfg.inputs.chrom_sizes = fix(cfg.inputs.chrom_sizes)
+    if cfg.inputs.track_sheet is not None:  # its tracks join inputs.tracks (paths resolved)
+        from .genome.tracks import read_track_sheet
+
+        sheet = read_track_sheet(fix(cfg.inputs.track_sheet))
+        both = sorted(set(sheet) & set(cfg.inputs.tracks))
+        if both:
+            raise SemisegError(f"inputs: track(s) {', '.join(both)} in both inputs.tracks "
+                               "and inputs.track_sheet")
+        cfg.inputs.tracks = {**cfg.inputs.tracks, **sheet}
+        cfg.inputs.track_sheet = None  # the resolved config lists the tracks themselves
+    if isinstance(cfg.windows.holdout, str):
+        cfg.windows.holdout = fix(cfg.windows.holdout)
     tracks = {}
     for name, spec in cfg.inputs.tracks.items():
         if isinstance(spec, dict):
@@ -516,19 +529,6 @@ def _resolve_paths(cfg: Config, base: Path) -> None:
 
 
 def from_dict(data: dict, base: str | Path = ".") -> Config:
-    cfg.inputs.chrom_sizes = fix(cfg.inputs.chrom_sizes)
-    if cfg.inputs.track_sheet is not None:  # its tracks join inputs.tracks (paths resolved)
-        from .genome.tracks import read_track_sheet
-
-        sheet = read_track_sheet(fix(cfg.inputs.track_sheet))
-        both = sorted(set(sheet) & set(cfg.inputs.tracks))
-        if both:
-            raise SemisegError(f"inputs: track(s) {', '.join(both)} in both inputs.tracks "
-                               "and inputs.track_sheet")
-        cfg.inputs.tracks = {**cfg.inputs.tracks, **sheet}
-        cfg.inputs.track_sheet = None  # the resolved config lists the tracks themselves
-    if isinstance(cfg.windows.holdout, str):
-        cfg.windows.holdout = fix(cfg.windows.holdout)
     """A validated Config from plain data; relative paths are taken from `base`."""
     cfg = _build(Config, data, "")
     _resolve_paths(cfg, Path(base))
