@@ -233,7 +233,8 @@ def shard(
 
 @app.command()
 def evaluate(
-    pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
+    pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed), or a "
+                              "gene finder's GFF3/GTF."),
     truth: Path = typer.Option(..., "--truth", "-t", help="Truth BED or GFF3/GTF."),
     scheme: str | None = typer.Option(
         None, "--scheme", help="Label scheme: a training config, a scheme YAML or a built-in "
@@ -243,19 +244,28 @@ def evaluate(
     tolerance: int = typer.Option(10, "--tolerance", min=0, help="Boundary tolerance, bp."),
     model: Path | None = typer.Option(None, "--model", help="Take the scheme from this "
                                                                "checkpoint."),
+    regions: Path | None = typer.Option(None, "--regions", help="BED: score only these "
+                                        "regions (e.g. a held-out part of a chromosome)."),
+    fasta: Path | None = typer.Option(None, "--fasta", "-f", help="Genome FASTA: stop codons "
+                                      "of gene models normalised from the sequence."),
     quiet: bool = _QUIET,
 ) -> None:
-    """Accuracy of a segmentation: base-level P/R/F1/MCC, segment F1, boundary F1."""
+    """Accuracy of a segmentation: base-level P/R/F1/MCC, segment F1, boundary F1; with a
+    GFF3/GTF truth also exon- and gene-level sensitivity, precision and F1."""
     from . import ui
     from .evaluate import evaluate as run
-    from .evaluate import render_table, write_report
+    from .evaluate import render_gene_table, render_table, write_report
     from .intervals import pick_scheme
 
     ui.set_quiet(quiet)
-    result = run(str(pred), str(truth), scheme=pick_scheme(model, scheme), tolerance=tolerance)
+    result = run(str(pred), str(truth), scheme=pick_scheme(model, scheme), tolerance=tolerance,
+                 regions=str(regions) if regions else None,
+                 fasta=str(fasta) if fasta else None)
     if out:
         write_report(result, out)
     ui.result_console().print(render_table(result, title=f"{pred} vs {truth}"))
+    if result.get("genes"):
+        ui.result_console().print(render_gene_table(result))
     if result["calibration"]["segments"]:
         from .calibration import render
 

@@ -8,7 +8,9 @@ validation can call it on a GPU machine with torch alone).
 - segments (maximal runs of one label): exact matches and >= 50% reciprocal-overlap
   matches; boundaries (segment ends, not the sequence ends) matched one-to-one within a
   tolerance. Counts add up over sequences (``new_segment_counts``,
-  ``add_segment_counts``); ``segment_f1`` turns them into F1 per label.
+  ``add_segment_counts``); ``segment_f1`` turns them into F1 per label;
+- genes (coding exon chains as keys): exon- and gene-level sensitivity, precision and
+  F1 (``gene_level``), truth isoforms grouped into loci (``loci``).
 """
 
 from __future__ import annotations
@@ -136,3 +138,116 @@ def segment_f1(seg: dict) -> tuple[np.ndarray, np.ndarray]:
         bf = np.where(nb > 0, 2 * seg["b_hit"] / nb, np.nan)
     return ov, bf
 
+
+
+# --------------------------------------------------------------------------- genes
+# A gene model here is a key (chrom, strand, cds): cds a tuple of sorted, disjoint
+# (start, end) coding exons (semiseg/genelevel.py reads them from files).
+
+
+def stop_variants(key: tuple) -> set[tuple]:
+    """The model itself and the model with its 3' end (the end of the last exon on +, the
+    start of the first on -) moved 3 bp either way: the matching rule when stop codons
+    cannot be normalised from the sequence (a stop codon inside or just after the CDS)."""
+    chrom, strand, cds = key
+    out = {key}
+    for d in (-3, 3):
+        c = list(cds)
+        if strand == "+":
+            c[-1] = (c[-1][0], c[-1][1] + d)
+        else:
+            c[0] = (c[0][0] - d, c[0][1])
+        ok = all(s < e for s, e in c) and c[0][0] >= 0 and all(
+            c[i][1] < c[i + 1][0] for i in range(len(c) - 1))
+        if ok:
+            out.add((chrom, strand, tuple(c)))
+    return out
+
+
+def loci(keys: list[tuple]) -> list[int]:
+    """A locus number per model: models on one chromosome and strand whose coding exons
+    overlap by >= 1 bp (directly or through others) share a locus."""
+    parent = list(range(len(keys)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    order = sorted(range(len(keys)), key=lambda i: (keys[i][0], keys[i][1], keys[i][2][0][0]))
+    active: list[int] = []  # models of the current chrom/strand whose span may still overlap
+    for i in order:
+        chrom, strand, cds = keys[i]
+        active = [j for j in active if keys[j][0] == chrom and keys[j][1] == strand
+                  and keys[j][2][-1][1] > cds[0][0]]
+        for j in active:
+            if any(s < e2 and s2 < e for s, e in cds for s2, e2 in keys[j][2]):
+                parent[find(i)] = find(j)
+        active.append(i)
+    roots: dict[int, int] = {}
+    return [roots.setdefault(find(i), len(roots)) for i in range(len(keys))]
+
+
+def gene_level(truth: list[tuple], pred: list[tuple], variants=None) -> dict:
+    """Exon- and gene-level sensitivity, precision and F1 (as gene-finder papers count).
+
+    Exon level: the distinct coding exons (chrom, strand, start, end) of all truth models
+    against those of all predicted models; an exon is right when both ends and the strand
+    are. Gene level: a predicted model is right when its whole coding exon chain is that
+    of a truth model (any isoform; it counts once however many it matches); precision =
+    right predicted models / predicted models. Sensitivity counts truth loci (`loci`:
+    isoforms and duplicates of a gene are one locus): a locus is found when one of its
+    models is predicted exactly; precision and sensitivity make the F1.
+    `variants(key)`: the set of keys that count as the same model (default: the key
+    alone; `stop_variants` when stop codons were not normalised); exon ends follow it.
+    """
+    variants = variants or (lambda k: {k})
+    t_var = [variants(k) for k in truth]
+    p_keys = set(pred)
+    t_all = set().union(*t_var) if t_var else set()
+
+    def exons(key):
+        return {(key[0], key[1], s, e) for s, e in key[2]}
+
+    # exons: a truth exon is found when a variant of it (from a model it belongs to) is a
+    # predicted exon; a predicted exon is right when it is an exon of a truth variant
+    p_ex = set().union(*(exons(k) for k in pred)) if pred else set()
+    t_ex_all = set().union(*(exons(v) for vs in t_var for v in vs)) if t_var else set()
+    found: dict[tuple, bool] = {}
+    for k, vs in zip(truth, t_var):
+        for i, (s, e) in enumerate(k[2]):
+            ex = (k[0], k[1], s, e)
+            alts = {(v[0], v[1]) + v[2][i] for v in vs if len(v[2]) == len(k[2])}
+            found[ex] = found.get(ex, False) or bool(alts & p_ex)
+    ex_tp_pred = len(p_ex & t_ex_all)
+    ex_sens = sum(found.values()) / len(found) if found else float("nan")
+    ex_prec = ex_tp_pred / len(p_ex) if p_ex else float("nan")
+
+    lo = loci(truth)
+    n_loci = len(set(lo))
+    locus_found = set()
+    chains_found = set()
+    for k, vs, locus in zip(truth, t_var, lo):
+        if vs & p_keys:
+            locus_found.add(locus)
+            chains_found.add(k)
+    g_tp_pred = sum(k in t_all for k in pred)
+    g_sens = len(locus_found) / n_loci if n_loci else float("nan")
+    g_prec = g_tp_pred / len(pred) if pred else float("nan")
+
+    def f1(p, r):
+        if p != p or r != r:
+            return float("nan")
+        return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+    return {
+        "truth_models": len(truth), "truth_chains": len(set(truth)), "truth_loci": n_loci,
+        "pred_models": len(pred),
+        "exon": {"truth": len(found), "pred": len(p_ex), "truth_found": int(sum(found.values())),
+                 "pred_right": ex_tp_pred, "sensitivity": ex_sens, "precision": ex_prec,
+                 "f1": f1(ex_prec, ex_sens)},
+        "gene": {"truth_loci": n_loci, "pred": len(pred), "loci_found": len(locus_found),
+                 "chains_found": len(chains_found), "pred_right": g_tp_pred,
+                 "sensitivity": g_sens, "precision": g_prec, "f1": f1(g_prec, g_sens)},
+    }
