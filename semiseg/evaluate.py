@@ -118,6 +118,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
     from .genome import is_gff
 
     pred_gff = is_gff(pred)
+    fill_pred = fill_pred or pred_gff  # a gene-model file lists its genes only
     if scheme is None and (is_gff(truth) or pred_gff):
         from .genome import load_scheme
 
