@@ -5,7 +5,15 @@ a dict of tensors and plain data (format CHECKPOINT_FORMAT), so
 `torch.load(path, weights_only=True)` reads it without running any code. Its keys:
 format, semiseg_version, epoch, model (state dict), model_hash, optimizer, scheduler,
 rng, config (Config.to_dict()), labels (LabelScheme.to_dict()), genome
-(GenomeData.config()), n_features, columns, feature_names, best, bad_epochs, history.
+(GenomeData.config()), n_features, columns, feature_names, best, bad_epochs, history,
+content_hash.
+
+Integrity: `model_hash` (model.model_hash: the parameters' names, shapes and values;
+for an ensemble, each member's hash in `member_hashes` and their digest) and
+`content_hash` (CONTENT_HASH: every stored value, written by `save_checkpoint`; files
+written before it have none) are recomputed by `load_checkpoint`, which refuses a file
+where either differs: flipped bits in a tensor or an edited config would otherwise load
+silently under the old model identity.
 """
 
 from __future__ import annotations
@@ -19,6 +27,74 @@ from .config import Config, from_dict
 from .errors import SemisegError
 
 CHECKPOINT_FORMAT = "semiseg.checkpoint/1"
+# how `content_hash` is computed (stored beside it, so that a later change of the rule
+# can still read files hashed by this one)
+CONTENT_HASH = "sha256/semiseg-values-1"
+
+
+def _feed(digest, value) -> None:
+    """Feed one stored value into `digest` (a canonical, type-tagged walk: dict keys
+    sorted, tensors by dtype, shape and raw bytes, everything else by repr)."""
+    if isinstance(value, dict):
+        digest.update(b"{%d" % len(value))
+        for key in sorted(value, key=repr):
+            digest.update(repr(key).encode())
+            _feed(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, (list, tuple)):
+        digest.update(b"[%d" % len(value) if isinstance(value, list) else b"(%d" % len(value))
+        for v in value:
+            _feed(digest, v)
+        digest.update(b"]")
+    elif isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        digest.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    else:
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+
+
+def content_hash(state: dict) -> str:
+    """The hex digest (sha256) of every value of a checkpoint except `content_hash`
+    itself (rule CONTENT_HASH)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    _feed(digest, {k: v for k, v in state.items() if k != "content_hash"})
+    return digest.hexdigest()
+
+
+def verify_checkpoint(ckpt: dict, path) -> None:
+    """SemisegError naming `path` when a stored hash does not match the contents."""
+    from .model import model_hash
+
+    why = None
+    if "members" in ckpt:  # an ensemble: each member, then their digest
+        import hashlib
+
+        hashes = [model_hash(m) for m in ckpt["members"]]
+        if hashes != list(ckpt.get("member_hashes", [])):
+            why = "a member model's parameters do not match its recorded hash"
+        elif hashlib.sha256("".join(hashes).encode()).hexdigest()[:12] != ckpt.get(
+                "model_hash"):
+            why = "the ensemble's model hash does not match its members"
+    elif "model" in ckpt:
+        got = model_hash(ckpt["model"])
+        if got != ckpt.get("model_hash"):
+            why = (f"its parameters hash to {got}, not to the model hash "
+                   f"{ckpt.get('model_hash')} recorded in it")
+    else:
+        why = "it holds no model"
+    if why is None and "content_hash" in ckpt:
+        rule = ckpt.get("content_hash_rule")
+        if rule != CONTENT_HASH:
+            why = f"its content hash was made by an unknown rule {rule!r}"
+        elif content_hash({k: v for k, v in ckpt.items()
+                           if k != "content_hash_rule"}) != ckpt["content_hash"]:
+            why = "its contents do not match the content hash recorded in it"
+    if why:
+        raise SemisegError(f"{path}: corrupted or modified checkpoint ({why}); refusing "
+                           "to load it: use an intact copy or retrain")
 
 
 def pick_device(name: str) -> torch.device:
@@ -37,8 +113,13 @@ def amp_enabled(cfg: Config, device: torch.device) -> bool:
 
 
 def save_checkpoint(state: dict, path: str | Path) -> None:
-    """Write `state` to `path` through a temporary name (no partial file on failure)."""
+    """Write `state` to `path` through a temporary name (no partial file on failure),
+    with its `content_hash` (recorded in `state` too)."""
     path = Path(path)
+    state.pop("content_hash", None)
+    state["content_hash_rule"] = CONTENT_HASH
+    state["content_hash"] = content_hash({k: v for k, v in state.items()
+                                          if k != "content_hash_rule"})
     tmp = path.with_name(path.name + ".tmp")
     try:
         torch.save(state, tmp)
@@ -75,6 +156,7 @@ def load_checkpoint(path: str | Path) -> dict:
         raise SemisegError(f"{path}: not a readable semiseg checkpoint ({first})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise SemisegError(f"{path}: not a semiseg checkpoint (format {CHECKPOINT_FORMAT})")
+    verify_checkpoint(ckpt, path)
     return ckpt
 
 
