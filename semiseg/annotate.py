@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import __version__, batches, ui, uncertainty
+from . import __version__, batches, provenance, ui, uncertainty
 from .background import ahead
 from .checkpoint import (
     amp_enabled,
@@ -439,7 +439,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
              branch_penalty: float | None = None,
              signal_precision: float | None = None,
              first_atg: bool | None = None, long_orfs: int | None = None,
-             donor_motif: str | None = None,
+             donor_motif: str | None = None, genetic_code: int = 1,
              decode_overlap: int | None = None, bf16: bool = False,
              chrom_sizes: str | None = None, track_sheet: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
@@ -459,8 +459,11 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     annotate.donor_motif; "": any GT); decode_overlap: steps by which decoding windows
     of long sequences overlap (None: annotate.decode_overlap; 0: batches.default_overlap);
     signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
-    entry (None: annotate.signal_precision; 0: every step's exact value)."""
+    entry (None: annotate.signal_precision; 0: every step's exact value); genetic_code:
+    the NCBI translation table of PREFIX.proteins.fa (gene models; docs/outputs.md)."""
+    options = dict(locals())  # as given, for the provenance (PREFIX.json)
     from .genome import Fasta, GenomeData, check_chroms
+    from .genome.codes import genetic_code as genetic_code_table
     from .genome.windows import ChromSizes
 
     if threads:
@@ -490,6 +493,9 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     data = GenomeData.from_config(ckpt["genome"], fa, track_paths=given or None, alias=alias)
     sizes = dict(fa.chrom_sizes)
     check_chroms(chroms, sizes, fasta or chrom_sizes)
+    from .genome.write import check_bed_names  # before any work: names BED cannot hold
+
+    check_bed_names(sizes, fasta or chrom_sizes, set(chroms) if chroms else None)
     res = mcfg.model.resolution
     wanted = set(chroms or ())
     if regions:
@@ -548,6 +554,19 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     counts = {n: {"segments": 0, "bp": 0} for n in names}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
+    prov = provenance.collect(options, version=__version__, model=model,
+                              model_hash=ckpt["model_hash"], fasta=fasta, tracks=given,
+                              regions=regions, scheme=scheme.name, resolution=res,
+                              genetic_code=genetic_code_table(genetic_code))
+    prov["options_in_effect"] = provenance._plain({  # None above: the model's setting
+        "window": ann.window, "context": ann.context, "max_decode_steps": ann.max_steps,
+        "batch_steps": ann.batch_steps, "decode_overlap": ann.overlap,
+        "reverse_complement": use_rc, "signal_precision": precision,
+        "intron_penalty": getattr(crf, "intron_penalty", None),
+        "branch_penalty": getattr(crf, "branch_penalty", None),
+        "donor_motif": getattr(crf, "donor_motif", None),
+        "first_atg": bool(rules and rules.first_atg),
+        "long_orfs": rules.long_orfs if rules else 0, "samples": samples, "seed": seed})
     members = len(ckpt.get("members", ()))
     ui.log(f"model {model} ({ckpt['model_hash']}"
            + (f", an ensemble of {members} models" if members else "")
@@ -572,10 +591,13 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     writer_args = {"prefix": out, "scheme": scheme, "chrom_sizes": out_sizes,
                    "resolution": res, "version": __version__,
                    "model_hash": ckpt["model_hash"], "entropy": True,
-                   "signal_precision": precision}
+                   "signal_precision": precision, "genetic_code": genetic_code,
+                   "proteins": fasta is not None, "stranded_bed": True,
+                   "provenance": provenance.header_fields(prov)}
     mode = WRITER or ("thread" if dev.type == "cuda" else "inline")
     sink = LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
-                       threaded=mode == "thread", budget_bp=2 * ann.batch_steps * res)
+                       threaded=mode == "thread", budget_bp=2 * ann.batch_steps * res,
+                       run_scores=uncertainty.has_run_posteriors(ann.model.crf))
     with sink, ui.progress() as bar:
         task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
         groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
@@ -600,11 +622,13 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     secs = time.perf_counter() - t0
     ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s ({total_bp / max(secs, 1e-9):,.0f} bp/s)")
     for suffix in ["bed", "browser.bed", "gff3", "boundary.bw", "entropy.bw",
-                   "boundary_entropy.bw"] + [
+                   "boundary_entropy.bw", "stranded.bed", "cds.fa", "proteins.fa"] + [
             f"posterior.{n}.bw" for n in names]:
         p = f"{out}.{suffix}"
         if os.path.exists(p):
             written.append(p)
+    provenance.write_sidecar(f"{out}.json", prov, written)  # PREFIX.json
+    written.append(f"{out}.json")
     return written
 
 

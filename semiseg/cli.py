@@ -138,6 +138,10 @@ def annotate(
     long_orfs: int | None = typer.Option(
         None, "--long-orfs", help="Gene model: call intergenic ORFs of at least N codons "
                                   "genes (0: off; default: the model's annotate.long_orfs)."),
+    genetic_code: int = typer.Option(
+        1, "--genetic-code", help="Gene model: NCBI translation table of PREFIX.proteins.fa "
+                                  "(1 standard, 2 vertebrate mitochondrial, 4, 5, 6 "
+                                  "ciliate, 11 bacterial, ...; docs/outputs.md)."),
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
                                          "neighbours as one entry (0: exact; default: "
@@ -162,6 +166,7 @@ def annotate(
         reverse_complement=reverse_complement, intron_penalty=intron_penalty,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
         seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
+        genetic_code=genetic_code,
         decode_overlap=decode_overlap, bf16=bf16,
         chrom_sizes=str(chrom_sizes) if chrom_sizes else None,
         track_sheet=str(track_sheet) if track_sheet else None)

@@ -19,14 +19,17 @@ from .generules import apply_rules
 
 
 def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: list[str],
-                counts: dict, fa, io_lock, rules=None) -> None:
+                counts: dict, fa, io_lock, rules=None, run_scores: bool = True) -> None:
     """Assemble one chromosome from its decoded `parts` ((start, end, labels, posteriors,
     signals, run posteriors) per decoded region, in bp and steps) and hand it to
     `writer`; positions outside the decoded regions are written as gaps. `rules`
     (GeneRules or None): genes' start codons moved to the first ATG of their ORF
     (firstatg.py), then long intergenic ORFs called genes (orffill.py); a gene so changed
     or added has no run posterior (NaN: no BED score). `counts` gains the segments and bp
-    per label; `io_lock` guards `fa` (a Fasta shared with a reader thread)."""
+    per label; `io_lock` guards `fa` (a Fasta shared with a reader thread).
+    `run_scores` False (a model without run posteriors, e.g. the gene model): the rows'
+    scores are their labels' mean posteriors, not 0; the writer's proteins get the
+    chromosome's sequence."""
     from .genome import labels_to_segments
 
     S = -(-length // res)
@@ -48,9 +51,11 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
         prev_end = end
     if prev_end < length:
         gaps.append((prev_end, length))
-    if rules is not None:
+    seq = None
+    if rules is not None or writer.proteins:
         with io_lock:
             seq = fa.fetch(chrom)
+    if rules is not None:
         apply_rules(rules, lab, seq, runp)
     with io_lock:
         n_runs = fa.n_runs(chrom, min_length=max(100, res))
@@ -71,8 +76,9 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     run_rows = np.column_stack([segments[:, :2].astype(np.float64),
                                 np.where(segments[:, 2] >= 0, runp[first], np.nan)])
     writer.add(chrom, segments, posteriors=post, boundary=sig[:, 0],
-               gaps=all_gaps if len(all_gaps) else None, run_posteriors=run_rows,
-               entropy=(sig[:, 1], sig[:, 2]))
+               gaps=all_gaps if len(all_gaps) else None,
+               run_posteriors=run_rows if run_scores else None,
+               entropy=(sig[:, 1], sig[:, 2]), sequence=seq if writer.proteins else None)
 
 
 def _outside_gaps(segments: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,11 +117,12 @@ class LocalWriter:
     `with` block closes the files (or, after an error, removes them)."""
 
     def __init__(self, writer_args: dict, fa, io_lock, res: int, names: list[str],
-                 counts: dict, rules, threaded: bool, budget_bp: float = 0):
+                 counts: dict, rules, threaded: bool, budget_bp: float = 0,
+                 run_scores: bool = True):
         from .genome import OutputWriter
 
         self.writer = OutputWriter(**writer_args)
-        self.args = (res, names, counts, fa, io_lock, rules)
+        self.args = (res, names, counts, fa, io_lock, rules, run_scores)
         # chromosomes wait for the writer while more than two wait and they hold more than
         # budget_bp: a batch of small contigs (~4 ms of writing each) is handed over without
         # stalling the decoder, whole chromosomes two at a time

@@ -14,7 +14,10 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import paint, tmp_name
+from .codes import genetic_code as genetic_code_table
+from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
+from .zooms import add_zoom_levels
 
 FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
 GAP_COLOR = (0, 0, 0)
@@ -77,6 +80,16 @@ class OutputWriter:
             one entry per step). At 1 bp a trained gene model's label posterior tracks
             have 100-650 times fewer runs at 1e-4 than steps (chrI), its boundary and
             entropy tracks 13-50 times fewer.
+        genetic_code: NCBI translation table of the proteins (genome/codes.py).
+        proteins: also write ``.cds.fa`` and ``.proteins.fa`` (the spliced CDS and the
+            protein of each gene of a gene-structure scheme; :meth:`add` then needs
+            ``sequence``) and the GFF3 ``start_codon`` / ``stop_codon`` rows.
+        stranded_bed: with ``"bed"``, also ``.stranded.bed``: the BED9 rows with every
+            unstranded row (intergenic, gap) once per strand, so that every row is + or
+            - (pyranges then treats it as stranded; docs/outputs.md).
+        provenance: ``{key: value}`` of how the files were made (command line, options,
+            inputs and checksums, date): ``# key: value`` lines in the GFF3 header and
+            the browser BED after its track line (docs/outputs.md).
 
     Use as a context manager; call :meth:`add` once per chromosome in ``chrom_sizes``
     order. Files appear only when the block ends without an error.
@@ -86,7 +99,9 @@ class OutputWriter:
                  chrom_sizes: Mapping[str, int], resolution: int = 1,
                  formats: Sequence[str] = ("bed", "gff3", "bigwig"), version: str | None = None,
                  model_hash: str | None = None, fasta=None, gap_min: int = 100,
-                 entropy: bool = False, signal_precision: float = 0.0):
+                 entropy: bool = False, signal_precision: float = 0.0,
+                 genetic_code: int = 1, proteins: bool = False,
+                 provenance: Mapping | None = None, stranded_bed: bool = False):
         bad = set(formats) - set(FORMATS)
         if bad:
             raise SemisegError(f"unknown output formats {sorted(bad)}; choose from {', '.join(FORMATS)}")
@@ -120,6 +135,11 @@ class OutputWriter:
         self._bw: dict[str, object] = {}
         self._regions: list[str] = []
         self._gene_n = 0
+        self.code = genetic_code_table(genetic_code)
+        self.proteins = bool(proteins) and scheme.kind == "gene_structure"
+        self.extra = dict(provenance or {})
+        self.stranded_bed = stranded_bed
+        self._seq: str | None = None
         self._open()
 
     @property
@@ -127,6 +147,17 @@ class OutputWriter:
         """``semiseg VERSION model=HASH scheme=NAME resolution=R``: what made the files."""
         return (f"semiseg {self.version} model={self.model_hash} "
                 f"scheme={self.scheme.name} resolution={self.resolution}")
+
+    def _comment_lines(self) -> str:
+        """The provenance given to the writer as ``# key: value`` lines (values one line
+        each: nested values as JSON)."""
+        import json
+
+        out = []
+        for k, v in self.extra.items():
+            text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+            out.append(f"# {k}: {' '.join(str(text).split())}\n")
+        return "".join(out)
 
     # ---------------------------------------------------------------- files
     def _path(self, suffix: str) -> str:
@@ -144,7 +175,13 @@ class OutputWriter:
                 self._fh["browser"] = open(self._path("browser.bed"), "w")
                 name = os.path.basename(self.prefix)
                 self._fh["browser"].write(
-                    f'track name="{name}" description="{self.provenance}" itemRgb="On"\n')
+                    f'track name="{name}" description="{self.provenance}" itemRgb="On"\n'
+                    + self._comment_lines())
+                if self.stranded_bed:  # unstranded rows once per strand: docs/outputs.md
+                    self._fh["stranded"] = open(self._path("stranded.bed"), "w")
+            if self.proteins:
+                self._fh["cds"] = open(self._path("cds.fa"), "w")
+                self._fh["proteins"] = open(self._path("proteins.fa"), "w")
             if "gff3" in self.formats:
                 self._path("gff3")  # assembled at close from the body
                 self._fh["gff3"] = open(tmp_name(f"{self.prefix}.gff3.body"), "w")
@@ -203,6 +240,7 @@ class OutputWriter:
                     out.write("##gff-version 3\n")
                     out.writelines(self._regions)
                     out.write(f"# {self.provenance}\n")
+                    out.write(self._comment_lines())
                     with open(body_path) as body:
                         out.writelines(body)
                 os.remove(body_path)
@@ -210,6 +248,9 @@ class OutputWriter:
                 fh.close()
             for bw in self._bw.values():
                 bw.close()
+            for s in self._bw:  # zoom levels down to whole chromosomes (zooms.py)
+                add_zoom_levels(self._tmp[f"{self.prefix}.{s}.bw"], self.chrom_sizes,
+                                self.resolution)
             self._fh, self._bw = {}, {}
         except BaseException:
             self.abort()
@@ -259,7 +300,8 @@ class OutputWriter:
     # ---------------------------------------------------------------- add
     def add(self, chrom: str, segments: np.ndarray, posteriors: np.ndarray | None = None,
             boundary: np.ndarray | None = None, gaps: np.ndarray | None = None,
-            run_posteriors: np.ndarray | None = None, entropy=None) -> None:
+            run_posteriors: np.ndarray | None = None, entropy=None,
+            sequence: str | None = None) -> None:
         """Write one chromosome (or one contiguous range of it).
 
         Args:
@@ -279,8 +321,13 @@ class OutputWriter:
                 posterior over the row, as before.
             entropy: ``((T,), (T,))`` label and boundary entropy per step (needs the
                 writer's ``entropy=True``).
+            sequence: the chromosome's whole sequence (needed with ``proteins``): each
+                gene's CDS, protein and start/stop codon rows.
         """
         seg, lo, hi, post, bnd, gaps = self._check(chrom, segments, posteriors, boundary, gaps)
+        if self.proteins and sequence is None:
+            raise ValueError("the writer writes proteins: add() needs the sequence")
+        self._seq = sequence if self.proteins else None
         self._last = self.order[chrom]
         # gaps (label -1) override segments; equal neighbours merge
         n = len(self.scheme)
@@ -342,6 +389,18 @@ class OutputWriter:
         text = "".join(lines)
         self._fh["bed"].write(text)
         self._fh["browser"].write(text)
+        if "stranded" not in self._fh:
+            return
+        both = []
+        for row in lines:
+            f = row.split("\t")
+            if f[5] != ".":
+                both.append(row)
+                continue
+            for strand in "+-":
+                f[5] = strand
+                both.append("\t".join(f))
+        self._fh["stranded"].write("".join(both))
 
     # ---------------------------------------------------------------- GFF3
     def _write_gff3(self, chrom, s, e, lab, mean, exact=None) -> None:
@@ -395,7 +454,7 @@ class OutputWriter:
                        e[last] >= self.chrom_sizes[chrom] or
                        (last + 1 < len(labs) and labs[last + 1] < 0))
                 self._gene(row, chrom, list(range(k, last + 1)), s, e, roles, strand,
-                           coding, score, cut)
+                           coding, score, cut, mean)
                 k = last + 1
                 continue
             if gene_mode and (role == "intron" or l == sc.background):
@@ -413,20 +472,28 @@ class OutputWriter:
         out.write("".join(lines))
 
     def _gene(self, row, chrom, idx, s, e, roles, strand, coding, score,
-              cut=(False, False)) -> None:
+              cut=(False, False), mean=None) -> None:
         self._gene_n += 1
         gid = f"{chrom}:gene{self._gene_n}"
         tid = f"{gid}.t1"
         a, b = int(s[idx[0]]), int(e[idx[-1]])
+        # the gene's score: the mean posterior of its bases' labels (over its rows)
+        gscore = "."
+        if mean is not None:
+            w = np.array([e[i] - s[i] for i in idx], dtype=np.float64)
+            m = np.array([mean[i] for i in idx])
+            ok = ~np.isnan(m)
+            if ok.any():
+                gscore = f"{float((m[ok] * w[ok]).sum() / w[ok].sum()):.3f}"
         partial = []
         if any(cut):
             partial = [("partial", "true")]
             partial += [("start_range", (".", str(a + 1)))] if cut[0] else []
             partial += [("end_range", (str(b), "."))] if cut[1] else []
         row("gene" if coding else "ncRNA_gene", a, b, strand,
-            [("ID", gid), ("Name", gid)] + partial)
+            [("ID", gid), ("Name", gid)] + partial, gscore)
         row("mRNA" if coding else "ncRNA", a, b, strand,
-            [("ID", tid), ("Parent", gid)] + partial)
+            [("ID", tid), ("Parent", gid)] + partial, gscore)
         # exons: maximal runs of non-intron segments
         exons: list[list[int]] = []
         for i in idx:
@@ -450,11 +517,10 @@ class OutputWriter:
         for i in (reversed(cds) if strand == "-" else cds):
             phases[i] = (offset - done) % 3
             done += int(e[i] - s[i])
-        n_cds = n_utr = n_intron = 0
+        n_utr = n_intron = 0
         for i in idx:
-            if roles[i] == "CDS":
-                n_cds += 1
-                row("CDS", s[i], e[i], strand, [("ID", f"{tid}.cds{n_cds}"), ("Parent", tid)],
+            if roles[i] == "CDS":  # one ID for all CDS rows of the transcript (GFF3)
+                row("CDS", s[i], e[i], strand, [("ID", f"{tid}.cds"), ("Parent", tid)],
                     score(i), str(phases[i]))
             elif roles[i] == "UTR":
                 n_utr += 1
@@ -469,6 +535,23 @@ class OutputWriter:
                 n_intron += 1
                 row("intron", s[i], e[i], strand,
                     [("ID", f"{tid}.intron{n_intron}"), ("Parent", tid)], score(i))
+        if self._seq is not None and coding and cds:
+            self._codons(row, chrom, gid, tid, [(int(s[i]), int(e[i])) for i in cds],
+                         strand, cut)
+
+    def _codons(self, row, chrom, gid, tid, blocks, strand, cut) -> None:
+        """A coding gene's start_codon / stop_codon rows and its .cds.fa and
+        .proteins.fa records (geneseq.py)."""
+        g = gene_seq(self._seq, blocks, strand, cut, self.code)
+        for ftype, pieces in (("start_codon", g.start_codon), ("stop_codon", g.stop_codon)):
+            for a, b in pieces:  # a codon split by an intron: rows sharing one ID
+                row(ftype, a, b, strand, [("ID", f"{tid}.{ftype}"), ("Parent", tid)])
+        where = f"{chrom}:{blocks[0][0] + 1}-{blocks[-1][1]}({strand})"
+        desc = (f"gene={gid} location={where} partial={g.partial} "
+                f"internal_stops={g.internal_stops} genetic_code={self.code.number}")
+        self._fh["cds"].write(fasta_record(tid, f"{desc} length={len(g.cds)}", g.cds))
+        self._fh["proteins"].write(fasta_record(tid, f"{desc} length={len(g.protein)}",
+                                                g.protein))
 
     # ---------------------------------------------------------------- signals
     def _write_signals(self, chrom, lo, hi, series: dict, valid) -> None:
