@@ -131,8 +131,11 @@ def save_checkpoint(state: dict, path: str | Path) -> None:
 
 def load_checkpoint(path: str | Path) -> dict:
     """A checkpoint (a run folder means its best.pt), read with weights_only=True (no
-    code runs); every problem is a one-line SemisegError."""
-    path = Path(path)
+    code runs); every problem is a one-line SemisegError. A shipped model's name
+    (`semiseg models`) stands for its file."""
+    from .shipped import resolve_model
+
+    path = Path(resolve_model(path))
     if path.is_dir():
         path = path / "best.pt"
     if not path.is_file():

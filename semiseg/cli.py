@@ -84,7 +84,8 @@ def train(
 @app.command()
 def annotate(
     model: Path = typer.Option(..., "--model", "-m",
-                               help="Checkpoint (DIR/best.pt) or run folder."),
+                               help="Checkpoint (DIR/best.pt), run folder, or the name "
+                                    "of a shipped model (semiseg models: yeast, ...)."),
     fasta: Path | None = typer.Option(None, "--fasta", "-f", help="Genome FASTA to "
                                                                   "annotate."),
     chrom_sizes: Path | None = typer.Option(
@@ -159,7 +160,9 @@ def annotate(
 
     _setup(quiet, threads)
     names = [c for item in chroms for c in item.split(",") if c]
-    run(str(model), str(fasta) if fasta else None, out, tracks=track,
+    from .shipped import resolve_model
+
+    run(resolve_model(model), str(fasta) if fasta else None, out, tracks=track,
         regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
@@ -297,6 +300,41 @@ def demo(
 
     _setup(quiet, threads)
     run(outdir, data=data, device=device, epochs=epochs, train_model=train)
+
+
+@app.command()
+def models(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List the shipped models (annotate --model NAME): file, scheme, resolution and
+    training provenance."""
+    from .shipped import describe, registry
+
+    rows = [describe(name, path) for name, path in registry().items()]
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    from . import ui
+
+    table = Table(title="Shipped models (semiseg annotate --model NAME)")
+    for head in ("name", "file", "scheme", "resolution", "trained on", "epochs (best)",
+                 "val F1", "version / hash"):
+        table.add_column(head)
+    for r in rows:
+        t = r["training"]
+        on = ", ".join(t["fasta"]) + (f" + {t['annotation']}" if t["annotation"] else "")
+        on += f" (windows on {', '.join(t['chroms'])})" if t.get("chroms") else ""
+        table.add_row(r["name"], f"semiseg/models/{Path(r['file']).name}", f"{r['scheme']} ({len(r['labels'])} labels)",
+                      f"{r['resolution']} bp", on,
+                      f"{t['epochs_run']} of {t['epochs']} ({t['best_epoch']}), seed "
+                      f"{t['seed']}",
+                      "-" if t["val_f1"] is None else f"{t['val_f1']:.4f}",
+                      f"{r['semiseg_version']} / {r['model_hash']}")
+    ui.result_console().print(table)
 
 
 @app.command()
