@@ -245,9 +245,9 @@ def check_signal(cfg: Config, data, windows: list[Window]) -> None:
         empty.append(w)
     if not empty:
         return
-    what = ("no base other than N" if cfg.inputs.sequence else "") + (
-        " and " if cfg.inputs.sequence and data.tracks else "") + (
-        "no track values (no track has the chromosome)" if data.tracks else "")
+    what = " and ".join((["no base other than N"] if cfg.inputs.sequence else [])
+                        + ["no track values (no track has the chromosome)"
+                           if data.tracks else "no tracks"])
     chroms = sorted({w.chrom for w in empty})
     if len(empty) == len(windows):
         raise SemisegError(
