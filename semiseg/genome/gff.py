@@ -50,7 +50,12 @@ def _parse_attrs(text: str, gtf: bool) -> dict[str, str]:
             raise ValueError(f"attribute {part[:40]!r} is not key=value")
         k, v = part.split("=", 1)
         out[k.strip()] = unquote(v)
+        if k.strip() == "Parent":  # several values: split at the commas, then unescape
+            out[_PARENTS] = [unquote(x) for x in v.split(",")]
     return out
+
+
+_PARENTS = "\0parents"  # attrs key of a GFF3 row's Parent values (none can be named so)
 
 
 def read_gff_rows(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
@@ -76,7 +81,8 @@ def read_gff_rows(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
                 raise SemisegError(
                     f"{path}:{lineno}: expected 9 tab-separated columns, got {len(f)}"
                 )
-            chrom = match(f[0], lineno)
+            # GFF3 percent-escapes column 1 (semiseg writes chr%2C for chr,); GTF does not
+            chrom = match(f[0] if gtf else unquote(f[0]), lineno)
             if chrom is None:
                 continue
             start, end = coords(path, lineno, f[3:5], chrom, chrom_sizes, one_based=True)
@@ -186,7 +192,8 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
         if parent is None:  # a part with no parent stands alone
             groups.setdefault(f"\0line{r.lineno}", []).append(r)
             continue
-        for key in parent.split(","):  # an exon may be shared by several transcripts
+        for key in r.attrs.get(_PARENTS, parent.split(",")):  # an exon may be shared
+            # by several transcripts
             if key not in ids:
                 raise SemisegError(
                     f"{path}:{r.lineno}: Parent {key!r} is not the ID of any feature"

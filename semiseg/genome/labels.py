@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -214,18 +215,24 @@ def annotation_extents(path: str | os.PathLike) -> dict[str, int]:
     genome-wide annotation used with a FASTA of some chromosomes is common, so callers
     read it against the FASTA's sizes plus these extents and keep the FASTA's chromosomes.
     """
-    col = 4 if is_gff(path) else 2
+    gff = is_gff(path)
+    col = 4 if gff else 2
+    # GFF3 has only '#' lines as comments (a seqid may begin with 'track'); its column 1
+    # is percent-escaped (GTF's is not)
+    skip = ("#",) if gff else ("#", "track", "browser")
+    unescape = gff and not os.fspath(path).lower().removesuffix(".gz").endswith(".gtf")
     ext: dict[str, int] = {}
     with open_text(path) as fh:
         for line in fh:
             if line.startswith("##FASTA"):
                 break
-            if line.startswith(("#", "track", "browser")) or not line.strip():
+            if line.startswith(skip) or not line.strip():
                 continue
             f = line.split("\t")
             if len(f) > col:
+                name = unquote(f[0]) if unescape else f[0]
                 try:
-                    ext[f[0]] = max(ext.get(f[0], 0), int(f[col]))
+                    ext[name] = max(ext.get(name, 0), int(f[col]))
                 except ValueError:
                     continue
     return ext

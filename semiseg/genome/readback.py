@@ -43,7 +43,29 @@ def read_prediction(path_or_prefix: str | os.PathLike):
     path = prediction_path(path_or_prefix)
     if path.lower().removesuffix(".gz").endswith(".bed"):
         return pyranges.read_bed(path)
-    return pyranges.read_gff3(path)
+    return _unescaped(pyranges.read_gff3(path))
+
+
+_GFF3_COLUMNS = {"Source", "Feature", "Start", "End", "Score", "Strand", "Frame"}
+
+
+def _unescaped(gr):
+    """A GFF3 read by pyranges with GFF3's percent escapes undone (pyranges keeps them):
+    the sequence names (column 1) and the attribute values, so names such as
+    ``chr,x&y`` (written ``chr%2Cx%26y``) read back as they are in the FASTA."""
+    from urllib.parse import unquote
+
+    import pyranges
+
+    df = gr.df
+    if not len(df):
+        return gr
+    for col in df.columns:
+        if col in _GFF3_COLUMNS:
+            continue
+        if col == "Chromosome" or df[col].dtype == object:
+            df[col] = df[col].map(lambda v: unquote(v) if isinstance(v, str) else v)
+    return pyranges.PyRanges(df)
 
 
 def read_bigwig(path: str | os.PathLike, chrom: str, start: int, end: int) -> np.ndarray:

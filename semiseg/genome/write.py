@@ -54,7 +54,37 @@ def _fmt(x: float) -> str:
 
 
 def _esc(v: str) -> str:
+    """A GFF3 attribute value: ; = & , % tab, newline and other control characters
+    percent-escaped (GFF3 spec; non-ASCII as its UTF-8 bytes)."""
     return quote(str(v), safe=" +:.|-_()[]{}!@#$*^'\"/<>?~")
+
+
+# GFF3 column 1 (seqid) may hold these unescaped; everything else is percent-escaped
+_SEQID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        ".:^*$@!+_?-|")
+
+
+def gff3_seqid(name: str) -> str:
+    """A sequence name as GFF3's column 1: characters outside [a-zA-Z0-9.:^*$@!+_?-|]
+    percent-escaped (so % , ; = & > spaces and control characters never reach the file
+    as they are; `urllib.parse.unquote` gives the name back)."""
+    return "".join(c if c in _SEQID_SAFE else quote(c, safe="") for c in name)
+
+
+# a BED line starting with these is a comment, a track or a browser line to BED readers
+# (bedtools, IGV, UCSC), and BED has no escape
+BED_HEADER_PREFIXES = ("#", "track", "browser")
+
+
+def check_bed_names(names, source: str = "the FASTA", keep=None) -> None:
+    """SemisegError naming the first sequence of `names` (those in `keep`, if given)
+    whose name BED cannot hold, by its record number in `names`."""
+    for i, name in enumerate(names, 1):
+        if str(name).startswith(BED_HEADER_PREFIXES) and (keep is None or name in keep):
+            raise SemisegError(
+                f"sequence {name!r} (record {i} of {source}) cannot be written to BED: a line "
+                "starting with '#', 'track' or 'browser' is read as a header, not a row, "
+                "and BED has no escape; rename it in the FASTA")
 
 
 class OutputWriter:
@@ -112,6 +142,9 @@ class OutputWriter:
                                f"{signal_precision}")
         if version is None:
             from .. import __version__ as version
+        if "bed" in formats or "bedgraph" in formats:
+            check_bed_names(chrom_sizes, getattr(fasta, "paths", ["the FASTA"])[0]
+                            if fasta is not None else "the FASTA")
         self.prefix = os.fspath(prefix)
         folder = os.path.dirname(os.path.abspath(self.prefix))
         if not os.path.isdir(folder):
@@ -359,7 +392,8 @@ class OutputWriter:
         if "bed" in self.formats:
             self._write_bed(chrom, s, e, lab, score)
         if "gff3" in self.formats:
-            self._regions.append(f"##sequence-region {chrom} 1 {self.chrom_sizes[chrom]}\n")
+            self._regions.append(f"##sequence-region {gff3_seqid(chrom)} 1 "
+                                 f"{self.chrom_sizes[chrom]}\n")
             self._write_gff3(chrom, s, e, lab, mean, exact)
         if "bigwig" in self.formats or "bedgraph" in self.formats:
             t = -(-(hi - lo) // r)
@@ -407,6 +441,7 @@ class OutputWriter:
         sc = self.scheme
         out = self._fh["gff3"]
         lines: list[str] = []
+        seqid = gff3_seqid(chrom)
 
         def score(i):
             if exact is not None:  # the run posterior; the mean label posterior as attribute
@@ -421,7 +456,7 @@ class OutputWriter:
                     attrs = list(attrs) + [("mean_posterior", m)]
             attr = ";".join(f"{k}={','.join(map(_esc, v)) if isinstance(v, tuple) else _esc(v)}"
                             for k, v in attrs)  # a tuple: several values
-            lines.append(f"{chrom}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
+            lines.append(f"{seqid}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
 
         roles = [sc.roles[l] if l >= 0 else None for l in lab.tolist()]
         labs = lab.tolist()
