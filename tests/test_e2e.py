@@ -1,6 +1,6 @@
 """End to end on a slice of the yeast data: train -> annotate -> evaluate, the outputs'
-validity, resume, windowed vs whole-chromosome decoding, batching of short contigs, and
-the Snakemake pipeline (dry run and a real local run).
+validity, resume, windowed vs whole-chromosome decoding, batching of short contigs (the
+Snakemake pipeline's runs are in tests/test_pipeline.py).
 
 A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow cores.
 """
@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from commands import need
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "yeast"
@@ -293,56 +292,6 @@ def test_resume_equals_uninterrupted(work):
     assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
     assert (work / "full" / "metrics.tsv").read_text() .split("\n")[0] == \
         (work / "part" / "metrics.tsv").read_text().split("\n")[0]
-
-
-@pytest.fixture(scope="module")
-def pipeline(work):
-    """A pipeline config for the tiny model: two chromosomes scattered."""
-    pytest.importorskip("snakemake")
-    need("snakemake", "semiseg", hint="pip install -e .")
-    cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
-    cfg.update({
-        "train_config": str(work / "tiny.yaml"),
-        "train_set": ["train.epochs=1"],
-        "fasta": str(work / "test.fa"),
-        "chroms": ["chrI", "ctg1"],
-        "truth": str(work / "truth.gff3"),
-        "outdir": str(work / "pipe"),
-    })
-    path = work / "pipeline.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
-def _snakemake(configfile, *extra):
-    return subprocess.run(
-        ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--configfile", str(configfile),
-         "--cores", "2", "--directory", str(configfile.parent), *extra],
-        capture_output=True, text=True, timeout=600)
-
-
-def test_snakemake_dry_run(pipeline):
-    proc = _snakemake(pipeline, "-n")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = proc.stdout + proc.stderr
-    for rule in ("train", "annotate", "merge", "evaluate"):
-        assert f"rule {rule}:" in out or f"\n{rule} " in out
-
-
-def test_snakemake_local_run(work, pipeline):
-    proc = _snakemake(pipeline)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = work / "pipe"
-    rows = _read_bed(out / "annotation.bed")
-    assert [r[0] for r in rows][0] == "chrI" and rows[-1][0] == "ctg1"
-    assert int(rows[-1][2]) == 1777
-    import pyBigWig
-
-    bw = pyBigWig.open(str(out / "annotation.boundary.bw"))
-    assert bw.chroms() == {"chrI": TEST_BP, "ctg1": 1777}
-    bw.close()
-    res = json.loads((out / "evaluation.json").read_text())
-    assert set(res["chromosomes"]) == {"chrI", "ctg1"}
 
 
 def test_annotate_with_tracks_the_model_lacks(work, trained):

@@ -1,7 +1,7 @@
 """Annotation shards (semiseg/shards.py): the planner's grouping, and the round trip
 on a fragmented genome (thousands of short contigs) through `semiseg shard`, annotate
 per shard (--regions SHARD.bed) and `semiseg merge`, against annotating the whole genome
-in one job as the oracle; the Snakefile's shard scatter in a dry run."""
+in one job as the oracle (the Snakefile's shard scatter: tests/test_pipeline.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from commands import need
 
 from semiseg.errors import SemisegError
 from semiseg.shards import plan_shards, read_plan, shard_names
@@ -176,33 +175,3 @@ def test_shard_command_errors_leave_nothing(fragmented, tmp_path):
         assert not (tmp_path / "p").exists()
 
 
-def test_snakemake_scatters_by_shard(fragmented):
-    """A dry run with `shards: 4`: one shard job, four annotate jobs (each with the
-    pipeline's annotate_args), one merge; with gpus.train = 2 training runs under
-    torchrun with two processes."""
-    pytest.importorskip("snakemake")
-    need("snakemake", hint="pip install -e .")
-    d, _ = fragmented
-    cfg = yaml.safe_load(open(ROOT / "configs" / "pipeline.yaml"))
-    cfg.update({"train_config": str(d / "cfg.yaml"), "fasta": str(d / "frag.fa"),
-                "chroms": None, "shards": 4, "truth": None, "outdir": str(d / "pipe"),
-                "gpus": {"train": 2, "annotate": 1},
-                "annotate_args": "--max-decode-steps 20000 --batch-steps 2000000"})
-    (d / "pipe.yaml").write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(["snakemake", "-n", "--snakefile", str(ROOT / "Snakefile"),
-                           "--configfile", str(d / "pipe.yaml"), "--cores", "2", "-p",
-                           "--directory", str(d)],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep
-                                   + os.environ.get("PYTHONPATH", "")))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    counts = {}
-    for line in proc.stdout.splitlines():
-        f = line.split()
-        if len(f) == 2 and f[1].isdigit():
-            counts[f[0]] = int(f[1])
-    assert counts.get("annotate") == 4 and counts.get("shard") == 1 \
-        and counts.get("merge") == 1, proc.stdout[-2000:]
-    assert "torchrun --standalone --nproc_per_node=2 -m semiseg.cli train" in proc.stdout
-    assert proc.stdout.count("--regions") == 4
-    assert proc.stdout.count("--quiet --max-decode-steps 20000 --batch-steps 2000000") == 4
