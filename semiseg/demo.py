@@ -2,14 +2,16 @@
 evaluate against SGD at the exact base.
 
 The model is the one shipped in semiseg/models/yeast_cds_frames.pt (trained on chrII by
-`semiseg train --config configs/demo.yaml` on one GPU; README, "The demo"); with
+`semiseg train --config configs/demo.yaml` on one GPU; docs/gene_model.md); with
 `--train` it is trained first. Writes OUTDIR/model/ (with --train: the training run),
 OUTDIR/annotation.* (as `semiseg annotate` with
 PREFIX OUTDIR/annotation), OUTDIR/evaluation.{tsv,json} and OUTDIR/example.png (a region
 of chrI: truth, prediction, posteriors). Re-running continues an interrupted run.
 
 The settings are those of configs/demo.yaml (a test keeps the two equal); they are kept
-here too so the demo also runs after `pip install .`, where configs/ is not installed.
+here too so the demo needs no file but its data. The data (data/yeast in the repository)
+travel inside the wheel as semiseg/data/yeast (setup.py), so `pip install semiseg &&
+semiseg demo out` runs anywhere.
 """
 
 from __future__ import annotations
@@ -61,24 +63,28 @@ SETTINGS = {
 }
 
 
+PACKAGE_DATA = Path(__file__).resolve().parent / "data" / "yeast"  # in a built wheel
+REPO_DATA = Path(__file__).resolve().parent.parent / "data" / "yeast"  # in a checkout
+
+
 def find_data(data: str | os.PathLike | None = None) -> Path:
-    """The folder holding the demo files: --data, $SEMISEG_DATA, ./data/yeast, or the
-    repository's data/yeast next to the installed package (editable installs)."""
+    """The folder holding the demo files: --data, $SEMISEG_DATA, the copy inside the
+    installed package (a wheel: setup.py puts data/yeast there), the repository's
+    data/yeast next to the package (a checkout or an editable install), ./data/yeast."""
     if data is not None:
         candidates = [Path(data), Path(data) / "yeast"]
     else:
         candidates = []
         if os.environ.get("SEMISEG_DATA"):
             candidates += [Path(os.environ["SEMISEG_DATA"])]
-        candidates += [Path.cwd() / "data" / "yeast",
-                       Path(__file__).resolve().parent.parent / "data" / "yeast"]
+        candidates += [PACKAGE_DATA, REPO_DATA, Path.cwd() / "data" / "yeast"]
     for folder in candidates:
         if all((folder / f).is_file() for f in DATA_FILES):
             return folder.resolve()
     raise SemisegError(
         f"demo data not found (looked for {', '.join(DATA_FILES)} in "
-        f"{', '.join(str(c) for c in candidates)}); run from the repository root or pass "
-        "--data path/to/semiseg/data/yeast")
+        f"{', '.join(str(c) for c in candidates)}); pass --data FOLDER (a copy of the "
+        "repository's data/yeast), or reinstall semiseg: its wheel carries them")
 
 
 def demo_config(data_dir: Path, overrides: dict | None = None) -> Config:

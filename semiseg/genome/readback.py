@@ -38,7 +38,11 @@ def read_prediction(path_or_prefix: str | os.PathLike):
     From the GFF3: the features with pyranges' GFF3 columns (Start 0-based, as
     everywhere in pyranges) and one column per attribute (ID, Parent, label, ...).
     """
-    import pyranges
+    try:
+        import pyranges
+    except ImportError:
+        raise SemisegError("reading an annotation as a PyRanges needs pyranges: "
+                           "pip install 'semiseg[pyranges]'") from None
 
     path = prediction_path(path_or_prefix)
     if path.lower().removesuffix(".gz").endswith(".bed"):
