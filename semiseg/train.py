@@ -224,8 +224,8 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
         # the batch mean over all processes: the same value (and divergence check) on each
         mean = all_sum(loss.detach(), ctx) / ctx.world_size
         if not torch.isfinite(mean):
-            raise SemisegError(f"training diverged at epoch {epoch} (loss {mean.item()}); "
-                               "lower train.lr")
+            raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch,
+                                              i // bs + 1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.train.grad_clip > 0:
@@ -240,6 +240,24 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     totals = all_sum(torch.tensor([loss_sum, float(n_steps)], dtype=torch.float64), ctx)
     return {"epoch": epoch, "lr": lr,
             "train_loss": float(totals[0]) / max(1.0, float(totals[1]))}
+
+
+def nonfinite_loss(value: float, nll, ds: Dataset, idx: list[int], flips: list[bool],
+                   epoch: int, batch: int) -> str:
+    """The error for an infinite or NaN training loss: the windows of the batch whose
+    loss is not finite (this process's share), and what it means. Not a learning-rate
+    matter: an infinite loss is a gold segmentation the model cannot take (which the
+    check before training should have masked), a NaN one a numerical bug."""
+    bad = [j for j, v in zip(idx, nll.detach().cpu().tolist()) if not math.isfinite(v)]
+    where = ", ".join(f"{ds.windows[j].chrom}:{ds.windows[j].start}-{ds.windows[j].end}"
+                      + (" reverse-complemented" if flips[j] and ds.rc_columns is not None
+                         else "") for j in bad[:4]) or "in another process's share"
+    kind = "NaN" if math.isnan(value) else "infinite"
+    why = ("log Z(gold) = -inf: the window's gold labels have no segmentation the model "
+           "allows, which the gold-path check before training should have masked"
+           if kind == "infinite" else "a NaN in the encoder or the CRF")
+    return (f"{kind} training loss at epoch {epoch}, batch {batch} (window {where}): {why}. "
+            "This is a bug in semiseg; please report it with the window and the config")
 
 
 NO_VALIDATION = {"val_loss": float("nan"), "val_f1": float("nan"),

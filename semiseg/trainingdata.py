@@ -261,17 +261,36 @@ def check_signal(cfg: Config, data, windows: list[Window]) -> None:
 
 def frame_gold_for(cfg: Config, scheme, annotation, data):
     """Gold frame codes (genome/frames.py) for training the reading-frame gene model."""
-    from .genome.frames import FrameGold, FrameLayout
+    from .genome.frames import UNKNOWN, FrameGold, FrameLayout
     from .genome.gff import gff_transcripts, read_gff_rows
 
     path = cfg.labels.annotation
     if not path.lower().removesuffix(".gz").endswith((".gff", ".gff3", ".gtf")):
         raise SemisegError(f"crf.frames: the annotation must be GFF3 or GTF (transcripts "
                            f"with CDS rows), got {path}")
-    rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
-    transcripts = gff_transcripts(rows, gtf, scheme, path)
-    return FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
+    if getattr(annotation, "cleanup", None) is not None:  # the clean-up's kept transcripts
+        transcripts = annotation.cleanup.kept
+    else:
+        rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
+        transcripts = gff_transcripts(rows, gtf, scheme, path)
+    gold = FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
                      min_intron=scheme.min_intron)
+    cleanup = getattr(annotation, "cleanup", None)
+    if cleanup is not None and cleanup.masks:
+        # the clean-up's masks also inside the kept genes (where an isoform disagrees),
+        # which frame_gold paints over with the kept gene's codes
+        make = gold._chrom
+
+        def chrom_codes(chrom):
+            fresh = chrom not in gold.codes
+            codes = make(chrom)
+            if fresh:
+                for a, b in cleanup.masks.get(chrom, []):
+                    codes[a:b] = UNKNOWN
+            return codes
+
+        gold._chrom = chrom_codes
+    return gold
 
 
 def clear_of_rigid(gold, windows: list[Window]) -> tuple[list[Window], int]:
@@ -317,7 +336,41 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
     valid_ds = Dataset(data, gold, valid_windows, columns, res, on_load=on_load)
     if cfg.crf.frames:
         ui.log(gold.report.line())  # the chromosomes the windows read
+        if cfg.crf.head == "semicrf":
+            check_windows(cfg, gold, annotation, [train_ds, valid_ds])
+    cleanup = getattr(annotation, "cleanup", None)
+    if cleanup is not None:
+        ui.log("annotation: " + cleanup.line())
     return train_ds, valid_ds
+
+
+def check_windows(cfg: Config, gold, annotation, datasets) -> dict:
+    """The gold-path check of the gene model's windows (annotation_check.py): windows
+    whose gold segmentation the grammar forbids get the offending transcripts masked
+    (or are dropped), named in the log."""
+    from .annotation_check import check_gold_paths, report
+    from .genome.cleanup import Cleanup
+
+    if getattr(annotation, "cleanup", None) is None:
+        annotation.cleanup = Cleanup()
+    cleanup = annotation.cleanup
+    before = len(cleanup.removed)
+    stats = check_gold_paths(gold, datasets, cleanup, cfg.crf.max_duration)
+    report(stats, cleanup)
+    for line in _named(cleanup, before):
+        ui.log(line)
+    if not sum(len(ds) for ds in datasets[:1]):
+        raise SemisegError("no training window is left after the gold-path check (every "
+                           "window's gold segmentation is one the gene model forbids)")
+    return stats
+
+
+def _named(cleanup, start: int = 0) -> list[str]:
+    """The clean-up's per-reason lines for the removals from index `start` on."""
+    from .genome.cleanup import Cleanup
+
+    part = Cleanup(removed=cleanup.removed[start:], dropped_windows=cleanup.dropped_windows)
+    return part.named()
 
 
 def prepare(cfg: Config):
@@ -351,7 +404,20 @@ def prepare(cfg: Config):
                + (f" ... ({len(extras)})" if len(extras) > 8 else ""))
     elif cfg.inputs.alias:
         sizes = fasta.chrom_sizes  # with an alias map every name must resolve
-    annotation = read_annotation(cfg.labels.annotation, scheme, sizes, alias=cfg.inputs.alias)
+    # training labels: the annotation cleaned up (genome/cleanup.py); with the gene
+    # model also checked against its sequence rules
+    fetch = None
+    if cfg.crf.frames and cfg.inputs.sequence and not isinstance(fasta, ChromSizes):
+        def fetch(chrom):
+            size = fasta.chrom_sizes.get(chrom)
+            return None if size is None else fasta.fetch(chrom, 0, size)
+    annotation = read_annotation(cfg.labels.annotation, scheme, sizes, alias=cfg.inputs.alias,
+                                 clean=True, fetch=fetch)
+    if annotation.cleanup is not None:
+        ui.log("annotation clean-up: " + annotation.cleanup.line().rsplit(";", 1)[0]
+               + f"; {len(annotation.cleanup.spans)} kept")
+        for line in annotation.cleanup.named():
+            ui.log(line)
     # labels are read from `annotation` directly (at the CRF resolution), so GenomeData
     # gets none: it only builds features
     data = GenomeData(fasta, tracks=track_specs(cfg.inputs.tracks), annotation=None,

@@ -27,6 +27,7 @@ class GffRow:
     end: int
     strand: str
     attrs: dict[str, str]
+    clipped: bool = False  # the row ran past the end of its sequence (read with clip=True)
 
 
 _GTF_ATTR = re.compile(r'\s*([^\s";]+)\s+(?:"([^"]*)"|([^\s;]+))\s*;?')
@@ -59,10 +60,13 @@ _PARENTS = "\0parents"  # attrs key of a GFF3 row's Parent values (none can be n
 
 
 def read_gff_rows(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
-                  alias: Mapping[str, str] | None = None) -> tuple[list[GffRow], bool]:
+                  alias: Mapping[str, str] | None = None,
+                  clip: bool = False) -> tuple[list[GffRow], bool]:
     """Parse a GFF3 or GTF file into rows (0-based half-open), checking every line.
 
     Returns ``(rows, is_gtf)``. GTF is recognised by the extension (.gtf, .gtf.gz).
+    A row that ends past the end of its sequence is an error, or with `clip` (training:
+    a gene running off a partial sequence) cut at the end and marked ``clipped``.
     """
     path = os.fspath(path)
     gtf = path.lower().endswith((".gtf", ".gtf.gz"))
@@ -85,7 +89,14 @@ def read_gff_rows(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
             chrom = match(f[0] if gtf else unquote(f[0]), lineno)
             if chrom is None:
                 continue
-            start, end = coords(path, lineno, f[3:5], chrom, chrom_sizes, one_based=True)
+            clipped = False
+            if clip and f[3].strip().isdigit() and f[4].strip().isdigit():
+                s0, e0, size = int(f[3]), int(f[4]), chrom_sizes[chrom]
+                clipped = 1 <= s0 <= e0 and e0 > size
+            if clipped:  # cut at the end (a row wholly past it: empty, at the end)
+                start, end = min(s0 - 1, size), size
+            else:
+                start, end = coords(path, lineno, f[3:5], chrom, chrom_sizes, one_based=True)
             if f[6] not in ("+", "-", ".", "?"):
                 raise SemisegError(f"{path}:{lineno}: strand must be +, -, . or ?, got {f[6]!r}")
             try:
@@ -93,7 +104,7 @@ def read_gff_rows(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
             except ValueError as err:
                 raise SemisegError(f"{path}:{lineno}: {err}") from None
             rows.append(GffRow(lineno, chrom, f[2], start, end,
-                               "." if f[6] == "?" else f[6], attrs))
+                               "." if f[6] == "?" else f[6], attrs, clipped))
     if seen == 0:
         raise SemisegError(f"{path}: no features (empty {'GTF' if gtf else 'GFF3'} file)")
     match.raise_unknown(path)
@@ -119,6 +130,7 @@ class Transcript:
     introns: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
     short_gaps: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
     ncrna: bool = False  # a non-coding RNA (by type or biotype), labelled ncRNA
+    clipped: bool = False  # a part ran past the end of the sequence (read_gff_rows clip)
 
     @property
     def coding(self) -> bool:
@@ -225,16 +237,40 @@ def gff_transcripts(rows: list[GffRow], gtf: bool, scheme: LabelScheme,
             introns=_iv((r.start, r.end) for r in parts if r.type in intron_t),
             ncrna=_is_ncrna(biotype, ncrna) if gtf and biotype else
             (gtf or _is_ncrna(ttype, ncrna)),
+            clipped=any(r.clipped for r in parts),
         ))
     if not gtf:
         for fid, r in ids.items():
             if _is_ncrna(r.type, ncrna) and fid not in groups:
                 out.append(Transcript(id=fid, chrom=r.chrom, strand=r.strand, type=r.type,
                                       cds=_iv([]), exons=_iv([(r.start, r.end)]), utrs=_iv([]),
-                                      ncrna=True))
+                                      ncrna=True, clipped=r.clipped))
     for t in out:
         _derive_introns(t, scheme.min_intron)
     out.sort(key=lambda t: (t.chrom, t.cds[0, 0] if t.coding else _first(t)))
+    return out
+
+
+CODING_TRANSCRIPT_TYPES = ("mRNA",)
+CODING_BIOTYPES = ("protein_coding", "mRNA")
+
+
+def coding_features(rows: list[GffRow], gtf: bool) -> dict[str, GffRow]:
+    """The features that say they are coding transcripts, by ID (GFF3: type ``mRNA``;
+    GTF: ``transcript`` rows whose transcript/gene biotype is protein_coding), whether
+    or not any CDS row hangs under them: the training clean-up masks those without one
+    (genome/cleanup.py), which the labels would otherwise call intergenic."""
+    out: dict[str, GffRow] = {}
+    for r in rows:
+        if gtf:
+            tid = r.attrs.get("transcript_id")
+            bio = next((r.attrs[k] for k in ("transcript_biotype", "transcript_type",
+                                               "gene_biotype", "gene_type") if k in r.attrs),
+                       None)
+            if r.type == "transcript" and tid and bio in CODING_BIOTYPES:
+                out.setdefault(tid, r)
+        elif r.type in CODING_TRANSCRIPT_TYPES and "ID" in r.attrs:
+            out.setdefault(r.attrs["ID"], r)
     return out
 
 

@@ -38,6 +38,7 @@ class Annotation:
                  chrom_sizes: Mapping[str, int]):
         self.scheme = scheme
         self.chrom_sizes = dict(chrom_sizes)
+        self.cleanup = None  # cleanup.Cleanup of training labels (read_gff_labels clean)
         rank = {-1: len(scheme) + 1}
         for r, lab in enumerate(reversed(scheme.priority)):
             rank[lab] = r
@@ -162,16 +163,24 @@ def read_bed_labels(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
 
 
 def read_gff_labels(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: Mapping[str, int],
-                    alias: Mapping[str, str] | None = None) -> Annotation:
+                    alias: Mapping[str, str] | None = None, clean: bool = False,
+                    fetch=None) -> Annotation:
     """GFF3/GTF -> Annotation.
 
     ``gene_structure`` schemes: transcripts (see :func:`gff_transcripts`) labelled by role
     and strand; rows with a ``label=NAME`` attribute and ``gap`` rows are taken as is.
     Other schemes: one interval per row whose ``label`` attribute (error if unknown) or
     type names a label (rows of other types are ignored).
+
+    `clean` (training labels of a gene_structure scheme): rows past a sequence's end are
+    clipped, and the transcripts go through cleanup.clean_transcripts first (duplicates
+    merged, one isoform per locus, defective structures set aside; with `fetch`, chrom ->
+    sequence, also the gene model's sequence rules): only the kept ones are painted, the
+    masked stretches are -1, and the Annotation carries the outcome as ``.cleanup``.
     """
     path = os.fspath(path)
-    rows, gtf = read_gff_rows(path, chrom_sizes, alias)
+    clean = clean and scheme.kind == "gene_structure"
+    rows, gtf = read_gff_rows(path, chrom_sizes, alias, clip=clean)
     lookup = scheme._lookup()
     iv: dict[str, list[tuple[int, int, int]]] = {}
 
@@ -191,16 +200,31 @@ def read_gff_labels(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
             add(r.chrom, r.start, r.end, lookup[name])
         elif scheme.kind != "gene_structure" and r.type in lookup:
             add(r.chrom, r.start, r.end, lookup[r.type])
+    cleanup = None
     if scheme.kind == "gene_structure":
-        for t in gff_transcripts(rows, gtf, scheme, path):
+        transcripts = gff_transcripts(rows, gtf, scheme, path)
+        if clean:
+            from .cleanup import clean_transcripts
+            from .gff import coding_features
+
+            cleanup = clean_transcripts(transcripts, chrom_sizes, fetch=fetch,
+                                        min_intron=scheme.min_intron,
+                                        coding=coding_features(rows, gtf))
+            transcripts = cleanup.kept
+            for chrom, spans in cleanup.masks.items():
+                for s, e in spans:
+                    add(chrom, s, e, -1)
+        for t in transcripts:
             for s, e, role in transcript_parts(t):
                 lab = scheme.role_label(role, t.strand)
                 if lab is not None:
                     add(t.chrom, s, e, lab)
     if not iv:
         raise SemisegError(f"{path}: no feature maps to a label of scheme {scheme.name!r}")
-    return Annotation({c: tuple(np.array(v, np.int64).T) for c, v in iv.items()},
-                      scheme, chrom_sizes)
+    ann = Annotation({c: tuple(np.array(v, np.int64).T) for c, v in iv.items()},
+                     scheme, chrom_sizes)
+    ann.cleanup = cleanup
+    return ann
 
 
 def is_gff(path: str | os.PathLike) -> bool:
@@ -254,13 +278,15 @@ def sizes_with_extras(path: str | os.PathLike,
 
 
 def read_annotation(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: Mapping[str, int],
-                    alias: Mapping[str, str] | None = None) -> Annotation:
+                    alias: Mapping[str, str] | None = None, clean: bool = False,
+                    fetch=None) -> Annotation:
     """Labels from a BED (by name column) or GFF3/GTF file, chosen by extension.
 
     Also reads semiseg's own BED9 / GFF3 output back (truth files for evaluation).
+    `clean`, `fetch`: training labels (read_gff_labels; BED files are taken as they are).
     """
     if is_gff(path):
-        return read_gff_labels(path, scheme, chrom_sizes, alias)
+        return read_gff_labels(path, scheme, chrom_sizes, alias, clean=clean, fetch=fetch)
     if os.fspath(path).lower().removesuffix(".gz").endswith(".bed"):
         return read_bed_labels(path, scheme, chrom_sizes, alias)
     raise SemisegError(f"{path}: unknown annotation format (expected .bed, .gff3, .gff or .gtf)")
