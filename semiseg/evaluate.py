@@ -16,6 +16,11 @@ Metrics, per label:
   counts, segments and boundaries inside it; its ends are no boundaries); gene models
   count when wholly inside a region. A truth transcript crossing a region's edge is
   labelled inside it as usual (give a truth restricted to whole transcripts to avoid it).
+- stop codons, with a FASTA: a gene model (either side) whose CDS does not end with a
+  stop codon but is followed by one gets it (genelevel.normalise_stops), for the gene
+  and exon scores and in the base labels (those 3 bp become CDS where they were
+  background), so a truth and a prediction that differ only in the convention (stop
+  inside or just after the CDS rows) agree at every level.
 - where both sides have calls only: a truth position without an interval takes the
   background label (the scheme's; none: not scored), a predicted position without a row
   or in a gap row is not scored (evaluate(fill_pred=True): background too); segments
@@ -209,6 +214,12 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
     # predicted one without a row, or in a gap row, is not scored (unless fill_pred)
     calls = {"truth_filled_bp": 0, "pred_filled_bp": 0, "pred_no_call_bp": 0,
              "truth_no_call_bp": 0}
+    try:  # gene models first: with a FASTA their stop codons are normalised at every level
+        genes, stops = _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome,
+                                    pred_gff)
+    finally:
+        if genome is not None:
+            genome.close()
     for chrom in chroms:
         L = sizes[chrom]
         ta_all = _fill(L, t, chrom, index, -2)
@@ -216,6 +227,13 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         t_fill, p_fill = ta_all == -2, pa_all == -2
         ta_all[t_fill] = fill
         pa_all[p_fill] = fill if fill_pred else -1
+        # a stop codon that a side keeps just after its CDS is CDS there too (background
+        # positions only)
+        for arr, side in ((ta_all, "truth"), (pa_all, "pred")):
+            for c, a, b, name in stops[side]:
+                if c == chrom and name in index:
+                    part = arr[a:b]
+                    part[part == fill] = index[name]
         # with regions, each region is scored as a sequence of its own (its ends are no
         # boundaries; truth segments outside it are not counted)
         for lo, hi in (regions[chrom] if regions is not None else [(0, L)]):
@@ -268,11 +286,6 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         macro[key] = float(np.mean(vals)) if vals else float("nan")
     from . import __version__
 
-    try:
-        genes = _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome, pred_gff)
-    finally:
-        if genome is not None:
-            genome.close()
     return {
         "semiseg_version": __version__,
         "pred": str(pred), "truth": str(truth), "tolerance_bp": tolerance,
@@ -331,14 +344,17 @@ GENE_RULES = (
 
 def _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome, pred_gff):
     """Exon- and gene-level scores (metrics.gene_level) when the truth is a GFF3/GTF read
-    through a gene_structure scheme; None otherwise."""
+    through a gene_structure scheme (None otherwise), and the stop codons that the
+    normalisation added ({"truth"|"pred": [(chrom, start, end, CDS label name)]}, empty
+    without a FASTA), for the base-level labels."""
     from . import genelevel
     from .genome import is_gff, load_scheme
     from .metrics import gene_level, stop_variants
 
+    stops: dict[str, list] = {"truth": [], "pred": []}
     sc = scheme if scheme is not None else load_scheme("gene_structure")
     if not is_gff(truth) or sc.kind != "gene_structure":
-        return None
+        return None, stops
     t_models = genelevel.read_gene_models(truth, chroms)
     if pred_gff:
         p_models = genelevel.read_gene_models(pred, chroms)
@@ -346,16 +362,27 @@ def _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome, pred_gf
         p_models = genelevel.models_from_segments(
             {c: p.intervals[c] for c in chroms if c in p.intervals}, sc)
     n_t, n_p = len(t_models), len(p_models)
-    t_models = genelevel.inside(t_models, regions)
-    p_models = genelevel.inside(p_models, regions)
     extended = None
     if genome is not None:
-        t_models, n_te = genelevel.normalise_stops(t_models, genome.fetch, sizes)
-        p_models, n_pe = genelevel.normalise_stops(p_models, genome.fetch, sizes)
+        norm = {}
+        for side, models in (("truth", t_models), ("pred", p_models)):
+            norm[side], n = genelevel.normalise_stops(models, genome.fetch, sizes)
+            for old, new in zip(models, norm[side]):
+                if old.cds != new.cds:
+                    a, b = ((old.end, new.end) if old.strand == "+" else
+                            (new.start, old.start))
+                    stops[side].append((old.chrom, a, b,
+                                        sc.names[sc.role_label("CDS", old.strand)]))
+        t_models, p_models = norm["truth"], norm["pred"]
+    t_models = genelevel.inside(t_models, regions)
+    p_models = genelevel.inside(p_models, regions)
+    if genome is not None:
+        n_te, n_pe = len(stops["truth"]), len(stops["pred"])
         extended = {"truth": n_te, "pred": n_pe}
         variants = None
         rule = ("normalised from the sequence: a stop codon just after the CDS joins it "
-                f"({n_te} truth, {n_pe} predicted models extended by 3 bp)")
+                f"({n_te} truth, {n_pe} predicted models on the chromosomes scored extended by 3 "
+                "bp)")
     else:
         variants = stop_variants
         rule = ("not normalised (no --fasta): a model's 3' end may lie 3 bp either way "
@@ -365,7 +392,7 @@ def _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome, pred_gf
     out["stop_extended"] = extended
     out["outside_regions"] = {"truth": n_t - len(t_models), "pred": n_p - len(p_models)}
     out["rules"] = GENE_RULES
-    return out
+    return out, stops
 
 
 COLUMNS = ["label", "bp_truth", "bp_pred", "precision", "recall", "f1", "mcc",

@@ -194,10 +194,10 @@ def test_augustus_gtf_and_regions(tmp_path):
     g = r["genes"]["gene"]
     assert (g["loci_found"], g["pred_right"], g["pred"]) == (2, 2, 3)  # A and C
     assert r["bp_evaluated"] == 300
-    # base level, labels as the scheme paints them: truth CDS- = its CDS row 100-112 (12
-    # bp, stop codon outside); predicted CDS- = stop_codon 97-100 + CDS 100-113 (16 bp)
+    # base level: truth CDS- = its CDS row 100-112 plus the stop codon 97-100 that the
+    # normalisation adds (15 bp); predicted CDS- = stop_codon 97-100 + CDS 100-113 (16 bp)
     rows = {x["label"]: x for x in r["labels"]}
-    assert rows["CDS-"]["bp_truth"] == 12 and rows["CDS-"]["bp_pred"] == 16
+    assert rows["CDS-"]["bp_truth"] == 15 and rows["CDS-"]["bp_pred"] == 16
     # regions: only [0, 150): A and B; C outside on both sides
     reg = tmp_path / "r.bed"
     reg.write_text("c\t0\t150\n")
@@ -244,3 +244,23 @@ def test_cli_prints_and_writes_gene_scores(tmp_path):
                          capture_output=True, text=True)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("semiseg: error: --regions: file not found")
+
+
+def test_stop_convention_alone_makes_no_difference_with_the_sequence(tmp_path):
+    """The truth keeps its stop codons after the CDS rows, the prediction (same genes)
+    inside them: with the FASTA every level agrees; without it the base labels differ
+    by the 3 stop-codon bp of each gene (A, B, C: 9 bp of CDS+/- against intergenic)."""
+    fa, truth, _ = _files(tmp_path)
+    bed_rows = [(0, 10, "intergenic"), (10, 16, "CDS+"), (16, 40, "intron+"), (40, 49, "CDS+"),
+                (49, 97, "intergenic"), (97, 112, "CDS-"), (112, 200, "intergenic"),
+                (200, 209, "CDS+"), (209, 300, "intergenic")]
+    bed = tmp_path / "same.bed"
+    bed.write_text("".join(f"c\t{a}\t{b}\t{n}\n" for a, b, n in bed_rows))
+    r = evaluate(str(bed), truth, scheme=load_scheme("gene_structure"), tolerance=0, fasta=fa)
+    assert r["accuracy"] == 1.0 and r["macro"]["boundary_f1"] == 1.0
+    assert r["genes"]["gene"]["f1"] == 1.0 and r["genes"]["exon"]["f1"] == 1.0
+    assert r["genes"]["stop_extended"] == {"truth": 4, "pred": 0}
+    r = evaluate(str(bed), truth, scheme=load_scheme("gene_structure"), tolerance=0)
+    conf = r["confusion"]["truth_by_pred"]
+    assert conf[0][1] + conf[0][2] == 9 and r["accuracy"] == pytest.approx(291 / 300)
+    assert r["genes"]["gene"]["f1"] == 1.0  # the +-3 bp rule
