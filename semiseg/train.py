@@ -69,6 +69,7 @@ from .metrics import (
 )
 from .trainingdata import (
     Dataset,
+    check_fasta,
     check_signal,
     holdout_regions,
     make_datasets,
@@ -422,7 +423,7 @@ def _load_data(cfg: Config):
     track statistics fitted on the training chromosomes."""
     data, annotation, scheme, columns = prepare(cfg)
     tr, va, train_chroms = make_windows(cfg, data.chrom_sizes)
-    check_signal(cfg, data, tr)
+    check_fasta(cfg, data, tr)
     if cfg.inputs.tracks:  # deterministic, so a resumed run gets the same statistics
         data.fit_stats(train_chroms, exclude=holdout_regions(cfg, data.chrom_sizes))
     with ui.progress() as bar:
@@ -430,6 +431,7 @@ def _load_data(cfg: Config):
                             info="")
         train_ds, valid_ds = make_datasets(cfg, data, annotation, scheme, columns, tr, va,
                                            on_load=lambda: bar.advance(task, 1))
+    check_signal(train_ds, [data.feature_names[i] for i in columns])
     ui.log(f"{len(tr)} training windows, {len(va)} validation windows of "
            f"{cfg.windows.size:,} bp")
     return data, scheme, columns, train_ds, valid_ds
@@ -447,6 +449,30 @@ def new_model(cfg: Config, scheme, columns, train_ds: Dataset):
     if getattr(model.crf, "content", None) is not None:
         _count_content(model, scheme, train_ds)
     return model
+
+
+def _learn_rules(cfg: Config, scheme, train_ds: Dataset) -> Config:
+    """With annotate.learn_rules: the config with the gene rules (donor motif, branch
+    rule, first ATG, long ORFs) read off the training windows' gold genes
+    (semiseg/learnedrules.py) in its annotate section; the config as it is otherwise."""
+    import dataclasses
+
+    if not cfg.annotate.learn_rules:
+        return cfg
+    if not (cfg.crf.frames and cfg.model.resolution == 1):
+        ui.log("annotate.learn_rules: only the gene model at 1 bp (crf.frames) has gene "
+               "rules to learn; left as configured")
+        return cfg
+    from .genome.frames import FrameLayout
+    from .learnedrules import learn_rules
+
+    r = learn_rules([x[:, :4] for x in train_ds.x], train_ds.y,
+                    FrameLayout.from_scheme(scheme), scheme)
+    branch = r.branch_penalty if cfg.crf.site_scores else 0.0  # needs the branch matrix
+    ui.log("gene rules learned from the training annotation: " + r.describe())
+    return dataclasses.replace(cfg, annotate=dataclasses.replace(
+        cfg.annotate, donor_motif=r.donor_motif, branch_penalty=branch,
+        first_atg=r.first_atg, long_orfs=r.long_orfs))
 
 
 def _count_sites(model, scheme, train_ds: Dataset) -> None:
@@ -535,6 +561,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     last_path, best_path = out / "last.pt", out / "best.pt"
     ckpt = _open_run(cfg, out, resume)
     data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
+    cfg = _learn_rules(cfg, scheme, train_ds)
     names = list(scheme.names)
     procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"
              f" {cfg.train.batch_size // ctx.world_size} windows each per batch"
