@@ -189,6 +189,20 @@ def test_gff3_hierarchy_codons_and_validator(annotated):
             dna = dna if r[6] == "+" else reverse_complement(dna)
             assert dna in (("ATG",) if r[2] == "start_codon" else ("TAA", "TAG", "TGA"))
     assert cds_ids and all(len(v) == 1 for v in cds_ids.values())  # one CDS ID each
+    # read back as labels (evaluate's path), the GFF3 gives the BED's labels: the new
+    # rows (start_codon, stop_codon) change nothing there
+    import torch
+
+    from semiseg.checkpoint import checkpoint_scheme
+    from semiseg.genome import read_annotation
+
+    scheme = checkpoint_scheme(torch.load(MODEL, map_location="cpu", weights_only=False))
+    back = read_annotation(tmp / "out.gff3", scheme, {"piece": len(seq)}).labels("piece")
+    want = np.full(len(seq), -1)
+    for ln in open(tmp / "out.bed"):
+        f = ln.split("\t")
+        want[int(f[1]):int(f[2])] = scheme.names.index(f[3])
+    np.testing.assert_array_equal(back, want)
     # the model's CDS includes the stop codon: each stop_codon row lies in a CDS row
     cds_rows = [(int(r[3]), int(r[4])) for r in rows if r[2] == "CDS"]
     for r in rows:
