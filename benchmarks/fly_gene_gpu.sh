@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The fly gene model on one GPU: variants x 3 seeds trained side by side on
+# data/fly (chr2R_2M_6M 0-3 Mb; 2.55-3.0 Mb validation, which picks best.pt and the
+# variant; 3-4 Mb held out as the test region, never trained or tuned on), then each
+# run annotates the validation block and the test region. Scoring happens elsewhere
+# (benchmarks/fly_baselines.py --pred ...), beside AUGUSTUS and the ORF finder.
+#
+# Run on the GPU machine from the repository root, in stages (a call lasts 10 min):
+#   bash benchmarks/fly_gene_gpu.sh start   # wheels, a speed probe (2 epochs, GPU alone)
+#   bash benchmarks/fly_gene_gpu.sh launch  # variants x 3 seeds in the background
+#   bash benchmarks/fly_gene_gpu.sh wait S  # wait up to S seconds for training to end
+#   bash benchmarks/fly_gene_gpu.sh score   # annotate both regions with every run; pack
+# Environment: EPOCHS (20), LIMIT (training wall limit, s; 1500), VARIANTS (see below).
+set -uo pipefail
+stage=${1:-start}
+OUTDIR=${OUT:-results}
+EPOCHS=${EPOCHS:-20}
+LIMIT=${LIMIT:-1500}
+CFG=configs/gene_structure.yaml
+# the general config, pointed at the fly data: no species rule, only paths and the split
+FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
+     --set labels.annotation=../data/fly/chr2R_2M_6M.gff3
+     --set windows.chroms=null
+     --set "windows.holdout=[chr2R_2M_6M:3000000-4000000]"
+     --set windows.valid_offset=0.6375 --set windows.valid_fraction=0.1125)
+declare -A VAR=(
+  [base]=""
+  [w25]="--set windows.size=25000 --set windows.overlap=2500"
+  [w25c]="--set windows.size=25000 --set windows.overlap=2500 --set crf.content_scores=true"
+)
+VARIANTS=${VARIANTS:-"base w25 w25c"}
+source benchmarks/gpu_setup.sh
+
+if [ "$stage" = start ]; then
+  python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
+  nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+  rm -rf runs; mkdir -p runs/logs
+  # speed probe, the GPU to itself: 2 epochs of each variant's window layout
+  for v in base w25; do
+    python -m semiseg.cli train --config $CFG --out runs/probe_$v "${FLY[@]}" ${VAR[$v]} \
+        --epochs 2 --threads 4 > runs/logs/probe_$v.log 2>&1
+    echo "probe $v: $(tail -n +2 runs/probe_$v/metrics.tsv | awk -F'\t' '{printf "%s s ", $(NF-1)}')"
+    grep -v "━" runs/logs/probe_$v.log | tail -12
+  done
+  rm -rf runs/probe_*
+  exit 0
+fi
+
+if [ "$stage" = launch ]; then
+  rm -rf runs/*_s? runs/logs/*_s?.log; mkdir -p runs/logs
+  if [ -n "${MPS:-}" ] && command -v nvidia-cuda-mps-control >/dev/null; then
+    nvidia-cuda-mps-control -d && python -c "import torch; torch.zeros(1).cuda(); print('MPS on')" \
+      || { echo quit | nvidia-cuda-mps-control; echo "MPS off"; }
+  fi
+  for v in $VARIANTS; do for s in 0 1 2; do
+    setsid nohup timeout -s INT "$LIMIT" python -m semiseg.cli train --config $CFG \
+        --out runs/${v}_s$s "${FLY[@]}" ${VAR[$v]} --set train.seed=$s \
+        --set train.epochs=$EPOCHS --threads 1 > runs/logs/${v}_s$s.log 2>&1 < /dev/null &
+  done; done
+  date +%s > runs/logs/t0
+  sleep 30; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+  tail -2 runs/logs/*_s0.log
+  exit 0
+fi
+
+if [ "$stage" = wait ]; then
+  deadline=$(( $(date +%s) + ${2:-540} ))
+  while pgrep -f "semiseg.cli train" >/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 15
+  done
+  echo "training wall so far $(( $(date +%s) - $(cat runs/logs/t0) )) s"
+  for r in runs/*; do echo "== $r $(tail -n +2 $r/metrics.tsv 2>/dev/null | wc -l) epochs"
+    tail -1 $r/metrics.tsv 2>/dev/null | cut -f1-4; done
+  pgrep -f "semiseg.cli train" >/dev/null && echo "still training" || echo "all done"
+  exit 0
+fi
+
+if [ "$stage" = score ]; then
+  pkill -INT -f "semiseg.cli train"; sleep 5
+  printf 'chr2R_2M_6M\t2550000\t3000000\n' > runs/valid.bed
+  printf 'chr2R_2M_6M\t3000000\t4000000\n' > runs/test.bed
+  ann() {
+    r=$1; reg=$2
+    python -m semiseg.cli annotate --model $r/best.pt --fasta data/fly/chr2R_2M_6M.fa \
+        --regions runs/$reg.bed --out $r/$reg --quiet > runs/logs/ann_$(basename $r)_$reg.log 2>&1
+  }
+  n=0
+  for r in runs/*_s*; do
+    [ -f $r/best.pt ] || continue
+    for reg in valid test; do ann $r $reg & n=$((n+1)); [ $((n % 4)) = 0 ] && wait; done
+  done
+  wait
+  mkdir -p "$OUTDIR"
+  # one archive per variant (<= 16 MiB each): checkpoints, metrics, configs, outputs
+  for v in $VARIANTS; do
+    tar czf "$OUTDIR/$v.tgz" runs/${v}_s*/best.pt runs/${v}_s*/metrics.tsv \
+        runs/${v}_s*/config.yaml runs/${v}_s*/valid.bed runs/${v}_s*/valid.gff3 \
+        runs/${v}_s*/test.bed runs/${v}_s*/test.gff3 2>/dev/null
+  done
+  tar czf "$OUTDIR/logs.tgz" runs/logs
+  ls -la "$OUTDIR"
+  exit 0
+fi
+echo "unknown stage $stage"; exit 2
