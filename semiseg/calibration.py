@@ -63,10 +63,33 @@ def add_counts(counts: dict, truth: np.ndarray, rows, index: dict[str, int]) -> 
         counts["p_sum"][k] += p
 
 
-def summarise(counts: dict) -> dict:
+def no_scores(pred: str) -> str | None:
+    """Why `pred` has no segment posteriors to calibrate (None: it has them): its GFF3
+    header (semiseg/origin.py) says the BED scores are something else (the mean label
+    posterior, or none), or every scored row is 0 (a model without run posteriors, or a
+    BED from elsewhere)."""
+    from .genome import is_gff
+    from .origin import prediction_origin
+
+    if is_gff(pred):
+        return "no scores (the prediction is a GFF3/GTF, not a scored BED)"
+    origin = prediction_origin(pred)
+    if origin is not None and origin.scores not in (None, "run_posterior"):
+        return (f"no scores (the BED scores are {origin.scores.replace('_', ' ')}s, not "
+                f"segment posteriors; {origin.source})")
+    rows = read_scores(pred)
+    if not any(len(r[3]) and float(r[3].max()) > 0 for r in rows.values()):
+        return "no scores (every BED score is 0: no segment posteriors to calibrate)"
+    return None
+
+
+def summarise(counts: dict, note: str | None = None) -> dict:
     """Reliability table: per bin [lo, hi): rows, mean predicted probability, observed
     fraction exactly right; and the expected calibration error (row-weighted mean of
-    |observed - predicted| over the bins)."""
+    |observed - predicted| over the bins). With a `note` (why there are no scores, from
+    `no_scores`), no table: zero segments, ECE None, and the note."""
+    if note is not None:
+        counts = new_counts()
     n = counts["n"]
     rows = []
     for k in range(BINS):
@@ -77,7 +100,7 @@ def summarise(counts: dict) -> dict:
     ece = (sum(abs(r["observed"] - r["mean_predicted"]) * r["segments"] for r in rows
                if r["segments"]) / total) if total else None
     return {"bins": rows, "segments": total, "exactly_right": int(counts["right"].sum()),
-            "ece": ece}
+            "ece": ece, "note": note}
 
 
 def write(cal: dict, prefix: str) -> list[str]:

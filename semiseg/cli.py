@@ -263,10 +263,11 @@ def evaluate(
     from . import ui
     from .evaluate import evaluate as run
     from .evaluate import render_gene_table, render_table, write_report
-    from .intervals import pick_scheme
+    from .origin import scheme_for
 
     ui.set_quiet(quiet)
-    result = run(str(pred), str(truth), scheme=pick_scheme(model, scheme), tolerance=tolerance,
+    result = run(str(pred), str(truth), scheme=scheme_for(str(pred), model, scheme, str(truth)),
+                 tolerance=tolerance,
                  regions=str(regions) if regions else None,
                  fasta=str(fasta) if fasta else None)
     if out:
@@ -278,6 +279,8 @@ def evaluate(
         from .calibration import render
 
         ui.result_console().print(render(result["calibration"]))
+    elif result["calibration"].get("note"):
+        ui.result_console().print(f"calibration: {result['calibration']['note']}")
 
 
 @app.command()
@@ -352,12 +355,13 @@ def plot(
 ) -> None:
     """Draw predicted segments (and truth, posteriors) over a region."""
     from . import ui
-    from .intervals import pick_scheme
+    from .origin import scheme_for
     from .plot import plot_region
 
     ui.set_quiet(quiet)
     plot_region(str(pred), region, str(out), truth=str(truth) if truth else None,
-                scheme=pick_scheme(model, scheme), posteriors=posteriors)
+                scheme=scheme_for(str(pred), model, scheme, str(truth) if truth else None),
+                posteriors=posteriors)
 
 
 def main() -> None:

@@ -297,7 +297,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         "accuracy": float(np.trace(conf) / total) if total else float("nan"),
         "labels": rows, "macro": macro,
         "confusion": {"labels": names, "truth_by_pred": conf.tolist()},
-        "calibration": calibration.summarise(cal),
+        "calibration": calibration.summarise(cal, calibration.no_scores(pred)),
         "genes": genes,
     }
 

@@ -171,6 +171,7 @@ class OutputWriter:
         self.code = genetic_code_table(genetic_code)
         self.proteins = bool(proteins) and scheme.kind == "gene_structure"
         self.extra = dict(provenance or {})
+        self._score_kinds: set[str] = set()
         self.stranded_bed = stranded_bed
         self._seq: str | None = None
         self._open()
@@ -180,6 +181,17 @@ class OutputWriter:
         """``semiseg VERSION model=HASH scheme=NAME resolution=R``: what made the files."""
         return (f"semiseg {self.version} model={self.model_hash} "
                 f"scheme={self.scheme.name} resolution={self.resolution}")
+
+    def _origin_lines(self) -> str:
+        """GFF3 header lines that evaluate, plot and merge read (semiseg/origin.py): the
+        label scheme in full (JSON), and what the BED score column holds
+        (run_posterior: P(the row is exactly right); mean_label_posterior; none; mixed)."""
+        import json
+
+        kinds = sorted(self._score_kinds)
+        scores = kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "none")
+        return (f"# semiseg_scheme: {json.dumps(self.scheme.to_dict(), sort_keys=True)}\n"
+                f"# semiseg_scores: {scores}\n")
 
     def _comment_lines(self) -> str:
         """The provenance given to the writer as ``# key: value`` lines (values one line
@@ -273,6 +285,7 @@ class OutputWriter:
                     out.write("##gff-version 3\n")
                     out.writelines(self._regions)
                     out.write(f"# {self.provenance}\n")
+                    out.write(self._origin_lines())
                     out.write(self._comment_lines())
                     with open(body_path) as body:
                         out.writelines(body)
@@ -381,6 +394,10 @@ class OutputWriter:
                 mean[i] = post[j0[i]:j1[i], lab[i]].mean(dtype=np.float64)
             score = np.where(ok, np.clip(np.rint(1000 * mean), 0, 1000), 0).astype(np.int64)
         exact = None
+        # what the BED scores are, for the GFF3 header (evaluate's calibration)
+        kind = ("run_posterior" if run_posteriors is not None else
+                "mean_label_posterior" if post is not None else "none")
+        self._score_kinds.add(kind)
         if run_posteriors is not None:
             rp = np.asarray(run_posteriors, dtype=np.float64).reshape(-1, 3)
             table = {(int(a), int(b)): float(v) for a, b, v in rp.tolist()}
