@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -63,13 +62,13 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 
-import gene_metrics as gm  # noqa: E402
-import orf_finder  # noqa: E402
-from augustus_baseline import augustus_version  # noqa: E402
+import gene_metrics as gm
+import orf_finder
+from augustus_baseline import augustus_version
 
-from semiseg import genelevel  # noqa: E402
-from semiseg.evaluate import evaluate, write_report  # noqa: E402
-from semiseg.genome import load_scheme  # noqa: E402
+from semiseg import genelevel
+from semiseg.evaluate import evaluate, write_report
+from semiseg.genome import load_scheme
 
 FLY = os.path.join(ROOT, "data", "fly")
 FASTA = os.path.join(FLY, "chr2R_2M_6M.fa")
@@ -100,7 +99,8 @@ def region_files(name: str, seq: str, outdir: str) -> tuple[str, str, int]:
     norm, _ = genelevel.normalise_stops(models, lambda c, a, b: seq[a:b], {CHROM: len(seq)})
     keep = {g.id for g in genelevel.inside(norm, {CHROM: [(lo, hi)]})}
     # the GFF3 is gene > mRNA > CDS: keep the mRNA rows kept, their genes and CDS rows
-    lines = open(GFF).read().splitlines()
+    with open(GFF) as fh:
+        lines = fh.read().splitlines()
     genes = set()
     for ln in lines:
         f = ln.split("\t")
@@ -108,9 +108,10 @@ def region_files(name: str, seq: str, outdir: str) -> tuple[str, str, int]:
             a = dict(p.split("=", 1) for p in f[8].split(";") if "=" in p)
             if a.get("ID") in keep:
                 genes.add(a.get("Parent"))
-    out = [f"##gff-version 3\n##sequence-region {CHROM} 1 {len(seq)}\n"
-           f"# {rel(GFF)}: the {len(keep)} transcripts wholly inside {CHROM}:{lo}-{hi} "
-           f"(0-based half-open; stop codon included), written by benchmarks/fly_baselines.py\n"]
+    out = [(f"##gff-version 3\n##sequence-region {CHROM} 1 {len(seq)}\n"
+            f"# {rel(GFF)}: the {len(keep)} transcripts wholly inside {CHROM}:{lo}-{hi} "
+            f"(0-based half-open; stop codon included), written by "
+            f"benchmarks/fly_baselines.py\n")]
     for ln in lines:
         f = ln.split("\t")
         if len(f) != 9:
@@ -130,7 +131,8 @@ def run_augustus(name: str, seq: str, outdir: str, rerun: bool) -> tuple[str, di
     lo, hi = REGIONS[name]
     out = os.path.join(outdir, f"augustus_{name}.gtf")
     if os.path.isfile(out) and not rerun:
-        head = "".join(open(out).readline() for _ in range(3))
+        with open(out) as fh:
+            head = "".join(fh.readline() for _ in range(3))
         return out, {"reused": True, "header": head.strip()}
     exe = shutil.which("augustus")
     if exe is None:

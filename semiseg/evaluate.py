@@ -366,7 +366,7 @@ def _gene_scores(pred, truth, p, scheme, chroms, sizes, regions, genome, pred_gf
     if genome is not None:
         norm = {}
         for side, models in (("truth", t_models), ("pred", p_models)):
-            norm[side], n = genelevel.normalise_stops(models, genome.fetch, sizes)
+            norm[side], _ = genelevel.normalise_stops(models, genome.fetch, sizes)
             for old, new in zip(models, norm[side]):
                 if old.cds != new.cds:
                     a, b = ((old.end, new.end) if old.strand == "+" else

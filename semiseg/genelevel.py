@@ -136,33 +136,27 @@ def models_from_segments(intervals: Mapping[str, tuple], scheme) -> list[GeneMod
     holds it (semiseg's PREFIX.bed), label names mapped to roles by the gene_structure
     `scheme` (module doc). A run without CDS (UTR or introns alone) is no gene model."""
     index = {n: i for i, n in enumerate(scheme.names)}
-    out = []
+    runs: list[tuple[str, str, list[tuple[int, int]]]] = []  # (chrom, strand, CDS parts)
     for chrom, (starts, ends, names) in intervals.items():
         order = sorted(range(len(starts)), key=lambda i: (int(starts[i]), int(ends[i])))
-        cur: list[tuple[int, int]] | None = None
-        cur_strand, cur_end = None, None
-        n = 0
-
-        def close():
-            nonlocal n
-            if cur:
-                n += 1
-                out.append(GeneModel(f"{chrom}:{cur[0][0]}-{cur[-1][1]}{cur_strand}", chrom,
-                                     cur_strand, merge(cur)))
-
+        strand, end = None, None  # of the open run (strand None: no run open)
         for i in order:
             s, e, name = int(starts[i]), int(ends[i]), names[i]
             lab = index.get(name)
             role = scheme.roles[lab] if lab is not None else None
-            strand = scheme.strands[lab] if lab is not None else None
-            part = role in ("CDS", "UTR", "intron") and strand in ("+", "-")
-            if not part or strand != cur_strand or s != cur_end:
-                close()
-                cur, cur_strand, cur_end = ([], strand, e) if part else (None, None, None)
-            cur_end = e
-            if part and role == "CDS":
-                cur.append((s, e))
-        close()
+            st = scheme.strands[lab] if lab is not None else None
+            part = role in ("CDS", "UTR", "intron") and st in ("+", "-")
+            if not part:
+                strand = None
+                continue
+            if st != strand or s != end:
+                runs.append((chrom, st, []))
+                strand = st
+            end = e
+            if role == "CDS":
+                runs[-1][2].append((s, e))
+    out = [GeneModel(f"{c}:{cds[0][0]}-{cds[-1][1]}{st}", c, st, merge(cds))
+           for c, st, cds in runs if cds]
     out.sort(key=lambda g: (g.chrom, g.start, g.end, g.strand, g.id))
     return out
 

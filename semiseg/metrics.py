@@ -15,6 +15,8 @@ validation can call it on a GPU machine with torch alone).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -237,7 +239,7 @@ def gene_level(truth: list[tuple], pred: list[tuple], variants=None) -> dict:
     g_prec = g_tp_pred / len(pred) if pred else float("nan")
 
     def f1(p, r):
-        if p != p or r != r:
+        if math.isnan(p) or math.isnan(r):
             return float("nan")
         return 2 * p * r / (p + r) if p + r > 0 else 0.0
 

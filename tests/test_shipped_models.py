@@ -10,11 +10,10 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
+from seqs import SHIPPED_MODEL, chrI_piece
 
 from semiseg.errors import SemisegError
 from semiseg.shipped import registry, resolve_model
-
-from seqs import SHIPPED_MODEL, chrI_piece
 
 ROOT = Path(__file__).resolve().parent.parent
 
