@@ -10,6 +10,46 @@ from pathlib import Path
 from .errors import SemisegError
 
 
+def check_parts(parts: list[str]) -> None:
+    """SemisegError unless the parts come from one model, label scheme and resolution
+    (their GFF3 headers, semiseg/origin.py) and hold disjoint sequences (BED column 1)."""
+    from .genome import bed_rows
+    from .origin import prediction_origin, same_scheme
+
+    first = None
+    for p in parts:
+        o = prediction_origin(f"{p}.gff3")
+        if o is None:
+            raise SemisegError(f"merge: {p}.gff3 does not say what made it (no '# semiseg "
+                               "VERSION model=...' header line); annotate it again")
+        if first is None:
+            first = (p, o)
+            continue
+        q, f = first
+        for what, a, b in (("model", f.model, o.model), ("label scheme", f.scheme_name,
+                           o.scheme_name), ("resolution", f.resolution, o.resolution)):
+            if a != b:
+                raise SemisegError(f"merge: {q} and {p} come from different runs ({what} "
+                                   f"{a} vs {b}); merge only parts of one model's annotation")
+        if f.scheme is not None and o.scheme is not None and not same_scheme(f.scheme,
+                                                                              o.scheme):
+            raise SemisegError(f"merge: {q} and {p} were written with different definitions "
+                               f"of label scheme {o.scheme_name!r}")
+    where: dict[str, str] = {}
+    for p in parts:
+        seen = set()
+        for _, f in bed_rows(f"{p}.bed"):
+            if f[0] in seen:
+                continue
+            seen.add(f[0])
+            if f[0] in where:
+                what = "given twice" if where[f[0]] == p else f"also in {where[f[0]]}"
+                raise SemisegError(f"merge: sequence {f[0]!r} of {p} is {what}: parts must "
+                                   "hold disjoint sequences (one part per shard or "
+                                   "chromosome)")
+            where[f[0]] = p
+
+
 def merge(parts: list[str], out: str) -> list[str]:
     """Join annotations of disjoint chromosome sets (PART.bed, ... from `annotate --chroms`)
     into one (OUT.bed, ...), in the order given. Used by the Snakefile's gather step.
@@ -24,6 +64,7 @@ def merge(parts: list[str], out: str) -> list[str]:
         for suffix in ("bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw"):
             if not os.path.isfile(f"{p}.{suffix}"):
                 raise SemisegError(f"merge: {p}.{suffix} is missing (not a complete annotation)")
+    check_parts(parts)
     labels = sorted(f[len(parts[0]) + len(".posterior."):-len(".bw")]
                     for f in glob.glob(f"{glob.escape(parts[0])}.posterior.*.bw"))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
