@@ -173,6 +173,11 @@ def test_gff3_hierarchy_codons_and_validator(annotated):
     r = subprocess.run([gt, "gff3validator", str(tmp / "out.gff3")], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
+    # and every type a Sequence Ontology term (start_codon, stop_codon, ...), where gt
+    # has its SO file
+    r = subprocess.run([gt, "gff3validator", "-typecheck", "so", str(tmp / "out.gff3")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 or "so.obo" in r.stderr.lower(), r.stderr
     rows = _gff(tmp / "out.gff3")
     types = {_attrs(r[8])["ID"]: r[2] for r in rows}
     cds_ids = {}

@@ -52,15 +52,22 @@ def level_sizes(max_len: int, resolution: int) -> list[int]:
 
 
 def _bins(values: np.ndarray, z: int) -> tuple[np.ndarray, ...]:
-    """Per bin of z bases: covered bases, min, max, sum, sum of squares (float64)."""
-    n = -(-len(values) // z)
-    v = np.full(n * z, np.nan)
-    v[:len(values)] = values
-    v = v.reshape(n, z)
-    ok = ~np.isnan(v)
-    w = np.where(ok, v, 0.0)
-    return (ok.sum(1), np.where(ok, v, np.inf).min(1), np.where(ok, v, -np.inf).max(1),
-            w.sum(1), (w * w).sum(1))
+    """Per bin of z bases (the last one may be shorter): covered bases, min, max, sum,
+    sum of squares (float64)."""
+    v = np.asarray(values, dtype=np.float64)
+    at = np.arange(0, len(v), z)
+    if not len(at):
+        return tuple(np.zeros(0, t) for t in (np.int64, float, float, float, float))
+    nan = np.isnan(v)
+    if not nan.any():  # the usual case: no reductions of masked copies
+        count = np.diff(np.append(at, len(v)))
+        return (count, np.minimum.reduceat(v, at), np.maximum.reduceat(v, at),
+                np.add.reduceat(v, at), np.add.reduceat(v * v, at))
+    w = np.where(nan, 0.0, v)
+    return (np.add.reduceat(~nan, at, dtype=np.int64),
+            np.minimum.reduceat(np.where(nan, np.inf, v), at),
+            np.maximum.reduceat(np.where(nan, -np.inf, v), at),
+            np.add.reduceat(w, at), np.add.reduceat(w * w, at))
 
 
 def _coarser(stats: tuple[np.ndarray, ...], k: int) -> tuple[np.ndarray, ...]:
