@@ -211,50 +211,47 @@ def holdout_regions(cfg: Config, sizes: dict[str, int]) -> list:
     return read_holdout(cfg.windows.holdout, sizes)
 
 
-def check_signal(cfg: Config, data, windows: list[Window]) -> None:
-    """Refuse training windows with nothing to learn from, and say where some have none:
-    a window has input when the model reads the sequence and it has a base other than N,
-    or when some track has a chromosome entry there (an all-N FASTA with sequence: true,
-    or tracks that cover none of the training chromosomes, would train a model on zeros
-    without a word)."""
+def check_fasta(cfg: Config, data, windows: list[Window]) -> None:
+    """Warn when a model that reads no sequence is given a FASTA that is all N on a
+    training chromosome (a stand-in genome): annotate with it would write those
+    chromosomes as gap rows."""
     from .genome.windows import ChromSizes
 
-    if not cfg.inputs.sequence and not isinstance(data.fasta, ChromSizes):
-        all_n = []
-        for c in sorted({w.chrom for w in windows}):
-            r = data.fasta.n_runs(c)
-            if len(r) == 1 and r[0, 0] == 0 and r[0, 1] == data.chrom_sizes[c]:
-                all_n.append(c)
-        if all_n:
-            ui.log(f"warning: inputs.fasta is all N on {', '.join(all_n[:8])}: the model "
-                   "reads no sequence, but annotate with this FASTA writes its N runs as "
-                   "gap rows; give inputs.chrom_sizes (and annotate --chrom-sizes) instead")
-    empty = []
-    track_chroms = set().union(*(t.chroms for t in data.tracks)) if data.tracks else set()
-    runs = {}
-    for w in windows:
-        if w.chrom in track_chroms:
-            continue
-        if cfg.inputs.sequence:
-            if w.chrom not in runs:
-                runs[w.chrom] = data.fasta.n_runs(w.chrom)
-            r = runs[w.chrom]
-            i = np.searchsorted(r[:, 1], w.start, side="right") if len(r) else 0
-            if not (i < len(r) and r[i, 0] <= w.start and r[i, 1] >= w.end):
-                continue
-        empty.append(w)
+    if cfg.inputs.sequence or isinstance(data.fasta, ChromSizes):
+        return
+    all_n = []
+    for c in sorted({w.chrom for w in windows}):
+        r = data.fasta.n_runs(c)
+        if len(r) == 1 and r[0, 0] == 0 and r[0, 1] == data.chrom_sizes[c]:
+            all_n.append(c)
+    if all_n:
+        ui.log(f"warning: inputs.fasta is all N on {', '.join(all_n[:8])}: the model "
+               "reads no sequence, but annotate with this FASTA writes its N runs as "
+               "gap rows; give inputs.chrom_sizes (and annotate --chrom-sizes) instead")
+
+
+def check_signal(ds: Dataset, names: list[str]) -> None:
+    """Refuse training windows with nothing to learn from, and say where some have none
+    (an all-N FASTA with sequence: true, or tracks without a value on the training
+    chromosomes, would train a model on zeros without a word). `names`: the model's
+    feature columns; a window has input where a sequence column is not zero (a base
+    other than N) or a track's missing column is below 1 (a value)."""
+    seq = [i for i, n in enumerate(names) if n in SEQUENCE_FEATURES]
+    miss = [i for i, n in enumerate(names) if n.endswith(".missing")]
+    empty = [w for w, x in zip(ds.windows, ds.x)
+             if not ((seq and x[:, seq].any()) or (miss and (x[:, miss] < 1).any()))]
     if not empty:
         return
-    what = " and ".join((["no base other than N"] if cfg.inputs.sequence else [])
-                        + ["no track values (no track has the chromosome)"
-                           if data.tracks else "no tracks"])
+    what = " and ".join((["no base other than N"] if seq else [])
+                        + (["no track value"] if miss else []))
     chroms = sorted({w.chrom for w in empty})
-    if len(empty) == len(windows):
+    if len(empty) == len(ds.windows):
         raise SemisegError(
             f"no input to learn from: every training window has {what} "
-            f"({', '.join(chroms[:8])}); check inputs.fasta and the tracks' chromosome "
-            "names (inputs.alias), or, for a tracks-only model, give inputs.chrom_sizes")
-    ui.log(f"warning: {len(empty)} of {len(windows)} training windows have {what} "
+            f"({', '.join(chroms[:8])}); check inputs.fasta, the tracks' chromosome names "
+            "(inputs.alias) and what they cover; a tracks-only model may give "
+            "inputs.chrom_sizes instead of a FASTA")
+    ui.log(f"warning: {len(empty)} of {len(ds.windows)} training windows have {what} "
            f"(on {', '.join(chroms[:8])}{' ...' if len(chroms) > 8 else ''}); they teach "
            "the model only the labels there")
 

@@ -338,49 +338,61 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
     assert sum(v[1] for v in summary.values()) == SIZES["chrB"] - 30_000
 
 
+def _datasets(cfg):
+    from semiseg.trainingdata import make_datasets, make_windows, prepare
+
+    data, annotation, scheme, columns = prepare(cfg)
+    tr, va, chroms = make_windows(cfg, data.chrom_sizes)
+    if data.tracks:
+        data.fit_stats(chroms)
+    train_ds, _ = make_datasets(cfg, data, annotation, scheme, columns, tr, va)
+    return data, tr, train_ds, [data.feature_names[i] for i in columns]
+
+
 def test_training_refuses_inputs_without_signal(tmp_path, logged):
     """An all-N FASTA with sequence: true and no tracks: refused (nothing to learn); the
-    same FASTA for a tracks-only model: trains, with a warning that names it."""
+    same FASTA for a tracks-only model: a warning that names it; tracks with values on
+    some training windows only: a warning with their number."""
     from semiseg.config import load_config
     from semiseg.genome.synth import write_fasta
     from semiseg.train import train
+    from semiseg.trainingdata import check_fasta, check_signal
 
     write_fasta(tmp_path / "n.fa", {c: "N" * n for c, n in SIZES.items()})
     cfg = load_config(CONFIG, ["inputs.chrom_sizes=null", f"inputs.fasta={tmp_path}/n.fa",
                                "inputs.sequence=true", "inputs.track_sheet=null",
                                "train.epochs=1"])
-    with pytest.raises(SemisegError, match="no input to learn from: every training window "
-                                           "has no base other than N"):
+    with pytest.raises(SemisegError, match=r"no input to learn from: every training window "
+                                           r"has no base other than N \(chrA\)"):
         train(cfg, tmp_path / "run")
     assert not (tmp_path / "run" / "best.pt").exists()
-    # a tracks-only model with the same FASTA trains, and the warning names it
-    from semiseg.trainingdata import check_signal, make_windows, prepare
-
+    # a tracks-only model with the same FASTA: warned
     cfg = load_config(CONFIG, ["inputs.chrom_sizes=null", f"inputs.fasta={tmp_path}/n.fa"])
-    data, _, _, _ = prepare(cfg)
-    tr, _, _ = make_windows(cfg, data.chrom_sizes)
-    check_signal(cfg, data, tr)
+    data, tr, train_ds, names = _datasets(cfg)
+    check_fasta(cfg, data, tr)
     assert any("inputs.fasta is all N on chrA:" in ln and "inputs.chrom_sizes" in ln
                for ln in logged)
-    # a track with values on the held-out chromosome only: no training window has input
-    (tmp_path / "c.bedgraph").write_text("chrC\t0\t1000\t5\n")
-    cfg = load_config(CONFIG, ["inputs.track_sheet=null",
-                               f"inputs.tracks={{K: {tmp_path}/c.bedgraph}}"])
-    with pytest.raises(SemisegError, match=r"no input to learn from: every training window "
-                                           r"has no track values \(no track has the "
-                                           r"chromosome\) \(chrA\)"):
-        train(cfg, tmp_path / "run2")
-    # on some windows only: a warning
-    (tmp_path / "a.bedgraph").write_text("chrA\t0\t1000\t5\n")
+    check_signal(train_ds, names)  # the tracks have values: no complaint
+    assert not any("training windows have" in ln for ln in logged)
+    # two tracks with values on chrA's first 40 kb only (one window of ten), one on chrC
+    (tmp_path / "a.bedgraph").write_text("chrA\t0\t1000\t5\nchrC\t0\t1000\t5\n")
+    (tmp_path / "b.bedgraph").write_text("chrA\t20000\t21000\t5\n")
+    cfg = load_config(CONFIG, ["inputs.track_sheet=null", f"inputs.tracks={{K: "
+                               f"{tmp_path}/a.bedgraph, L: {tmp_path}/b.bedgraph}}"])
+    _, tr, train_ds, names = _datasets(cfg)
+    check_signal(train_ds, names)
+    assert len(tr) == 10 and any("warning: 9 of 10 training windows have no track value "
+                                 "(on chrA)" in ln for ln in logged)
+    train_ds.windows, train_ds.x = train_ds.windows[1:], train_ds.x[1:]
+    with pytest.raises(SemisegError, match=r"every training window has no track value "
+                                           r"\(chrA\)"):
+        check_signal(train_ds, names)
+    # a track without any value on the training chromosomes is refused by its statistics
     cfg = load_config(CONFIG, ["inputs.track_sheet=null",
                                f"inputs.tracks={{K: {tmp_path}/a.bedgraph}}",
-                               "windows.valid_chroms=[]", "windows.holdout=null"])
-    data, _, _, _ = prepare(cfg)
-    tr, _, _ = make_windows(cfg, data.chrom_sizes)
-    check_signal(cfg, data, tr)
-    n_b = sum(w.chrom != "chrA" for w in tr)
-    assert n_b and any(f"warning: {n_b} of {len(tr)} training windows have no track "
-                       "values" in ln and "chrB, chrC" in ln for ln in logged)
+                               "windows.holdout=['chrA:0-40000', chrC]", "train.epochs=1"])
+    with pytest.raises(SemisegError, match="track 'K' has no values on the training"):
+        train(cfg, tmp_path / "run2")
 
 
 # ----------------------------------------------------------------------------- evaluate
