@@ -25,9 +25,12 @@ loss sums over every labelling there):
 3. **overlapping isoform**: coding transcripts whose extents overlap (either strand; a
    gene inside another's intron counts) form a locus; of its transcripts without a
    defect the one with the longest CDS is used (ties: the smallest ID). Every other
-   transcript of the locus is masked where it reaches beyond the chosen one's extent;
-   inside that extent the chosen structure stands. A locus with no usable transcript is
-   masked over all of its transcripts' extents.
+   transcript of the locus is masked where it disagrees with the chosen one (another
+   strand, frame or part: CDS, intron, UTR; outside the chosen one's extent it always
+   does), except on the chosen CDS chain itself, which stays whole; a transcript without
+   CDS is masked only beyond the chosen one's extent. Masking only widens what the gold
+   path may take, so the chosen gene's own path stays allowed. A locus with no usable
+   transcript is masked over all of its transcripts' extents.
 
 Non-coding RNAs and other transcripts without CDS (pseudogenic_transcript, ...) pass
 through unchanged. No torch here: the check of the windows' gold paths against the
@@ -367,7 +370,8 @@ def _settle(locus: list[_Entry], out: Cleanup, chrom_sizes: Mapping[str, int],
                 out.mask(e.chrom, x, y)
             continue
         other = _per_base(e, lo, hi, seq)
-        bad = (other != 0) & (other != mine)
+        coding = (mine >= 1) & (mine <= 6)  # the chosen CDS chain stays whole
+        bad = (other != 0) & (other != mine) & ~coding
         for x, y in _runs(bad):
             out.mask(e.chrom, lo + x, lo + y)
 

@@ -1,0 +1,401 @@
+"""Real annotations train (issue 41): the shared fly data (dm3 chr2R 2-6 Mb, scipio gene
+structures) as it is, a GTF of it, and bad input (transcripts without CDS, a CDS not a
+multiple of 3, a gene running off the sequence end, soft-masked sequence).
+
+Oracles: the loss itself (FrameHead.nll with zero emissions) is infinite on the two
+windows the issue names before the clean-up and finite after; the gold codes are
+compared with the CDS chains as this file parses them from the GFF3 (every kept chain
+intact, no base of a set-aside chain called intergenic); the log names what it masked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from semiseg import ui
+from semiseg.config import from_dict, read_yaml
+from semiseg.errors import SemisegError
+from semiseg.genome import cleanup as cl
+from semiseg.genome.frames import INTRON_ANY, UNKNOWN
+
+ROOT = Path(__file__).resolve().parents[1]
+FLY = next((p for p in (ROOT / "data" / "fly", ROOT.parent / "shared" / "data" / "fly")
+            if (p / "chr2R_2M_6M.gff3").is_file()), None)
+pytestmark = pytest.mark.skipif(FLY is None, reason="the shared fly data is not here")
+CHROM = "chr2R_2M_6M"
+NAMED = [(2_592_000, 2_602_000), (3_750_000, 3_760_000)]
+REGION = (2_585_000, 2_605_000)  # 20 kb holding the first named window's genes
+
+
+# ----------------------------------------------------------------------------- helpers
+def _parse_gff3(path) -> dict[str, dict]:
+    """mRNA id -> {strand, cds: [(start, end) 0-based], gene} read by hand."""
+    out: dict[str, dict] = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        f = line.rstrip("\n").split("\t")
+        attrs = dict(kv.split("=", 1) for kv in f[8].split(";") if "=" in kv)
+        if f[2] == "CDS":
+            t = out.setdefault(attrs["Parent"], {"strand": f[6], "cds": []})
+            t["cds"].append((int(f[3]) - 1, int(f[4])))
+    for t in out.values():
+        t["cds"].sort()
+    return out
+
+
+def _fasta_seq(path) -> str:
+    return "".join(line.strip() for line in open(path) if not line.startswith(">"))
+
+
+def _write_region(tmp: Path, lo: int, hi: int, extra: str = "", lower: bool = False,
+                  name: str = "fly") -> tuple[Path, Path]:
+    """A FASTA of [lo, hi) of the fly sequence and the GFF3 of the genes wholly inside
+    it, shifted (plus `extra` rows, already in region coordinates)."""
+    seq = _fasta_seq(FLY / "chr2R_2M_6M.fa")[lo:hi]
+    seq = seq.lower() if lower else seq
+    fa = tmp / f"{name}.fa"
+    fa.write_text(f">{name}\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80))
+                  + "\n")
+    rows, genes = [], {}
+    for line in open(FLY / "chr2R_2M_6M.gff3"):
+        if line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split("\t")
+        if f[2] == "gene":
+            genes[re.search(r"ID=([^;]+)", f[8]).group(1)] = (int(f[3]) - 1, int(f[4]))
+        rows.append(f)
+    keep = {g for g, (a, b) in genes.items() if a >= lo and b <= hi}
+    out = ["##gff-version 3"]
+    for f in rows:
+        gid = re.search(r"(?:ID|Parent)=(g\d+)", f[8])
+        tid = re.search(r"(?:ID|Parent)=t(\d+)", f[8])
+        g = gid.group(1) if gid else f"g{tid.group(1)}"
+        if g in keep:
+            out.append("\t".join([name, f[1], f[2], str(int(f[3]) - lo), str(int(f[4]) - lo),
+                                  *f[5:]]))
+    gff = tmp / f"{name}.gff3"
+    gff.write_text("\n".join(out) + "\n" + extra)
+    return fa, gff
+
+
+def _gtf_from_gff3(src, dst) -> None:
+    """The same CDS rows as GTF (gene_id / transcript_id from the mRNA's Parent)."""
+    parent: dict[str, str] = {}
+    lines = []
+    for line in open(src):
+        if line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split("\t")
+        a = dict(kv.split("=", 1) for kv in f[8].split(";"))
+        if f[2] == "mRNA":
+            parent[a["ID"]] = a["Parent"]
+        elif f[2] == "CDS":
+            tid = a["Parent"]
+            lines.append("\t".join(f[:8] + [f'gene_id "{parent[tid]}"; transcript_id "{tid}";']))
+    Path(dst).write_text("\n".join(lines) + "\n")
+
+
+def _config(tmp: Path, fasta, annotation, **over):
+    data = read_yaml(ROOT / "configs" / "gene_structure.yaml")
+    data["inputs"]["fasta"] = str(fasta)
+    data["labels"]["annotation"] = str(annotation)
+    data["windows"].update(size=5000, overlap=500, valid_fraction=0.2, chroms=None)
+    data["model"].update(channels=8, layers=2, fine_channels=8, fine_layers=1,
+                         max_dilation=2, lstm_hidden=8)
+    data["train"].update(epochs=1, batch_size=4, warmup_epochs=0)
+    data["device"] = "cpu"
+    for key, value in over.items():
+        sec, k = key.split("__")
+        data[sec][k] = value
+    return from_dict(data, base=tmp)
+
+
+@pytest.fixture
+def logs(monkeypatch):
+    lines: list[str] = []
+    monkeypatch.setattr(ui, "log", lambda m: lines.append(str(m)))
+    return lines
+
+
+def _gold_for(cfg):
+    from semiseg.trainingdata import frame_gold_for, prepare
+
+    data, ann, scheme, _ = prepare(cfg)
+    return data, ann, frame_gold_for(cfg, scheme, ann, data)
+
+
+def _loss_gold_inf(gold, fasta, chrom, windows, K=256) -> list[bool]:
+    """Whether the loss (FrameHead.nll, zero emissions) is infinite on each window."""
+    from semiseg.framehead import FrameHead
+    from semiseg.genome.frames import base_codes
+
+    head = FrameHead(gold.layout, K)
+    out = []
+    for s, e in windows:
+        codes = torch.as_tensor(base_codes(fasta.fetch(chrom, s, e)).astype(np.int64))
+        oh = torch.nn.functional.one_hot(codes.clamp(max=3), 4).float() * (codes < 4)[:, None]
+        em = torch.cat([torch.zeros(e - s, len(gold.layout.channels)), oh], -1)[None]
+        y = torch.as_tensor(gold.labels(chrom, s, e))[None]
+        with torch.no_grad():
+            out.append(bool(torch.isinf(head.nll(em, y, torch.tensor([e - s]))).item()))
+    return out
+
+
+# ----------------------------------------------------------------------------- the named windows
+def test_named_windows_inf_before_finite_after(tmp_path, logs):
+    """The issue's two windows: the loss is infinite with the annotation as it is and
+    finite after the clean-up (the loss itself, not the check, is the oracle)."""
+    from semiseg.genome import Fasta, load_scheme, read_annotation
+    from semiseg.genome.frames import FrameGold, FrameLayout
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
+
+    cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3")
+    fasta = Fasta(str(FLY / "chr2R_2M_6M.fa"))
+    scheme = load_scheme("gene_structure")
+    raw = read_annotation(str(FLY / "chr2R_2M_6M.gff3"), scheme, fasta.chrom_sizes)
+    rows, gtf = read_gff_rows(str(FLY / "chr2R_2M_6M.gff3"), fasta.chrom_sizes)
+    before = FrameGold(FrameLayout.from_scheme(scheme), raw,
+                       gff_transcripts(rows, gtf, scheme), fasta)
+    assert _loss_gold_inf(before, fasta, CHROM, NAMED) == [True, True]
+    _, ann, after = _gold_for(cfg)
+    assert _loss_gold_inf(after, fasta, CHROM, NAMED) == [False, False]
+    c = ann.cleanup.counts()
+    # what the issue saw there: duplicates, overlapping isoforms, a 3-bp first coding
+    # exon, stops read across splice sites (t5428, t5432 in the first window)
+    removed = {r.id: r.reason for r in ann.cleanup.removed}
+    assert removed["t1810"] == cl.DUPLICATE and removed["t1811"] == cl.DUPLICATE
+    assert removed["t2629"] == cl.SHORT_FIRST
+    assert removed["t5428"] == cl.SPLIT_STOP and removed["t5432"] == cl.SPLIT_STOP
+    assert c[cl.DUPLICATE] > 0 and c[cl.ISOFORM] > 0 and c[cl.SPLICE] > 0
+    assert any(line.startswith("annotation clean-up: masked") for line in logs)
+
+
+def test_kept_chains_intact_and_removed_never_intergenic(tmp_path, logs):
+    """Against the GFF3 as parsed here: every kept transcript's CDS chain is in the gold
+    codes base for base (CDS kinds of its strand, its introns intron kinds); no base of a
+    set-aside CDS chain is called outside (intergenic): it is unknown or the gold gene's.
+    Duplicates are exactly the transcripts whose CDS chain another one with a smaller ID
+    has."""
+    cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3")
+    data, ann, gold = _gold_for(cfg)
+    tx = _parse_gff3(FLY / "chr2R_2M_6M.gff3")
+    codes = gold.labels(CHROM)  # frames relative to 0 = absolute
+    lay = gold.layout
+    kind = np.array([lay.kind_names[k][:-1] for k in lay.kind])
+    strand = np.array(lay.strand)
+    kept = set(ann.cleanup.spans)
+    assert kept, "nothing kept"
+    for tid in kept:
+        t = tx[tid]
+        for a, b in t["cds"]:
+            c = codes[a:b]
+            assert (c >= 0).all(), (tid, a, b)
+            assert set(kind[c]) <= {"start", "CDS", "stop"} and set(strand[c]) == {t["strand"]}
+        for (_, a1), (b0, _) in zip(t["cds"][:-1], t["cds"][1:]):
+            c = codes[a1:b0]  # intron: its kinds, or unknown where an isoform has exons
+            assert set(kind[c[c >= 0]]) <= {"donor", "acceptor", "intron"}, tid
+            assert set(c[c < 0].tolist()) <= {UNKNOWN, INTRON_ANY[t["strand"]]}, tid
+    outside = np.array([k.startswith("outside") for k in lay.kind_names])[np.array(lay.kind)]
+    removed = {r.id for r in ann.cleanup.removed}
+    for tid in removed:
+        if tid not in tx:
+            continue
+        for a, b in tx[tid]["cds"]:
+            c = codes[a:b]
+            known = c[c >= 0]
+            assert not outside[known].any(), tid
+    # duplicates, computed here
+    by_chain: dict = {}
+    for tid, t in tx.items():
+        by_chain.setdefault((t["strand"], tuple(t["cds"])), []).append(tid)
+    dups = {d for ids in by_chain.values() for d in sorted(ids)[1:]}
+    assert {r.id for r in ann.cleanup.removed if r.reason == cl.DUPLICATE} == dups
+    # one transcript per locus: kept gene spans never overlap
+    spans = sorted(v[1:] for v in ann.cleanup.spans.values())
+    assert all(b0 >= a1 for (_, a1), (b0, _) in zip(spans[:-1], spans[1:]))
+
+
+def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, monkeypatch):
+    """With the clean-up blind to stops read across splice sites, the gold-path check
+    finds the windows (the loss's own log Z(gold): it agrees with log Z - nll), masks
+    exactly the transcripts the clean-up would have named, and every window is then
+    allowed."""
+    from semiseg.annotation_check import fresh_head, gold_log_z
+    from semiseg.trainingdata import make_datasets, make_windows, prepare
+
+    fa, gff = _write_region(tmp_path, *REGION)
+    cfg = _config(tmp_path, fa, gff)
+    data, ann, scheme, cols = prepare(cfg)
+    split = {r.id for r in ann.cleanup.removed if r.reason == cl.SPLIT_STOP}
+    assert split == {"t5428", "t5432"}
+    real = cl._split_stop
+    monkeypatch.setattr(cl, "_split_stop", lambda *a: False)
+    data, ann, scheme, cols = prepare(cfg)
+    assert not any(r.reason == cl.SPLIT_STOP for r in ann.cleanup.removed)
+    tr, va, _ = make_windows(cfg, data.chrom_sizes)
+    # the check off: some window's gold is impossible, and gold_log_z says so as the
+    # loss does (log Z - nll), window by window
+    monkeypatch.setattr("semiseg.trainingdata.check_windows", lambda *a, **k: None)
+    trd, vad = make_datasets(cfg, data, ann, scheme, cols, tr, va)
+    head = fresh_head(_layout(scheme), cfg.crf.max_duration)
+    x, lengths, y = trd.batch(list(range(len(trd))))
+    mine = gold_log_z(head, x, lengths, y)
+    em = torch.cat([torch.zeros(*x.shape[:2], head.n_channels), x[..., :4]], -1)
+    with torch.no_grad():
+        ref = head.log_partition(em, lengths) - head.nll(em, y, lengths)
+    assert torch.isinf(mine).any()
+    assert torch.equal(torch.isinf(mine), torch.isinf(ref))
+    fin = torch.isfinite(mine)
+    assert torch.allclose(mine[fin].double(), ref[fin].double(), rtol=1e-5, atol=1e-2)
+    # the check on
+    monkeypatch.undo()
+    monkeypatch.setattr(cl, "_split_stop", lambda *a: False)
+    monkeypatch.setattr(ui, "log", lambda m: logs.append(str(m)))
+    data, ann, scheme, cols = prepare(cfg)
+    trd, vad = make_datasets(cfg, data, ann, scheme, cols, tr, va)
+    found = {r.id for r in ann.cleanup.removed if r.reason == cl.GOLD_PATH}
+    assert found == split
+    assert any("gold path not allowed" in m and "t5428" in m for m in logs)
+    assert not ann.cleanup.dropped_windows
+    x, lengths, y = trd.batch(list(range(len(trd))))
+    assert torch.isfinite(gold_log_z(head, x, lengths, y)).all()
+    assert real is not cl._split_stop
+
+
+def _layout(scheme):
+    from semiseg.genome.frames import FrameLayout
+
+    return FrameLayout.from_scheme(scheme)
+
+
+def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
+    """An infinite loss in training is an error naming the window and the batch, with
+    no advice about the learning rate (the check switched off to provoke it)."""
+    from semiseg.train import train
+
+    fa, gff = _write_region(tmp_path, *REGION)
+    cfg = _config(tmp_path, fa, gff, train__batch_size=64)
+    monkeypatch.setattr(cl, "_split_stop", lambda *a: False)
+    monkeypatch.setattr("semiseg.trainingdata.check_windows", lambda *a, **k: None)
+    with pytest.raises(SemisegError) as err:
+        train(cfg, tmp_path / "run")
+    msg = str(err.value)
+    assert "infinite training loss at epoch 1, batch 1" in msg
+    assert re.search(r"window fly:\d+-\d+", msg) and "lr" not in msg
+
+
+# ----------------------------------------------------------------------------- bad input trains
+def _train_ok(cfg, tmp_path, logs) -> str:
+    from semiseg.train import train
+
+    out = train(cfg, tmp_path / "run")
+    assert out["epochs_run"] == 1
+    line = next(m for m in logs if m.startswith("annotation: masked"))
+    assert any(m.startswith("gold-path check:") and " 0 not allowed" in m for m in logs)
+    return line
+
+
+def test_shared_gff3_as_it_is_trains(tmp_path, logs):
+    """The shared FASTA and GFF3 unchanged, windows held to 20 kb around the first named
+    window (windows.holdout)."""
+    cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3",
+                  windows__holdout=[f"{CHROM}:0-{REGION[0]}", f"{CHROM}:{REGION[1]}-4000000"])
+    line = _train_ok(cfg, tmp_path, logs)
+    assert re.search(r"masked \d+ of 924 transcripts: \d+ duplicate", line)
+
+
+def test_gtf_of_the_same_trains_alike(tmp_path, logs):
+    """A GTF made from the GFF3: the same clean-up (the same transcripts set aside for
+    the same reasons) and it trains."""
+    from semiseg.trainingdata import prepare
+
+    gtf = tmp_path / "fly.gtf"
+    _gtf_from_gff3(FLY / "chr2R_2M_6M.gff3", gtf)
+    hold = [f"{CHROM}:0-{REGION[0]}", f"{CHROM}:{REGION[1]}-4000000"]
+    a = prepare(_config(tmp_path, FLY / "chr2R_2M_6M.fa", gtf, windows__holdout=hold))[1]
+    b = prepare(_config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3",
+                        windows__holdout=hold))[1]
+    assert ({(r.id, r.reason) for r in a.cleanup.removed}
+            == {(r.id, r.reason) for r in b.cleanup.removed})
+    assert a.cleanup.masks == b.cleanup.masks
+    _train_ok(_config(tmp_path, FLY / "chr2R_2M_6M.fa", gtf, windows__holdout=hold),
+              tmp_path, logs)
+
+
+def _bad_rows(kind: str, gff: Path, size: int) -> tuple[str, str, tuple[int, int]]:
+    """Extra GFF3 rows of one kind of bad transcript in the region: (rows, id, extent
+    0-based half-open)."""
+    if kind == "no_cds":  # an mRNA with exons only, in an intergenic stretch
+        a, b = 300, 1500
+        rows = (f"fly\tx\tgene\t{a + 1}\t{b}\t.\t+\t.\tID=gx\n"
+                f"fly\tx\tmRNA\t{a + 1}\t{b}\t.\t+\t.\tID=tx;Parent=gx\n"
+                f"fly\tx\texon\t{a + 1}\t{a + 400}\t.\t+\t.\tParent=tx\n"
+                f"fly\tx\texon\t{b - 400 + 1}\t{b}\t.\t+\t.\tParent=tx\n")
+        return rows, "tx", (a, b)
+    if kind == "childless":  # an mRNA row with nothing under it
+        a, b = 300, 1500
+        return f"fly\tx\tmRNA\t{a + 1}\t{b}\t.\t-\t.\tID=tc\n", "tc", (a, b)
+    if kind == "not_triplet":  # 700 bp of CDS in an intergenic stretch
+        a, b = 300, 1000
+        rows = (f"fly\tx\tmRNA\t{a + 1}\t{b}\t.\t+\t.\tID=tn\n"
+                f"fly\tx\tCDS\t{a + 1}\t{b}\t.\t+\t0\tParent=tn\n")
+        return rows, "tn", (a, b)
+    if kind == "off_end":  # a two-exon gene whose second exon runs past the end
+        a = size - 1000
+        rows = (f"fly\tx\tmRNA\t{a + 1}\t{size + 700}\t.\t+\t.\tID=to\n"
+                f"fly\tx\tCDS\t{a + 1}\t{a + 300}\t.\t+\t0\tParent=to\n"
+                f"fly\tx\tCDS\t{size - 200}\t{size + 700}\t.\t+\t0\tParent=to\n")
+        return rows, "to", (a, size)
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("kind,reason", [("no_cds", cl.NO_CDS), ("childless", cl.NO_CDS),
+                                         ("not_triplet", cl.NOT_TRIPLET),
+                                         ("off_end", cl.OFF_END)])
+def test_bad_transcript_masked_named_and_trains(tmp_path, logs, kind, reason):
+    """Each bad transcript: set aside for its reason, named in the log, its extent
+    unknown in the labels (outside any kept gene), and training runs."""
+    from semiseg.trainingdata import prepare
+
+    fa, gff = _write_region(tmp_path, *REGION)
+    size = REGION[1] - REGION[0]
+    rows, tid, (a, b) = _bad_rows(kind, gff, size)
+    gff.write_text(gff.read_text() + rows)
+    cfg = _config(tmp_path, fa, gff)
+    ann = prepare(cfg)[1]
+    got = {r.id: r for r in ann.cleanup.removed}
+    assert got[tid].reason == reason
+    lab = ann.labels("fly", 0, size)
+    kept = [v[1:] for v in ann.cleanup.spans.values()]
+    free = np.ones(size, bool)
+    for x, y in kept:
+        free[x:y] = False
+    span = np.zeros(size, bool)
+    span[a:b] = True
+    assert (lab[span & free] == -1).all() and (span & free).any()
+    assert any(reason in m and tid in m for m in logs)
+    _train_ok(cfg, tmp_path, logs)
+
+
+def test_soft_masked_sequence_trains_alike(tmp_path, logs):
+    """An all-lowercase FASTA gives the same clean-up as the upper-case one (codons and
+    splice sites are read case-blind) and trains, with and without the soft-mask
+    channel."""
+    from semiseg.trainingdata import prepare
+
+    up = prepare(_config(tmp_path, *_write_region(tmp_path, *REGION, name="fly")))[1]
+    low_dir = tmp_path / "low"
+    low_dir.mkdir()
+    fa, gff = _write_region(low_dir, *REGION, lower=True, name="fly")
+    low = prepare(_config(low_dir, fa, gff))[1]
+    assert ({(r.id, r.reason) for r in up.cleanup.removed}
+            == {(r.id, r.reason) for r in low.cleanup.removed})
+    assert up.cleanup.masks == low.cleanup.masks and up.cleanup.spans
+    _train_ok(_config(low_dir, fa, gff, inputs__softmask=True), low_dir, logs)
