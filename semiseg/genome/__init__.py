@@ -25,7 +25,8 @@ sequence.py
 -----------
 ``Fasta(paths)``: one plain or bgzip FASTA, or a list of them (one per chromosome is
   fine; names unique across files). pyfaidx for plain, pysam for bgzip. Builds the
-  ``.fai``/``.gzi`` when missing (SemisegError if the folder is read-only; plain gzip is
+  ``.fai``/``.gzi`` when missing (in the cache when the folder is read-only or the
+  index no longer fits the FASTA; plain gzip is
   refused with a hint to bgzip). Context manager; ``.paths``.
   - ``.chrom_sizes -> dict[str, int]``
   - ``.fetch(chrom, start, end) -> str`` (original case)

@@ -107,6 +107,65 @@ def _compression(path: str) -> str:
     return "gzip"
 
 
+def index_cache() -> str | None:
+    """The folder for FASTA indexes that cannot live beside their FASTA:
+    $SEMISEG_CACHE/fai, else $XDG_CACHE_HOME/semiseg/fai (~/.cache/semiseg/fai); None
+    when it cannot be created or written."""
+    root = os.environ.get("SEMISEG_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "semiseg")
+    folder = os.path.join(root, "fai")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def fai_matches(fasta: str, fai: str) -> bool:
+    """Whether a .fai index describes the plain FASTA `fasta` as it is now: every
+    record's header line (its name) sits just before the offset the index gives, each
+    record ends (by the index's length and line widths) where the next header begins,
+    and nothing but blank space follows the last one. A FASTA edited, grown, cut or
+    rewrapped since the index was made fails this, whatever the files' dates say (an
+    index newer than its FASTA was trusted: sequences silently cut or dropped)."""
+    try:
+        size = os.path.getsize(fasta)
+        rows = []
+        with open(fai) as fh:
+            for line in fh:
+                f = line.rstrip("\n").split("\t")
+                if len(f) < 5:
+                    return False
+                rows.append((f[0], *map(int, f[1:5])))
+        if not rows:
+            return False
+        with open(fasta, "rb") as fh:
+            prev = 0
+            for name, length, offset, bases, width in rows:
+                if bases <= 0 or width < bases or length < 0 or not prev < offset <= size \
+                        or offset - prev > (1 << 20):
+                    return False
+                fh.seek(prev)
+                head = fh.read(offset - prev).lstrip(b"\r\n")
+                if not head.startswith(b">") or not head.endswith(b"\n") \
+                        or head.count(b"\n") != 1:
+                    return False
+                words = head[1:].split()
+                if not words or words[0].decode("utf-8", "replace") != name:
+                    return False
+                full, rem = divmod(length, bases)
+                end = offset + full * width + rem
+                if end > size + (width - bases):
+                    return False
+                prev = min(end, size)
+            fh.seek(prev)
+            tail = fh.read(4096)
+            return not tail.strip() and prev + len(tail) == size
+    except (OSError, ValueError):
+        return False
+
+
 class _FastaFile:
     """One FASTA file (plain via pyfaidx, bgzip via pysam)."""
 
@@ -122,35 +181,25 @@ class _FastaFile:
                 f"{path} is gzip-compressed but not with bgzip; "
                 "recompress it with 'bgzip' (or decompress it) so it can be indexed"
             )
-        needed = [path + ".fai"] + ([path + ".gzi"] if kind == "bgzip" else [])
-        # a missing index, or one older than the FASTA, is (re)built
-        stale = [p for p in needed
-                 if not os.path.exists(p) or os.path.getmtime(p) < os.path.getmtime(path)]
-        folder = os.path.dirname(os.path.abspath(path))
-        if stale and not os.access(folder, os.W_OK):
-            what = "no index" if not os.path.exists(stale[0]) else "an index older than itself"
-            raise SemisegError(
-                f"{path} has {what} ({os.path.basename(stale[0])}) and its folder "
-                f"{folder} is read-only; run 'samtools faidx' where it can be written, "
-                "or copy the FASTA to a writable folder"
-            )
-        for p in stale:
-            if os.path.exists(p):
-                os.remove(p)
         self.kind = kind
+        self._tmpdir = None
+        fai, gzi = self._index_paths(path, kind)
         try:
             if kind == "plain":
                 import pyfaidx
 
                 self.handle = pyfaidx.Fasta(
-                    path, as_raw=True, sequence_always_upper=False,
-                    rebuild=bool(stale), build_index=True,
+                    path, indexname=fai, as_raw=True, sequence_always_upper=False,
+                    rebuild=False, build_index=True,
                 )
                 self.chrom_sizes = {name: len(rec) for name, rec in self.handle.records.items()}
             else:
                 import pysam
 
-                self.handle = pysam.FastaFile(path)
+                if not os.path.exists(fai):
+                    pysam.faidx(path, "--fai-idx", fai, "--gzi-idx", gzi)
+                self.handle = pysam.FastaFile(path, filepath_index=fai,
+                                              filepath_index_compressed=gzi)
                 self.chrom_sizes = dict(zip(self.handle.references, self.handle.lengths))
         except SemisegError:
             raise
@@ -160,6 +209,51 @@ class _FastaFile:
             raise SemisegError(f"{path}: cannot read FASTA: {msg}") from None
         if not self.chrom_sizes:
             raise SemisegError(f"{path}: no sequences in FASTA file")
+
+    @staticmethod
+    def _writable(folder: str) -> bool:
+        return os.access(folder, os.W_OK)
+
+    def _index_paths(self, path: str, kind: str) -> tuple[str, str]:
+        """Where the index (.fai, and .gzi for bgzip) is read or built. The one beside
+        the FASTA when it fits the file (plain: `fai_matches`; bgzip: not older than
+        it); a missing one is built there when the folder is writable (as samtools
+        does). A stale index is never trusted or overwritten, and nothing is written
+        beside a FASTA in a read-only folder: the index is then built in the cache
+        (`index_cache`), keyed by the FASTA's path, size and mtime."""
+        fai, gzi = path + ".fai", path + ".gzi"
+        here = [fai] + ([gzi] if kind == "bgzip" else [])
+        if all(os.path.exists(p) for p in here):
+            fits = (fai_matches(path, fai) if kind == "plain" else
+                    all(os.path.getmtime(p) >= os.path.getmtime(path) for p in here))
+            if fits:
+                return fai, gzi
+        elif not any(os.path.exists(p) for p in here) and self._writable(
+                os.path.dirname(os.path.abspath(path))):
+            return fai, gzi
+        folder = index_cache()
+        if folder is None:  # no writable cache: a temporary folder, removed at close
+            import tempfile
+
+            folder = self._tmpdir = tempfile.mkdtemp(prefix="semiseg-fai-")
+        st = os.stat(path)
+        import hashlib
+
+        key = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:16]
+        base = os.path.join(folder, f"{key}-{st.st_size}-{st.st_mtime_ns}-"
+                                    f"{os.path.basename(path)}")
+        cfai, cgzi = base + ".fai", base + ".gzi"
+        if os.path.exists(cfai) and kind == "plain" and not fai_matches(path, cfai):
+            os.remove(cfai)  # a cached index that does not fit: built again
+        return cfai, cgzi
+
+    def close(self) -> None:
+        self.handle.close()
+        if self._tmpdir:
+            import shutil
+
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
     def fetch(self, chrom: str, start: int, end: int) -> str:
         if self.kind == "plain":
@@ -190,14 +284,17 @@ class Fasta:
     Args:
         paths: a plain or bgzip-compressed FASTA, or a list of them (e.g. one file per
             chromosome); chromosome names must be unique across the files. The index
-            (``.fai``, and ``.gzi`` for bgzip) is built next to each file when missing.
+            (``.fai``, and ``.gzi`` for bgzip) is built next to each file when missing
+            and its folder is writable; one that no longer fits its FASTA
+            (`fai_matches`), or a missing one in a read-only folder, is built in the
+            cache (`index_cache`) instead, never overwriting a file beside the input.
 
     Attributes:
         chrom_sizes: ``dict[str, int]`` in file order.
 
     Raises:
         SemisegError: unreadable, plain-gzip, malformed or empty file, a chromosome in two
-            files, or a missing index in a folder that cannot be written; from `fetch`, a
+            files; from `fetch`, a
             character in the sequence that is not a letter, '-', '*' or '.'.
     """
 
@@ -234,7 +331,7 @@ class Fasta:
 
     def close(self) -> None:
         for f in self._files:
-            f.handle.close()
+            f.close()
         self._files = []
 
     def fetch(self, chrom: str, start: int = 0, end: int | None = None) -> str:
