@@ -60,18 +60,19 @@ def arguments(key):
     return [str(v) for v in value]
 
 
-def scheme_names():
-    """The model's label names (one posterior bigWig each), read when the Snakefile is:
-    from `model` when given, else from the training config with its `train_set`."""
+def model_scheme():
+    """The model's label scheme (one posterior bigWig per label; a gene_structure scheme
+    also gives the genes' CDS and protein FASTA), read when the Snakefile is: from `model`
+    when given, else from the training config with its `train_set`."""
     if config.get("model"):
         from semiseg.checkpoint import checkpoint_scheme, load_checkpoint
 
-        return checkpoint_scheme(load_checkpoint(config["model"])).names
+        return checkpoint_scheme(load_checkpoint(config["model"]))
     from semiseg.config import load_config
     from semiseg.genome.scheme import load_scheme
 
     cfg = load_config(config["train_config"], list(config.get("train_set") or []))
-    return load_scheme(cfg.labels.scheme).names
+    return load_scheme(cfg.labels.scheme)
 
 
 OUT = pattern(config["outdir"], "outdir")
@@ -94,18 +95,23 @@ MODEL = pattern(config["model"], "model") if config.get("model") else f"{OUT}/mo
 ENV = "envs/semiseg.yaml"
 CONTAINER = config.get("container") or None  # an image for --sdm apptainer; off when empty
 
-# what `semiseg annotate --out PREFIX` writes (semiseg/annotate.py, genome/write.py) and
-# `semiseg merge` joins: every file is a declared output, so later rules can ask for any
-ANNOTATION = (["bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw", "entropy.bw",
-               "boundary_entropy.bw"]
-              + [pattern(f"posterior.{n}.bw", "the model's label names") for n in scheme_names()])
+# what `semiseg annotate --out PREFIX` writes (semiseg/annotate.py, genome/write.py;
+# docs/outputs.md) and `semiseg merge` joins: every file is a declared output, so later
+# rules can ask for any. Each part also has its provenance sidecar PREFIX.json.
+SCHEME = model_scheme()
+ANNOTATION = (["bed", "browser.bed", "stranded.bed", "gff3", "summary.tsv", "boundary.bw",
+               "entropy.bw", "boundary_entropy.bw"]
+              + [pattern(f"posterior.{n}.bw", "the model's label names") for n in SCHEME.names])
+if SCHEME.kind == "gene_structure":  # the genes' spliced CDS and their proteins
+    ANNOTATION += ["cds.fa", "proteins.fa"]
 if any(a == "--samples" or a.startswith("--samples=") for a in ANNOTATE_ARGS):
     ANNOTATION.append("samples.bed")
 
 
-def annotation(prefix):
-    """The annotation files of PREFIX (a Snakemake pattern)."""
-    return [f"{prefix}.{ext}" for ext in ANNOTATION]
+def annotation(prefix, sidecar=False):
+    """The annotation files of PREFIX (a Snakemake pattern), with annotate's provenance
+    sidecar PREFIX.json when `sidecar`."""
+    return [f"{prefix}.{ext}" for ext in ANNOTATION + ["json"] * sidecar]
 
 
 def prefix(output):
@@ -210,7 +216,7 @@ rule annotate:
         fasta=pattern(config["fasta"], "fasta"),
         regions=f"{OUT}/shards/{{shard}}.bed",
     output:
-        annotation(f"{OUT}/parts/{{shard}}"),
+        annotation(f"{OUT}/parts/{{shard}}", sidecar=True),
     log:
         f"{OUT}/logs/annotate.{{shard}}.log",
     benchmark:

@@ -127,6 +127,17 @@ def merge(parts: list[str], out: str) -> list[str]:
                 for i, p in enumerate(parts):
                     with open(f"{p}.samples.bed") as src:
                         fh.writelines(line for line in src if i == 0 or not line.startswith("#"))
+        # the stranded BED and the genes' CDS and protein FASTA (IDs carry the chromosome,
+        # so the parts' records stay distinct): the parts' rows in order, where every part
+        # has the file
+        for suffix in ("stranded.bed", "cds.fa", "proteins.fa"):
+            if all(os.path.isfile(f"{p}.{suffix}") for p in parts):
+                header = ("#", "track", "browser") if suffix.endswith(".bed") else ()
+                with open(target(suffix), "w") as fh:
+                    for i, p in enumerate(parts):
+                        with open(f"{p}.{suffix}") as src:
+                            fh.writelines(ln for ln in src
+                                          if i == 0 or not (header and ln.startswith(header)))
         for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
             sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
             try:

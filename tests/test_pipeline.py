@@ -44,8 +44,9 @@ pytest.importorskip("pyBigWig")
 HOSTILE = "a b $(touch PWNED1) `touch PWNED2` ; touch PWNED3 ; 'q\" $HOME * ~ &"
 PWNED = ("PWNED1", "PWNED2", "PWNED3")
 LABELS = ["intergenic", "CDS+", "CDS-", "intron+", "intron-"]  # demo.yaml / shipped model
-PER_PREFIX = (["bed", "browser.bed", "gff3", "summary.tsv", "boundary.bw", "entropy.bw",
-               "boundary_entropy.bw"] + [f"posterior.{n}.bw" for n in LABELS])
+PER_PREFIX = (["bed", "browser.bed", "stranded.bed", "gff3", "summary.tsv", "boundary.bw",
+               "entropy.bw", "boundary_entropy.bw", "cds.fa", "proteins.fa"]
+              + [f"posterior.{n}.bw" for n in LABELS])
 
 
 def _env():
@@ -308,6 +309,46 @@ def test_pipeline_end_to_end_with_training(tmp_path):
     logs = {p.name: p.read_text() for p in (out / "logs").iterdir()}
     assert {"train.log", "annotate.0000.log", "annotate.0001.log"} <= set(logs)
     assert all(logs.values()), [n for n, t in logs.items() if not t]
+
+
+def test_merge_joins_gene_outputs_as_one_job(tmp_path):
+    """`semiseg merge` (the pipeline's gather step) of two parts annotated one chromosome
+    each gives the stranded BED and the genes' CDS and protein FASTA of annotating both
+    chromosomes in one job (the oracle)."""
+    from semiseg import ui
+    from semiseg.annotate import annotate
+    from semiseg.merge import merge
+
+    _fasta(tmp_path / "g.fa", {"A": (DATA / "chrI.fa", 0, 1000),
+                               "B": (DATA / "chrI.fa", 1500, 2500)})
+    ui.set_quiet(True)
+    kw = {"device": "cpu", "threads": 1}
+    annotate(str(SHIPPED), str(tmp_path / "g.fa"), str(tmp_path / "one" / "a"), **kw)
+    for c in "AB":
+        annotate(str(SHIPPED), str(tmp_path / "g.fa"), str(tmp_path / "parts" / c),
+                 chroms=[c], **kw)
+    written = merge([str(tmp_path / "parts" / c) for c in "AB"], str(tmp_path / "m" / "a"))
+    import re
+
+    def renumbered(text):
+        """Gene numbers count over the whole run (B's first gene is gene3 in one job,
+        gene1 in its part): number them per chromosome, in order."""
+        seen = {}
+
+        def one(m):
+            key = (m[1], m[2])
+            seen.setdefault(key, sum(k[0] == m[1] for k in seen) + 1)
+            return f"{m[1]}:gene{seen[key]}"
+        return re.sub(r"(\w+):gene(\d+)", one, text)
+
+    for ext in ("stranded.bed", "cds.fa", "proteins.fa"):
+        assert str(tmp_path / "m" / f"a.{ext}") in written
+        one = renumbered((tmp_path / "one" / f"a.{ext}").read_text())
+        assert renumbered((tmp_path / "m" / f"a.{ext}").read_text()) == one, ext
+    # both chromosomes hold a gene (chrI's YAL069W-like ORF on A, YAL068C on B)
+    heads = [ln for ln in (tmp_path / "m" / "a.proteins.fa").read_text().splitlines()
+             if ln.startswith(">")]
+    assert {h[1:].split(":")[0] for h in heads} == {"A", "B"}
 
 
 # ------------------------------------------------------------- scatter, SLURM
