@@ -19,8 +19,9 @@ processed one at a time, in FASTA order:
 Outputs: PREFIX.bed (BED9), PREFIX.browser.bed, PREFIX.gff3, PREFIX.posterior.LABEL.bw,
 PREFIX.boundary.bw, PREFIX.entropy.bw, PREFIX.boundary_entropy.bw (written by
 semiseg.genome's OutputWriter), PREFIX.summary.tsv (segments and bp per label) and, with
-`--samples N`, PREFIX.samples.bed, all complete or none (temporary names, renamed at the
-end). The BED and GFF3 scores are exact run posteriors, the entropy tracks come from the
+`--samples N`, PREFIX.samples.bed: a whole set or nothing (written into a staging folder,
+moved into place at the end replacing the prefix's previous set, under a lock file:
+outputset.py). The BED and GFF3 scores are exact run posteriors, the entropy tracks come from the
 stitched marginals, and samples are exact posterior samples of each decoded sequence;
 semiseg/uncertainty.py says how each is defined with windowed decoding.
 """
@@ -54,6 +55,7 @@ from .errors import SemisegError
 from .generules import gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .model import steps_for
+from .outputset import ANNOTATION_FILES, OutputSet
 from .trainingdata import rc_columns, strand_swap
 
 
@@ -557,7 +559,9 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     prov = provenance.collect(options, version=__version__, model=model,
                               model_hash=ckpt["model_hash"], fasta=fasta, tracks=given,
                               regions=regions, scheme=scheme.name, resolution=res,
-                              genetic_code=genetic_code_table(genetic_code))
+                              genetic_code=genetic_code_table(genetic_code),
+                              extra_inputs={"chrom_sizes": chrom_sizes,
+                                            "track_sheet": track_sheet})
     prov["options_in_effect"] = provenance._plain({  # None above: the model's setting
         "window": ann.window, "context": ann.context, "max_decode_steps": ann.max_steps,
         "batch_steps": ann.batch_steps, "decode_overlap": ann.overlap,
@@ -587,7 +591,6 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
     pending = {c: per_chrom[c] for c in out_sizes}
-    written = []
     writer_args = {"prefix": out, "scheme": scheme, "chrom_sizes": out_sizes,
                    "resolution": res, "version": __version__,
                    "model_hash": ckpt["model_hash"], "entropy": True,
@@ -595,40 +598,39 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                    "proteins": fasta is not None, "stranded_bed": True,
                    "provenance": provenance.header_fields(prov)}
     mode = WRITER or ("thread" if dev.type == "cuda" else "inline")
-    sink = LocalWriter(writer_args, fa, ann.io_lock, res, names, counts, rules,
-                       threaded=mode == "thread", budget_bp=2 * ann.batch_steps * res,
-                       run_scores=uncertainty.has_run_posteriors(ann.model.crf))
-    with sink, ui.progress() as bar:
-        task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
-        groups = list(batches.groups(items, res, ann.window, ann.max_steps, ann.batch_steps))
-        # a reader thread reads the next batches of short contigs, and the first encoder
-        # windows of the next long sequence (emissions reads its other windows ahead the
-        # same way), while this thread encodes and decodes
-        loaded = ahead(lambda g: ann.load_first(g[0]) if len(g) == 1 else
-                       ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
-        try:
-            _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
-                             sample_rows, sizes, out_sizes, res)
-            sink.finish()
-        finally:
-            loaded.close()
-        summary = f"{out}.summary.tsv"
-        write_summary(summary, names, counts, meta)
-        written.append(summary)
-        if samples:
-            path = f"{out}.samples.bed"
-            uncertainty.write_samples(path, sample_rows, names, list(scheme.colors), res)
-            written.append(path)
-    secs = time.perf_counter() - t0
-    ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s ({total_bp / max(secs, 1e-9):,.0f} bp/s)")
-    for suffix in ["bed", "browser.bed", "gff3", "boundary.bw", "entropy.bw",
-                   "boundary_entropy.bw", "stranded.bed", "cds.fa", "proteins.fa"] + [
-            f"posterior.{n}.bw" for n in names]:
-        p = f"{out}.{suffix}"
-        if os.path.exists(p):
-            written.append(p)
-    provenance.write_sidecar(f"{out}.json", prov, written)  # PREFIX.json
-    written.append(f"{out}.json")
+    # the whole set is written into a staging folder and moved into place at the end of
+    # this block, replacing the prefix's previous set (outputset.py)
+    with OutputSet(out, legacy=ANNOTATION_FILES) as outputs:
+        stage = outputs.prefix
+        sink = LocalWriter(dict(writer_args, prefix=stage), fa, ann.io_lock, res, names,
+                           counts, rules, threaded=mode == "thread",
+                           budget_bp=2 * ann.batch_steps * res,
+                           run_scores=uncertainty.has_run_posteriors(ann.model.crf))
+        with sink, ui.progress() as bar:
+            task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
+            groups = list(batches.groups(items, res, ann.window, ann.max_steps,
+                                         ann.batch_steps))
+            # a reader thread reads the next batches of short contigs, and the first
+            # encoder windows of the next long sequence (emissions reads its other windows
+            # ahead the same way), while this thread encodes and decodes
+            loaded = ahead(lambda g: ann.load_first(g[0]) if len(g) == 1 else
+                           ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
+            try:
+                _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
+                                 sample_rows, sizes, out_sizes, res)
+                sink.finish()
+            finally:
+                loaded.close()
+            write_summary(f"{stage}.summary.tsv", names, counts, meta)
+            if samples:
+                uncertainty.write_samples(f"{stage}.samples.bed", sample_rows, names,
+                                          list(scheme.colors), res)
+        secs = time.perf_counter() - t0
+        ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s "
+               f"({total_bp / max(secs, 1e-9):,.0f} bp/s)")
+        # PREFIX.json: the provenance and every file of the set
+        provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
+    written = outputs.files
     return written
 
 

@@ -364,10 +364,26 @@ def plot(
                 posteriors=posteriors)
 
 
+def _interrupted(detail: str = "") -> None:
+    from .interrupt import EXIT_INTERRUPTED, received
+
+    how = " by SIGTERM" if received() == "SIGTERM" else ""
+    typer.echo(f"semiseg: interrupted{how}; "
+               + (detail or "only complete output files were kept"), err=True)
+    sys.exit(EXIT_INTERRUPTED)
+
+
 def main() -> None:
-    """Console-script entry point: user errors become one line and exit code 2."""
+    """Console-script entry point. Exit codes (docs/reliability.md): 0 success; 2 a user
+    error or a failed write, as one line `semiseg: error: ...`; 130 interrupted (Ctrl-C
+    or SIGTERM, e.g. a SLURM time limit): `semiseg: interrupted`, temporary files removed."""
+    from .interrupt import EXIT_INTERRUPTED, Interrupted, install
+
+    install()  # SIGINT and SIGTERM raise KeyboardInterrupt: clean-ups run
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+    except Interrupted as err:  # interrupted, with something to say (train: --resume)
+        _interrupted(str(err))
     except SemisegError as err:
         if _state["debug"]:
             raise
@@ -376,14 +392,18 @@ def main() -> None:
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("semiseg: error: interrupted; only complete output files were kept", err=True)
-        sys.exit(2)
+        _interrupted()
     except Exception as err:  # usage errors (missing option, bad value) and the like
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's or typer's own click
             show()
             sys.exit(2)
         raise
+    # typer turns a KeyboardInterrupt inside a command into the return value 130
+    if rc == EXIT_INTERRUPTED:
+        _interrupted()
+    sys.exit(rc if isinstance(rc, int) else 0)
+
 
 if __name__ == "__main__":
     main()
