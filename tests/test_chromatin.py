@@ -172,7 +172,8 @@ def test_holdout_and_subtraction_against_masks(tmp_path):
         for c in sizes:  # the same positions, each once unless the regions overlapped
             assert np.array_equal(_mask(got, sizes)[c], want[c])
     for spec, message in ((["z:1-2"], "chromosome z is not in the genome"),
-                          (["a:5-5"], "empty or outside a"), (["a:0-2000"], "outside a")):
+                          (["a:5-5"], "empty or outside a"), (["a:0-2000"], "outside a"),
+                          (["a:1-x"], r"windows.holdout\[0\] 'a:1-x': expected chrom:start")):
         with pytest.raises(SemisegError, match=message):
             read_holdout(spec, sizes)
 

@@ -126,7 +126,11 @@ def read_holdout(spec, chrom_sizes: Mapping[str, int]) -> list[tuple[str, int, i
                 raise SemisegError(f"{path}:{lineno}: start and end must be integers") from None
     else:
         for i, item in enumerate(spec):
-            chrom, a, b = parse_region(str(item))
+            try:
+                chrom, a, b = parse_region(str(item))
+            except SemisegError:
+                raise SemisegError(f"windows.holdout[{i}] {item!r}: expected chrom:start-end "
+                                   "or chrom") from None
             if b == -1 and chrom in chrom_sizes:
                 b = chrom_sizes[chrom]
             raw.append((chrom, a, b, f"windows.holdout[{i}] {item!r}"))
