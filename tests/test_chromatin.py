@@ -274,6 +274,12 @@ def test_shipped_config_trains_and_annotates_without_a_fasta(trained, tmp_path):
     assert sum(n for _, n in bed.values()) == SIZES["chrC"] and "gap" not in bed
     summary = _summary(f"{out}.summary.tsv")
     assert {k: v for k, v in summary.items() if v[0]} == bed
+    inputs = json.loads(Path(f"{out}.json").read_text())["inputs"]
+    assert "fasta" not in inputs
+    assert inputs["chrom_sizes"]["path"] == str(EXAMPLE / "chrom.sizes")
+    assert inputs["track_sheet"]["path"] == str(EXAMPLE / "tracks.tsv")
+    assert sorted(inputs["tracks"]) == sorted(["H3K4me3", "H3K27ac", "H3K36me3", "H3K27me3",
+                                               "H3K4me1"])
 
 
 def test_annotate_input_errors(trained, tmp_path):
