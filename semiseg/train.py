@@ -2,6 +2,8 @@
 
 Outputs in the run folder DIR:
     config.yaml   the resolved config (absolute paths)
+    annotation_masked.tsv  GFF/GTF training labels: the transcripts the clean-up set
+                  aside and why (docs/annotations.md)
     last.pt       the state after the last complete epoch (resume point)
     best.pt       the state after the best epoch (train.select: validation loss or F1)
     metrics.tsv   one row per epoch: loss, learning rate, validation metrics, seconds
@@ -586,6 +588,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     if ctx.main:
         out.mkdir(parents=True, exist_ok=True)
         save_config(cfg, out / "config.yaml")
+        if train_ds.cleanup is not None:  # what the annotation clean-up set aside, and why
+            (out / "annotation_masked.tsv").write_text(train_ds.cleanup.tsv())
 
     done_here, stopped_early = 0, False
     try:

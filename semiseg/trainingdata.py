@@ -65,6 +65,7 @@ class Dataset:
                  rc_labels: np.ndarray | None = None, pool: int = 1, on_load=None):
         self.windows = windows
         self.rc_columns, self.rc_labels, self.pool = rc_columns, rc_labels, pool
+        self.cleanup = None  # the annotation clean-up (genome/cleanup.py), if any
         self.x, self.y = [], []
         for w in windows:
             feats, _ = data.load(w.chrom, w.start, w.end)
@@ -338,6 +339,7 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
     cleanup = getattr(annotation, "cleanup", None)
     if cleanup is not None:
         ui.log("annotation: " + cleanup.line())
+    train_ds.cleanup = cleanup  # train.py writes its list to the run folder
     return train_ds, valid_ds
 
 

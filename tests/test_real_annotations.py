@@ -30,7 +30,7 @@ FLY = next((p for p in (ROOT / "data" / "fly", ROOT.parent / "shared" / "data" /
 pytestmark = pytest.mark.skipif(FLY is None, reason="the shared fly data is not here")
 CHROM = "chr2R_2M_6M"
 NAMED = [(2_592_000, 2_602_000), (3_750_000, 3_760_000)]
-REGION = (2_585_000, 2_605_000)  # 20 kb holding the first named window's genes
+REGION = (2_593_000, 2_603_000)  # 10 kb holding the first named window's genes
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -149,6 +149,7 @@ def _loss_gold_inf(gold, fasta, chrom, windows, K=256) -> list[bool]:
 
 
 # ----------------------------------------------------------------------------- the named windows
+@pytest.mark.slow  # the whole 4 Mb chromosome's gold codes (about 10-20 s)
 def test_named_windows_inf_before_finite_after(tmp_path, logs):
     """The issue's two windows: the loss is infinite with the annotation as it is and
     finite after the clean-up (the loss itself, not the check, is the oracle)."""
@@ -299,11 +300,15 @@ def _train_ok(cfg, tmp_path, logs) -> str:
     assert out["epochs_run"] == 1
     line = next(m for m in logs if m.startswith("annotation: masked"))
     assert any(m.startswith("gold-path check:") and " 0 not allowed" in m for m in logs)
+    n = int(re.search(r"masked (\d+) of", line).group(1))
+    tsv = (tmp_path / "run" / "annotation_masked.tsv").read_text().splitlines()
+    assert len(tsv) == n + 1  # header + one row per transcript set aside
     return line
 
 
+@pytest.mark.slow  # the whole 4 Mb chromosome's gold codes (about 10-20 s)
 def test_shared_gff3_as_it_is_trains(tmp_path, logs):
-    """The shared FASTA and GFF3 unchanged, windows held to 20 kb around the first named
+    """The shared FASTA and GFF3 unchanged, windows held to 10 kb of the first named
     window (windows.holdout)."""
     cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3",
                   windows__holdout=[f"{CHROM}:0-{REGION[0]}", f"{CHROM}:{REGION[1]}-4000000"])
@@ -311,6 +316,7 @@ def test_shared_gff3_as_it_is_trains(tmp_path, logs):
     assert re.search(r"masked \d+ of 924 transcripts: \d+ duplicate", line)
 
 
+@pytest.mark.slow  # the whole 4 Mb chromosome's gold codes (about 10-20 s)
 def test_gtf_of_the_same_trains_alike(tmp_path, logs):
     """A GTF made from the GFF3: the same clean-up (the same transcripts set aside for
     the same reasons) and it trains."""
