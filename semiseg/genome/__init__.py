@@ -55,6 +55,10 @@ tracks.py
   with ``fit_track_stats(tracks, chroms)`` on training chromosomes; ``.to_dict()`` /
   ``TrackStats.from_dict(d)`` (plain lists/floats, for the checkpoint).
 ``transform(values, kind)``: "none", "log1p" (sign(x) * log(1 + |x|)), "arcsinh".
+``read_track_sheet(path) -> {name: path or {path, transform, kind, mapq, strand}}``: a
+  TSV of tracks (name, path[, transform, kind, mapq, strand]; optional header naming the
+  columns; paths relative to the sheet), the layout of the config's ``inputs.tracks``.
+``fit_track_stats(..., exclude=[(chrom, start, end)])`` leaves held-out regions out.
 
 scheme.py, labels.py, gff.py
 ----------------------------
@@ -122,6 +126,12 @@ windows.py (windows, splits and the loader)
   skipped when ``fasta`` is given.
 ``split_windows(windows, valid=..., test=..., by="chrom"|"region") -> dict[str, list[Window]]``
   with keys ``"train"``, ``"valid"``, ``"test"``.
+``ChromSizes(path)``: a genome known by a chrom-sizes file or ``.fai`` alone, in place of a
+  ``Fasta`` for models that read no sequence (``.chrom_sizes``; one-hot all zero, no N
+  runs, ``fetch`` raises); ``GenomeData`` takes it and records it in ``config()``.
+``read_holdout(spec, chrom_sizes)``: ``windows.holdout`` (a BED path, or a list of
+  ``"chrom:start-end"`` / ``"chrom"``) -> merged (chrom, start, end);
+  ``subtract_regions(regions, holes)``: regions with the holes cut out.
 ``GenomeData(fasta, tracks=(), annotation=None, resolution=1, iupac="zero",
   softmask=False, stats=None, alias=None)``: the fast loader.
   - ``.chrom_sizes``, ``.feature_names: list[str]``, ``.n_features``
