@@ -47,6 +47,54 @@ _DEVICE = typer.Option(None, "--device", help="auto, cpu or cuda (train: default
                                              "config's device key; others: auto).")
 
 
+# One example (or two) per command, shown at the end of its --help (typer's epilog: blank
+# lines separate paragraphs, a single line break is kept).
+_EXAMPLES = {
+    "train": "Examples:\n\n"
+             "  semiseg train --config configs/demo.yaml --out runs/yeast\n"
+             "  semiseg train -c my.yaml -o runs/a --set train.epochs=10 --device cuda\n\n"
+             "Guide: docs/train.md; every config key: docs/configuration.md.",
+    "annotate": "Examples:\n\n"
+                "  semiseg annotate --model yeast --fasta genome.fa --out ann/genome\n"
+                "  semiseg annotate -m runs/a/best.pt -f genome.fa -o ann/chr2 --chroms chr2\n\n"
+                "Guide: docs/annotate.md; the output files: docs/outputs.md.",
+    "ensemble": "Examples:\n\n"
+                "  semiseg ensemble runs/seed0 runs/seed1 runs/seed2 --out ens.pt\n"
+                "  semiseg annotate --model ens.pt --fasta genome.fa --out ann/genome\n\n"
+                "docs/commands.md, \"semiseg ensemble\".",
+    "merge": "Example:\n\n"
+             "  semiseg merge ann/chrI ann/chrII --out ann/genome\n\n"
+             "docs/commands.md, \"semiseg merge\".",
+    "shard": "Examples:\n\n"
+             "  semiseg shard --fasta genome.fa --out shards --shard-size 50e6\n"
+             "  semiseg annotate -m yeast -f genome.fa --regions shards/0000.bed "
+             "-o ann/0000\n\n"
+             "docs/commands.md, \"semiseg shard\"; the Snakefile does this for you: "
+             "docs/pipeline.md.",
+    "evaluate": "Examples:\n\n"
+                "  semiseg evaluate --pred ann/genome.bed --truth genes.gff3 --out eval/genome\n"
+                "  semiseg evaluate -p ann/genome.bed -t genes.gff3 --tolerance 0 "
+                "--regions test.bed\n\n"
+                "docs/commands.md, \"semiseg evaluate\".",
+    "demo": "Examples:\n\n"
+            "  semiseg demo demo_out\n"
+            "  semiseg demo demo_out --train --threads 2\n\n"
+            "The data (yeast chrI, chrII and SGD's annotation) come with the package. "
+            "docs/demo.md.",
+    "models": "Examples:\n\n"
+              "  semiseg models\n"
+              "  semiseg models --json\n\n"
+              "A name listed here works wherever a checkpoint does (annotate --model yeast).",
+    "plot": "Examples:\n\n"
+            "  semiseg plot -p demo_out/annotation.bed -r chrI:130000-160000 -o region.png\n"
+            "  semiseg plot -p ann/genome.bed -r chr2:0-50000 -t genes.gff3 "
+            "--posteriors ann/genome -o chr2.pdf\n\n"
+            "docs/commands.md, \"semiseg plot\".",
+}
+_ADVANCED = "Advanced"  # annotate --help: the options most runs leave alone
+_GENE_MODEL = "Gene model (defaults: the model's own)"
+
+
 def _setup(quiet: bool, threads: int | None) -> None:
     from . import ui
 
@@ -56,7 +104,7 @@ def _setup(quiet: bool, threads: int | None) -> None:
     torch.set_num_threads(threads or 1)
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["train"])
 def train(
     config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
@@ -81,7 +129,7 @@ def train(
     run(load_config(config, overrides), out, resume=resume)
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["annotate"])
 def annotate(
     model: Path = typer.Option(..., "--model", "-m",
                                help="Checkpoint (DIR/best.pt), run folder, or the name "
@@ -102,54 +150,55 @@ def annotate(
                                                                    "(default: everything)."),
     chroms: list[str] = typer.Option([], "--chroms", help="Chromosomes to annotate "
                                                           "(repeatable or comma-separated)."),
-    window: int | None = typer.Option(None, "--window", help="Encoder window, bp."),
-    context: int | None = typer.Option(None, "--context", help="Context dropped at each "
-                                                                  "side of a window, bp."),
-    max_decode_steps: int | None = typer.Option(
-        None, "--max-decode-steps", help="Decode sequences up to this many steps whole."),
-    batch_steps: int | None = typer.Option(
-        None, "--batch-steps", min=1, help="CRF steps per batch (short contigs, encoder "
-                                           "windows and decoding windows of long ones); "
-                                           "raise it to fill a GPU."),
-    decode_overlap: int | None = typer.Option(
-        None, "--decode-overlap", min=0, help="Steps by which decoding windows of long "
-                                              "sequences overlap (0: 8 x the model's "
-                                              "K, at most a quarter of a window)."),
-    reverse_complement: str | None = typer.Option(
-        None, "--reverse-complement", help="auto, on or off: average emissions over both "
-                                           "strands (auto: if trained with augmentation)."),
-    samples: int = typer.Option(0, "--samples", min=0, help="Also write N exact posterior "
-                                                             "samples (PREFIX.samples.bed)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of --samples."),
     intron_penalty: float | None = typer.Option(
-        None, "--intron-penalty", help="Gene model: log-score taken from each intron "
-                                       "(default: the model's annotate.intron_penalty)."),
+        None, "--intron-penalty", rich_help_panel=_GENE_MODEL,
+        help="Log-score taken from each intron."),
     branch_penalty: float | None = typer.Option(
-        None, "--branch-penalty", help="Gene model: log-score taken from each intron with no "
-                                       "branch point near the consensus; inf: none may "
-                                       "end there (default: the model's "
-                                       "annotate.branch_penalty)."),
+        None, "--branch-penalty", rich_help_panel=_GENE_MODEL,
+        help="Log-score taken from each intron with no branch point near the consensus "
+             "(inf: none may end there)."),
     donor_motif: str | None = typer.Option(
-        None, "--donor-motif", help="Gene model: introns must begin with this IUPAC motif "
-                                    "(e.g. GTANG; default: the model's annotate.donor_motif)."),
+        None, "--donor-motif", rich_help_panel=_GENE_MODEL,
+        help="IUPAC motif introns must begin with (e.g. GTANG)."),
     first_atg: bool | None = typer.Option(
-        None, "--first-atg/--no-first-atg", help="Gene model: move each gene's start codon "
-                                                 "to the first ATG of its reading frame "
-                                                 "(default: the model's annotate.first_atg)."),
+        None, "--first-atg/--no-first-atg", rich_help_panel=_GENE_MODEL,
+        help="Move each start codon to the first ATG of its reading frame."),
     long_orfs: int | None = typer.Option(
-        None, "--long-orfs", help="Gene model: call intergenic ORFs of at least N codons "
-                                  "genes (0: off; default: the model's annotate.long_orfs)."),
+        None, "--long-orfs", rich_help_panel=_GENE_MODEL,
+        help="Call intergenic ORFs of at least N codons genes (0: off)."),
     genetic_code: int = typer.Option(
-        1, "--genetic-code", help="Gene model: NCBI translation table of PREFIX.proteins.fa "
-                                  "(1 standard, 2 vertebrate mitochondrial, 4, 5, 6 "
-                                  "ciliate, 11 bacterial, ...; docs/outputs.md)."),
+        1, "--genetic-code", rich_help_panel=_GENE_MODEL,
+        help="NCBI translation table of PREFIX.proteins.fa (1 standard, 2 vertebrate "
+             "mitochondrial, 4, 5, 6 ciliate, 11 bacterial, ...; docs/outputs.md)."),
+    window: int | None = typer.Option(None, "--window", rich_help_panel=_ADVANCED,
+                                      help="Encoder window, bp."),
+    context: int | None = typer.Option(None, "--context", rich_help_panel=_ADVANCED,
+                                       help="Context dropped at each side of a window, bp."),
+    max_decode_steps: int | None = typer.Option(
+        None, "--max-decode-steps", rich_help_panel=_ADVANCED,
+        help="Decode sequences up to this many steps whole."),
+    batch_steps: int | None = typer.Option(
+        None, "--batch-steps", min=1, rich_help_panel=_ADVANCED,
+        help="CRF steps per batch; raise it to fill a GPU."),
+    decode_overlap: int | None = typer.Option(
+        None, "--decode-overlap", min=0, rich_help_panel=_ADVANCED,
+        help="Overlap of the decoding windows of long sequences, steps (0: 8 x the "
+             "model's K, at most a quarter of a window)."),
+    reverse_complement: str | None = typer.Option(
+        None, "--reverse-complement", rich_help_panel=_ADVANCED,
+        help="auto, on or off: average emissions over both strands (auto: if trained "
+             "with augmentation)."),
+    samples: int = typer.Option(0, "--samples", min=0, rich_help_panel=_ADVANCED,
+                                help="Also write N exact posterior samples "
+                                     "(PREFIX.samples.bed)."),
+    seed: int = typer.Option(0, "--seed", rich_help_panel=_ADVANCED,
+                             help="Random seed of --samples."),
     signal_precision: float | None = typer.Option(
-        None, "--signal-precision", help="Round bigWig values to multiples of this, equal "
-                                         "neighbours as one entry (0: exact; default: "
-                                         "annotate.signal_precision, 1e-4)."),
-    bf16: bool = typer.Option(False, "--bf16", help="Run the encoder in bfloat16 on a GPU "
-                                                    "(faster; near-tied calls may then differ "
-                                                    "from the CPU's; default float32)."),
+        None, "--signal-precision", rich_help_panel=_ADVANCED,
+        help="Round bigWig values to multiples of this (0: exact; default 1e-4)."),
+    bf16: bool = typer.Option(False, "--bf16", rich_help_panel=_ADVANCED,
+                              help="Run the encoder in bfloat16 on a GPU (faster; near-tied "
+                                   "calls may differ from float32's)."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
@@ -175,7 +224,7 @@ def annotate(
         track_sheet=str(track_sheet) if track_sheet else None)
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["ensemble"])
 def ensemble(
     models: list[Path] = typer.Argument(..., help="Two or more gene-model checkpoints (or "
                                                   "run folders) trained with one config."),
@@ -183,7 +232,7 @@ def ensemble(
     quiet: bool = _QUIET,
 ) -> None:
     """Combine gene models that differ only in training (seeds) into one model: annotate
-    averages their CRF terms and decodes once (README, "Ensembles")."""
+    averages their CRF terms and decodes once (docs/commands.md, "semiseg ensemble")."""
     from . import ui
     from .checkpoint import write_ensemble
 
@@ -191,7 +240,7 @@ def ensemble(
     ui.log(f"wrote {write_ensemble([str(m) for m in models], str(out))}")
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["merge"])
 def merge(
     parts: list[str] = typer.Argument(..., help="Annotation prefixes to join, in order."),
     out: str = typer.Option(..., "--out", "-o", help="Output prefix."),
@@ -206,7 +255,7 @@ def merge(
         ui.log(f"wrote {path}")
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["shard"])
 def shard(
     fasta: Path = typer.Option(..., "--fasta", "-f", help="Genome FASTA (indexed if needed)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for shards.tsv and SHARD.bed."),
@@ -239,7 +288,7 @@ def shard(
            f"(largest {longest:,} bp): {out}/shards.tsv")
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["evaluate"])
 def evaluate(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed), or a "
                               "gene finder's GFF3/GTF."),
@@ -283,7 +332,7 @@ def evaluate(
         ui.result_console().print(f"calibration: {result['calibration']['note']}")
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["demo"])
 def demo(
     outdir: Path = typer.Argument(..., help="Output folder."),
     data: Path | None = typer.Option(None, "--data", help="Folder with chrI.fa, chrII.fa "
@@ -292,8 +341,8 @@ def demo(
     epochs: int | None = typer.Option(None, "--epochs", help="Overrides the demo's epochs "
                                                              "(with --train)."),
     train: bool = typer.Option(False, "--train", help="Train the model on chrII first "
-                               "(about 6 min on one H100; hours on a 2-core CPU) instead "
-                               "of using the shipped one."),
+                               "(30 epochs: about 17 min on a 2-core CPU, a few minutes on "
+                               "one H100) instead of using the shipped one."),
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
 ) -> None:
@@ -305,7 +354,7 @@ def demo(
     run(outdir, data=data, device=device, epochs=epochs, train_model=train)
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["models"])
 def models(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
@@ -340,7 +389,7 @@ def models(
     ui.result_console().print(table)
 
 
-@app.command()
+@app.command(epilog=_EXAMPLES["plot"])
 def plot(
     pred: Path = typer.Option(..., "--pred", "-p", help="Predicted BED (PREFIX.bed)."),
     region: str = typer.Option(..., "--region", "-r", help="chrom:start-end (0-based, bp)."),
@@ -373,6 +422,19 @@ def _interrupted(detail: str = "") -> None:
     sys.exit(EXIT_INTERRUPTED)
 
 
+def _os_error(err: OSError) -> str:
+    """One line for an OSError that reached the top: the path and what was wrong."""
+    import errno
+
+    where = f"{err.filename}: " if err.filename else ""
+    why = {errno.EEXIST: "a file is in the way where a folder is needed",
+           errno.ENOTDIR: "a file is in the way where a folder is needed",
+           errno.EISDIR: "is a folder, a file is needed",
+           errno.EACCES: "permission denied", errno.EROFS: "read-only file system",
+           errno.ENOSPC: "no space left on the device"}.get(err.errno)
+    return f"{where}{why or err.strerror or type(err).__name__}"
+
+
 def main() -> None:
     """Console-script entry point. Exit codes (docs/reliability.md): 0 success; 2 a user
     error or a failed write, as one line `semiseg: error: ...`; 130 interrupted (Ctrl-C
@@ -393,6 +455,11 @@ def main() -> None:
         sys.exit(ex.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         _interrupted()
+    except OSError as err:  # a path the system refused: a file where a folder must be...
+        if _state["debug"]:
+            raise
+        typer.echo(f"semiseg: error: {_os_error(err)}", err=True)
+        sys.exit(2)
     except Exception as err:  # usage errors (missing option, bad value) and the like
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click's or typer's own click
