@@ -146,8 +146,8 @@ def run_augustus(name: str, seq: str, outdir: str, rerun: bool) -> tuple[str, di
             fh.write(f">{CHROM}:{lo}-{hi}\n")
             fh.writelines(sub[i:i + 60] + "\n" for i in range(0, len(sub), 60))
         t0 = time.perf_counter()
-        r = subprocess.run([exe, "--species=fly", fa], capture_output=True, text=True,
-                           check=False)
+        r = subprocess.run([exe, "--species=fly", os.path.basename(fa)], cwd=tmp,
+                           capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - t0
         if r.returncode != 0:
             raise SystemExit(f"fly_baselines: augustus failed ({r.returncode}): {r.stderr}")
