@@ -60,6 +60,17 @@ def arguments(key):
     return [str(v) for v in value]
 
 
+def model_file():
+    """Config `model` as a checkpoint file: a shipped model's name (`semiseg models`, e.g.
+    yeast) or a path; a run folder means its best.pt. None: the train rule's best.pt."""
+    if not config.get("model"):
+        return None
+    from semiseg.shipped import resolve_model
+
+    path = resolve_model(str(config["model"]))
+    return pattern(os.path.join(path, "best.pt") if os.path.isdir(path) else path, "model")
+
+
 def model_scheme():
     """The model's label scheme (one posterior bigWig per label; a gene_structure scheme
     also gives the genes' CDS and protein FASTA), read when the Snakefile is: from `model`
@@ -67,7 +78,7 @@ def model_scheme():
     if config.get("model"):
         from semiseg.checkpoint import checkpoint_scheme, load_checkpoint
 
-        return checkpoint_scheme(load_checkpoint(config["model"]))
+        return checkpoint_scheme(load_checkpoint(model_file()))
     from semiseg.config import load_config
     from semiseg.genome.scheme import load_scheme
 
@@ -90,8 +101,8 @@ TRACKS = [a for n, p in (config.get("tracks") or {}).items() for a in ("--track"
 TRAIN_SET = [a for kv in config.get("train_set") or [] for a in ("--set", str(kv))]
 ANNOTATE_ARGS = arguments("annotate_args")
 GPUS = {step: int(config["gpus"][step]) for step in ("train", "annotate")}
-# a trained model (checkpoint or run folder's best.pt) instead of the train rule
-MODEL = pattern(config["model"], "model") if config.get("model") else f"{OUT}/model/best.pt"
+# a trained model instead of the train rule (config `model`), else the trained one
+MODEL = model_file() or f"{OUT}/model/best.pt"
 ENV = "envs/semiseg.yaml"
 CONTAINER = config.get("container") or None  # an image for --sdm apptainer; off when empty
 
