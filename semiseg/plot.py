@@ -27,6 +27,13 @@ def parse_region(text: str) -> tuple[str, int, int]:
     return chrom, s, e
 
 
+def _image_kinds() -> set[str]:
+    """File extensions matplotlib can write (png, pdf, svg, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return set(FigureCanvasBase.get_supported_filetypes())
+
+
 def _colors(names: list[str], scheme) -> dict[str, tuple]:
     import matplotlib
 
@@ -64,12 +71,22 @@ def plot_region(pred: str, region: str, out: str, truth: str | None = None, sche
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    kinds = _image_kinds()
+    if ext and ext not in kinds:  # no extension: PNG
+        raise SemisegError(f"--out {out}: .{ext} is not an image format matplotlib writes "
+                           f"({', '.join(sorted(kinds))})")
+    if os.path.isdir(out):
+        raise SemisegError(f"--out {out} is a folder; give the image file to write")
     chrom, start, end = parse_region(region)
     p = read_segments(pred)
     if chrom not in p.intervals:
         raise SemisegError(f"{pred}: no segments on {chrom} (it has "
                            f"{', '.join(list(p.intervals)[:8])})")
     size = int(p.intervals[chrom][1].max())
+    if start >= size:
+        raise SemisegError(f"--region {region}: starts at or beyond the end of {chrom} "
+                           f"({size:,} bp in {pred})")
     end = min(end, size)
     names = list(scheme.names) if scheme is not None else []
     for n in p.intervals[chrom][2]:
