@@ -1,0 +1,70 @@
+"""benchmarks/fly_baselines.py's own steps: the held-out truth, the AUGUSTUS coordinate
+shift, and one row scored (against counts made here independently)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+
+import fly_baselines as fb
+import gene_metrics as gm
+
+
+def test_shift_augustus(tmp_path):
+    raw = ("# a comment\n"
+           "r1\tAUGUSTUS\tgene\t1\t1415\t0.23\t-\t.\tg1\n"
+           'r1\tAUGUSTUS\tCDS\t900\t1376\t1\t-\t0\ttranscript_id "g1.t1"; gene_id "g1";\n')
+    out = tmp_path / "a.gtf"
+    assert fb.shift_augustus(raw, 3_000_000, str(out), header="# head\n") == 2
+    lines = out.read_text().splitlines()
+    assert lines[:2] == ["# head", "# a comment"]
+    assert lines[2].split("\t")[:5] == [fb.CHROM, "AUGUSTUS", "gene", "3000001", "3001415"]
+    assert lines[3].split("\t")[3:5] == ["3000900", "3001376"]
+    assert lines[3].split("\t")[8] == 'transcript_id "g1.t1"; gene_id "g1";'
+
+
+@pytest.fixture(scope="module")
+def fly_seq():
+    return gm.read_fasta(fb.FASTA)[fb.CHROM]
+
+
+def test_held_out_truth_is_the_transcripts_inside(tmp_path, fly_seq):
+    # counted here from the mRNA rows: every mRNA of the file lies either >= 3 bp inside
+    # [3,000,000, 4,000,000) or outside it (no stop codon can decide), so the count of
+    # those inside is the oracle
+    inside = set()
+    with open(fb.GFF) as fh:
+        for line in fh:
+            f = line.split("\t")
+            if len(f) == 9 and f[2] == "mRNA" and int(f[3]) - 1 >= 3_000_003 and \
+                    int(f[4]) <= 3_999_997:
+                inside.add(f[8].split("ID=")[1].split(";")[0].strip())
+    bed, truth, n = fb.region_files("test", fly_seq, str(tmp_path))
+    assert n == len(inside) == 256
+    kept = set()
+    with open(truth) as fh:
+        for line in fh:
+            f = line.split("\t")
+            if len(f) == 9 and f[2] == "mRNA":
+                kept.add(f[8].split("ID=")[1].split(";")[0].strip())
+    assert kept == inside
+    with open(bed) as fh:
+        assert fh.read() == f"{fb.CHROM}\t3000000\t4000000\n"
+
+
+def test_saved_augustus_row(tmp_path, fly_seq):
+    """The saved AUGUSTUS test-region output scored: 118 transcripts, 64 of them the CDS
+    chain of a truth transcript (counted in the session that wrote it by a separate
+    script: transcript_id grouping and truth stop codons extended by 3 bp)."""
+    bed, truth, _ = fb.region_files("test", fly_seq, str(tmp_path))
+    row = fb.score(os.path.join(fb.OUTDIR, "augustus_test.gtf"), truth, bed, str(tmp_path),
+                   "test", "AUGUSTUS")
+    g = row["genes"]
+    assert (g["pred_models"], g["gene"]["pred_right"], g["truth_loci"]) == (118, 64, 144)
+    assert (g["exon"]["truth"], g["exon"]["pred"], g["exon"]["pred_right"]) == (748, 648, 548)
+    assert row["bp"] == 1_000_000
