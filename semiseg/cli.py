@@ -108,10 +108,7 @@ def _setup(quiet: bool, threads: int | None) -> None:
 def train(
     config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt (a folder "
-                                                        "with no checkpoint: a new run)."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in OUT "
-                                   "(checkpoints, metrics, config) and start again."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt."),
     seed: int | None = typer.Option(None, "--seed", help="Overrides train.seed."),
     epochs: int | None = typer.Option(None, "--epochs", help="Overrides train.epochs."),
     device: str | None = _DEVICE,
@@ -129,7 +126,7 @@ def train(
     overrides += [f"train.seed={seed}"] if seed is not None else []
     overrides += [f"train.epochs={epochs}"] if epochs is not None else []
     overrides += [f"device={device}"] if device is not None else []
-    run(load_config(config, overrides), out, resume=resume, overwrite=overwrite)
+    run(load_config(config, overrides), out, resume=resume)
 
 
 @app.command(epilog=_EXAMPLES["annotate"])
