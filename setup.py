@@ -1,10 +1,10 @@
-"""Build step: the wheel carries the demo's data and the example configs.
+"""Build step: the wheel carries the demo's data, the chromatin example and the configs.
 
-Everything else is in pyproject.toml. data/yeast (chrI.fa, chrII.fa, the SGD GFF3; 1.4 MB)
-and configs/*.yaml stay where they are in the repository (tests, the Snakefile and the
-docs read them there); a wheel build copies them into the package as semiseg/data/yeast/
-and semiseg/configs/, so they keep their relative layout (configs/demo.yaml's
-`../data/yeast/...` paths resolve inside the installed package too) and `semiseg demo`
+Everything else is in pyproject.toml. data/yeast (chrI.fa, chrII.fa, the SGD GFF3; 1.4 MB),
+data/chromatin_example (124 kB) and configs/*.yaml stay where they are in the repository
+(tests, the Snakefile and the docs read them there); a wheel build copies them into the
+package as semiseg/data/... and semiseg/configs/, keeping their relative layout, so the
+configs' `../data/...` paths resolve inside the installed package too, and `semiseg demo`
 runs after `pip install semiseg` anywhere. One copy in git, no symlinks. Editable installs
 read the repository's own folders (semiseg.demo.find_data).
 """
@@ -17,7 +17,8 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 # (folder in the repository, file patterns); each lands at the same path under semiseg/
-BUNDLED = (("data/yeast", ("*.fa", "*.gff3")), ("configs", ("*.yaml",)))
+BUNDLED = (("data/yeast", ("*.fa", "*.gff3")), ("data/chromatin_example", ("*",)),
+           ("configs", ("*.yaml",)))
 
 
 class build_py_with_demo(build_py):
@@ -26,7 +27,8 @@ class build_py_with_demo(build_py):
         if getattr(self, "editable_mode", False):
             return
         for folder, patterns in BUNDLED:
-            files = sorted(f for p in patterns for f in (ROOT / folder).glob(p))
+            files = sorted(f for p in patterns for f in (ROOT / folder).glob(p)
+                           if f.is_file())
             if not files:
                 raise SystemExit(f"setup.py: nothing matches {patterns} in {ROOT / folder}")
             dest = Path(self.build_lib) / "semiseg" / folder

@@ -2,7 +2,8 @@
 
 - `import semiseg` and the CLI module import without triton, numba or snakemake (torch's
   CUDA wheels bring triton; a GPU machine may lack numba; snakemake is an extra).
-- The wheel (built from this checkout) carries the demo's data and the configs, the
+- The wheel (built from this checkout) carries the demo's data, the chromatin example
+  and the configs, the
   declared dependencies name neither triton nor snakemake (snakemake only under the
   `pipeline` extra), and every dependency has an upper bound; installed on its own
   (outside the checkout), `semiseg.demo.find_data()` finds the packaged data and the
@@ -64,6 +65,8 @@ def test_wheel_metadata_and_contents(wheel):
             ROOT / "data" / "yeast" / f).stat().st_size
     for f in (ROOT / "configs").glob("*.yaml"):
         assert f"semiseg/configs/{f.name}" in names
+    for f in (ROOT / "data" / "chromatin_example").iterdir():  # configs/chromatin.yaml's
+        assert f"semiseg/data/chromatin_example/{f.name}" in names
     assert "semiseg/models/yeast_cds_frames.pt" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert meta["License-Expression"] == "MIT"
