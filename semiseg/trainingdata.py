@@ -375,7 +375,6 @@ def _named(cleanup, start: int = 0) -> list[str]:
 def prepare(cfg: Config):
     """Open the inputs of a config: (GenomeData, Annotation, LabelScheme, columns)."""
     from .genome import Fasta, GenomeData, load_scheme, read_annotation, sizes_with_extras
-
     from .genome.windows import ChromSizes
 
     if cfg.inputs.fasta is None and cfg.inputs.chrom_sizes is None:

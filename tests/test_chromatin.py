@@ -120,8 +120,7 @@ def test_chrom_sizes_genome_gives_the_fasta_genomes_track_features(tmp_path):
     rng = np.random.default_rng(3)
     write_fasta(tmp_path / "g.fa", {c: "".join(rng.choice(list("ACGT"), n))
                                     for c, n in SIZES.items()})
-    with Fasta(tmp_path / "g.fa") as fa:  # writes g.fa.fai
-        pass
+    Fasta(tmp_path / "g.fa").close()  # writes g.fa.fai
     genome = ChromSizes(tmp_path / "g.fa.fai")
     assert genome.chrom_sizes == SIZES
     spec = [TrackSpec("K27ac", str(EXAMPLE / "H3K27ac.bw"), transform="log1p"),
@@ -245,7 +244,7 @@ def trained(tmp_path_factory):
 
 def _bed_counts(path):
     counts: dict[str, list[int]] = {}
-    for line in open(path):
+    for line in Path(path).read_text().splitlines():
         f = line.split("\t")
         c = counts.setdefault(f[3], [0, 0])
         c[0] += 1
@@ -254,7 +253,8 @@ def _bed_counts(path):
 
 
 def _summary(path):
-    rows = [ln.rstrip("\n").split("\t") for ln in open(path) if not ln.startswith("#")][1:]
+    rows = [ln.split("\t") for ln in Path(path).read_text().splitlines()
+            if not ln.startswith("#")][1:]
     return {r[0]: [int(r[1]), int(r[2])] for r in rows}
 
 
@@ -299,8 +299,8 @@ def test_annotate_input_errors(trained, tmp_path):
     full = str(EXAMPLE / "tracks.tsv")
     for kwargs, message in (
             ({"track_sheet": str(sheet), "chrom_sizes": sizes},
-             "trained with tracks [H3K4me3, H3K27ac, H3K36me3, H3K27me3, H3K4me1] but "
-             "[H3K4me3, H3K27ac] were given"),
+             ("trained with tracks [H3K4me3, H3K27ac, H3K36me3, H3K27me3, H3K4me1] but "
+              "[H3K4me3, H3K27ac] were given")),
             ({"track_sheet": str(bad_transform), "chrom_sizes": sizes},
              "track H3K4me3 has transform 'arcsinh' but the model was trained with 'log1p'"),
             ({"track_sheet": full, "tracks": [f"H3K27ac={EXAMPLE / 'H3K27ac.bw'}"],
@@ -333,7 +333,7 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
     annotate(str(trained / "best.pt"), str(tmp_path / "n.fa"), str(out),
              track_sheet=str(EXAMPLE / "tracks.tsv"), device="cpu")
     assert any("all N on chrC" in ln and "--chrom-sizes" in ln for ln in logged)
-    bed = [ln.split("\t") for ln in open(f"{out}.bed")]
+    bed = [ln.split("\t") for ln in Path(f"{out}.bed").read_text().splitlines()]
     on_c = [f for f in bed if f[0] == "chrC"]
     assert [(f[1], f[2], f[3]) for f in on_c] == [("0", "200000", "gap")]
     assert ("chrB", "50000", "80000", "gap") in [tuple(f[:4]) for f in bed]
@@ -384,8 +384,8 @@ def test_training_refuses_inputs_without_signal(tmp_path, logged):
     # two tracks with values on chrA's first 40 kb only (one window of ten), one on chrC
     (tmp_path / "a.bedgraph").write_text("chrA\t0\t1000\t5\nchrC\t0\t1000\t5\n")
     (tmp_path / "b.bedgraph").write_text("chrA\t20000\t21000\t5\n")
-    cfg = load_config(CONFIG, ["inputs.track_sheet=null", f"inputs.tracks={{K: "
-                               f"{tmp_path}/a.bedgraph, L: {tmp_path}/b.bedgraph}}"])
+    tracks = f"{{K: {tmp_path}/a.bedgraph, L: {tmp_path}/b.bedgraph}}"
+    cfg = load_config(CONFIG, ["inputs.track_sheet=null", f"inputs.tracks={tracks}"])
     _, tr, train_ds, names = _datasets(cfg)
     check_signal(train_ds, names)
     assert len(tr) == 10 and any("warning: 9 of 10 training windows have no track value "
