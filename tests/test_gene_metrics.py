@@ -264,3 +264,29 @@ def test_stop_convention_alone_makes_no_difference_with_the_sequence(tmp_path):
     conf = r["confusion"]["truth_by_pred"]
     assert conf[0][1] + conf[0][2] == 9 and r["accuracy"] == pytest.approx(291 / 300)
     assert r["genes"]["gene"]["f1"] == 1.0  # the +-3 bp rule
+
+
+@pytest.mark.slow  # ~10 s on a shared 2-core CPU (one annotation with the shipped model)
+def test_semiseg_bed_and_gff3_give_the_same_genes(tmp_path):
+    """semiseg's two outputs of one annotation (the shipped yeast model on chrI
+    31-42 kb) read as predictions: the BED's segment runs and the GFF3's CDS rows are the
+    same gene models, so every score agrees; the piece has genes the model gets exactly
+    right (GDH3, BDH2, BDH1 ... on chrI)."""
+    import os
+
+    from seqs import ROOT, SHIPPED_MODEL
+
+    from semiseg.annotate import annotate
+
+    fa = os.path.join(ROOT, "data", "yeast", "chrI.fa")
+    gff = os.path.join(ROOT, "data", "yeast", "yeast_chrI_chrII.gff3")
+    reg = tmp_path / "r.bed"
+    reg.write_text("chrI\t31000\t42000\n")
+    annotate(SHIPPED_MODEL, fa, str(tmp_path / "a"), regions=str(reg), device="cpu")
+    res = [evaluate(str(tmp_path / f"a.{ext}"), gff, scheme=load_scheme("gene_structure"),
+                    tolerance=0, regions=str(reg), fasta=fa) for ext in ("bed", "gff3")]
+    a, b = (r["genes"] for r in res)
+    assert a["pred_models"] == b["pred_models"] >= 3
+    assert a["exon"] == b["exon"] and a["gene"] == b["gene"]
+    assert a["gene"]["pred_right"] >= 1
+    assert res[0]["macro"]["f1"] == pytest.approx(res[1]["macro"]["f1"])
