@@ -185,6 +185,10 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
                 raise SemisegError(f"--regions: region {c}:{iv[-1][0]}-{iv[-1][1]} runs past "
                                    f"the end of {c} ({sizes[c]:,} bp)")
     if pred_gff:
+        if scheme.kind != "gene_structure":
+            raise SemisegError(f"{pred}: a GFF3/GTF prediction is read as gene models, which "
+                               f"needs a gene-structure label scheme (not {scheme.name!r}); "
+                               "give a BED of labels instead")
         p = _track_from_models(pred, scheme, sizes)
     t = read_truth(truth, scheme, sizes)
     if not any(c in t.intervals and len(t.intervals[c][0]) for c in chroms):

@@ -223,6 +223,9 @@ def test_regions_restrict_segment_counts(tmp_path):
     assert rows["CDS-"]["bp_truth"] == 0 and rows["CDS-"]["segments_truth"] == 0
     # the region's ends are no boundaries: CDS+ boundaries truth {200, 206}, pred {200, 208}
     assert rows["CDS+"]["boundary_f1"] == pytest.approx(0.5)
+    with pytest.raises(SemisegError, match="needs a gene-structure label scheme"):
+        evaluate(truth, truth, scheme=load_scheme({"name": "ab", "labels": [
+            {"name": "A"}, {"name": "B"}]}), tolerance=0)
     bad = tmp_path / "bad.bed"
     bad.write_text("zz\t0\t10\n")
     with pytest.raises(SemisegError, match="--regions: chromosome"):
