@@ -293,3 +293,19 @@ def test_semiseg_bed_and_gff3_give_the_same_genes(tmp_path):
     assert a["exon"] == b["exon"] and a["gene"] == b["gene"]
     assert a["gene"]["pred_right"] >= 1
     assert res[0]["macro"]["f1"] == pytest.approx(res[1]["macro"]["f1"])
+
+
+def test_bad_gene_model_rows(tmp_path):
+    bad = tmp_path / "bad.gff3"
+    bad.write_text("c\tx\tCDS\t10\t20\t.\t.\t0\tParent=t1\n")
+    with pytest.raises(SemisegError, match=r"bad.gff3:1: a CDS row needs strand \+ or -"):
+        read_gene_models(bad)
+    bad.write_text("c\tx\tCDS\t10\t20\t.\t+\t0\tParent=t1\nc\tx\tCDS\t30\t40\t.\t-\t0\tParent=t1\n")
+    with pytest.raises(SemisegError, match=r"bad.gff3:2: parts of transcript 't1' disagree"):
+        read_gene_models(bad)
+    bad.write_text("c\tx\tCDS\t10\tx\t.\t+\t0\tParent=t1\n")
+    with pytest.raises(SemisegError, match=r"bad.gff3:1: start and end must be integers"):
+        read_gene_models(bad)
+    bad.write_text("c\tx\tCDS\t10\n")
+    with pytest.raises(SemisegError, match=r"bad.gff3:1: expected 9 tab-separated columns"):
+        read_gene_models(bad)
