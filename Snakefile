@@ -284,6 +284,7 @@ rule evaluate:
         pred=f"{OUT}/annotation.bed",
         truth=pattern(config["truth"], "truth") if config.get("truth") else [],
         model=MODEL,
+        fasta=pattern(config["fasta"], "fasta"),  # gene models' stop codons from the sequence
     output:
         tsv=f"{OUT}/evaluation.tsv",
         json=f"{OUT}/evaluation.json",
@@ -304,5 +305,6 @@ rule evaluate:
         runtime=30,
     shell:
         "semiseg evaluate --pred {input.pred:q} --truth {input.truth:q} "
-        "--model {input.model:q} --tolerance {params.tolerance:q} --out {params.out:q} "
+        "--model {input.model:q} --fasta {input.fasta:q} --tolerance {params.tolerance:q} "
+        "--out {params.out:q} "
         "> {log:q} 2>&1"

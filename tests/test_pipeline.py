@@ -192,7 +192,8 @@ def test_dry_run_quotes_every_path(hostile):
                              f"{p}/annotation"]
     assert argv["evaluate"] == ["semiseg", "evaluate", "--pred", f"{p}/annotation.bed",
                                 "--truth", str(truth), "--model", f"{p}/model/best.pt",
-                                "--tolerance", "20", "--out", f"{p}/evaluation"]
+                                "--fasta", str(fasta), "--tolerance", "20", "--out",
+                                f"{p}/evaluation"]
     # --samples: the samples BED is a declared output of annotate and merge
     assert f"{p}/annotation.samples.bed" in proc.stdout
 
