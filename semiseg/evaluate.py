@@ -114,7 +114,8 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         background: label of truth positions the truth does not cover (default: the
             scheme's background; without one, they are not scored).
         regions: a BED path or {chrom: [(start, end)]}: score only these (module doc).
-        fasta: the genome (path or paths), for stop-codon normalisation of gene models.
+        fasta: the genome (path or paths): stop codons normalised (module doc), for the
+            gene models and the base labels.
         fill_pred: also give predicted positions without a row the background (a
             prediction that lists only its non-background calls); by default they are
             not scored (the result's "calls" says how many bp were filled or left out).
