@@ -24,6 +24,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -412,9 +413,32 @@ def test_gpu_training_is_one_node_under_torchrun(tmp_path):
     for want in ("gpu=2", "nodes=1", "cpus_per_task=8", "slurm_partition=gpu"):
         assert want in res, res
     assert "tasks" not in res.replace("cpus_per_task", "")  # no --ntasks-per-gpu
+    train_res = res
     block = proc.stdout[proc.stdout.index("rule shard:"):]
     res = next(ln for ln in block.splitlines() if ln.strip().startswith("resources:"))
     assert "slurm_partition" not in res and "gpu" not in res  # CPU rules: the default
+
+    # where the SLURM executor plugin is installed: the sbatch options it makes of them
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        return
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    class Resources(dict):
+        def __getattr__(self, key):
+            try:
+                return self[key]
+            except KeyError:
+                raise AttributeError(key) from None
+
+    pairs = (kv.split("=", 1) for kv in train_res.split(":", 1)[1].split(", "))
+    resources = Resources((k.strip(), int(v) if v.isdigit() else v) for k, v in pairs)
+    job = SimpleNamespace(resources=resources, threads=4, name="train")
+    call = get_submit_command(job, {"run_uuid": "u", "slurm_logfile": "l", "comment_str": "c",
+                                    "account": "", "partition": "", "workdir": ""})
+    words = (call + set_gres_string(job)).split()
+    assert {"--gpus=2", "--nodes=1", "--cpus-per-task=8"} <= set(words), words
+    assert not any(w.startswith(("--ntasks", "--gres")) for w in words), words
 
 
 def test_slurm_profile_resources():
