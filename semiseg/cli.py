@@ -108,7 +108,10 @@ def _setup(quiet: bool, threads: int | None) -> None:
 def train(
     config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt (a folder "
+                                                        "with no checkpoint: a new run)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in OUT "
+                                   "(checkpoints, metrics, config) and start again."),
     seed: int | None = typer.Option(None, "--seed", help="Overrides train.seed."),
     epochs: int | None = typer.Option(None, "--epochs", help="Overrides train.epochs."),
     device: str | None = _DEVICE,
@@ -126,7 +129,7 @@ def train(
     overrides += [f"train.seed={seed}"] if seed is not None else []
     overrides += [f"train.epochs={epochs}"] if epochs is not None else []
     overrides += [f"device={device}"] if device is not None else []
-    run(load_config(config, overrides), out, resume=resume)
+    run(load_config(config, overrides), out, resume=resume, overwrite=overwrite)
 
 
 @app.command(epilog=_EXAMPLES["annotate"])

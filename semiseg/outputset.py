@@ -128,8 +128,11 @@ class OutputSet:
                 continue
             try:
                 os.write(fd, (self._owner + "\n").encode())
-            finally:
+            except BaseException:
                 os.close(fd)
+                os.remove(self.lock)
+                raise
+            os.close(fd)
             self._locked = True
             return
         raise SemisegError(self._lock_message(self._read_owner(self.lock) or ""))
@@ -206,6 +209,9 @@ class OutputSet:
             self._release()
         if error is not None:
             raise SemisegError(self._message(error)) from None
+        if isinstance(exc, SemisegError) and self.prefix and self.prefix in str(exc):
+            # a writer's own message: name the outputs, not their staging place
+            raise type(exc)(str(exc).replace(self.prefix, self.final)) from None
         return False
 
     def _message(self, err: OSError) -> str:
@@ -264,3 +270,36 @@ class OutputSet:
                 raise
             shutil.rmtree(aside, ignore_errors=True)
         self.files = [os.path.join(os.path.dirname(self.final), n) for n in new]
+
+
+def detach(path: str) -> bool:
+    """Move this process's open descriptors of the file `path` onto an in-memory copy of
+    it (Linux memfd), so that a library that still writes and reads it when it closes
+    (libBigWig's close reads the data back for its zoom levels) needs no disk space: on
+    a full disk it would abort the process. False where that is not possible."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+        target = os.path.realpath(path)
+        memfd_create = os.memfd_create
+    except (OSError, AttributeError):
+        return False
+    done = False
+    for name in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") != target:
+                continue
+            fd = int(name)
+            pos = os.lseek(fd, 0, os.SEEK_CUR)
+            mem = memfd_create("semiseg-detached")
+            try:
+                with open(path, "rb") as src:
+                    while chunk := src.read(1 << 22):
+                        os.write(mem, chunk)
+                os.lseek(mem, pos, os.SEEK_SET)
+                os.dup2(mem, fd)
+            finally:
+                os.close(mem)
+            done = True
+        except OSError:
+            continue
+    return done

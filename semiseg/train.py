@@ -61,6 +61,7 @@ from .distributed import (
     wrap,
 )
 from .errors import SemisegError
+from .interrupt import Interrupted, deferred
 from .metrics import (
     add_segment_counts,
     confusion,
@@ -323,26 +324,100 @@ def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int,
 
 
 # ----------------------------------------------------------------------------- run folder
-def _open_run(cfg: Config, out: Path, resume: bool) -> dict | None:
+RUN_FILES = ("last.pt", "best.pt", "metrics.tsv", "config.yaml")  # what a run folder holds
+
+
+def _open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> dict | None:
     """The checkpoint to resume from (None for a new run), after checking that `out`
-    holds no other run and that a resumed run has the same config."""
+    holds no other run and that a resumed run has the same config. Whatever state the
+    folder is in, the message says what to do: continue (--resume), start again
+    (--overwrite) or choose another folder. Temporary files of a killed run (NAME.tmp)
+    are partial, never a state: they are removed."""
     last_path, best_path = out / "last.pt", out / "best.pt"
+    if resume and overwrite:
+        raise SemisegError("--resume and --overwrite: choose one (continue the run in "
+                           f"{out}, or start it again)")
+    if out.exists() and not out.is_dir():
+        raise SemisegError(f"--out {out}: exists and is not a folder")
+    for name in RUN_FILES:
+        (out / f"{name}.tmp").unlink(missing_ok=True)
+        if overwrite:
+            (out / name).unlink(missing_ok=True)
     if not resume:
-        if last_path.exists() or best_path.exists():
-            raise SemisegError(f"{out} already holds a training run; use --resume to "
-                               "continue it or choose another --out")
+        held = [p.name for p in (last_path, best_path) if p.exists()]
+        if held:
+            raise SemisegError(f"{out} already holds a training run ({', '.join(held)}); "
+                               "use --resume to continue it, --overwrite to start it again "
+                               "(its checkpoints are deleted) or choose another --out")
         return None
     if not last_path.is_file():
-        raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is missing)")
-    ckpt = load_checkpoint(last_path)
+        if best_path.is_file():
+            raise SemisegError(f"--resume: {out} holds best.pt but no last.pt (the run "
+                               "stopped while writing its checkpoints), so it cannot be "
+                               "continued; start it again with --overwrite (best.pt is "
+                               "deleted) or choose another --out")
+        ui.log(f"--resume: {out} holds no checkpoint yet; starting a new run")
+        return None
+    try:
+        ckpt = load_checkpoint(last_path)
+    except SemisegError as err:
+        raise SemisegError(f"--resume: {err}; start the run again with --overwrite or "
+                           "choose another --out") from None
     # the device and the annotation settings may change; everything else must match
     # (and the number of processes: the global batch, hence the run, is the same)
     diff = [k for k in _config_diff(ckpt["config"], cfg.to_dict())
             if k not in ("device", "train.world_size") and not k.startswith("annotate.")]
     if diff:
         raise SemisegError(f"--resume: the config differs from the run in {out} "
-                           f"({', '.join(diff[:6])})")
+                           f"({', '.join(diff[:6])}); resume with {out / 'config.yaml'}, or "
+                           "start again with --overwrite")
     return ckpt
+
+
+def _best_from_last(ckpt: dict, best_path: Path) -> None:
+    """last.pt is written before best.pt; a run stopped between the two (disk full,
+    SIGKILL) has a last.pt whose own epoch is the best but an older best.pt (or none):
+    best.pt is written again from last.pt."""
+    if ckpt["best"]["epoch"] != ckpt["epoch"]:
+        return
+    if best_path.is_file():
+        try:
+            if load_checkpoint(best_path)["epoch"] == ckpt["epoch"]:
+                return
+        except SemisegError:
+            pass  # a damaged best.pt: replaced below
+    ui.log(f"{best_path} did not hold epoch {ckpt['epoch']}, the best: written from last.pt")
+    _save(ckpt, best_path, best_path.parent / "last.pt")
+
+
+def _save(state: dict, path: Path, last_path: Path) -> None:
+    """save_checkpoint; a failed write (disk full: torch.save raises a RuntimeError that
+    does not say so) is one line saying what is kept and how to go on."""
+    try:
+        save_checkpoint(state, path)
+    except (OSError, RuntimeError) as err:
+        raise SemisegError(f"cannot write {path}: {_why(path.parent, err)}; "
+                           + _kept(last_path)) from None
+
+
+def _why(folder: Path, err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    try:
+        st = os.statvfs(folder)
+        if st.f_bavail * st.f_frsize < (1 << 20):
+            return os.strerror(28)  # ENOSPC: "No space left on device"
+    except OSError:
+        pass
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _kept(last_path: Path) -> str:
+    if last_path.is_file():
+        return (f"{last_path} holds the last complete epoch: continue with --resume "
+                "(after freeing space, if the disk is full)")
+    return ("no epoch was complete (the folder holds no checkpoint): run the same command "
+            "again to start over")
 
 
 def _config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
@@ -519,7 +594,7 @@ def _count_content(model, scheme, train_ds: Dataset) -> None:
 
 
 def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | None = None,
-          threads: int | None = None) -> dict:
+          threads: int | None = None, overwrite: bool = False) -> dict:
     """Train; returns the final checkpoint's summary (best epoch, best F1, paths).
 
     Under torchrun (WORLD_SIZE > 1) this runs in every process: each takes its share of
@@ -533,11 +608,12 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
         stop_after: stop after this many epochs of this call (tests use it to simulate an
             interrupted run; the schedule still follows cfg.train.epochs).
         threads: CPU threads for torch (None: torch's default).
+        overwrite: delete the run in `out` (checkpoints, metrics, config) and start again.
     """
     per_rank_batch(cfg.train.batch_size, world_size())  # before any process waits
     ctx = start(cfg.device)
     try:
-        result = _train(cfg, Path(out), resume, stop_after, threads, ctx)
+        result = _train(cfg, Path(out), resume, stop_after, threads, ctx, overwrite)
     except BaseException:
         stop(ctx, wait=False)  # the other processes may be anywhere: do not wait for them
         raise
@@ -546,7 +622,7 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
 
 
 def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
-           threads: int | None, ctx: Context) -> dict:
+           threads: int | None, ctx: Context, overwrite: bool = False) -> dict:
     import dataclasses
 
     device = ctx.device
@@ -561,7 +637,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train,
                                                              world_size=ctx.world_size))
     last_path, best_path = out / "last.pt", out / "best.pt"
-    ckpt = _open_run(cfg, out, resume)
+    ckpt = _open_run(cfg, out, resume, overwrite)
     data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
     cfg = _learn_rules(cfg, scheme, train_ds)
     names = list(scheme.names)
@@ -583,11 +659,17 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
         state = RunState.from_checkpoint(ckpt)
         _set_rng_state(ckpt["rng"])
         ui.log(f"resuming {out} after epoch {state.epoch}")
+        if ctx.main:
+            _best_from_last(ckpt, best_path)
     # every process starts from the same weights (the same seed; DDP also broadcasts)
     loss_fn = wrap(BatchLoss(model, device, amp), ctx)
     if ctx.main:
-        out.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, out / "config.yaml")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            save_config(cfg, out / "config.yaml")
+        except OSError as err:
+            raise SemisegError(f"cannot write {out / 'config.yaml'}: {err.strerror}; "
+                               + _kept(last_path)) from None
         if train_ds.cleanup is not None:  # what the annotation clean-up set aside, and why
             (out / "annotation_masked.tsv").write_text(train_ds.cleanup.tsv())
 
@@ -617,18 +699,26 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                 if ctx.main:
                     ckpt_state = _checkpoint(model, opt, state, schedule, cfg, scheme, data,
                                              columns)
-                    if improved:
-                        save_checkpoint(ckpt_state, best_path)
-                    save_checkpoint(ckpt_state, last_path)
-                    _write_metrics(state.history, names, out / "metrics.tsv")
+                    # last.pt first (--resume needs it; _best_from_last mends a best.pt
+                    # missed after it), with signals held back over the writes
+                    with deferred():
+                        _save(ckpt_state, last_path, last_path)
+                        if improved:
+                            _save(ckpt_state, best_path, last_path)
+                        try:
+                            _write_metrics(state.history, names, out / "metrics.tsv")
+                        except OSError as err:
+                            raise SemisegError(f"cannot write {out / 'metrics.tsv'}: "
+                                               f"{err.strerror}; {_kept(last_path)}") from None
                 done_here += 1
                 ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
                        f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "
                        f"{row['val_segment_f1']:.4f}"
                        f"{' (best)' if improved else ''}, {row['seconds']:.1f} s")
     except KeyboardInterrupt:
-        raise SemisegError(f"interrupted; {last_path} holds the last complete epoch: continue "
-                           "with --resume") from None
+        if not ctx.main:
+            raise
+        raise Interrupted(_kept(last_path)) from None
     if stopped_early:
         ui.log(f"early stopping: no better validation {cfg.train.select} for "
                f"{cfg.train.patience} epochs")

@@ -6,6 +6,7 @@ the whole output is complete, so a failed run leaves no partial files.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Mapping, Sequence
 from urllib.parse import quote
@@ -14,10 +15,11 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import paint, tmp_name
+from ..outputset import check_space, detach
 from .codes import genetic_code as genetic_code_table
 from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
-from .zooms import add_zoom_levels
+from .zooms import ZoomBins, add_zoom_levels
 
 FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
 GAP_COLOR = (0, 0, 0)
@@ -72,8 +74,9 @@ def gff3_seqid(name: str) -> str:
 
 
 # a BED line starting with these is a comment, a track or a browser line to BED readers
-# (bedtools, IGV, UCSC), and BED has no escape
-BED_HEADER_PREFIXES = ("#", "track", "browser")
+# (bedtools, IGV, UCSC), and BED has no escape; bedtools 2.31 also stops with an error at
+# a line starting with '>' or '!' (measured: `bedtools merge`)
+BED_HEADER_PREFIXES = ("#", "track", "browser", ">", "!")
 
 
 def check_bed_names(names, source: str = "the FASTA", keep=None) -> None:
@@ -83,8 +86,8 @@ def check_bed_names(names, source: str = "the FASTA", keep=None) -> None:
         if str(name).startswith(BED_HEADER_PREFIXES) and (keep is None or name in keep):
             raise SemisegError(
                 f"sequence {name!r} (record {i} of {source}) cannot be written to BED: a line "
-                "starting with '#', 'track' or 'browser' is read as a header, not a row, "
-                "and BED has no escape; rename it in the FASTA")
+                "starting with '#', 'track' or 'browser' is read as a header, not a row "
+                "('>' and '!' stop bedtools), and BED has no escape; rename it in the FASTA")
 
 
 class OutputWriter:
@@ -166,6 +169,8 @@ class OutputWriter:
         self._tmp: dict[str, str] = {}  # final path -> temporary path
         self._fh: dict[str, object] = {}
         self._bw: dict[str, object] = {}
+        self._zoom: dict[str, ZoomBins] = {}  # bigWig series -> its finest zoom bins
+        self._bw_entries = 0  # bigWig entries added so far (_room)
         self._regions: list[str] = []
         self._gene_n = 0
         self.code = genetic_code_table(genetic_code)
@@ -237,10 +242,18 @@ class OutputWriter:
                 import pyBigWig
 
                 header_bw = list(self.chrom_sizes.items())
+                # the header (with the chromosome list) is written at once: room first
+                header = 8192 + sum(len(c) + 32 for c in self.chrom_sizes)
                 for s in series:
+                    check_space(os.path.dirname(os.path.abspath(self.prefix)),
+                                header * (len(self._bw) + 1))
                     bw = pyBigWig.open(self._path(f"{s}.bw"), "w")
-                    bw.addHeader(header_bw, maxZooms=10)
                     self._bw[s] = bw
+                    try:
+                        bw.addHeader(header_bw, maxZooms=10)
+                    except RuntimeError as err:  # libBigWig says no more than this
+                        raise OSError(errno.EIO, f"{err} ({s}.bw)") from None
+                    self._zoom[s] = ZoomBins(self.chrom_sizes, self.resolution)
             if "bedgraph" in self.formats:
                 for s in series:
                     self._fh[f"bg:{s}"] = open(self._path(f"{s}.bedGraph"), "w")
@@ -261,7 +274,10 @@ class OutputWriter:
         """Close and remove every temporary file; no output appears."""
         for fh in self._fh.values():
             fh.close()
-        for bw in self._bw.values():
+        low = not self._room(0, strict=False)
+        for s, bw in self._bw.items():
+            if low:  # libBigWig's close on a full disk aborts the process: close in memory
+                detach(self._tmp.get(f"{self.prefix}.{s}.bw", ""))
             try:
                 bw.close()
             except RuntimeError:
@@ -292,11 +308,12 @@ class OutputWriter:
                 os.remove(body_path)
             for fh in self._fh.values():
                 fh.close()
+            self._room(0)
             for bw in self._bw.values():
                 bw.close()
             for s in self._bw:  # zoom levels down to whole chromosomes (zooms.py)
                 add_zoom_levels(self._tmp[f"{self.prefix}.{s}.bw"], self.chrom_sizes,
-                                self.resolution)
+                                self.resolution, self._zoom[s])
             self._fh, self._bw = {}, {}
         except BaseException:
             self.abort()
@@ -304,6 +321,25 @@ class OutputWriter:
         for final, tmp in self._tmp.items():
             os.replace(tmp, final)
         self._tmp = {}
+
+    def _room(self, entries: int, strict: bool = True) -> bool:
+        """Whether the disk has room for `entries` more bigWig entries and for closing
+        every bigWig (OSError ENOSPC if not, when `strict`): libBigWig aborts the process
+        or loops forever on a full disk instead of reporting it (outputset.check_space).
+        Measured with pyBigWig: a closed file holds 5-8 bytes per entry, close itself
+        writes about 1.7 (zoom levels and index); allowed: 12 per new entry, 4 per entry
+        for close, two 4 KiB blocks per file."""
+        if not self._bw:
+            return True
+        self._bw_entries += entries
+        try:
+            check_space(os.path.dirname(os.path.abspath(self.prefix)),
+                        12 * entries + 4 * self._bw_entries + 8192 * len(self._bw))
+        except OSError:
+            if strict:
+                raise
+            return False
+        return True
 
     # ---------------------------------------------------------------- input checks
     def _check(self, chrom, segments, posteriors, boundary, gaps):
@@ -649,17 +685,21 @@ class OutputWriter:
             # one fixed-step entry per step; the last step may be shorter than the
             # resolution (the chromosome's end)
             full = d - 1 if lo + d * r > hi else d
+            self._room(d - c)
             if full > c:
                 bw.addEntries(chrom, lo + c * r, values=seg[:full - c], span=r, step=r)
             if full < d:
                 bw.addEntries([chrom], [lo + full * r], ends=[hi], values=[float(seg[-1])])
-        if not as_runs and fh is None:
+        if not as_runs and fh is None and bw is None:
             return
         first = np.concatenate([[0], change])
         starts = lo + (c + first) * r
         ends = np.minimum(hi, lo + (c + np.append(change, d - c)) * r)
         vals = seg[first]
+        if bw is not None:  # the zoom levels' finest bins, from the runs (zooms.py)
+            self._zoom[key].add(self.order[chrom], starts, ends, vals)
         if bw is not None and as_runs:
+            self._room(len(first))
             bw.addEntries([chrom] * len(first), starts.tolist(), ends=ends.tolist(),
                           values=vals.tolist())
         if fh is not None:

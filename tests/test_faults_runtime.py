@@ -1,0 +1,797 @@
+"""Issue 43, runtime faults: interrupts (real SIGINT/SIGTERM to a real `semiseg annotate`),
+disk full (a real small tmpfs where this machine lets us mount one, and failing file
+objects everywhere), write failures while an output set is moved into place, the lock on
+an output prefix, and training's checkpoints (last.pt before best.pt, --resume from
+whatever complete state is there, --overwrite).
+
+Oracles: the bytes of the files that were there before (a previous output set, an
+unrelated file) compared with what is there after; the exact list of files in the
+folder; exit codes and the one line on stderr; the epochs recorded in checkpoints.
+
+Every case is marked `fault` (benchmarks/fault_suite.py counts them).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semiseg.errors import SemisegError
+
+pytestmark = pytest.mark.fault
+pytest.importorskip("pyBigWig")
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "semiseg" / "models" / "yeast_cds_frames.pt"
+CHRI = ROOT / "data" / "yeast" / "chrI.fa"
+ENOSPC = os.strerror(errno.ENOSPC)  # "No space left on device"
+
+
+def _chrI() -> str:
+    return "".join(ln.strip() for ln in open(CHRI) if not ln.startswith(">"))
+
+
+def _fasta(path: Path, pieces: dict[str, tuple[int, int]]) -> Path:
+    seq = _chrI()
+    path.write_text("".join(f">{n}\n{seq[a:b]}\n" for n, (a, b) in pieces.items()))
+    return path
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (hidden ones too) -> its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def _previous(folder: Path, name: str = "a", manifest: bool = True) -> dict[str, bytes]:
+    """A previous output set of prefix folder/name (plus an unrelated file beside it that
+    no run may touch); returns the folder's files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [f"{name}.bed", f"{name}.gff3", f"{name}.summary.tsv",
+             f"{name}.posterior.OLDLABEL.bw", f"{name}.boundary.bw"]
+    for f in files:
+        (folder / f).write_text(f"previous run: {f}\n")
+    if manifest:
+        (folder / f".{name}.outputs").write_text("".join(f + "\n" for f in files))
+    (folder / f"{name}.fa").write_text(">not an output\nACGT\n")  # an input, say
+    (folder / f"{name}.notes.txt").write_text("mine\n")
+    return _tree(folder)
+
+
+def _cli_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "semiseg.cli", *map(str, args)]
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+# ===================================================================== real signals
+SIGNAL_CASES = [(sig, prev) for sig in ("SIGINT", "SIGTERM") for prev in ("fresh", "previous")]
+
+
+def _wait_for(pred, proc, timeout=240.0):
+    deadline = time.time() + timeout
+    while not pred():
+        if proc.poll() is not None or time.time() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _staging(folder: Path) -> bool:
+    return any(".staging." in p.name for p in folder.iterdir())
+
+
+@pytest.fixture(scope="module")
+def signalled(tmp_path_factory):
+    """Four `semiseg annotate` runs (SIGINT / SIGTERM, a fresh prefix / one holding a
+    previous set), each sent its signal once its staging folder exists (it is decoding,
+    its writer's files open); and a second run on a prefix that a running one holds,
+    started while that one runs. All at once, to keep the wall time down."""
+    d = tmp_path_factory.mktemp("signals")
+    fa = _fasta(d / "g.fa", {"chrI": (0, 60_000)})
+    long_fa = _fasta(d / "long.fa", {"chrI": (0, 230_000)})
+    runs, before = {}, {}
+    for sig, prev in SIGNAL_CASES:
+        folder = d / f"{sig}-{prev}"
+        before[sig, prev] = _previous(folder) if prev == "previous" else {}
+        folder.mkdir(exist_ok=True)
+        runs[sig, prev] = subprocess.Popen(
+            _cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", folder / "a", "--device",
+                     "cpu", "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the lock: `holder` runs long; `second` starts on its prefix once it decodes
+    held = d / "held"
+    before["held"] = _previous(held)
+    holder = subprocess.Popen(_cli_cmd("annotate", "-m", SHIPPED, "-f", long_fa, "-o",
+                                       held / "a", "--device", "cpu", "-q"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for key, proc in runs.items():
+        folder = d / f"{key[0]}-{key[1]}"
+        reached = _wait_for(lambda: _staging(folder), proc)
+        proc.send_signal(getattr(signal, key[0]))
+        _, err = proc.communicate(timeout=120)
+        out[key] = {"rc": proc.returncode, "err": err, "reached": reached,
+                    "after": _tree(folder), "before": before[key]}
+    holding = _wait_for(lambda: _staging(held), holder)
+    second = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", held / "a",
+                                     "--device", "cpu", "-q"),
+                            capture_output=True, text=True, timeout=300)
+    still = holder.poll() is None
+    holder.send_signal(signal.SIGTERM)
+    _, herr = holder.communicate(timeout=120)
+    out["lock"] = {"holding": holding and still, "second": second, "pid": holder.pid,
+                   "holder_rc": holder.returncode, "holder_err": herr,
+                   "after": _tree(held), "before": before["held"]}
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,prev", SIGNAL_CASES)
+def test_signal_interrupts_annotate(signalled, sig, prev):
+    """A real signal while annotate decodes: exit 130, `semiseg: interrupted` as the one
+    line on stderr, no temporary file or folder, no lock, no partial output, and a
+    previous set of the prefix byte for byte as it was."""
+    r = signalled[sig, prev]
+    assert r["reached"], f"the run ended before its staging folder appeared: {r['err']}"
+    assert r["rc"] == 130, (r["rc"], r["err"])
+    lines = _lines(r["err"])
+    assert len(lines) == 1 and lines[0].startswith("semiseg: interrupted"), lines
+    assert ("SIGTERM" in lines[0]) == (sig == "SIGTERM")
+    assert r["after"] == r["before"]  # nothing added (temporary or partial), nothing lost
+
+
+@pytest.mark.slow
+def test_second_run_on_a_held_prefix_is_refused(signalled):
+    """A second annotate on a prefix a running one holds: exit 2, one line naming the lock
+    and the running pid; the running one is unaffected (interrupted later: 130) and the
+    prefix's previous set survives both."""
+    r = signalled["lock"]
+    assert r["holding"], "the first run was not running when the second one ended"
+    second = r["second"]
+    assert second.returncode == 2, second.stderr
+    lines = _lines(second.stderr)
+    assert len(lines) == 1 and lines[0].startswith("semiseg: error:"), lines
+    assert "another semiseg run" in lines[0] and f"pid {r['pid']}" in lines[0]
+    assert "a.lock" in lines[0]
+    assert r["holder_rc"] == 130, r["holder_err"]
+    assert r["after"] == r["before"]
+
+
+# ===================================================================== in-process annotate
+TINY = {"chrI": (30_000, 32_000), "chrX": (50_000, 51_000)}  # 3 kb: a couple of seconds
+
+
+@pytest.fixture(scope="module")
+def tiny_fa(tmp_path_factory):
+    return _fasta(tmp_path_factory.mktemp("tiny") / "tiny.fa", TINY)
+
+
+_DECODED: dict = {}
+
+
+def _annotate(fa, out, **kw):
+    """annotate() of the shipped model; the decoded batches of TINY are computed once per
+    session and reused (these cases are about writing; decoding takes most of a run)."""
+    from semiseg import ui
+    from semiseg.annotate import Annotator, annotate
+
+    real = Annotator.run_batch
+
+    def run_batch(self, items, loaded=None):
+        key = (tuple((it.chrom, it.start, it.end) for it in items), self.samples, self.seed)
+        if key not in _DECODED:
+            _DECODED[key] = real(self, items, loaded)
+        return _DECODED[key]
+    ui.set_quiet(True)
+    Annotator.run_batch = run_batch
+    try:
+        return annotate(str(SHIPPED), str(fa), str(out), device="cpu", **kw)
+    finally:
+        Annotator.run_batch = real
+
+
+class _Full:
+    """A file object that takes `room` more bytes and then raises ENOSPC, as a write to a
+    full disk does."""
+
+    def __init__(self, fh, budget: list[int]):
+        self._fh, self._budget = fh, budget
+
+    def write(self, text):
+        n = len(text)
+        if n > self._budget[0]:
+            raise OSError(errno.ENOSPC, ENOSPC)
+        self._budget[0] -= n
+        return self._fh.write(text)
+
+    def writelines(self, lines):
+        for ln in lines:
+            self.write(ln)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+def _full_open(room: int):
+    budget = [room]  # shared by every file the module opens: one disk
+
+    def opener(path, mode="r", *args, **kwargs):
+        fh = open(path, mode, *args, **kwargs)
+        return _Full(fh, budget) if any(c in mode for c in "wa+") else fh
+    return opener
+
+
+# (module whose file writes fail, bytes it may still write, annotate's extra arguments)
+FULL_CASES = [
+    ("semiseg.genome.write", 0, {}),
+    ("semiseg.genome.write", 300, {}),
+    ("semiseg.genome.write", 5_000, {}),
+    ("semiseg.genome.write", 2_000, {}),
+    ("semiseg.annotate", 0, {}),  # PREFIX.summary.tsv
+    ("semiseg.provenance", 0, {}),  # PREFIX.json, the last file of the set
+    ("semiseg.uncertainty", 0, {"samples": 2}),  # PREFIX.samples.bed
+    ("semiseg.outputset", 0, {}),  # the set's list, written before anything moves
+]
+
+
+@pytest.mark.parametrize("module,room,kw", FULL_CASES,
+                         ids=[f"{m.split('.')[-1]}-{r}" for m, r, _ in FULL_CASES])
+@pytest.mark.parametrize("prev", ["fresh", "previous"])
+def test_annotate_disk_full_file_object(tmp_path, tiny_fa, monkeypatch, module, room, kw,
+                                        prev):
+    """Disk full (a file object raising ENOSPC after `room` bytes) in each writer of the
+    set: one-line SemisegError naming the prefix and the cause, no file added or left
+    behind (staging, lock, temporary files), a previous set unchanged."""
+    import importlib
+
+    out = tmp_path / "o"
+    before = _previous(out) if prev == "previous" else {}
+    out.mkdir(exist_ok=True)
+    monkeypatch.setattr(importlib.import_module(module), "open", _full_open(room),
+                        raising=False)
+    with pytest.raises(SemisegError) as err:
+        _annotate(tiny_fa, out / "a", **kw)
+    msg = str(err.value)
+    assert "\n" not in msg and ENOSPC in msg and str(out / "a") in msg, msg
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize("exc,expected", [
+    (KeyboardInterrupt, KeyboardInterrupt),
+    (lambda: OSError(errno.EIO, "I/O error"), SemisegError),
+    (lambda: OSError(errno.ENOSPC, ENOSPC), SemisegError),
+    (lambda: RuntimeError("a bug"), RuntimeError),
+], ids=["interrupt", "eio", "enospc", "bug"])
+def test_annotate_failure_mid_run_leaves_previous_set(tmp_path, tiny_fa, monkeypatch, exc,
+                                                      expected):
+    """An interrupt, an I/O error or a bug while the writer's files are open: the staging
+    folder and lock go, the previous set stays; an OSError is a one-line error, the others
+    propagate as they are (KeyboardInterrupt: exit 130 in the command line)."""
+    import semiseg.annotate as A
+
+    out = tmp_path / "o"
+    before = _previous(out)
+    seen = []
+
+    def boom(*a, **k):
+        seen.append(_staging(out) and (out / "a.lock").is_file())  # the writer runs staged
+        raise exc()
+    monkeypatch.setattr(A, "_annotate_groups", boom)
+    with pytest.raises(expected) as err:
+        _annotate(tiny_fa, out / "a")
+    assert seen == [True]
+    if expected is SemisegError:
+        assert "\n" not in str(err.value) and str(out / "a") in str(err.value)
+    assert _tree(out) == before
+
+
+@pytest.mark.parametrize("prev", ["manifest", "legacy", "fresh"])
+def test_annotate_replaces_previous_set_as_a_whole(tmp_path, tiny_fa, prev):
+    """A finished run replaces the previous set of its prefix whole: none of the previous
+    files remain (a posterior track of a label the new model lacks included), the new set
+    is exactly what the run reports (its PREFIX.json lists the rest), and files of the
+    prefix that are no output (PREFIX.fa, PREFIX.notes.txt) are untouched."""
+    import json
+
+    out = tmp_path / "o"
+    before = _previous(out, manifest=prev == "manifest") if prev != "fresh" else {}
+    files = _annotate(tiny_fa, out / "a")
+    after = _tree(out)
+    names = sorted(os.path.basename(f) for f in files)
+    kept = {k: v for k, v in before.items() if k in ("a.fa", "a.notes.txt")}
+    assert sorted(set(after) - set(kept) - {".a.outputs"}) == names
+    assert all(after[k] == v for k, v in kept.items())
+    assert "a.posterior.OLDLABEL.bw" not in after
+    assert all(not v.startswith(b"previous run") for v in after.values())
+    assert after[".a.outputs"].decode().split() == names
+    listed = json.loads(after["a.json"])["files"]
+    assert sorted(listed + ["a.json"]) == names
+    assert {"a.bed", "a.gff3", "a.summary.tsv", "a.boundary.bw"} <= set(names)
+
+
+def _mount_tmpfs(path: Path, size: str) -> None:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a small tmpfs needs root (mount)")
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+
+
+@pytest.fixture
+def disk(tmp_path):
+    """A small real file system (tmpfs, 2 MiB): what a full disk does, not a stand-in."""
+    d = tmp_path / "disk"
+    _mount_tmpfs(d, "2m")
+    yield d
+    subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def _fill(folder: Path, leave: int) -> None:
+    """Fill `folder`'s file system up to `leave` free bytes."""
+    with open(folder / "filler", "wb") as fh:
+        free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+        try:
+            fh.write(b"\0" * max(0, free - leave))
+        except OSError:
+            pass
+    assert os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize <= leave + 4096
+
+
+@pytest.mark.parametrize("leave", [0, 8 << 10, 24 << 10, 48 << 10, 72 << 10, 96 << 10])
+def test_annotate_real_disk_full(disk, tiny_fa, monkeypatch, leave):
+    """On a real full file system (a tmpfs filled to `leave` bytes free; the set needs
+    about 100 KB), with the free-space margin off so the writes themselves hit ENOSPC
+    (and libBigWig's guard is exact): a one-line error, no file added, the previous set
+    and the filler unchanged, and no crash (libBigWig aborts or hangs on a full disk)."""
+    import semiseg.outputset as O
+
+    monkeypatch.setattr(O, "SPACE_MARGIN", 0)
+    out = disk / "o"
+    before = _previous(out)
+    _fill(disk, leave)
+    filler = (disk / "filler").stat().st_size
+    with pytest.raises(SemisegError) as err:
+        _annotate(tiny_fa, out / "a")
+    assert ENOSPC in str(err.value) and "\n" not in str(err.value)
+    assert _tree(out) == before
+    assert sorted(p.name for p in disk.iterdir()) == ["filler", "o"]
+    assert (disk / "filler").stat().st_size == filler
+
+
+def test_annotate_cli_real_disk_full(disk, tiny_fa):
+    """`semiseg annotate` onto a 2 MiB tmpfs (with the default free-space margin): exit 2,
+    one line `semiseg: error: ... No space left on device`, nothing left behind, the
+    previous set unchanged."""
+    out = disk / "o"
+    before = _previous(out)
+    r = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", tiny_fa, "-o", out / "a",
+                                "--device", "cpu", "-q"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    lines = _lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("semiseg: error:") and ENOSPC in lines[0]
+    assert _tree(out) == before
+
+
+# ===================================================================== OutputSet itself
+def _write_set(staged, names, text="new"):
+    for n in names:
+        Path(f"{staged.prefix}.{n}").write_text(f"{text}: {n}\n")
+
+
+def test_outputset_writes_whatever_the_writers_create(tmp_path):
+    """No fixed list: every file the writers put in the staging folder is moved, hidden
+    temporary files are not."""
+    from semiseg.outputset import OutputSet
+
+    with OutputSet(tmp_path / "p") as s:
+        _write_set(s, ["bed", "proteins.fa", "cds.fa", "json", "anything.new"])
+        Path(s.staging, ".p.bed.tmp123").write_text("partial")
+    assert sorted(_tree(tmp_path)) == [".p.outputs", "p.anything.new", "p.bed", "p.cds.fa",
+                                       "p.json", "p.proteins.fa"]
+    assert sorted(s.files) == sorted(str(tmp_path / f"p.{n}") for n in
+                                     ["bed", "proteins.fa", "cds.fa", "json", "anything.new"])
+
+
+def test_outputset_second_set_replaces_first_and_keeps_others(tmp_path):
+    from semiseg.outputset import OutputSet
+
+    (tmp_path / "p.fa").write_text("input")
+    (tmp_path / "p2.bed").write_text("another prefix")
+    with OutputSet(tmp_path / "p") as s:
+        _write_set(s, ["bed", "gff3", "posterior.A.bw", "posterior.B.bw"], "one")
+    with OutputSet(tmp_path / "p") as s:
+        _write_set(s, ["bed", "posterior.A.bw"], "two")
+    t = _tree(tmp_path)
+    assert sorted(t) == [".p.outputs", "p.bed", "p.fa", "p.posterior.A.bw", "p2.bed"]
+    assert t["p.bed"] == b"two: bed\n" and t["p.fa"] == b"input"
+
+
+N_NEW = 4
+
+
+@pytest.mark.parametrize("fail_at", range(5 + N_NEW + 1))
+def test_outputset_rename_failure_restores_previous(tmp_path, monkeypatch, fail_at):
+    """The k-th rename of the commit fails (5 previous files moved aside, 4 new ones moved
+    in, then the list): everything moved is moved back; the previous set is as it was,
+    the new one is gone; one-line error."""
+    from semiseg import outputset as O
+
+    before = _previous(tmp_path / "o")
+    calls = [0]
+    real_rename, real_replace = os.rename, os.replace
+
+    def rename(a, b):
+        calls[0] += 1
+        if calls[0] == fail_at + 1:
+            raise OSError(errno.EIO, "I/O error", a)
+        return real_rename(a, b)
+
+    def replace(a, b):
+        return rename(a, b) if str(b).endswith(".outputs") else real_replace(a, b)
+    with pytest.raises(SemisegError, match="I/O error"):
+        with O.OutputSet(tmp_path / "o" / "a", legacy=O.ANNOTATION_FILES) as s:
+            _write_set(s, ["bed", "gff3", "json", "boundary.bw"])
+            monkeypatch.setattr(O.os, "rename", rename)
+            monkeypatch.setattr(O.os, "replace", replace)
+    monkeypatch.undo()
+    assert calls[0] == fail_at + 1 + fail_at  # every rename done was undone
+    assert _tree(tmp_path / "o") == before
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.parametrize("owner,taken", [
+    ("dead-here", True),  # a killed run of this host: taken over
+    ("alive-here", False),  # a live process of this host: refused
+    ("other-host", False),  # another machine (shared file system): refused
+    ("garbage", False),  # unreadable: refused, the message says to remove it
+    ("empty", False),
+])
+def test_outputset_lock_owners(tmp_path, owner, taken):
+    from semiseg.outputset import OutputSet
+
+    host = socket.gethostname()
+    text = {"dead-here": f"{_dead_pid()} {host}", "alive-here": f"{os.getppid()} {host}",
+            "other-host": f"{os.getppid()} not-{host}", "garbage": "xyz", "empty": ""}[owner]
+    (tmp_path / "a.lock").write_text(text + "\n")
+    if taken:
+        with OutputSet(tmp_path / "a") as s:
+            assert (tmp_path / "a.lock").read_text().split()[0] == str(os.getpid())
+            _write_set(s, ["bed"])
+        assert sorted(_tree(tmp_path)) == [".a.outputs", "a.bed"]  # lock released
+    else:
+        with pytest.raises(SemisegError) as err:
+            with OutputSet(tmp_path / "a"):
+                pass
+        assert "another semiseg run" in str(err.value) and "a.lock" in str(err.value)
+        assert (tmp_path / "a.lock").read_text() == text + "\n"  # not touched
+        assert sorted(_tree(tmp_path)) == ["a.lock"]
+
+
+@pytest.mark.parametrize("how", ["ok", "error", "interrupt"])
+def test_outputset_lock_released(tmp_path, how):
+    """The lock goes however the block ends, and a next run gets it."""
+    from semiseg.outputset import OutputSet
+
+    exc = {"ok": None, "error": ValueError, "interrupt": KeyboardInterrupt}[how]
+    try:
+        with OutputSet(tmp_path / "a") as s:
+            _write_set(s, ["bed"])
+            if exc:
+                raise exc()
+    except (ValueError, KeyboardInterrupt):
+        pass
+    assert not (tmp_path / "a.lock").exists()
+    assert not any(".staging." in p.name for p in tmp_path.iterdir())
+    with OutputSet(tmp_path / "a") as s:
+        _write_set(s, ["gff3"])
+    assert sorted(_tree(tmp_path)) == [".a.outputs", "a.gff3"]
+
+
+def test_outputset_removes_staging_of_killed_runs(tmp_path):
+    """A staging folder a SIGKILLed run left (no lock holder) goes with the next run of
+    that prefix; another prefix's (even a similar name's) stays."""
+    from semiseg.outputset import OutputSet
+
+    for name in (".a.staging.abc123_x", ".a.b.staging.zzz", ".ab.staging.q1"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.bed").write_text("partial")
+    with OutputSet(tmp_path / "a") as s:
+        _write_set(s, ["bed"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".a.b.staging.zzz", ".a.outputs", ".ab.staging.q1", "a.bed"]
+
+
+def test_outputset_signal_during_commit_is_deferred(tmp_path, monkeypatch):
+    """A real SIGINT arriving while the set is moved into place: the moves finish (the
+    whole new set is there, nothing staged left), then the interrupt is raised."""
+    from semiseg import outputset as O
+
+    real = os.rename
+    sent = []
+
+    def rename(a, b):
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(a, b)
+    with pytest.raises(KeyboardInterrupt):
+        with O.OutputSet(tmp_path / "a") as s:
+            _write_set(s, ["bed", "gff3", "json"])
+            monkeypatch.setattr(O.os, "rename", rename)
+    monkeypatch.undo()
+    assert sent
+    assert sorted(_tree(tmp_path)) == [".a.outputs", "a.bed", "a.gff3", "a.json"]
+
+
+@pytest.mark.parametrize("prefix,msg", [("", "expected a prefix"),
+                                        ("nofolder/a", "does not exist")])
+def test_outputset_bad_prefix(tmp_path, monkeypatch, prefix, msg):
+    from semiseg.outputset import OutputSet
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SemisegError, match=msg):
+        with OutputSet(prefix + ("/" if not prefix else "")):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_outputset_read_only_folder(tmp_path):
+    from semiseg.outputset import OutputSet
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(SemisegError, match="not writable"):
+            with OutputSet(ro / "a"):
+                pass
+    finally:
+        ro.chmod(0o755)
+
+
+def test_bigwig_guard_refuses_before_libbigwig_sees_a_full_disk(tmp_path, monkeypatch):
+    """With less room than the entries and the close need, the writer raises ENOSPC
+    before calling libBigWig (which would abort the process), and an abort closes the
+    open bigWigs without writing to the disk."""
+    from semiseg import outputset as O
+    from semiseg.genome import LabelScheme, OutputWriter
+
+    scheme = LabelScheme.from_dict({"name": "toy", "labels": [{"name": "x"}, {"name": "y"}]})
+    free = [10 << 20]
+
+    class St:
+        f_frsize = 1
+
+        @property
+        def f_bavail(self):
+            return free[0]
+    monkeypatch.setattr(O.os, "statvfs", lambda p: St())
+    monkeypatch.setattr(O, "SPACE_MARGIN", 1 << 20)
+    n = 200_000
+    post = np.random.default_rng(0).random((n, 2)).astype(np.float32)
+    with pytest.raises(OSError) as err:
+        with OutputWriter(tmp_path / "w", scheme, {"c": n}, formats=("bigwig",)) as w:
+            free[0] = (1 << 20) + 12 * n  # room for the entries, not for the close too
+            w.add("c", np.array([[0, n, 0]]), post, post[:, 0])
+    assert err.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []
+
+
+# ===================================================================== train
+@pytest.fixture(scope="module")
+def tiny_cfg(tmp_path_factory):
+    import yaml
+
+    d = tmp_path_factory.mktemp("train")
+    seq = _chrI()
+    (d / "train.fa").write_text(">chrI\n" + seq[:40_000] + "\n")
+    with open(ROOT / "data" / "yeast" / "yeast_chrI_chrII.gff3") as src, \
+            open(d / "truth.gff3", "w") as dst:
+        for line in src:
+            f = line.split("\t")
+            if line.startswith("#") or (len(f) == 9 and f[0] == "chrI"
+                                        and int(f[4]) <= 40_000):
+                dst.write(line)
+    cfg = yaml.safe_load(open(ROOT / "configs" / "demo.yaml"))
+    cfg["inputs"]["fasta"] = str(d / "train.fa")
+    cfg["labels"]["annotation"] = str(d / "truth.gff3")
+    cfg["windows"].update({"chroms": None, "size": 4000, "valid_fraction": 0.25})
+    cfg["model"].update({"channels": 8, "layers": 1, "max_dilation": 1})
+    cfg["crf"]["max_duration"] = 16
+    cfg["train"].update({"epochs": 2, "batch_size": 8, "patience": 0})
+    (d / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    return d / "tiny.yaml"
+
+
+def _train(cfg_path, out, **kw):
+    from semiseg import ui
+    from semiseg.config import load_config
+    from semiseg.train import train
+
+    ui.set_quiet(True)
+    return train(load_config(cfg_path), out, **kw)
+
+
+def _epoch(path: Path) -> int:
+    import torch
+
+    return torch.load(path, weights_only=True, map_location="cpu")["epoch"]
+
+
+def test_train_writes_last_before_best(tiny_cfg, tmp_path, monkeypatch):
+    import semiseg.train as T
+
+    order = []
+    real = T.save_checkpoint
+    monkeypatch.setattr(T, "save_checkpoint",
+                        lambda s, p: (order.append((s["epoch"], Path(p).name)), real(s, p)))
+    _train(tiny_cfg, tmp_path / "r")
+    assert order[:2] == [(1, "last.pt"), (1, "best.pt")]  # epoch 1 is the best so far
+    for e in {e for e, _ in order}:
+        names = [n for ep, n in order if ep == e]
+        assert names[0] == "last.pt", order
+
+
+@pytest.mark.parametrize("fail", ["last.pt@1", "best.pt@1", "last.pt@2", "metrics.tsv@1"])
+def test_train_disk_full_then_resume(tiny_cfg, tmp_path, monkeypatch, fail):
+    """Disk full while writing a checkpoint (or metrics.tsv) of an epoch: one line saying
+    what is kept and what to do; doing that (--resume, or the same command when no epoch
+    was complete) finishes the run, with best.pt the best epoch's state."""
+    import semiseg.train as T
+
+    name, epoch = fail.split("@")
+    epoch = int(epoch)
+    out = tmp_path / "r"
+    real_save, real_metrics = T.save_checkpoint, T._write_metrics
+
+    def save(state, path):
+        if Path(path).name == name and state["epoch"] == epoch:
+            Path(str(path) + ".tmp").write_bytes(b"partial")  # what a full disk leaves
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos")
+        return real_save(state, path)
+
+    def metrics(history, names, path):
+        if name == "metrics.tsv" and len(history) == epoch:
+            raise OSError(errno.ENOSPC, ENOSPC)
+        return real_metrics(history, names, path)
+    monkeypatch.setattr(T, "save_checkpoint", save)
+    monkeypatch.setattr(T, "_write_metrics", metrics)
+    monkeypatch.setattr(T, "_why", lambda folder, err: ENOSPC)  # statvfs of a full disk
+    with pytest.raises(SemisegError) as err:
+        _train(tiny_cfg, out)
+    msg = str(err.value)
+    assert "\n" not in msg and ENOSPC in msg and name in msg, msg
+    monkeypatch.undo()
+    if fail == "last.pt@1":
+        assert "no epoch was complete" in msg and not (out / "last.pt").exists()
+        _train(tiny_cfg, out)  # "run the same command again"
+    else:
+        assert "--resume" in msg and (out / "last.pt").is_file()
+        _train(tiny_cfg, out, resume=True)
+    assert _epoch(out / "last.pt") == 2
+    import torch
+
+    last = torch.load(out / "last.pt", weights_only=True)
+    assert _epoch(out / "best.pt") == last["best"]["epoch"]
+    assert not list(out.glob("*.tmp"))
+    assert len((out / "metrics.tsv").read_text().splitlines()) == 3
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_cfg, tmp_path_factory):
+    out = tmp_path_factory.mktemp("finished") / "r"
+    _train(tiny_cfg, out)
+    return out
+
+
+def _copy_run(finished, dst, keep):
+    dst.mkdir()
+    for n in keep:
+        shutil.copy(finished / n, dst / n)
+    return dst
+
+
+@pytest.mark.parametrize("state", ["only-best", "corrupt-last", "only-temp", "empty"])
+def test_train_never_a_dead_end(tiny_cfg, finished, tmp_path, state):
+    """Whatever a stopped run left, the messages say what works, and it does: only best.pt
+    (a run stopped by an older semiseg) or a damaged last.pt -> --overwrite; only partial
+    temporary files, or nothing -> a fresh run and --resume both start anew."""
+    out = tmp_path / "r"
+    if state == "only-best":
+        _copy_run(finished, out, ["best.pt", "config.yaml"])
+    elif state == "corrupt-last":
+        _copy_run(finished, out, ["best.pt", "config.yaml", "metrics.tsv"])
+        data = (finished / "last.pt").read_bytes()
+        (out / "last.pt").write_bytes(data[: len(data) // 3])
+    elif state == "only-temp":
+        out.mkdir()
+        for n in ("last.pt.tmp", "best.pt.tmp", "metrics.tsv.tmp", "config.yaml.tmp"):
+            (out / n).write_bytes(b"partial")
+    else:
+        out.mkdir()
+    if state in ("only-best", "corrupt-last"):
+        for resume in (False, True):
+            with pytest.raises(SemisegError, match="--overwrite") as err:
+                _train(tiny_cfg, out, resume=resume)
+            assert "\n" not in str(err.value)
+        _train(tiny_cfg, out, overwrite=True)
+    else:
+        _train(tiny_cfg, out, resume=state == "only-temp")
+    assert _epoch(out / "last.pt") == 2
+    assert sorted(p.name for p in out.iterdir()) == ["best.pt", "config.yaml", "last.pt",
+                                                     "metrics.tsv"]
+
+
+def test_train_fresh_run_on_finished_folder_says_what_to_do(tiny_cfg, finished):
+    with pytest.raises(SemisegError) as err:
+        _train(tiny_cfg, finished)
+    assert all(w in str(err.value) for w in ("--resume", "--overwrite", "--out"))
+    with pytest.raises(SemisegError, match="choose one"):
+        _train(tiny_cfg, finished, resume=True, overwrite=True)
+
+
+def test_train_best_mended_from_last(tiny_cfg, finished, tmp_path):
+    """A run stopped between last.pt and best.pt of its best epoch: --resume writes
+    best.pt from last.pt (else best.pt would stay an older epoch for good)."""
+    import torch
+
+    out = _copy_run(finished, tmp_path / "r", ["config.yaml", "metrics.tsv"])
+    last = torch.load(finished / "last.pt", weights_only=True)
+    last["epoch"] = last["best"]["epoch"] = 2
+    torch.save(last, out / "last.pt")
+    older = dict(last, epoch=1)
+    torch.save(older, out / "best.pt")
+    _train(tiny_cfg, out, resume=True)
+    assert _epoch(out / "best.pt") == 2
+
+
+@pytest.mark.slow
+def test_train_sigterm(tiny_cfg, tmp_path):
+    """SIGTERM (a SLURM time limit) once epoch 1 is saved: exit 130, one line saying to
+    --resume, no temporary files; --resume then finishes."""
+    out = tmp_path / "r"
+    proc = subprocess.Popen(_cli_cmd("train", "-c", tiny_cfg, "-o", out, "--epochs", "6",
+                                     "-q"), stderr=subprocess.PIPE, text=True)
+    assert _wait_for(lambda: (out / "last.pt").exists(), proc), proc.communicate()[1]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = _lines(err)
+    assert len(lines) == 1 and lines[0].startswith("semiseg: interrupted by SIGTERM")
+    assert "--resume" in lines[0]
+    assert not list(out.glob("*.tmp"))
+    done = _epoch(out / "last.pt")
+    assert 1 <= done < 6
+    r = subprocess.run(_cli_cmd("train", "-c", tiny_cfg, "-o", out, "--epochs", "6",
+                                "--resume", "-q"), capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert _epoch(out / "last.pt") == 6
