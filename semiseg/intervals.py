@@ -77,7 +77,8 @@ def load_scheme_arg(scheme: str | None):
     if str(scheme).endswith((".yaml", ".yml")) and os.path.isfile(scheme):
         from .config import load_config, read_yaml
 
-        if "labels" in read_yaml(scheme):  # a semiseg training config
+        # a semiseg training config has a labels section; a scheme YAML a list of labels
+        if isinstance(read_yaml(scheme).get("labels"), dict):
             return load_scheme(load_config(scheme).labels.scheme)
     return load_scheme(scheme)
 

@@ -59,6 +59,7 @@ def _unescaped(gr):
     ``chr,x&y`` (written ``chr%2Cx%26y``) read back as they are in the FASTA."""
     from urllib.parse import unquote
 
+    import pandas as pd
     import pyranges
 
     df = gr.df
@@ -67,7 +68,7 @@ def _unescaped(gr):
     for col in df.columns:
         if col in _GFF3_COLUMNS:
             continue
-        if col == "Chromosome" or df[col].dtype == object:
+        if col == "Chromosome" or not pd.api.types.is_numeric_dtype(df[col]):
             df[col] = df[col].map(lambda v: unquote(v) if isinstance(v, str) else v)
     return pyranges.PyRanges(df)
 
