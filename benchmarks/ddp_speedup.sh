@@ -8,7 +8,7 @@
 # for any batch up to the GPU's width, so a small global batch split in two gains little.
 # Run on a 2-GPU machine from the repository root:
 #   bash benchmarks/ddp_speedup.sh [EPOCHS] [BATCH] [WINDOW]
-# Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
+# Needs the wheels in .whlg/ on a machine with no package index (docs/gpu.md).
 set -uo pipefail
 EPOCHS=${1:-5}
 BATCH=${2:-8}

@@ -8,7 +8,7 @@
 #   bash benchmarks/gene_model_gpu.sh [TRAIN_SECONDS]
 # Environment: VARIANT="name --set k=v ..." trains that variant instead of K = 3;
 # NO_ARGMAX, TRAIN_ONLY (checkpoints back, no scoring), NO_SPEED, GPUTEST="tests".
-# Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
+# Needs the wheels in .whlg/ on a machine with no package index (docs/gpu.md).
 set -uo pipefail
 LIMIT=${1:-420}
 OUTDIR=${OUT:-results}

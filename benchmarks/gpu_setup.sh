@@ -1,5 +1,5 @@
 # Sourced by the GPU benchmark scripts: install the wheels carried in .whlg/ (the GPU
-# machine has no package index; README, "GPU runs"), set PYTHONPATH and check imports.
+# machine has no package index; docs/gpu.md), set PYTHONPATH and check imports.
 if ls .whlg/*.whl >/dev/null 2>&1; then
   python -m pip install --no-index --no-deps -q .whlg/pyyaml* .whlg/packaging* .whlg/pyfaidx* .whlg/pysam* .whlg/pybigwig* .whlg/typer* \
     .whlg/rich* .whlg/shellingham* .whlg/markdown_it* .whlg/mdurl* .whlg/pygments* \

@@ -8,7 +8,7 @@
 # Environment: CONFIG (default configs/demo.yaml), SEEDS (default "0 1 2"),
 # GPUTEST="tests/..." also runs those GPU tests alongside.
 # Each run stops at LIMIT_SECONDS (SIGINT: last.pt and best.pt keep the last complete
-# epoch). Needs the wheels in .whlg/ on a machine with no package index (README, "GPU runs").
+# epoch). Needs the wheels in .whlg/ on a machine with no package index (docs/gpu.md).
 set -uo pipefail
 LIMIT=${1:?LIMIT_SECONDS}
 shift

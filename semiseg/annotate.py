@@ -691,7 +691,7 @@ def _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
                 ann.hinted = True  # once per run
                 ui.log(f"  (on a GPU one sequence is one chain, {LONG_CHAIN:,}+ steps run at "
                        "about CPU speed; --max-decode-steps 20000 decodes in windows, "
-                       "several times faster: README, \"GPU use\")")
+                       "several times faster: docs/gpu.md)")
             results = [(it, lab, post, sig, runp, smp)]
         else:
             ui.log(f"{len(group)} short sequences decoded together in one batch")

@@ -4,7 +4,7 @@ Same encoder as the reading-frame model (model.GeneEncoder), but each base is cl
 on its own into the scheme's labels (intergenic, CDS+, ...), trained by cross-entropy
 on the gold collapsed to scheme labels, and decoded by the most probable label per base.
 No gene rule is applied: this is the baseline that shows what the semi-CRF and its
-reading frames add (`crf.head: argmax`, README "Gene model").
+reading frames add (`crf.head: argmax`, docs/gene_model.md).
 """
 
 from __future__ import annotations

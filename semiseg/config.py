@@ -154,7 +154,7 @@ class CRFConfig:
     centering:    none | mean (see SPEC.md; "mean" decodes in training-size windows)
     frames:       the frame-aware gene model (gene_structure schemes, 1 bp): start, CDS,
                   stop and intron labels in three reading frames per strand, stop codons
-                  forbidden inside CDS, the frame carried through introns (README)
+                  forbidden inside CDS, the frame carried through introns (docs/gene_model.md)
     head:         semicrf (the gene model) | argmax (with frames: the same encoder
                   classifying each base on its own, no CRF; a baseline)
     site_scores:  the gene model's head adds position-weight-matrix scores of splice

@@ -46,8 +46,8 @@ def run_spans(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def has_run_posteriors(crf) -> bool:
     """Whether runs of crf's labels have an exact posterior here: not for the
-    reading-frame model, where a run of a scheme label is many internal labellings (README:
-    rows without an exact value)."""
+    reading-frame model, where a run of a scheme label is many internal labellings
+    (docs/annotate.md: rows without an exact value)."""
     return not hasattr(crf, "layout")
 
 

@@ -183,7 +183,7 @@ def test_annotation_outputs_valid(work, annotated):
     gff = [ln.split("\t") for ln in lines if not ln.startswith("#")]
     scored = [f for f in gff if f[5] != "."]
     assert all("mean_posterior=" in f[8] for f in scored)
-    # (the demo's reading-frame model writes no run posteriors: README, "Gene model")
+    # (the demo's reading-frame model writes no run posteriors: docs/gene_model.md)
     assert any("mean_posterior=" in f[8] for f in gff if f[2] == "CDS")
     # the summary adds up to the genome
     summ = [ln.split("\t") for ln in open(f"{annotated}.summary.tsv")

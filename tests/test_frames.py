@@ -69,7 +69,7 @@ def check_gene(seq: str, segs: list[tuple[str, int, int]], left_edge: bool, righ
         i = j + 1
     spliced = "".join(seq[a:b] for k, a, b in segs if k != "intron")
     # exon of each spliced base: a codon across an intron is not checked for a stop
-    # (the model does not exclude stop codons split by a splice site; README)
+    # (the model does not exclude stop codons split by a splice site; docs/gene_model.md)
     exon = [i for i, (k, a, b) in enumerate(segs) if k != "intron" for _ in range(b - a)]
     joins = {i for i, (k, _, _) in enumerate(segs) if k == "intron"}
 
