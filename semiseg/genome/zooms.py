@@ -36,6 +36,10 @@ _REC = np.dtype([("chrom", "<u4"), ("start", "<u4"), ("end", "<u4"), ("count", "
                  ("min", "<f4"), ("max", "<f4"), ("sum", "<f4"), ("sumsq", "<f4")])
 
 
+GROUP_BASES = 1 << 24  # bases read back at a time (short chromosomes together, long ones
+# in pieces)
+
+
 def level_sizes(max_len: int, resolution: int) -> list[int]:
     """Candidate zoom levels (bp per summary), coarsest first: 4r * 4^k down from the
     first that is >= max_len, at most MAX_LEVELS, none finer than 4r."""
@@ -51,49 +55,160 @@ def level_sizes(max_len: int, resolution: int) -> list[int]:
     return out
 
 
-def _bins(values: np.ndarray, z: int) -> tuple[np.ndarray, ...]:
-    """Per bin of z bases (the last one may be shorter): covered bases, min, max, sum,
-    sum of squares (float64)."""
-    v = np.asarray(values, dtype=np.float64)
-    at = np.arange(0, len(v), z)
-    if not len(at):
-        return tuple(np.zeros(0, t) for t in (np.int64, float, float, float, float))
+def _bins(padded: np.ndarray, z: int) -> tuple[np.ndarray, ...]:
+    """Per bin of z bases (`padded`: whole bins, NaN where there is no data, float32):
+    covered bases, min, max, sum, sum of squares (float64). Reductions along rows of a
+    (bins, z) view: reduceat's cost per bin was most of the time on small contigs."""
+    v = padded.reshape(-1, z)
     nan = np.isnan(v)
-    if not nan.any():  # the usual case: no reductions of masked copies
-        count = np.diff(np.append(at, len(v)))
-        return (count, np.minimum.reduceat(v, at), np.maximum.reduceat(v, at),
-                np.add.reduceat(v, at), np.add.reduceat(v * v, at))
-    w = np.where(nan, 0.0, v)
-    return (np.add.reduceat(~nan, at, dtype=np.int64),
-            np.minimum.reduceat(np.where(nan, np.inf, v), at),
-            np.maximum.reduceat(np.where(nan, -np.inf, v), at),
-            np.add.reduceat(w, at), np.add.reduceat(w * w, at))
+    w = np.where(nan, np.float32(0), v)
+    with np.errstate(invalid="ignore"):
+        lo = np.fmin.reduce(v, axis=1).astype(np.float64)  # NaN ignored (all NaN: NaN)
+        hi = np.fmax.reduce(v, axis=1).astype(np.float64)
+    lo[np.isnan(lo)], hi[np.isnan(hi)] = np.inf, -np.inf  # bins without data: merge-neutral
+    return (z - nan.sum(1), lo, hi, w.sum(1, dtype=np.float64),
+            np.square(w, dtype=np.float64).sum(1))
 
 
-def _coarser(stats: tuple[np.ndarray, ...], k: int) -> tuple[np.ndarray, ...]:
-    """Merge each k neighbouring bins (exact for every field)."""
-    n = len(stats[0])
-    m = -(-n // k)
-    pad = m * k - n
-    fill = (0, np.inf, -np.inf, 0.0, 0.0)
-    out = []
-    for a, f, red in zip(stats, fill, (np.sum, np.min, np.max, np.sum, np.sum), strict=True):
-        a = np.concatenate([a, np.full(pad, f, dtype=a.dtype)]).reshape(m, k)
-        out.append(red(a, axis=1))
-    return tuple(out)
+def _groups(n_bins: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of k neighbouring finest bins within each chromosome (one with n_bins[i]
+    bins has ceil(n_bins[i] / k) groups): each group's chromosome, its index within the
+    chromosome and its first bin in the concatenated bins."""
+    m = -(-n_bins // k)
+    chrom = np.repeat(np.arange(len(n_bins)), m)
+    j = np.arange(int(m.sum())) - (np.cumsum(m) - m)[chrom]
+    return chrom, j, (np.cumsum(n_bins) - n_bins)[chrom] + j * k
 
 
-def _records(tid: int, length: int, z: int, stats) -> np.ndarray:
-    count, lo, hi, s, ss = stats
-    keep = np.flatnonzero(count > 0)
-    rec = np.zeros(len(keep), _REC)
-    rec["chrom"] = tid
-    rec["start"] = keep * z
-    rec["end"] = np.minimum((keep + 1) * z, length)
-    rec["count"] = count[keep]
-    rec["min"], rec["max"] = lo[keep], hi[keep]
-    rec["sum"], rec["sumsq"] = s[keep], ss[keep]
-    return rec
+def _merge(stats: tuple[np.ndarray, ...], at: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The bins from each index of `at` to the next merged (exact for every field)."""
+    if not len(at):
+        return tuple(a[:0] for a in stats)
+    return (np.add.reduceat(stats[0], at), np.minimum.reduceat(stats[1], at),
+            np.maximum.reduceat(stats[2], at), np.add.reduceat(stats[3], at),
+            np.add.reduceat(stats[4], at))
+
+
+def _finest(bw, chrom_sizes: dict[str, int], z: int) -> tuple[tuple, int]:
+    """Summaries of bins of z bases (each chromosome's from its start; its last bin may
+    be shorter) of every chromosome, concatenated in `chrom_sizes` order, and the number
+    of runs of equal values in the file (NaN runs included)."""
+    present = bw.chroms()
+    parts, runs = [], 0
+    pieces: list[tuple[np.ndarray, int]] = []  # values, whole bins they take
+    held = 0
+
+    def flush():
+        nonlocal pieces, held
+        if pieces:
+            buf = np.full(held, np.nan, np.float32)
+            at = 0
+            for v, nb in pieces:
+                buf[at:at + len(v)] = v
+                at += nb * z
+            parts.append(_bins(buf, z))
+        pieces, held = [], 0
+
+    step = z * max(1, GROUP_BASES // z)  # pieces of a long chromosome: whole bins
+    for chrom, length in chrom_sizes.items():
+        for a in range(0, length, step):
+            b = min(length, a + step)
+            v = (np.asarray(bw.values(chrom, a, b, numpy=True), dtype=np.float32)
+                 if chrom in present else np.zeros(0, np.float32))
+            if len(v) != b - a:  # a chromosome without data
+                v = np.full(b - a, np.nan, np.float32)
+            change = v[1:] != v[:-1]
+            runs += 1 + int(np.count_nonzero(change & ~(np.isnan(v[1:]) & np.isnan(v[:-1]))))
+            nb = -(-(b - a) // z)
+            pieces.append((v, nb))
+            held += nb * z
+            if held >= GROUP_BASES:
+                flush()
+    flush()
+    if not parts:
+        return _bins(np.zeros(0, np.float32), z), runs
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True)), runs
+
+
+class ZoomBins:
+    """The finest zoom level's bin summaries of one bigWig, gathered from the entries as
+    they are written (OutputWriter), so that closing the file needs no read-back: O(runs
+    + bins) instead of O(bases). `add` takes runs [start, end) bp with a value each; they
+    are kept and summarised in batches (one set of numpy calls per FLUSH runs, not per
+    contig), each run cut at the bin edges. The finest level is chosen at the first
+    batch from the data: the finest candidate at least as wide as the mean run (a finer
+    one would have more summaries than the file has runs, and is not kept), but never
+    coarser than the MIN_LEVELS-th coarsest."""
+
+    FLUSH = 1 << 22
+
+    def __init__(self, chrom_sizes: dict[str, int], resolution: int = 1):
+        self.lengths = np.asarray(list(chrom_sizes.values()), dtype=np.int64)
+        self.sizes = level_sizes(max(int(self.lengths.max(initial=0)), 1), resolution)
+        self.z: int | None = None  # the finest level, fixed at the first batch
+        self.runs = 0
+        self._pending: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._held = 0
+        self._stats: list[np.ndarray] | None = None
+
+    def add(self, tid: int, starts, ends, values) -> None:
+        if len(starts):
+            self._pending.append((tid, np.asarray(starts, dtype=np.int64),
+                                  np.asarray(ends, dtype=np.int64),
+                                  np.asarray(values, dtype=np.float64)))
+            self._held += len(starts)
+            self.runs += len(starts)
+            if self._held >= self.FLUSH:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        if self.z is None:
+            width = sum(int((p[2] - p[1]).sum()) for p in self._pending) / self._held
+            cap = self.sizes[min(MIN_LEVELS, len(self.sizes)) - 1]
+            self.z = min(cap, min((z for z in self.sizes if z >= width), default=cap))
+            self.n_bins = -(-self.lengths // self.z)
+            self.first_bin = np.cumsum(self.n_bins) - self.n_bins
+        if self._stats is None:
+            n = int(self.n_bins.sum())
+            self._stats = [np.zeros(n), np.full(n, np.inf), np.full(n, -np.inf), np.zeros(n),
+                           np.zeros(n)]
+        tids = np.repeat([p[0] for p in self._pending], [len(p[1]) for p in self._pending])
+        starts = np.concatenate([p[1] for p in self._pending])
+        ends = np.concatenate([p[2] for p in self._pending])
+        values = np.concatenate([p[3] for p in self._pending])
+        self._pending, self._held = [], 0
+        z = self.z
+        b0, b1 = starts // z, (ends - 1) // z
+        pieces = b1 - b0 + 1
+        run = np.repeat(np.arange(len(starts)), pieces)
+        k = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        local = b0[run] + k
+        w = (np.minimum(ends[run], (local + 1) * z) - np.maximum(starts[run], local * z))
+        w = w.astype(np.float64)
+        v = values[run]
+        b = self.first_bin[tids[run]] + local
+        count, lo, hi, s1, s2 = self._stats
+        n = len(count)
+        count += np.bincount(b, weights=w, minlength=n)
+        s1 += np.bincount(b, weights=w * v, minlength=n)
+        s2 += np.bincount(b, weights=w * v * v, minlength=n)
+        at = np.flatnonzero(np.diff(b, prepend=-1))  # runs of one bin (in order: one each)
+        np.minimum.at(lo, b[at], np.minimum.reduceat(v, at))
+        np.maximum.at(hi, b[at], np.maximum.reduceat(v, at))
+
+    def stats(self) -> tuple[np.ndarray, ...]:
+        """The bins of every chromosome, concatenated in chromosome order."""
+        self._flush()
+        if self._stats is None:  # no data at all
+            self.z = self.z or self.sizes[-1]
+            self.n_bins = -(-self.lengths // self.z)
+            n = int(self.n_bins.sum())
+            return (np.zeros(n, np.int64), np.full(n, np.inf), np.full(n, -np.inf),
+                    np.zeros(n), np.zeros(n))
+        count, lo, hi, s1, s2 = self._stats
+        return (np.rint(count).astype(np.int64), lo, hi, s1, s2)
 
 
 def _write_rtree(fh, leaves: list[tuple[int, int, int, int, int, int]], items_per_slot: int
@@ -135,10 +250,12 @@ def _write_rtree(fh, leaves: list[tuple[int, int, int, int, int, int]], items_pe
 
 
 def add_zoom_levels(path: str | os.PathLike, chrom_sizes: dict[str, int],
-                    resolution: int = 1) -> list[int]:
+                    resolution: int = 1, bins: ZoomBins | None = None) -> list[int]:
     """Rewrite the zoom levels of the bigWig at `path` (written by pyBigWig with
     ``maxZooms=MAX_LEVELS`` and the chromosomes `chrom_sizes` in this order); returns the
-    levels written (bp per summary, finest first)."""
+    levels written (bp per summary, finest first). `bins`: the finest level gathered
+    while writing (ZoomBins, made with the same `chrom_sizes` and `resolution`); None:
+    read the file back."""
     import pyBigWig
 
     with open(path, "rb") as fh:
@@ -148,73 +265,68 @@ def add_zoom_levels(path: str | os.PathLike, chrom_sizes: dict[str, int],
         raise ValueError(f"{path} is not a bigWig")
     auto_sql, summary_off, buf_size = struct.unpack_from("<QQI", head, 36)
     slots = (min(o for o in (chrom_tree, data_off, auto_sql, summary_off) if o) - 64) // 24
-    if not chrom_sizes or slots < 1:
+    if not chrom_sizes or slots < 1 or max(chrom_sizes.values()) < 1:
         return []
-    sizes = list(level_sizes(max(chrom_sizes.values()), resolution))[:slots]
+    sizes = list(level_sizes(max(chrom_sizes.values()), resolution))
     finest = sizes[-1]
-    stats, runs = [], 0
-    bw = pyBigWig.open(os.fspath(path))
-    try:
-        present = bw.chroms()
-        for tid, (chrom, length) in enumerate(chrom_sizes.items()):
-            # per chromosome in pieces of whole finest bins
-            parts = []
-            step = finest * max(1, (1 << 22) // finest)
-            prev = np.nan
-            for a in range(0, length, step):
-                b = min(length, a + step)
-                v = (np.asarray(bw.values(chrom, a, b, numpy=True), dtype=np.float64)
-                     if chrom in present else np.zeros(0))
-                if len(v) != b - a:  # a chromosome without data
-                    v = np.full(b - a, np.nan)
-                both = np.concatenate([[prev], v])
-                runs += int(np.count_nonzero(both[1:] != both[:-1]))
-                prev = v[-1]
-                parts.append(_bins(v, finest))
-            if not parts:  # an empty chromosome
-                parts = [_bins(np.zeros(0), finest)]
-            stats.append(tuple(np.concatenate(p) for p in zip(*parts, strict=True)))
-    finally:
-        bw.close()
+    if bins is not None:
+        stats, runs = bins.stats(), bins.runs
+        finest = bins.z
+        sizes = [z for z in sizes if z >= finest]
+    else:
+        bw = pyBigWig.open(os.fspath(path))
+        try:
+            stats, runs = _finest(bw, chrom_sizes, finest)
+        finally:
+            bw.close()
+    sizes = sizes[:slots]
+    lengths = np.asarray(list(chrom_sizes.values()), dtype=np.int64)
+    n_bins = -(-lengths // finest)
     # keep the coarsest MIN_LEVELS, finer ones while no bigger than the data
-    keep = []
+    levels = {}
     for i, z in enumerate(sizes):
-        n = sum(int(np.count_nonzero(np.add.reduceat(s[0], np.arange(0, len(s[0]), z // finest))))
-                for s in stats)
-        if i >= MIN_LEVELS and n > runs:
+        chrom, j, at = _groups(n_bins, z // finest)
+        merged = _merge(stats, at)
+        ok = merged[0] > 0
+        if i >= MIN_LEVELS and int(ok.sum()) > runs:
             break
-        keep.append(z)
-    levels = []
+        rec = np.zeros(int(ok.sum()), _REC)
+        rec["chrom"], rec["start"] = chrom[ok], j[ok] * z
+        rec["end"] = np.minimum((j[ok] + 1) * z, lengths[chrom[ok]])
+        rec["count"] = merged[0][ok]
+        rec["min"], rec["max"] = merged[1][ok], merged[2][ok]
+        rec["sum"], rec["sumsq"] = merged[3][ok], merged[4][ok]
+        levels[z] = rec
+    items = min(RECORDS_PER_BLOCK, max(1, buf_size // _REC.itemsize - 1))
+    written = []
     with open(path, "r+b") as fh:
         fh.seek(-4, os.SEEK_END)
         end = fh.tell() if struct.unpack("<I", fh.read(4))[0] == BIGWIG_MAGIC else fh.tell() + 4
         fh.seek(end)
         fh.truncate()
-        items = min(RECORDS_PER_BLOCK, max(1, buf_size // _REC.itemsize - 1))
-        for z in sorted(keep):
-            recs = [_records(tid, length, z, _coarser(s, z // finest))
-                    for tid, ((_, length), s) in enumerate(zip(chrom_sizes.items(), stats))]
-            total = sum(len(r) for r in recs)
-            data_at = fh.tell()
-            fh.write(struct.pack("<I", total))
-            leaves = []
-            for r in recs:  # blocks within one chromosome
-                for i in range(0, len(r), items):
-                    blk = r[i:i + items]
-                    raw = zlib.compress(blk.tobytes())
-                    leaves.append((int(blk["chrom"][0]), int(blk["start"][0]),
-                                   int(blk["chrom"][-1]), int(blk["end"][-1]), fh.tell(),
-                                   len(raw)))
-                    fh.write(raw)
-            if not leaves:
+        for z in sorted(levels):
+            rec = levels[z]
+            if not len(rec):
                 break
+            data_at = fh.tell()
+            fh.write(struct.pack("<I", len(rec)))
+            # blocks of `items` records; a block may hold several chromosomes (its index
+            # entry spans them; readers keep a record by its own chromosome), so an
+            # assembly of small contigs is not one block, one compress call, per contig
+            leaves = []
+            for a in range(0, len(rec), items):
+                blk = rec[a:a + items]
+                raw = zlib.compress(blk.tobytes(), 1)  # fast; any level reads the same
+                leaves.append((int(blk["chrom"][0]), int(blk["start"][0]),
+                               int(blk["chrom"][-1]), int(blk["end"][-1]), fh.tell(), len(raw)))
+                fh.write(raw)
             index_at = fh.tell()
             _write_rtree(fh, leaves, items)
-            levels.append((z, data_at, index_at))
+            written.append((z, data_at, index_at))
         fh.write(struct.pack("<I", BIGWIG_MAGIC))
         fh.seek(0x40)
-        for z, d, i in levels:
+        for z, d, i in written:
             fh.write(struct.pack("<IIQQ", z, 0, d, i))
         fh.seek(6)
-        fh.write(struct.pack("<H", len(levels)))
-    return [z for z, _, _ in levels]
+        fh.write(struct.pack("<H", len(written)))
+    return [z for z, _, _ in written]
