@@ -326,3 +326,53 @@ def test_genetic_code_flag_changes_the_proteins(tmp_path):
         assert protein == want
         assert f"genetic_code={code}" in desc
         assert ("internal_stops=1" in desc) == (code == 1)
+
+
+@pytest.mark.parametrize("res,precision", [(1, 1e-2), (3, 0.0)])
+def test_every_zoom_summary_against_the_values(tmp_path, res, precision):
+    """Every summary of every zoom level (mean, min, max over its bin, read through
+    pyBigWig's zoom-based stats) equals the values' own, on chromosomes with a gap, one
+    shorter than a bin and odd lengths. The levels chosen from the summaries gathered
+    while writing (ZoomBins) are those a read-back of the finished file chooses."""
+    import pyBigWig
+
+    from semiseg.genome import OutputWriter
+    from semiseg.genome.labels import load_scheme
+    from semiseg.genome.zooms import add_zoom_levels
+
+    scheme = load_scheme("gene_structure")
+    sizes = {"a": 9_001, "b": 7, "c": 6_000}
+    rng = np.random.default_rng(res)
+    with OutputWriter(tmp_path / "z", scheme, sizes, formats=("bigwig",), resolution=res,
+                      signal_precision=precision) as w:
+        for c, n in sizes.items():
+            t = -(-n // res)
+            post = np.repeat(rng.dirichlet(np.ones(len(scheme)), t // 20 + 1), 20, 0)[:t]
+            w.add(c, np.array([[0, n, 0]]), post.astype(np.float32),
+                  rng.random(t).astype(np.float32),
+                  gaps=np.array([[1000, 2500]]) if c == "c" else None)
+    for series in ("boundary", f"posterior.{scheme.names[1]}"):
+        path = tmp_path / f"z.{series}.bw"
+        levels = []
+        bw = pyBigWig.open(str(path))
+        with open(path, "rb") as fh:  # the zoom table: (level, 0, data, index) at 0x40
+            fh.seek(0x40)
+            n_levels = _zoom_levels(path)
+            levels = [struct.unpack("<IIQQ", fh.read(24))[0] for _ in range(n_levels)]
+        assert n_levels >= 5 and all(b == 4 * a for a, b in zip(levels, levels[1:]))
+        assert levels[-1] >= max(sizes.values()) > levels[-2]  # the last: whole chromosomes
+        for c, n in sizes.items():
+            v = np.asarray(bw.values(c, 0, n))
+            for z in levels:
+                for a in range(0, n, z):
+                    x = v[a:a + z]
+                    x = x[~np.isnan(x)]
+                    if len(x):
+                        for typ, f in (("mean", np.mean), ("min", np.min), ("max", np.max)):
+                            got = bw.stats(c, a, min(n, a + z), type=typ)[0]
+                            assert got == pytest.approx(f(x), rel=1e-5, abs=1e-7), \
+                                (series, c, z, a, typ)
+        bw.close()
+        copy = tmp_path / "copy.bw"
+        shutil.copy(path, copy)
+        assert add_zoom_levels(copy, sizes, res) == levels
