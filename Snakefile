@@ -108,7 +108,8 @@ CONTAINER = config.get("container") or None  # an image for --sdm apptainer; off
 
 # what `semiseg annotate --out PREFIX` writes (semiseg/annotate.py, genome/write.py;
 # docs/outputs.md) and `semiseg merge` joins: every file is a declared output, so later
-# rules can ask for any. Each part also has its provenance sidecar PREFIX.json.
+# rules can ask for any; annotation(..., sidecar=True) adds the provenance sidecar
+# PREFIX.json (annotate's for a part, merge's for the merged set).
 SCHEME = model_scheme()
 ANNOTATION = (["bed", "browser.bed", "stranded.bed", "gff3", "summary.tsv", "boundary.bw",
                "entropy.bw", "boundary_entropy.bw"]
@@ -144,7 +145,7 @@ def gpu_resources(step):
 
 
 def final_targets():
-    targets = annotation(f"{OUT}/annotation")
+    targets = annotation(f"{OUT}/annotation", sidecar=True)
     if config.get("truth"):
         targets += [f"{OUT}/evaluation.tsv", f"{OUT}/evaluation.json"]
     return targets
@@ -256,9 +257,9 @@ rule annotate:
 rule merge:
     input:
         beds=expand(f"{OUT}/parts/{{shard}}.bed", shard=SHARDS),
-        rest=expand(annotation(f"{OUT}/parts/{{shard}}"), shard=SHARDS),
+        rest=expand(annotation(f"{OUT}/parts/{{shard}}", sidecar=True), shard=SHARDS),
     output:
-        annotation(f"{OUT}/annotation"),
+        annotation(f"{OUT}/annotation", sidecar=True),
     log:
         f"{OUT}/logs/merge.log",
     benchmark:

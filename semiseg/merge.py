@@ -158,6 +158,8 @@ def merge(parts: list[str], out: str) -> list[str]:
             finally:
                 for s in sources:
                     s.close()
+        if all(os.path.isfile(f"{p}.json") for p in parts):
+            _sidecar(parts, target("json"), [f for f in tmp if not f.endswith(".json")])
     except BaseException:
         for t in tmp.values():
             if os.path.exists(t):
@@ -166,3 +168,29 @@ def merge(parts: list[str], out: str) -> list[str]:
     for final, t in tmp.items():
         os.replace(t, final)
     return list(tmp)
+
+
+def _sidecar(parts: list[str], path: str, files: list[str]) -> None:
+    """OUT.json: how the merge was made (command line, date, version), every part's own
+    provenance sidecar (PART.json, as annotate wrote it) and the merged files."""
+    import json
+    import shlex
+    import sys
+    from datetime import datetime, timezone
+
+    from . import __version__
+
+    docs = []
+    for p in parts:
+        with open(f"{p}.json") as src:
+            try:
+                docs.append({"prefix": p, **json.load(src)})
+            except (json.JSONDecodeError, TypeError):
+                why = "not a provenance sidecar (a JSON object)"
+                raise SemisegError(f"merge: {p}.json is {why}") from None
+    doc = {"command": shlex.join(sys.argv), "date": datetime.now(timezone.utc).isoformat(
+        timespec="seconds"), "version": __version__, "merged": docs,
+        "files": [os.path.basename(f) for f in files]}
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=2, sort_keys=True)
+        fh.write("\n")

@@ -311,6 +311,9 @@ def test_pipeline_end_to_end_with_training(tmp_path):
 
     res = json.loads((out / "evaluation.json").read_text())
     assert set(res["chromosomes"]) == set(sizes)
+    side = json.loads((out / "annotation.json").read_text())
+    assert [d["prefix"] for d in side["merged"]] == [str(out / "parts" / s)
+                                                     for s in ("0000", "0001")]
     logs = {p.name: p.read_text() for p in (out / "logs").iterdir()}
     jobs = {"train", "shard", "annotate.0000", "annotate.0001", "merge", "evaluate"}
     assert set(logs) == {f"{j}.log" for j in jobs}
@@ -321,7 +324,8 @@ def test_pipeline_end_to_end_with_training(tmp_path):
 def test_merge_joins_gene_outputs_as_one_job(tmp_path):
     """`semiseg merge` (the pipeline's gather step) of two parts annotated one chromosome
     each gives the stranded BED and the genes' CDS and protein FASTA of annotating both
-    chromosomes in one job (the oracle)."""
+    chromosomes in one job (the oracle), and a sidecar holding the parts' sidecars; a
+    part's broken sidecar is one clear error and leaves no merged files."""
     from semiseg import ui
     from semiseg.annotate import annotate
     from semiseg.merge import merge
@@ -352,6 +356,20 @@ def test_merge_joins_gene_outputs_as_one_job(tmp_path):
         assert str(tmp_path / "m" / f"a.{ext}") in written
         one = renumbered((tmp_path / "one" / f"a.{ext}").read_text())
         assert renumbered((tmp_path / "m" / f"a.{ext}").read_text()) == one, ext
+    # the merged sidecar: each part's own sidecar, in order, and the merged files
+    import json
+
+    doc = json.loads((tmp_path / "m" / "a.json").read_text())
+    parts = [json.loads((tmp_path / "parts" / f"{c}.json").read_text()) for c in "AB"]
+    assert [{k: v for k, v in d.items() if k != "prefix"} for d in doc["merged"]] == parts
+    assert sorted(doc["files"]) == sorted(os.path.basename(f) for f in written
+                                          if not f.endswith(".json"))
+    (tmp_path / "parts" / "B.json").write_text("[1, 2]")
+    from semiseg.errors import SemisegError
+
+    with pytest.raises(SemisegError, match="B.json is not a provenance sidecar"):
+        merge([str(tmp_path / "parts" / c) for c in "AB"], str(tmp_path / "m2" / "a"))
+    assert not (tmp_path / "m2").exists() or not list((tmp_path / "m2").iterdir())
     # both chromosomes hold a gene (chrI's YAL069W-like ORF on A, YAL068C on B)
     heads = [ln for ln in (tmp_path / "m" / "a.proteins.fa").read_text().splitlines()
              if ln.startswith(">")]
