@@ -71,21 +71,46 @@ def model_file():
     return pattern(os.path.join(path, "best.pt") if os.path.isdir(path) else path, "model")
 
 
+def train_config():
+    """The training config (with its `train_set`) when the pipeline trains, else None."""
+    if config.get("model"):
+        return None
+    from semiseg.config import load_config
+
+    return load_config(config["train_config"], list(config.get("train_set") or []))
+
+
+def training_data(cfg):
+    """The files training reads (the genome, the labels, the tracks, a scheme file), as
+    inputs of the train rule: a changed file trains again."""
+    if cfg is None:
+        return []
+
+    def names(value):
+        return [value] if isinstance(value, str) else list(value or [])
+
+    files = names(cfg.inputs.fasta) + names(cfg.inputs.chrom_sizes)
+    files += names(cfg.labels.annotation)
+    files += [t["path"] if isinstance(t, dict) else t for t in cfg.inputs.tracks.values()]
+    if isinstance(cfg.labels.scheme, str) and os.path.isfile(cfg.labels.scheme):
+        files.append(cfg.labels.scheme)
+    return [pattern(f, "train_config (a file it names)") for f in files]
+
+
 def model_scheme():
     """The model's label scheme (one posterior bigWig per label; a gene_structure scheme
     also gives the genes' CDS and protein FASTA), read when the Snakefile is: from `model`
-    when given, else from the training config with its `train_set`."""
+    when given, else from the training config."""
     if config.get("model"):
         from semiseg.checkpoint import checkpoint_scheme, load_checkpoint
 
         return checkpoint_scheme(load_checkpoint(model_file()))
-    from semiseg.config import load_config
     from semiseg.genome.scheme import load_scheme
 
-    cfg = load_config(config["train_config"], list(config.get("train_set") or []))
-    return load_scheme(cfg.labels.scheme)
+    return load_scheme(TRAIN_CONFIG.labels.scheme)
 
 
+TRAIN_CONFIG = train_config()
 OUT = pattern(config["outdir"], "outdir")
 CHROMS = config.get("chroms") or []  # empty or null: every sequence of the FASTA
 if isinstance(CHROMS, str):  # `--config chroms=chrI,chrII`
@@ -164,6 +189,7 @@ rule all:
 rule train:
     input:
         config=pattern(config["train_config"], "train_config"),
+        data=training_data(TRAIN_CONFIG),
     output:
         best=f"{OUT}/model/best.pt",
         last=f"{OUT}/model/last.pt",

@@ -180,6 +180,9 @@ def test_dry_run_quotes_every_path(hostile):
     p = str(out)
     assert argv["shard"] == ["semiseg", "shard", "--fasta", str(fasta), "--chroms", "chrI",
                              "--out", f"{p}/shards"]
+    # the train rule's inputs: its config and the files the config names
+    block = proc.stdout[proc.stdout.index("rule train:"):]
+    assert block.splitlines()[1] == f"    input: {train_cfg}, {fasta}, {truth}"
     assert argv["train"] == ["torchrun", "--standalone", "--nproc_per_node=2", "-m",
                              "semiseg.cli", "train", "--config", str(train_cfg), "--out",
                              f"{p}/model", "--device", "auto", "--threads", "1", "--set",
