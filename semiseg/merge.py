@@ -58,6 +58,8 @@ def merge(parts: list[str], out: str) -> list[str]:
 
     import pyBigWig
 
+    from .genome.zooms import add_zoom_levels
+
     if not parts:
         raise SemisegError("merge: no inputs")
     for p in parts:
@@ -155,6 +157,9 @@ def merge(parts: list[str], out: str) -> list[str]:
                                           ends=[b for _, b, _ in iv],
                                           values=[float(v) for _, _, v in iv])
                 bw.close()
+                # zoom levels down to whole chromosomes, as annotate writes them (read
+                # back from the merged file; docs/outputs.md)
+                add_zoom_levels(tmp[f"{out}.{suffix}"], dict(header))
             finally:
                 for s in sources:
                     s.close()

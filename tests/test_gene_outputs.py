@@ -376,3 +376,37 @@ def test_every_zoom_summary_against_the_values(tmp_path, res, precision):
         copy = tmp_path / "copy.bw"
         shutil.copy(path, copy)
         assert add_zoom_levels(copy, sizes, res) == levels
+
+
+def test_merged_bigwigs_keep_full_zoom_levels(tmp_path):
+    """semiseg merge (the pipeline's gather step) rewrites the merged bigWigs' zoom
+    levels too: >= 5 (header bytes), the coarsest summarising whole chromosomes."""
+    import pyBigWig
+
+    from semiseg.annotate import write_summary
+    from semiseg.genome import OutputWriter
+    from semiseg.genome.labels import load_scheme
+    from semiseg.merge import merge
+
+    scheme = load_scheme("gene_structure")
+    rng = np.random.default_rng(2)
+    parts = []
+    for name, n in (("A", 50_000), ("B", 20_000)):
+        prefix = str(tmp_path / name)
+        with OutputWriter(prefix, scheme, {name: n}, formats=("bed", "gff3", "bigwig"),
+                          signal_precision=1e-2) as w:
+            post = np.repeat(rng.dirichlet(np.ones(len(scheme)), n // 30 + 1), 30, 0)[:n]
+            w.add(name, np.array([[0, n, 0]]), post.astype(np.float32),
+                  rng.random(n).astype(np.float32))
+        write_summary(f"{prefix}.summary.tsv", list(scheme.names), {},
+                      {"version": "t", "model_hash": "h", "resolution": 1})
+        parts.append(prefix)
+    merge(parts, str(tmp_path / "m"))
+    for series in ("boundary", f"posterior.{scheme.names[0]}"):
+        path = tmp_path / f"m.{series}.bw"
+        assert _zoom_levels(path) >= 5, series
+        bw = pyBigWig.open(str(path))
+        for c, n in (("A", 50_000), ("B", 20_000)):
+            v = np.asarray(bw.values(c, 0, n))
+            assert bw.stats(c, 0, n)[0] == pytest.approx(v.mean(), rel=1e-5)
+        bw.close()
