@@ -468,6 +468,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     from .genome.codes import genetic_code as genetic_code_table
     from .genome.windows import ChromSizes
 
+    code = genetic_code_table(genetic_code)  # a bad table number fails before any work
     if threads:
         torch.set_num_threads(threads)
     if (fasta is None) == (chrom_sizes is None):
@@ -559,7 +560,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     prov = provenance.collect(options, version=__version__, model=model,
                               model_hash=ckpt["model_hash"], fasta=fasta, tracks=given,
                               regions=regions, scheme=scheme.name, resolution=res,
-                              genetic_code=genetic_code_table(genetic_code),
+                              genetic_code=code,
                               extra_inputs={"chrom_sizes": chrom_sizes,
                                             "track_sheet": track_sheet})
     prov["options_in_effect"] = provenance._plain({  # None above: the model's setting

@@ -166,10 +166,10 @@ def test_proteins_match_the_sgd_genes(annotated):
 
 @pytest.mark.slow  # one annotate of 3.6 kb, shared (10-16 s on 2 loaded cores)
 def test_gff3_hierarchy_codons_and_validator(annotated):
+    from commands import need
+
     tmp, seq, _ = annotated
-    gt = shutil.which("gt")
-    if gt is None:
-        pytest.skip("gt (genometools) not installed")
+    gt, = need("gt", hint="apt-get install genometools")
     r = subprocess.run([gt, "gff3validator", str(tmp / "out.gff3")], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
@@ -410,3 +410,18 @@ def test_merged_bigwigs_keep_full_zoom_levels(tmp_path):
             v = np.asarray(bw.values(c, 0, n))
             assert bw.stats(c, 0, n)[0] == pytest.approx(v.mean(), rel=1e-5)
         bw.close()
+
+
+def test_bad_genetic_code_is_one_line_before_any_work(tmp_path):
+    """--genetic-code 7 (no NCBI table 7): exit 2, one line naming the flag, no files."""
+    import sys
+
+    fasta = tmp_path / "x.fa"
+    fasta.write_text(">x\nACGT\n")
+    r = subprocess.run([sys.executable, "-m", "semiseg.cli", "annotate", "--model", MODEL,
+                        "--fasta", str(fasta), "--out", str(tmp_path / "o"),
+                        "--genetic-code", "7", "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2
+    assert "semiseg: error: --genetic-code:" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.fa"]
