@@ -25,14 +25,21 @@ MODEL = os.path.join(ROOT, "semiseg", "models", "yeast_cds_frames.pt")
 START = 41800  # chrI:41800-45400 holds PEX22 (+, CDS 42178-42720) and ACS1 (-, 42882-45023)
 END = 45400
 
-# a few codons by hand (standard code), the oracle of the translations below
-HAND = {"ATG": "M", "TGG": "W", "TAA": "*", "TAG": "*", "TGA": "*", "TTT": "F", "AAA": "K",
-        "GGG": "G", "CCC": "P", "GAT": "D", "TGT": "C", "AGA": "R", "ATA": "I"}
+# the standard code written out by amino acid (a textbook table, not codes.py's NCBI
+# string): the oracle of the translations below
+_BY_AA = {"F": "TTT TTC", "L": "TTA TTG CTT CTC CTA CTG", "I": "ATT ATC ATA", "M": "ATG",
+          "V": "GTT GTC GTA GTG", "S": "TCT TCC TCA TCG AGT AGC", "P": "CCT CCC CCA CCG",
+          "T": "ACT ACC ACA ACG", "A": "GCT GCC GCA GCG", "Y": "TAT TAC", "*": "TAA TAG TGA",
+          "H": "CAT CAC", "Q": "CAA CAG", "N": "AAT AAC", "K": "AAA AAG", "D": "GAT GAC",
+          "E": "GAA GAG", "C": "TGT TGC", "W": "TGG", "R": "CGT CGC CGA CGG AGA AGG",
+          "G": "GGT GGC GGA GGG"}
+HAND = {codon: aa for aa, codons in _BY_AA.items() for codon in codons.split()}
 
 
 def test_codon_tables_by_hand():
     std = genetic_code(1)
-    assert len(std.table) == 64 and std.stops == ("TAA", "TAG", "TGA")
+    assert len(HAND) == 64 and std.table == HAND
+    assert std.stops == ("TAA", "TAG", "TGA")
     for codon, aa in HAND.items():
         assert std.table[codon] == aa
     # vertebrate mitochondrial: TGA is W, AGA/AGG stop, ATA is M
@@ -148,7 +155,7 @@ def test_proteins_match_the_sgd_genes(annotated):
     mrna = {_attrs(r[8])["ID"]: (int(r[3]) - 1, int(r[4]), r[6]) for r in gff if r[2] == "mRNA"}
     assert set(prots) == set(mrna)  # FASTA IDs are the GFF3 mRNA IDs
     by_span = {v: k for k, v in mrna.items()}
-    std = genetic_code(1).table  # all 64 codons, checked against HAND above
+    std = HAND  # the textbook table
     for gene, length in (("YAL055W", 180), ("YAL054C", 713)):  # PEX22, ACS1 (SGD lengths)
         (a, b, strand), = _sgd_cds(gene)
         tid = by_span[(a, b, strand)]
@@ -162,6 +169,11 @@ def test_proteins_match_the_sgd_genes(annotated):
     for tid, (desc, protein) in prots.items():
         if "partial=no" in desc:
             assert protein.startswith("M") and "*" not in protein, tid
+    # a gene the GFF3 calls partial (it runs off the piece) is partial in the FASTA
+    partial = {_attrs(r[8])["ID"] for r in gff if r[2] == "mRNA" and "partial=true" in r[8]}
+    assert partial  # the piece's right end cuts a gene
+    for tid in partial:
+        assert "partial=no" not in prots[tid][0], tid
 
 
 @pytest.mark.slow  # one annotate of 3.6 kb, shared (10-16 s on 2 loaded cores)
