@@ -437,3 +437,20 @@ def test_bad_genetic_code_is_one_line_before_any_work(tmp_path):
     assert r.returncode == 2
     assert "semiseg: error: --genetic-code:" in r.stderr and "Traceback" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.fa"]
+
+
+def test_every_table_differs_from_the_standard_code_as_ncbi_lists():
+    """Each table's differences from the standard code, as NCBI's genetic-code page
+    lists them ("Differences from the Standard Code")."""
+    want = {2: {"AGA": "*", "AGG": "*", "ATA": "M", "TGA": "W"},
+            3: {"ATA": "M", "CTT": "T", "CTC": "T", "CTA": "T", "CTG": "T", "TGA": "W"},
+            4: {"TGA": "W"},
+            5: {"AGA": "S", "AGG": "S", "ATA": "M", "TGA": "W"},
+            6: {"TAA": "Q", "TAG": "Q"},
+            9: {"AAA": "N", "AGA": "S", "AGG": "S", "TGA": "W"},
+            10: {"TGA": "C"},
+            11: {},
+            12: {"CTG": "S"}}
+    for n, diff in want.items():
+        table = genetic_code(n).table
+        assert {c: a for c, a in table.items() if HAND[c] != a} == diff, n
