@@ -405,3 +405,30 @@ def test_soft_masked_sequence_trains_alike(tmp_path, logs):
             == {(r.id, r.reason) for r in low.cleanup.removed})
     assert up.cleanup.masks == low.cleanup.masks and up.cleanup.spans
     _train_ok(_config(low_dir, fa, gff, inputs__softmask=True), low_dir, logs)
+
+
+def test_isoform_rule_and_masks_by_hand():
+    """Grammar-free clean-up of hand-made transcripts: the longest CDS is kept; another
+    isoform is masked where it disagrees with it off its CDS chain (computed by hand);
+    a nested gene on the other strand in its intron is masked; CDS rows without a
+    strand are masked; a lone valid gene is kept whole."""
+    from semiseg.genome.gff import Transcript
+
+    def tx(tid, strand, *cds):
+        z = np.zeros((0, 2), np.int64)
+        return Transcript(tid, "c", strand, "mRNA", np.array(cds, np.int64), z, z)
+
+    ts = [tx("A", "+", (100, 160), (200, 260)),  # 120 bp of CDS
+          tx("B", "+", (100, 160), (230, 296)),  # 126 bp: the longest, kept
+          tx("D", "-", (170, 179)),  # in B's intron, the other strand
+          tx("C", ".", (500, 530)),
+          tx("E", "+", (700, 730)),
+          tx("F", "+", (700, 730))]  # E's duplicate
+    out = cl.clean_transcripts(ts, {"c": 1000})
+    assert set(out.spans) == {"B", "E"}
+    why = {r.id: r.reason for r in out.removed}
+    assert why == {"A": cl.ISOFORM, "D": cl.ISOFORM, "C": cl.NO_STRAND, "F": cl.DUPLICATE}
+    # A: CDS on 200-230 where B has intron -> masked; 230-260 CDS in B's frame -> agrees
+    assert sorted(out.masks["c"]) == [(170, 179), (200, 230), (500, 530)]
+    assert out.line() == ("masked 4 of 6 transcripts: 1 duplicate, 2 overlapping isoform, "
+                          "1 no strand; dropped 0 windows")

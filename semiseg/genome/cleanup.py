@@ -12,7 +12,8 @@ loss sums over every labelling there):
    intervals) are one transcript; the one with the smallest ID stands for them.
 2. **defects** (each a reason, the first that applies): ``off the sequence end`` (a part
    runs past the end of the sequence; rows are clipped when read), ``no CDS`` (an mRNA,
-   or a GTF transcript of coding biotype, without CDS rows), ``CDS not a multiple of 3``;
+   or a GTF transcript of coding biotype, without CDS rows), ``no strand`` (CDS rows on
+   strand ``.``), ``CDS not a multiple of 3``;
    and with the gene model's grammar (``grammar=True``, crf.frames) also ``short
    intron`` (a gap between CDS rows shorter than the scheme's min_intron), ``no start
    codon``, ``no stop codon`` (neither the last CDS codon nor the three bases after it),
@@ -52,6 +53,7 @@ DUPLICATE = "duplicate"
 ISOFORM = "overlapping isoform"
 OFF_END = "off the sequence end"
 NO_CDS = "no CDS"
+NO_STRAND = "no strand"
 NOT_TRIPLET = "CDS not a multiple of 3"
 SHORT_INTRON = "short intron"
 NO_START = "no start codon"
@@ -62,7 +64,7 @@ SHORT_LAST = "short exon after intron"
 SPLICE = "non-canonical splice site"
 SPLIT_STOP = "stop codon across a splice site"
 GOLD_PATH = "gold path not allowed"  # found by annotation_check (the model's log Z)
-REASONS = (DUPLICATE, ISOFORM, OFF_END, NO_CDS, NOT_TRIPLET, SHORT_INTRON, NO_START,
+REASONS = (DUPLICATE, ISOFORM, OFF_END, NO_CDS, NO_STRAND, NOT_TRIPLET, SHORT_INTRON, NO_START,
            NO_STOP, INFRAME_STOP, SHORT_FIRST, SHORT_LAST, SPLICE, SPLIT_STOP, GOLD_PATH)
 
 # the splice dinucleotides at an intron's left / right end (genome order) per strand
@@ -189,6 +191,8 @@ def defect(t: Transcript, seq: str | None, min_intron: int) -> str | None:
     Without `seq` only the grammar-free checks run (off the end, multiple of 3)."""
     if t.clipped:
         return OFF_END
+    if t.strand not in ("+", "-"):
+        return NO_STRAND
     cds = merged(t.cds)
     if sum(b - a for a, b in cds) % 3:
         return NOT_TRIPLET
