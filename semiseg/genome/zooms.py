@@ -140,7 +140,7 @@ class ZoomBins:
     one would have more summaries than the file has runs, and is not kept), but never
     coarser than the MIN_LEVELS-th coarsest."""
 
-    FLUSH = 1 << 22
+    FLUSH = 1 << 20  # runs held (24 bytes each) before they are summarised
 
     def __init__(self, chrom_sizes: dict[str, int], resolution: int = 1):
         self.lengths = np.asarray(list(chrom_sizes.values()), dtype=np.int64)
