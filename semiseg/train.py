@@ -491,8 +491,12 @@ def _write_metrics(history: list[dict], names: list[str], path: Path) -> None:
             (f"{vals[c]:.6g}" if isinstance(vals.get(c), float) else str(vals.get(c, "")))
             for c in cols))
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, path)
+    except BaseException:  # disk full or interrupted: no partial file
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _load_data(cfg: Config):
@@ -668,6 +672,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
             out.mkdir(parents=True, exist_ok=True)
             save_config(cfg, out / "config.yaml")
         except OSError as err:
+            (out / "config.yaml.tmp").unlink(missing_ok=True)
             raise SemisegError(f"cannot write {out / 'config.yaml'}: {err.strerror}; "
                                + _kept(last_path)) from None
         if train_ds.cleanup is not None:  # what the annotation clean-up set aside, and why
