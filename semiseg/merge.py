@@ -5,9 +5,11 @@ chromosomes of `annotate --regions/--chroms`) into one set of files, in the orde
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from .errors import SemisegError
+from .outputset import ANNOTATION_FILES, OutputSet
 
 
 def check_parts(parts: list[str]) -> None:
@@ -53,7 +55,8 @@ def check_parts(parts: list[str]) -> None:
 def merge(parts: list[str], out: str) -> list[str]:
     """Join annotations of disjoint chromosome sets (PART.bed, ... from `annotate --chroms`)
     into one (OUT.bed, ...), in the order given. Used by the Snakefile's gather step.
-    Every output is written to a temporary name and renamed once complete."""
+    The set is written as a whole (outputset.py): all of it or nothing, replacing OUT's
+    previous set."""
     import glob
 
     import pyBigWig
@@ -71,10 +74,13 @@ def merge(parts: list[str], out: str) -> list[str]:
                     for f in glob.glob(f"{glob.escape(parts[0])}.posterior.*.bw"))
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     tmp: dict[str, str] = {}
+    # written as a whole into a staging folder, moved into place replacing OUT's previous
+    # set, under OUT.lock (outputset.py)
+    outputs = OutputSet(out, legacy=ANNOTATION_FILES).__enter__()
 
     def target(suffix: str) -> str:
         final = f"{out}.{suffix}"
-        tmp[final] = f"{out}.tmp.{suffix}"
+        tmp[final] = f"{outputs.prefix}.{suffix}"
         return tmp[final]
 
     try:
@@ -166,12 +172,9 @@ def merge(parts: list[str], out: str) -> list[str]:
         if all(os.path.isfile(f"{p}.json") for p in parts):
             _sidecar(parts, target("json"), [f for f in tmp if not f.endswith(".json")])
     except BaseException:
-        for t in tmp.values():
-            if os.path.exists(t):
-                os.remove(t)
+        outputs.__exit__(*sys.exc_info())  # the staging folder goes (OSError: one line)
         raise
-    for final, t in tmp.items():
-        os.replace(t, final)
+    outputs.__exit__(None, None, None)  # the set moves into place
     return list(tmp)
 
 

@@ -327,6 +327,56 @@ def test_annotate_replaces_previous_set_as_a_whole(tmp_path, tiny_fa, prev):
     assert {"a.bed", "a.gff3", "a.summary.tsv", "a.boundary.bw"} <= set(names)
 
 
+@pytest.fixture(scope="module")
+def parts(tiny_fa, tmp_path_factory):
+    """Two annotate parts (one chromosome each) for merge."""
+    d = tmp_path_factory.mktemp("parts")
+    for c in TINY:
+        _annotate(tiny_fa, d / c, chroms=[c])
+    return [str(d / c) for c in TINY]
+
+
+@pytest.mark.parametrize("case", ["ok", "enospc", "eio-bigwig", "locked"])
+def test_merge_writes_a_whole_set(parts, tmp_path, monkeypatch, case):
+    """merge writes OUT.* as annotate does: the previous set replaced whole (its stale
+    posterior track gone) or, on a write failure or a held lock, one line and every file
+    as it was."""
+    import semiseg.merge as M
+
+    out = tmp_path / "m"
+    before = _previous(out)
+    if case == "enospc":
+        monkeypatch.setattr(M, "open", _full_open(0), raising=False)
+    elif case == "eio-bigwig":
+        import pyBigWig
+
+        real = pyBigWig.open
+
+        def bw_open(path, mode="r"):
+            if mode == "w":
+                raise OSError(errno.EIO, "I/O error", path)
+            return real(path, mode)
+        monkeypatch.setattr(pyBigWig, "open", bw_open)
+    elif case == "locked":
+        (out / "a.lock").write_text(f"{os.getppid()} {socket.gethostname()}\n")
+        before = _tree(out)
+    if case == "ok":
+        files = M.merge(parts, str(out / "a"))
+        after = _tree(out)
+        assert "a.posterior.OLDLABEL.bw" not in after and "a.bed" in after
+        assert sorted(set(after) - {"a.fa", "a.notes.txt", ".a.outputs"}) == sorted(
+            os.path.basename(f) for f in files)
+        bed = [ln.split("\t")[0] for ln in after["a.bed"].decode().splitlines()]
+        assert sorted(set(bed)) == sorted(TINY)
+        return
+    with pytest.raises(SemisegError) as err:
+        M.merge(parts, str(out / "a"))
+    assert "\n" not in str(err.value)
+    assert {"enospc": ENOSPC, "eio-bigwig": "I/O error",
+            "locked": "another semiseg run"}[case] in str(err.value)
+    assert _tree(out) == before
+
+
 def _mount_tmpfs(path: Path, size: str) -> None:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         pytest.skip("a small tmpfs needs root (mount)")
