@@ -513,7 +513,7 @@ def _load_data(cfg: Config):
         train_ds, valid_ds = make_datasets(cfg, data, annotation, scheme, columns, tr, va,
                                            on_load=lambda: bar.advance(task, 1))
     check_signal(train_ds, [data.feature_names[i] for i in columns])
-    ui.log(f"{len(tr)} training windows, {len(va)} validation windows of "
+    ui.log(f"{len(train_ds)} training windows, {len(valid_ds)} validation windows of "
            f"{cfg.windows.size:,} bp")
     return data, scheme, columns, train_ds, valid_ds
 
