@@ -13,6 +13,11 @@ from .errors import SemisegError
 app = typer.Typer(
     name="semiseg",
     help="Genome segmentation with a neural encoder and an exact semi-Markov CRF.",
+    epilog="Start with:\n\n"
+           "  semiseg demo demo_out\n"
+           "  semiseg annotate --model yeast --fasta genome.fa --out ann/genome\n\n"
+           "semiseg COMMAND --help shows each command's options and examples; guides in "
+           "docs/ (README.md).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
