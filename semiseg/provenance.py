@@ -39,7 +39,7 @@ def _plain(v):
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if isinstance(v, float) and not math.isfinite(v):
-        return None if v != v else str(v)  # JSON has no NaN or infinity
+        return None if math.isnan(v) else str(v)  # JSON has no NaN or infinity
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     return str(v)
@@ -60,7 +60,7 @@ def collect(options: dict, *, version: str, model: str, model_hash: str, fasta: 
     return {
         "semiseg_version": version,
         "command": shlex.join(sys.argv),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model_hash": model_hash,
         "scheme": scheme,
         "resolution": resolution,

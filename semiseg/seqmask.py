@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
 from .genome.codes import reverse_complement
+from .genome.frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, STARTS, STOPS, FrameLayout
 from .iupac import IUPAC
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SemisegError
-from .codes import STARTS, STOPS, reverse_complement
+from .codes import STARTS, STOPS, reverse_complement  # noqa: F401  (STARTS: re-exported)
 
 UNKNOWN = -1
 INTRON_ANY = {"+": -2, "-": -3}
