@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from .errors import SemisegError
+from .genome.codes import STANDARD, reverse_complement
 
-STOPS = frozenset({"TAA", "TAG", "TGA"})
-_COMP = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+STOPS = frozenset(STANDARD.stops)
 _GTF_TID = re.compile(r'(?:^|;)\s*transcript_id\s+"?([^";]+)"?')
 
 
@@ -161,8 +161,7 @@ def models_from_segments(intervals: Mapping[str, tuple], scheme) -> list[GeneMod
     return out
 
 
-def _revcomp(s: str) -> str:
-    return s.translate(_COMP)[::-1]
+_revcomp = reverse_complement
 
 
 def normalise_stops(models: Iterable[GeneModel],

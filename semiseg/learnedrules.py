@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .genome.codes import reverse_complement_codes
+
 DONOR_LEN = 6
 DONOR_MIN_N = 10
 DONOR_FIXED_SHARE = 0.99
@@ -137,7 +139,7 @@ def learn_branch_rule(onehots, golds, layout) -> tuple[float, str]:
     for x, y in zip(onehots, golds, strict=True):
         codes = _codes(x)
         y = np.asarray(y)
-        comp = np.where(codes < 4, 3 - codes, 4)[::-1]  # the minus strand, read 5'->3'
+        comp = reverse_complement_codes(codes)  # the minus strand, read 5'->3'
         T = len(codes)
         for st in "+-":
             acc = [i for i, k in enumerate(kinds) if k == f"acceptor{st}"]
@@ -212,7 +214,7 @@ def learn_long_orfs(onehots, golds, layout, scheme) -> tuple[int, str]:
         codes = _codes(x)
         lab = _scheme_labels(np.asarray(y), layout)
         n = len(lab)
-        comp = np.where(codes < 4, 3 - codes, 4)[::-1].copy()
+        comp = reverse_complement_codes(codes).copy()
         for st, cc in (("+", codes), ("-", comp)):
             if cds.get(st) is None:
                 continue
