@@ -51,7 +51,13 @@ def collect(options: dict, *, version: str, model: str, model_hash: str, fasta: 
     """The provenance of one annotate run. `options`: annotate's arguments as given
     (None: the model's own annotate setting); `tracks`: {name: path}; `genetic_code`: a
     codes.GeneticCode."""
-    inputs = {"model": _input(model), "fasta": _input(fasta), "regions": _input(regions)}
+    from .shipped import resolve_model
+
+    model_file = resolve_model(model)  # the file read: a shipped name, a run folder's best.pt
+    if os.path.isdir(model_file):
+        model_file = os.path.join(model_file, "best.pt")
+    inputs = {"model": _input(model_file), "fasta": _input(fasta),
+              "regions": _input(regions)}
     for k, v in (extra_inputs or {}).items():
         inputs[k] = _input(v)
     inputs = {k: v for k, v in inputs.items() if v is not None}

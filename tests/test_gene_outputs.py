@@ -490,3 +490,22 @@ def test_zoom_bins_in_batches_against_the_bases(monkeypatch):
                        (total, np.add.reduceat), (squares, lambda x, i: np.add.reduceat(x * x, i))):
             want = np.concatenate([f(x, i) for x, i in zip(per_base, at)])
             np.testing.assert_allclose(got, want, err_msg=f"flush {flush}")
+
+
+def test_provenance_of_a_run_folder_and_a_shipped_name(tmp_path):
+    """--model as a run folder or a shipped model's name: the provenance names and hashes
+    the checkpoint file read (FOLDER/best.pt; the shipped file)."""
+    from semiseg import provenance
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(MODEL, folder / "best.pt")
+    with open(MODEL, "rb") as fh:
+        want = hashlib.sha256(fh.read()).hexdigest()
+    for given, path in ((str(folder), str(folder / "best.pt")), ("yeast", MODEL)):
+        prov = provenance.collect({}, version="t", model=given, model_hash="h", fasta=None,
+                                  tracks={}, regions=None, scheme="s", resolution=1,
+                                  genetic_code=genetic_code(1))
+        assert prov["inputs"]["model"]["sha256"] == want
+        assert os.path.samefile(prov["inputs"]["model"]["path"], path)
+        json.dumps(prov)  # JSON-able
