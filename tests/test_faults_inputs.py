@@ -914,3 +914,46 @@ def test_result_merge_joins_disjoint_parts(tmp_path, monkeypatch, capsys):
         (tmp_path / "a.bed").read_text() + (tmp_path / "b.bed").read_text()
     o = prediction_origin(str(tmp_path / "m.bed"))
     assert (o.model, o.scheme_name, o.resolution) == ("aaaaaaaaaaaa", "gene_structure", 1)
+
+
+# ======================================================== option values of each command
+OPTIONS = {
+    "rc-maybe": (["annotate", "--reverse-complement", "maybe"], "--reverse-complement"),
+    "intron-penalty-nan": (["annotate", "--intron-penalty", "nan"], "--intron-penalty"),
+    "branch-penalty-negative": (["annotate", "--branch-penalty", "-1"], "--branch-penalty"),
+    "donor-motif-not-iupac": (["annotate", "--donor-motif", "XYZ"], "--donor-motif"),
+    "signal-precision-negative": (["annotate", "--signal-precision", "-1"],
+                                  "--signal-precision"),
+    "genetic-code-unknown": (["annotate", "--genetic-code", "99"], "--genetic-code"),
+    "window-negative": (["annotate", "--window", "-5"], "--window"),
+    "context-too-wide": (["annotate", "--context", "999999"], "--context"),
+    "ensemble-of-one": (["ensemble", "{m}", "-o", "{t}/e.pt"], "at least two"),
+    "ensemble-missing-member": (["ensemble", "{m}", "{t}/no.pt", "-o", "{t}/e.pt"],
+                                "no.pt"),
+    "shard-size-negative": (["shard", "-f", "{fa}", "-o", "{t}/sh", "--shard-size", "-5"],
+                            "--shard-size"),
+    "shard-size-fraction": (["shard", "-f", "{fa}", "-o", "{t}/sh", "--shard-size", "1.5"],
+                            "--shard-size"),
+    "shard-chrom-unknown": (["shard", "-f", "{fa}", "-o", "{t}/sh", "--chroms", "zz"], "zz"),
+    "demo-data-missing": (["demo", "{t}/d", "--data", "{t}/nowhere"], "nowhere"),
+    "evaluate-regions-bad": (["evaluate", "-p", "{p}.bed", "-t", "{p}.gff3", "--regions",
+                              "{t}/reg.bed"], "reg.bed:1"),
+    "evaluate-fasta-other": (["evaluate", "-p", "{p}.bed", "-t", "{p}.gff3", "--fasta",
+                              "{fa}"], "FASTA"),
+}
+
+
+@pytest.mark.parametrize("case", list(OPTIONS))
+def test_error_option_value(tmp_path, monkeypatch, capsys, small_fa, case):
+    """A bad option value of annotate, ensemble, shard, demo or evaluate: one line naming
+    the option (or file), nothing written in the run's folder."""
+    args, needle = OPTIONS[case]
+    p = fake_part(tmp_path / "p", {"c9": 2000})
+    (tmp_path / "reg.bed").write_text("c9\tten\t20\n")
+    sub = {"m": SHIPPED, "t": tmp_path, "fa": small_fa, "p": p}
+    args = [a.format(**sub) for a in args]
+    if args[0] == "annotate":
+        args += ["-m", SHIPPED, "-f", small_fa, "-o", tmp_path / "a"]
+    before = files(tmp_path)
+    clear_error(run(monkeypatch, capsys, *args, "-q"), needle)
+    assert files(tmp_path) == before
