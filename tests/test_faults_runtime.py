@@ -116,24 +116,38 @@ def signalled(tmp_path_factory):
     holder = subprocess.Popen(_cli_cmd("annotate", "-m", SHIPPED, "-f", long_fa, "-o",
                                        held / "a", "--device", "cpu", "-q"),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for key, proc in runs.items():
-        folder = d / f"{key[0]}-{key[1]}"
-        reached = _wait_for(lambda: _staging(folder), proc)
-        proc.send_signal(getattr(signal, key[0]))
-        _, err = proc.communicate(timeout=120)
-        out[key] = {"rc": proc.returncode, "err": err, "reached": reached,
-                    "after": _tree(folder), "before": before[key]}
-    holding = _wait_for(lambda: _staging(held), holder)
-    second = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", held / "a",
-                                     "--device", "cpu", "-q"),
-                            capture_output=True, text=True, timeout=300)
-    still = holder.poll() is None
-    holder.send_signal(signal.SIGTERM)
-    _, herr = holder.communicate(timeout=120)
-    out["lock"] = {"holding": holding and still, "second": second, "pid": holder.pid,
-                   "holder_rc": holder.returncode, "holder_err": herr,
-                   "after": _tree(held), "before": before["held"]}
+    demo_dir = d / "demo"  # annotates all of chrI: still running after the four
+    demo = subprocess.Popen(_cli_cmd("demo", demo_dir, "--device", "cpu", "-q"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out = {}
+        for key, proc in runs.items():
+            folder = d / f"{key[0]}-{key[1]}"
+            reached = _wait_for(lambda: _staging(folder), proc)
+            proc.send_signal(getattr(signal, key[0]))
+            _, err = proc.communicate(timeout=120)
+            out[key] = {"rc": proc.returncode, "err": err, "reached": reached,
+                        "after": _tree(folder), "before": before[key]}
+        reached = _wait_for(lambda: demo_dir.is_dir() and _staging(demo_dir), demo)
+        demo.send_signal(signal.SIGINT)
+        _, err = demo.communicate(timeout=120)
+        out["demo"] = {"rc": demo.returncode, "err": err, "reached": reached,
+                       "after": _tree(demo_dir)}
+        holding = _wait_for(lambda: _staging(held), holder)
+        second = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", held / "a",
+                                         "--device", "cpu", "-q"),
+                                capture_output=True, text=True, timeout=300)
+        still = holder.poll() is None
+        holder.send_signal(signal.SIGTERM)
+        _, herr = holder.communicate(timeout=120)
+        out["lock"] = {"holding": holding and still, "second": second, "pid": holder.pid,
+                       "holder_rc": holder.returncode, "holder_err": herr,
+                       "after": _tree(held), "before": before["held"]}
+    finally:  # a failure above: no process outlives the fixture
+        for proc in [*runs.values(), holder, demo]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return out
 
 
@@ -153,6 +167,18 @@ def test_signal_interrupts_annotate(signalled, sig, prev):
 
 
 @pytest.mark.slow
+def test_signal_interrupts_demo(signalled):
+    """Ctrl-C during `semiseg demo`'s annotation (it exited 0 before): exit 130, the one
+    line, no annotation file, no staging folder or lock in the demo's folder."""
+    r = signalled["demo"]
+    assert r["reached"], f"the demo ended before annotating: {r['err']}"
+    assert r["rc"] == 130, (r["rc"], r["err"])
+    lines = _lines(r["err"])
+    assert len(lines) == 1 and lines[0].startswith("semiseg: interrupted"), lines
+    assert r["after"] == {}
+
+
+@pytest.mark.slow
 def test_second_run_on_a_held_prefix_is_refused(signalled):
     """A second annotate on a prefix a running one holds: exit 2, one line naming the lock
     and the running pid; the running one is unaffected (interrupted later: 130) and the
@@ -167,6 +193,46 @@ def test_second_run_on_a_held_prefix_is_refused(signalled):
     assert "a.lock" in lines[0]
     assert r["holder_rc"] == 130, r["holder_err"]
     assert r["after"] == r["before"]
+
+
+INTERRUPT_SCRIPT = """
+import os, signal, sys, time
+from semiseg import interrupt
+interrupt.install()
+first, second, deferred = sys.argv[1], sys.argv[2], sys.argv[3] == "deferred"
+try:
+    if deferred:
+        with interrupt.deferred():
+            os.kill(os.getpid(), getattr(signal, first))
+            time.sleep(0.05)
+            print("block finished", flush=True)
+    else:
+        os.kill(os.getpid(), getattr(signal, first))
+        time.sleep(5)
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted by", interrupt.received(), flush=True)
+    if second != "none":
+        os.kill(os.getpid(), getattr(signal, second))  # during the clean-up: ignored
+        time.sleep(0.05)
+    print("clean-up finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("first", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("second,mode", [("none", "plain"), ("SIGINT", "plain"),
+                                         ("SIGTERM", "plain"), ("none", "deferred"),
+                                         ("SIGTERM", "deferred")])
+def test_interrupt_handler(first, second, mode):
+    """install(): SIGINT and SIGTERM raise KeyboardInterrupt (and say which came); a second
+    signal during the clean-up does not cut it short; deferred() lets its block finish
+    before raising."""
+    r = subprocess.run([sys.executable, "-c", INTERRUPT_SCRIPT, first, second, mode],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = (["block finished"] if mode == "deferred" else []) + [
+        f"interrupted by {first}", "clean-up finished"]
+    assert r.stdout.split("\n")[:-1] == want
 
 
 # ===================================================================== in-process annotate
