@@ -74,7 +74,8 @@ FLY = os.path.join(ROOT, "data", "fly")
 FASTA = os.path.join(FLY, "chr2R_2M_6M.fa")
 GFF = os.path.join(FLY, "chr2R_2M_6M.gff3")
 CHROM = "chr2R_2M_6M"
-REGIONS = {"test": (3_000_000, 4_000_000), "valid": (2_000_000, 3_000_000)}
+REGIONS = {"test": (3_000_000, 4_000_000), "valid": (2_000_000, 3_000_000),
+           "tune": (2_550_000, 3_000_000)}  # tune: the training runs' validation block
 OUTDIR = os.path.join(HERE, "results", "fly")
 FIVE = ("intergenic", "CDS+", "CDS-", "intron+", "intron-")
 COLUMNS = [("macro_f1", "base macro F1"), ("segment_exact", "exact segment F1"),

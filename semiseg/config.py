@@ -170,6 +170,12 @@ class CRFConfig:
     upstream_start_scores: the gene model's head adds to each start codon a learned
                   score of how many in-frame start codons lie upstream of it in its ORF
                   (0, 1, 2, 3+: a ribosome mostly starts at the first), semiseg/orflength.py
+    tie_noncoding: the gene model's intron labels take the background label's emission
+                  plus a learned constant per strand, so the encoder cannot tell an
+                  intron's inside from intergenic sequence by local content: where an
+                  intron begins and ends is left to the splice sites, the exons and the
+                  gene grammar (the way a classical gene finder's intron and intergenic
+                  states share a content model), not to a guess from kilobases away
     """
 
     max_duration: int = 64
@@ -184,6 +190,7 @@ class CRFConfig:
     orf_length_scores: bool = False
     upstream_start_scores: bool = False
     content_scores: bool = False
+    tie_noncoding: bool = False
 
 
 @dataclass

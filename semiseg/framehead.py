@@ -55,6 +55,8 @@ class FrameHead(nn.Module):
             codons upstream in the ORF to start codons (orflength.UpstreamStartScores).
         content_scores: add the coding-content log-odds (content.ContentScores; train.py
             counts the table) to the CDS labels.
+        tie_noncoding: each strand's intron channel is the background label's channel
+            plus a learned constant (`noncoding_bias`), not an encoder output of its own.
     """
 
     # set by annotate on the head it decodes with (an ensemble passes them on)
@@ -62,8 +64,19 @@ class FrameHead(nn.Module):
 
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
-                 content_scores: bool = False, upstream_start_scores: bool = False):
+                 content_scores: bool = False, upstream_start_scores: bool = False,
+                 tie_noncoding: bool = False):
         super().__init__()
+        self.register_buffer("tie", None, persistent=False)
+        if tie_noncoding:
+            # (intron channel, background channel) per coding strand with an intron label
+            bg = next(kn[len("outside:"):] for k, kn in enumerate(layout.kind_names)
+                      if kn.startswith("outside:") and layout.strand[layout.kind.index(k)] == ".")
+            pairs = [(layout.channels.index(f"intron{st}"), layout.channels.index(bg))
+                     for st in layout.strands if f"intron{st}" in layout.channels]
+            if pairs:
+                self.register_buffer("tie", torch.as_tensor(pairs), persistent=False)
+                self.noncoding_bias = nn.Parameter(torch.zeros(len(pairs)))
         self.content = ContentScores(layout) if content_scores else None
         self.sites = SiteScores(layout) if site_scores else None
         self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
@@ -129,6 +142,9 @@ class FrameHead(nn.Module):
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
         B, T, _ = emissions.shape
         R = emissions[..., :self.n_channels].float()
+        if self.tie is not None:  # introns score as the background, plus a constant
+            R = R.clone()
+            R[..., self.tie[:, 0]] = R[..., self.tie[:, 1]] + self.noncoding_bias
         onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
         codes = torch.where(onehot.amax(-1) > 0.5, onehot.argmax(-1), torch.full_like(
             onehot[..., 0], 4, dtype=torch.int64))

@@ -257,7 +257,8 @@ class Segmenter(nn.Module):
                                  site_scores=c.site_scores,
                                  orf_length_scores=c.orf_length_scores,
                                  upstream_start_scores=c.upstream_start_scores,
-                                 content_scores=c.content_scores)
+                                 content_scores=c.content_scores,
+                                 tie_noncoding=c.tie_noncoding)
             swap = layout.channel_swap()
         n = len(swap)
         self.emit = nn.Linear(self.encoder.hidden_dim, n)
