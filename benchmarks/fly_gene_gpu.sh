@@ -27,6 +27,9 @@ declare -A VAR=(
   [base]=""
   [w25]="--set windows.size=25000 --set windows.overlap=2500"
   [w25c]="--set windows.size=25000 --set windows.overlap=2500 --set crf.content_scores=true"
+  [c10]="--set crf.content_scores=true"
+  [t10]="--set crf.tie_noncoding=true"
+  [tc10]="--set crf.tie_noncoding=true --set crf.content_scores=true"
 )
 VARIANTS=${VARIANTS:-"base w25 w25c"}
 source benchmarks/gpu_setup.sh
