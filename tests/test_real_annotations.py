@@ -432,3 +432,28 @@ def test_isoform_rule_and_masks_by_hand():
     assert sorted(out.masks["c"]) == [(170, 179), (200, 230), (500, 530)]
     assert out.line() == ("masked 4 of 6 transcripts: 1 duplicate, 2 overlapping isoform, "
                           "1 no strand; dropped 0 windows")
+
+
+def test_gtf_coding_transcript_without_cds_is_masked(tmp_path):
+    """GTF: a transcript of biotype protein_coding with exons but no CDS is set aside
+    ('no CDS') and its extent is unknown; one without a biotype stays a non-coding RNA
+    (labelled as before); training labels only (evaluation reads the file as it is)."""
+    from semiseg.genome import load_scheme, read_annotation
+
+    gtf = tmp_path / "a.gtf"
+    gtf.write_text(
+        'c\tx\ttranscript\t101\t400\t.\t+\t.\tgene_id "g1"; transcript_id "t1"; '
+        'transcript_biotype "protein_coding";\n'
+        'c\tx\texon\t101\t200\t.\t+\t.\tgene_id "g1"; transcript_id "t1"; '
+        'transcript_biotype "protein_coding";\n'
+        'c\tx\texon\t301\t400\t.\t+\t.\tgene_id "g1"; transcript_id "t1"; '
+        'transcript_biotype "protein_coding";\n'
+        'c\tx\texon\t601\t700\t.\t-\t.\tgene_id "g2"; transcript_id "t2";\n')
+    sch = load_scheme("gene_structure")
+    ann = read_annotation(str(gtf), sch, {"c": 1000}, clean=True)
+    assert [(r.id, r.reason) for r in ann.cleanup.removed] == [("t1", cl.NO_CDS)]
+    lab = ann.labels("c")
+    assert (lab[100:400] == -1).all() and (lab[:100] == sch.background).all()
+    assert (lab[600:700] == sch.index("ncRNA-")).all()
+    plain = read_annotation(str(gtf), sch, {"c": 1000})
+    assert plain.cleanup is None and (plain.labels("c")[100:400] != -1).all()
