@@ -457,3 +457,36 @@ def test_gtf_coding_transcript_without_cds_is_masked(tmp_path):
     assert (lab[600:700] == sch.index("ncRNA-")).all()
     plain = read_annotation(str(gtf), sch, {"c": 1000})
     assert plain.cleanup is None and (plain.labels("c")[100:400] != -1).all()
+
+
+def test_window_dropped_when_no_gene_can_be_blamed(tmp_path, logs):
+    """Without the clean-up's list of kept genes the check cannot localise a failure:
+    exactly the windows whose loss is infinite (FrameHead.nll, the oracle) are dropped,
+    named, and the rest keep their labels."""
+    from semiseg.annotation_check import check_gold_paths
+    from semiseg.genome import read_annotation
+    from semiseg.genome.frames import FrameGold, FrameLayout
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
+    from semiseg.trainingdata import Dataset, clear_of_rigid, prepare, tile
+
+    fa, gff = _write_region(tmp_path, *REGION)
+    cfg = _config(tmp_path, fa, gff)
+    data, _, scheme, cols = prepare(cfg)
+    raw = read_annotation(str(gff), scheme, data.chrom_sizes)
+    rows, gtf = read_gff_rows(str(gff), data.chrom_sizes)
+    gold = FrameGold(FrameLayout.from_scheme(scheme), raw, gff_transcripts(rows, gtf, scheme),
+                     data.fasta)
+    wins, _ = clear_of_rigid(gold, tile([("fly", 0, REGION[1] - REGION[0])], 2500, 0, 10))
+    inf = _loss_gold_inf(gold, data.fasta, "fly", [(w.start, w.end) for w in wins])
+    assert any(inf) and not all(inf)
+    ds = Dataset(data, gold, wins, cols, 1)
+    y_before = [y.copy() for y in ds.y]
+    out = cl.Cleanup()
+    stats = check_gold_paths(gold, [ds], out, 256)
+    bad = [f"fly:{w.start}-{w.end}" for w, i in zip(wins, inf) if i]
+    assert out.dropped_windows == bad and stats["dropped"] == len(bad)
+    assert [f"fly:{w.start}-{w.end}" for w in ds.windows] == [
+        f"fly:{w.start}-{w.end}" for w, i in zip(wins, inf) if not i]
+    kept_y = [y for y, i in zip(y_before, inf) if not i]
+    assert all(np.array_equal(a, b) for a, b in zip(ds.y, kept_y))
+    assert "dropped window fly:" in "\n".join(out.named())
