@@ -72,6 +72,108 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _read(path: str) -> str | None:
+    """A small text file's content, stripped; None if it does not exist."""
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+class Lock:
+    """A lock file (created with O_EXCL, holding "PID HOST") that refuses a second run on
+    `subject` while one holds it; a dead process's lock on this host is taken over.
+
+    Args:
+        path: the lock file.
+        subject: what it guards, for messages (an output prefix, a run folder).
+        doing: what the holder does to it ("writing this output prefix").
+    """
+
+    def __init__(self, path: str | os.PathLike, subject: str,
+                 doing: str = "writing this output prefix"):
+        self.path = os.fspath(path)
+        self.subject, self.doing = subject, doing
+        self._owner = f"{os.getpid()} {socket.gethostname()}"
+        self._locked = False
+
+    def __enter__(self) -> Lock:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            self.acquire()
+        except PermissionError as err:
+            raise SemisegError(f"folder {folder} is not writable ({err.strerror})") from None
+        except OSError as err:
+            raise SemisegError(f"cannot create the lock file {self.path}: "
+                               f"{err.strerror}") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def _message(self, owner: str) -> str:
+        pid, _, host = owner.partition(" ")
+        return (f"{self.subject}: another semiseg run (pid {pid or '?'} on {host or '?'}) "
+                f"is {self.doing} (lock file {self.path}); wait for it to end, choose "
+                f"another --out, or remove {self.path} if that run is gone")
+
+    def _stale(self, owner: str) -> bool:
+        pid, _, host = owner.partition(" ")
+        if host != socket.gethostname() or not pid.isdigit():
+            return False  # another machine's run (a shared file system): cannot tell
+        return int(pid) == os.getpid() or not _alive(int(pid))
+
+    def acquire(self) -> None:
+        """Take the lock (SemisegError if another run holds it; OSError if the file
+        cannot be created)."""
+        for _ in range(5):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = _read(self.path)
+                if owner is None:
+                    continue  # released meanwhile: try again
+                if not self._stale(owner):
+                    raise SemisegError(self._message(owner)) from None
+                self._take_over(owner)
+                continue
+            try:
+                os.write(fd, (self._owner + "\n").encode())
+            except BaseException:
+                os.close(fd)
+                os.remove(self.path)
+                raise
+            os.close(fd)
+            self._locked = True
+            return
+        raise SemisegError(self._message(_read(self.path) or ""))
+
+    def _take_over(self, seen: str) -> None:
+        """Remove the lock of a dead run, `seen`; if another run replaced it meanwhile
+        (two runs taking over at once), put that one back and refuse."""
+        aside = f"{self.path}.stale{os.getpid()}"
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return
+        found = _read(aside)
+        if found == seen:
+            os.remove(aside)
+            return
+        try:
+            os.link(aside, self.path)
+        except FileExistsError:
+            pass
+        os.remove(aside)
+        raise SemisegError(self._message(found or ""))
+
+    def release(self) -> None:
+        if self._locked and _read(self.path) == self._owner:
+            os.remove(self.path)
+        self._locked = False
+
+
 class OutputSet:
     """Stage, lock and replace the set of files PREFIX.* (see the module docstring).
 
@@ -91,75 +193,7 @@ class OutputSet:
         self.staging: str | None = None
         self.prefix: str | None = None  # where the writers write: STAGING/NAME
         self.files: list[str] = []  # the final paths, once committed
-        self._owner = f"{os.getpid()} {socket.gethostname()}"
-        self._locked = False
-
-    # ---------------------------------------------------------------- lock
-    def _lock_message(self, owner: str) -> str:
-        pid, _, host = owner.partition(" ")
-        return (f"{self.final}: another semiseg run (pid {pid or '?'} on {host or '?'}) is "
-                f"writing this output prefix (lock file {self.lock}); wait for it to end, "
-                f"choose another --out, or remove {self.lock} if that run is gone")
-
-    def _read_owner(self, path: str) -> str | None:
-        try:
-            with open(path) as fh:
-                return fh.read().strip()
-        except FileNotFoundError:
-            return None
-
-    def _stale(self, owner: str) -> bool:
-        pid, _, host = owner.partition(" ")
-        if host != socket.gethostname() or not pid.isdigit():
-            return False  # another machine's run (a shared file system): cannot tell
-        return int(pid) == os.getpid() or not _alive(int(pid))
-
-    def _acquire(self) -> None:
-        for _ in range(5):
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                owner = self._read_owner(self.lock)
-                if owner is None:
-                    continue  # released meanwhile: try again
-                if not self._stale(owner):
-                    raise SemisegError(self._lock_message(owner)) from None
-                self._take_over(owner)
-                continue
-            try:
-                os.write(fd, (self._owner + "\n").encode())
-            except BaseException:
-                os.close(fd)
-                os.remove(self.lock)
-                raise
-            os.close(fd)
-            self._locked = True
-            return
-        raise SemisegError(self._lock_message(self._read_owner(self.lock) or ""))
-
-    def _take_over(self, seen: str) -> None:
-        """Remove the lock of a dead run, `seen`; if another run replaced it meanwhile
-        (two runs taking over at once), put that one back and refuse."""
-        aside = f"{self.lock}.stale{os.getpid()}"
-        try:
-            os.rename(self.lock, aside)
-        except FileNotFoundError:
-            return
-        found = self._read_owner(aside)
-        if found == seen:
-            os.remove(aside)
-            return
-        try:
-            os.link(aside, self.lock)
-        except FileExistsError:
-            pass
-        os.remove(aside)
-        raise SemisegError(self._lock_message(found or ""))
-
-    def _release(self) -> None:
-        if self._locked and self._read_owner(self.lock) == self._owner:
-            os.remove(self.lock)
-        self._locked = False
+        self._lock = Lock(self.lock, self.final)
 
     # ---------------------------------------------------------------- staging
     def _stale_staging(self) -> list[str]:
@@ -175,20 +209,13 @@ class OutputSet:
                                "not a folder")
         if not os.path.isdir(self.folder):
             raise SemisegError(f"output folder {self.folder} does not exist")
-        try:
-            self._acquire()
-        except PermissionError as err:
-            raise SemisegError(f"output folder {self.folder} is not writable "
-                               f"({err.strerror})") from None
-        except OSError as err:
-            raise SemisegError(f"cannot create the lock file {self.lock}: "
-                               f"{err.strerror}") from None
+        self._lock.__enter__()
         try:
             for path in self._stale_staging():
                 shutil.rmtree(path, ignore_errors=True)
             self.staging = tempfile.mkdtemp(prefix=f".{self.name}.staging.", dir=self.folder)
         except BaseException as err:
-            self._release()
+            self._lock.release()
             if isinstance(err, OSError):
                 raise SemisegError(f"cannot write outputs at {self.final}: "
                                    f"{err.strerror}") from None
@@ -206,7 +233,7 @@ class OutputSet:
         finally:
             if self.staging is not None:
                 shutil.rmtree(self.staging, ignore_errors=True)
-            self._release()
+            self._lock.release()
         if error is not None:
             raise SemisegError(self._message(error)) from None
         if isinstance(exc, SemisegError) and self.prefix and self.prefix in str(exc):
@@ -225,7 +252,7 @@ class OutputSet:
     # ---------------------------------------------------------------- commit
     def _previous(self) -> list[str]:
         """Names (in the folder) of the previous set of this prefix."""
-        listed = self._read_owner(self.manifest)  # one name per line
+        listed = _read(self.manifest)  # one name per line
         if listed is not None:
             names = [n for n in listed.splitlines() if n and "/" not in n and n != ".."]
         else:

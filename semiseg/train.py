@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,7 @@ from .distributed import (
 )
 from .errors import SemisegError
 from .interrupt import Interrupted, deferred
+from .outputset import Lock
 from .metrics import (
     add_segment_counts,
     confusion,
@@ -374,6 +376,29 @@ def _open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> 
     return ckpt
 
 
+@contextmanager
+def _folder_lock(out: Path, main: bool):
+    """OUT/train.lock while this run writes OUT (the main process only): a second train
+    on the same folder is refused (outputset.Lock). A folder made here for a run that
+    stops before writing anything is removed again."""
+    if not main:
+        yield
+        return
+    if out.exists() and not out.is_dir():
+        raise SemisegError(f"--out {out}: exists and is not a folder")
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SemisegError(f"--out {out}: cannot create the folder ({err.strerror})") from None
+    try:
+        with Lock(out / "train.lock", str(out), "training in this folder"):
+            yield
+    finally:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+
+
 def _best_from_last(ckpt: dict, best_path: Path) -> None:
     """last.pt is written before best.pt; a run stopped between the two (disk full,
     SIGKILL) has a last.pt whose own epoch is the best but an older best.pt (or none):
@@ -617,7 +642,8 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
     per_rank_batch(cfg.train.batch_size, world_size())  # before any process waits
     ctx = start(cfg.device)
     try:
-        result = _train(cfg, Path(out), resume, stop_after, threads, ctx, overwrite)
+        with _folder_lock(Path(out), ctx.main):
+            result = _train(cfg, Path(out), resume, stop_after, threads, ctx, overwrite)
     except BaseException:
         stop(ctx, wait=False)  # the other processes may be anywhere: do not wait for them
         raise

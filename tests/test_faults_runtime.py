@@ -830,8 +830,8 @@ def test_train_real_disk_full(disk, tiny_cfg, leave):
     (disk / "filler").unlink()
     if "--resume" in msg:
         _train(tiny_cfg, out, resume=True)
-    else:
-        assert "run the same command again" in msg
+    else:  # nothing was written (with no room even for the lock: no folder either)
+        assert "run the same command again" in msg or "cannot create the lock" in msg
         _train(tiny_cfg, out)
     assert _epoch(out / "last.pt") == 2
 
@@ -903,6 +903,26 @@ def test_train_best_mended_from_last(tiny_cfg, finished, tmp_path):
     torch.save(older, out / "best.pt")
     _train(tiny_cfg, out, resume=True)
     assert _epoch(out / "best.pt") == 2
+
+
+@pytest.mark.parametrize("owner", ["alive", "dead"])
+def test_train_folder_lock(tiny_cfg, tmp_path, owner):
+    """A second train on a run folder that a live run holds (OUT/train.lock) is refused
+    with one line, the folder untouched; a dead run's lock is taken over."""
+    out = tmp_path / "r"
+    out.mkdir()
+    pid = os.getppid() if owner == "alive" else _dead_pid()
+    (out / "train.lock").write_text(f"{pid} {socket.gethostname()}\n")
+    before = _tree(out)
+    if owner == "alive":
+        with pytest.raises(SemisegError) as err:
+            _train(tiny_cfg, out)
+        assert "another semiseg run" in str(err.value) and f"pid {pid}" in str(err.value)
+        assert "train.lock" in str(err.value) and "\n" not in str(err.value)
+        assert _tree(out) == before
+    else:
+        _train(tiny_cfg, out)
+        assert _epoch(out / "last.pt") == 2 and not (out / "train.lock").exists()
 
 
 @pytest.mark.slow
