@@ -10,8 +10,8 @@ intact, no base of a set-aside chain called intergenic); the log names what it m
 
 from __future__ import annotations
 
-import os
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -37,10 +37,12 @@ REGION = (2_593_000, 2_603_000)  # 10 kb holding the first named window's genes
 def _parse_gff3(path) -> dict[str, dict]:
     """mRNA id -> {strand, cds: [(start, end) 0-based], gene} read by hand."""
     out: dict[str, dict] = {}
-    for line in open(path):
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    for line in lines:
         if line.startswith("#") or not line.strip():
             continue
-        f = line.rstrip("\n").split("\t")
+        f = line.split("\t")
         attrs = dict(kv.split("=", 1) for kv in f[8].split(";") if "=" in kv)
         if f[2] == "CDS":
             t = out.setdefault(attrs["Parent"], {"strand": f[6], "cds": []})
@@ -51,7 +53,8 @@ def _parse_gff3(path) -> dict[str, dict]:
 
 
 def _fasta_seq(path) -> str:
-    return "".join(line.strip() for line in open(path) if not line.startswith(">"))
+    return "".join(ln.strip() for ln in Path(path).read_text().splitlines()
+                   if not ln.startswith(">"))
 
 
 def _write_region(tmp: Path, lo: int, hi: int, extra: str = "", lower: bool = False,
@@ -64,10 +67,10 @@ def _write_region(tmp: Path, lo: int, hi: int, extra: str = "", lower: bool = Fa
     fa.write_text(f">{name}\n" + "\n".join(seq[i:i + 80] for i in range(0, len(seq), 80))
                   + "\n")
     rows, genes = [], {}
-    for line in open(FLY / "chr2R_2M_6M.gff3"):
+    for line in (FLY / "chr2R_2M_6M.gff3").read_text().splitlines():
         if line.startswith("#"):
             continue
-        f = line.rstrip("\n").split("\t")
+        f = line.split("\t")
         if f[2] == "gene":
             genes[re.search(r"ID=([^;]+)", f[8]).group(1)] = (int(f[3]) - 1, int(f[4]))
         rows.append(f)
@@ -89,10 +92,10 @@ def _gtf_from_gff3(src, dst) -> None:
     """The same CDS rows as GTF (gene_id / transcript_id from the mRNA's Parent)."""
     parent: dict[str, str] = {}
     lines = []
-    for line in open(src):
+    for line in Path(src).read_text().splitlines():
         if line.startswith("#"):
             continue
-        f = line.rstrip("\n").split("\t")
+        f = line.split("\t")
         a = dict(kv.split("=", 1) for kv in f[8].split(";"))
         if f[2] == "mRNA":
             parent[a["ID"]] = a["Parent"]
@@ -185,7 +188,7 @@ def test_kept_chains_intact_and_removed_never_intergenic(tmp_path, logs):
     Duplicates are exactly the transcripts whose CDS chain another one with a smaller ID
     has."""
     cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3")
-    data, ann, gold = _gold_for(cfg)
+    _, ann, gold = _gold_for(cfg)
     tx = _parse_gff3(FLY / "chr2R_2M_6M.gff3")
     codes = gold.labels(CHROM)  # frames relative to 0 = absolute
     lay = gold.layout
@@ -199,7 +202,7 @@ def test_kept_chains_intact_and_removed_never_intergenic(tmp_path, logs):
             c = codes[a:b]
             assert (c >= 0).all(), (tid, a, b)
             assert set(kind[c]) <= {"start", "CDS", "stop"} and set(strand[c]) == {t["strand"]}
-        for (_, a1), (b0, _) in zip(t["cds"][:-1], t["cds"][1:]):
+        for (_, a1), (b0, _) in pairwise(t["cds"]):
             c = codes[a1:b0]  # intron: its kinds, or unknown where an isoform has exons
             assert set(kind[c[c >= 0]]) <= {"donor", "acceptor", "intron"}, tid
             assert set(c[c < 0].tolist()) <= {UNKNOWN, INTRON_ANY[t["strand"]]}, tid
@@ -220,7 +223,7 @@ def test_kept_chains_intact_and_removed_never_intergenic(tmp_path, logs):
     assert {r.id for r in ann.cleanup.removed if r.reason == cl.DUPLICATE} == dups
     # one transcript per locus: kept gene spans never overlap
     spans = sorted(v[1:] for v in ann.cleanup.spans.values())
-    assert all(b0 >= a1 for (_, a1), (b0, _) in zip(spans[:-1], spans[1:]))
+    assert all(b0 >= a1 for (_, a1), (b0, _) in pairwise(spans))
 
 
 def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, monkeypatch):
@@ -244,7 +247,7 @@ def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, mo
     # the check off: some window's gold is impossible, and gold_log_z says so as the
     # loss does (log Z - nll), window by window
     monkeypatch.setattr("semiseg.trainingdata.check_windows", lambda *a, **k: None)
-    trd, vad = make_datasets(cfg, data, ann, scheme, cols, tr, va)
+    trd, _ = make_datasets(cfg, data, ann, scheme, cols, tr, va)
     head = fresh_head(_layout(scheme), cfg.crf.max_duration)
     x, lengths, y = trd.batch(list(range(len(trd))))
     mine = gold_log_z(head, x, lengths, y)
@@ -260,7 +263,7 @@ def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, mo
     monkeypatch.setattr(cl, "_split_stop", lambda *a: False)
     monkeypatch.setattr(ui, "log", lambda m: logs.append(str(m)))
     data, ann, scheme, cols = prepare(cfg)
-    trd, vad = make_datasets(cfg, data, ann, scheme, cols, tr, va)
+    trd, _ = make_datasets(cfg, data, ann, scheme, cols, tr, va)
     found = {r.id for r in ann.cleanup.removed if r.reason == cl.GOLD_PATH}
     assert found == split
     assert any("gold path not allowed" in m and "t5428" in m for m in logs)

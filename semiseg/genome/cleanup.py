@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -199,7 +200,7 @@ def defect(t: Transcript, seq: str | None, min_intron: int) -> str | None:
     if seq is None:
         return None
     blocks, rna, _ = gene_blocks(t, seq)
-    gaps = [b0 - a1 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])]
+    gaps = [b0 - a1 for (_, a1), (b0, _) in pairwise(blocks)]
     if gaps and min(gaps) < min_intron:
         return SHORT_INTRON
     if not rna.startswith(STARTS["+"]):
@@ -217,7 +218,7 @@ def defect(t: Transcript, seq: str | None, min_intron: int) -> str | None:
         if last <= 3:
             return SHORT_LAST
     s = t.strand
-    for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:]):
+    for (_, a1), (b0, _) in pairwise(blocks):
         if seq[a1:a1 + 2] != _LEFT[s] or seq[b0 - 2:b0] != _RIGHT[s]:
             return SPLICE
     if _split_stop(blocks, s, len(rna), seq):
@@ -389,7 +390,7 @@ def _per_base(e: _Entry, lo: int, hi: int, seq: str | None) -> np.ndarray:
     out = np.zeros(hi - lo, np.int8)
     blocks = gene_blocks(t, seq)[0] if seq is not None and not t.clipped else merged(t.cds)
     exonic = merged([*t.cds.tolist(), *t.exons.tolist(), *t.utrs.tolist(), *blocks])
-    for (_, a1), (b0, _) in zip(exonic[:-1], exonic[1:]):
+    for (_, a1), (b0, _) in pairwise(exonic):
         out[max(lo, a1) - lo:max(lo, min(hi, b0)) - lo] = 7 + minus
     for a, b in exonic:
         out[max(lo, a) - lo:max(lo, min(hi, b)) - lo] = 9 + minus
