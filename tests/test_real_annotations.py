@@ -493,3 +493,22 @@ def test_window_dropped_when_no_gene_can_be_blamed(tmp_path, logs):
     kept_y = [y for y, i in zip(y_before, inf) if not i]
     assert all(np.array_equal(a, b) for a, b in zip(ds.y, kept_y))
     assert "dropped window fly:" in "\n".join(out.named())
+
+
+def test_nan_loss_message_names_the_window():
+    """A NaN loss is reported as a bug naming epoch, batch and the window(s) whose loss
+    is not finite (a flipped one said so), never as learning-rate advice."""
+    from semiseg.train import nonfinite_loss
+    from semiseg.trainingdata import Window
+
+    class Ds:
+        windows = [Window("c", 0, 10), Window("c", 10, 20), Window("d", 5, 9)]
+        rc_columns = [3, 2, 1, 0]
+
+    msg = nonfinite_loss(float("nan"), torch.tensor([1.0, float("nan")]), Ds(), [2, 1],
+                         [False, True, False], 2, 3)
+    assert msg.startswith("NaN training loss at epoch 2, batch 3 (window c:10-20 "
+                          "reverse-complemented)")
+    assert "d:5-9" not in msg and "lr" not in msg and "bug" in msg
+    other = nonfinite_loss(float("inf"), torch.tensor([1.0]), Ds(), [0], [False] * 3, 1, 1)
+    assert "in another process's share" in other and "log Z(gold) = -inf" in other
