@@ -25,7 +25,7 @@ existed, the files matching `legacy` (patterns of suffixes, e.g. "posterior.*.bw
 Files of the prefix that belong to neither (an input named like PREFIX.fa) are never
 touched.
 
-`check_space` guards libBigWig, which on a full disk aborts the process (a double free)
+`check_space` and `SpaceGuard` guard libBigWig, which on a full disk aborts the process (a double free)
 or loops forever instead of reporting the error (measured with pyBigWig on a 1 MiB
 tmpfs): the writer asks for the room an addEntries or close may need first.
 """
@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import math
 import os
 import re
 import shutil
 import socket
 import tempfile
+import time
 
 from .errors import SemisegError
 from .interrupt import deferred
@@ -53,13 +55,44 @@ SPACE_MARGIN = 16 << 20  # bytes check_space keeps free beyond what a write need
 
 def check_space(folder: str, need: int) -> None:
     """OSError(ENOSPC) unless `folder`'s file system has `need` + SPACE_MARGIN bytes free
-    (for this user)."""
+    (for this user; no check where statvfs is missing)."""
+    if free_space(folder) < need + SPACE_MARGIN:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def free_space(folder: str) -> float:
+    """Bytes free for this user on `folder`'s file system (inf where it cannot be told)."""
     try:
         st = os.statvfs(folder)
-    except (OSError, AttributeError):  # no statvfs (Windows): nothing to check with
-        return
-    if st.f_bavail * st.f_frsize < need + SPACE_MARGIN:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    except (OSError, AttributeError):
+        return math.inf
+    return st.f_bavail * st.f_frsize
+
+
+class SpaceGuard:
+    """check_space for a writer that asks often (each batch of bigWig entries): the file
+    system is asked again (statvfs: a round trip on a network file system) only when
+    `interval` seconds have passed or the bytes written since its last answer bring the
+    need within 4 SPACE_MARGINs of it."""
+
+    interval = 0.25
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.free = -1.0  # the last answer (-1: none yet)
+        self.spent = 0  # bytes written since
+        self.when = 0.0
+
+    def check(self, write: int, reserve: int = 0, fresh: bool = False) -> None:
+        """OSError(ENOSPC) unless `write` bytes can be written now with `reserve` bytes
+        still free after them (and SPACE_MARGIN beyond)."""
+        now = time.monotonic()
+        if (fresh or self.free < 0 or now - self.when >= self.interval
+                or self.free - self.spent - write < reserve + 4 * SPACE_MARGIN):
+            self.free, self.when, self.spent = free_space(self.folder), now, 0
+        if self.free - self.spent - write < reserve + SPACE_MARGIN:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.spent += write
 
 
 def _alive(pid: int) -> bool:

@@ -711,6 +711,7 @@ def test_bigwig_guard_refuses_before_libbigwig_sees_a_full_disk(tmp_path, monkey
             return free[0]
     monkeypatch.setattr(O.os, "statvfs", lambda p: St())
     monkeypatch.setattr(O, "SPACE_MARGIN", 1 << 20)
+    monkeypatch.setattr(O.SpaceGuard, "interval", 0.0)  # the changed answer is seen
     n = 200_000
     post = np.random.default_rng(0).random((n, 2)).astype(np.float32)
     with pytest.raises(OSError) as err:
@@ -719,6 +720,46 @@ def test_bigwig_guard_refuses_before_libbigwig_sees_a_full_disk(tmp_path, monkey
             w.add("c", np.array([[0, n, 0]]), post, post[:, 0])
     assert err.value.errno == errno.ENOSPC
     assert list(tmp_path.iterdir()) == []
+
+
+def test_space_guard_asks_rarely_and_in_time(monkeypatch):
+    """SpaceGuard: one statvfs for many small writes on a roomy disk; asked again when its
+    interval has passed or the writes near the free space; ENOSPC exactly when a write and
+    its reserve would leave less than the margin (oracle: the arithmetic by hand)."""
+    from semiseg import outputset as O
+
+    calls, free, clock = [], [1 << 30], [100.0]
+
+    class St:
+        f_frsize = 1
+
+        @property
+        def f_bavail(self):
+            calls.append(1)
+            return free[0]
+    monkeypatch.setattr(O.os, "statvfs", lambda p: St())
+    monkeypatch.setattr(O.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(O, "SPACE_MARGIN", 1000)
+    g = O.SpaceGuard("x")
+    for _ in range(1000):
+        g.check(1000, reserve=5000)
+    assert len(calls) == 1
+    clock[0] += O.SpaceGuard.interval
+    g.check(10)
+    assert len(calls) == 2
+    free[0] = 20_000  # someone filled the disk; the guard has not asked since
+    clock[0] += O.SpaceGuard.interval / 2
+    g.check(10)  # a 1 GiB answer, 10 bytes spent: no need to ask
+    assert len(calls) == 2
+    clock[0] += O.SpaceGuard.interval / 2
+    g.check(0)
+    assert len(calls) == 3 and g.free == 20_000
+    g.check(13_000, reserve=6_000)  # 20000 - 13000 = 7000 left = reserve + margin: fits
+    assert len(calls) == 4  # 7000 < reserve + 4 margins: asked first
+    free[0] -= 13_000  # written
+    with pytest.raises(OSError) as err:
+        g.check(1, reserve=6_000)  # asked again (near): 7000 - 1 < 6000 + 1000
+    assert err.value.errno == errno.ENOSPC and len(calls) == 5
 
 
 # ===================================================================== train

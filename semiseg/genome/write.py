@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import paint, tmp_name
-from ..outputset import check_space, detach
+from ..outputset import SpaceGuard, detach
 from .codes import genetic_code as genetic_code_table
 from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
@@ -171,6 +171,7 @@ class OutputWriter:
         self._bw: dict[str, object] = {}
         self._zoom: dict[str, ZoomBins] = {}  # bigWig series -> its finest zoom bins
         self._bw_entries = 0  # bigWig entries added so far (_room)
+        self._space = SpaceGuard(folder)
         self._regions: list[str] = []
         self._gene_n = 0
         self.code = genetic_code_table(genetic_code)
@@ -245,8 +246,7 @@ class OutputWriter:
                 # the header (with the chromosome list) is written at once: room first
                 header = 8192 + sum(len(c) + 32 for c in self.chrom_sizes)
                 for s in series:
-                    check_space(os.path.dirname(os.path.abspath(self.prefix)),
-                                header * (len(self._bw) + 1))
+                    self._space.check(header, header * len(self._bw))
                     bw = pyBigWig.open(self._path(f"{s}.bw"), "w")
                     self._bw[s] = bw
                     try:
@@ -308,7 +308,8 @@ class OutputWriter:
                 os.remove(body_path)
             for fh in self._fh.values():
                 fh.close()
-            self._room(0)
+            if self._bw:  # room for libBigWig's close, asked afresh
+                self._space.check(0, 4 * self._bw_entries + 8192 * len(self._bw), fresh=True)
             for bw in self._bw.values():
                 bw.close()
             for s in self._bw:  # zoom levels down to whole chromosomes (zooms.py)
@@ -333,8 +334,8 @@ class OutputWriter:
             return True
         self._bw_entries += entries
         try:
-            check_space(os.path.dirname(os.path.abspath(self.prefix)),
-                        12 * entries + 4 * self._bw_entries + 8192 * len(self._bw))
+            self._space.check(12 * entries, 4 * self._bw_entries + 8192 * len(self._bw),
+                              fresh=not strict)
         except OSError:
             if strict:
                 raise
