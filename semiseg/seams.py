@@ -1,0 +1,380 @@
+"""Certified windowed decoding (issue 42): a long sequence decoded in windows, with a
+proof at every seam that the stitched best path is the whole-sequence best path.
+
+Viterbi (max-sum) seams: path coalescence from a certified entry.
+A window starts at a boundary p through which the whole-sequence best path is known to
+pass, with a known state: the label e of the segment that ends at p (at p = 0: the
+sequence start, whose first segment takes `start`). The forward recursion from that
+entry is exact for every path of the whole sequence that passes (p, e): segments
+opening at p read transition[(d-1) mod Q][e, c], exactly as in the whole sequence. The
+window ends at we. The whole-sequence path has a segment that covers position we - 1;
+it opens at a boundary s in [max(p + 1, we - K), we - 1] (or at p itself), and the path
+passes the boundary state (s, c') with c' the label of the segment ending at s. The part
+of the best path between two of its boundary states is the best path between them (any
+better one would splice into a better whole path), so the whole path's part on [p, s)
+is the window's traceback from (s, c'). Therefore: if the tracebacks from EVERY finite
+boundary state (s, c') of that frontier pass one common boundary state (t0, c0) with
+p < t0 < we - K, the whole-sequence best path passes (t0, c0), its labels on [p, t0)
+are the (common) traceback's labels there, and the next window starts at (t0, c0), an
+entry as certified as the first. A window ending at the sequence end needs no
+frontier: its last state is argmax alpha_L(c) + end[c], exactly as for the whole
+sequence. The frontier is a superset of the states the whole path can be in, so a
+certificate is never issued on a guess, whatever lies beyond the window: a wrong
+certified seam is impossible by construction (ties aside: with several best paths the
+stitched one is a best path, but tie-breaking may pick another than a whole decode).
+
+A seam certifies "at the first width" when the common state lies in the window's last
+`overlap` steps (the next window then repeats at most `overlap` steps); otherwise the
+window is widened (its overlap doubled, the window grown by as much) and decoded again,
+until it certifies or reaches the sequence end ("decoded whole" from its entry on).
+
+This certifies seams one after the other (the next window's entry is the previous
+certificate). Certifying windows decoded side by side, each with an unknown entry,
+would need the coalescence for every entry state as well: K x C forward passes per
+window (4,329 for the yeast gene model's posterior decode); docs/decoding.md.
+
+Posterior seams (the gene model): its decode is a max-sum over internal-label
+posteriors under the grammar's masks (framehead.FrameHead._decode_posteriors), so the
+Viterbi above certifies that decode's seams over stitched posteriors. The posteriors
+themselves come from overlapping windows, each keeping its centre; at every seam the
+two windows' posteriors are compared over the middle half of their overlap and must
+agree within `tol` (a measured agreement, not a proof: docs/decoding.md); where they do
+not, the overlap is doubled (all windows again) or, past `max_widen` doublings, the
+sequence's posteriors are computed whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+try:
+    from numba import njit
+except ImportError:  # pragma: no cover - numba is a dependency of the CPU backend
+    def njit(*args, **kwargs):
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+NEG = -np.inf
+POSTERIOR_TOL = 1e-5  # the agreement asked of two windows' posteriors at a seam
+
+
+@dataclass
+class SeamStats:
+    """Counts over the seams decoded (summed over sequences)."""
+
+    first: int = 0  # certified at the first width
+    widened: int = 0  # certified after the overlap was doubled (once or more)
+    whole: int = 0  # not certified before the window reached the sequence end
+    post_first: int = 0  # posterior seams agreeing within tol at the first width
+    post_widened: int = 0
+    post_whole: int = 0
+    post_max_diff: float = 0.0  # the largest difference at an accepted posterior seam
+    widths: list = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"seams: {self.first} certified at the first width, {self.widened} "
+                f"widened, {self.whole} decoded whole")
+
+    def posterior_line(self, tol: float = POSTERIOR_TOL) -> str:
+        return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
+                f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
+                f"(largest difference {self.post_max_diff:.2g})")
+
+    def add(self, other: SeamStats) -> None:
+        for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.post_max_diff = max(self.post_max_diff, other.post_max_diff)
+
+
+# ----------------------------------------------------------------- max-sum kernels
+
+
+@njit(cache=True)
+def _forward(f, tr, db, ps, pe, allowed, start, entry):
+    """Max-sum over the segments of positions [0, n) of a window (float64).
+
+    f, ps, pe: (n, C) scores, proj_start, proj_end; tr (Q, C, C); db (Kd, C);
+    allowed (n, C); start (C,); entry: the label of the segment ending at the window's
+    first boundary, or -1 at a sequence start (the first segment then takes start).
+    Returns alpha (n+1, C) (best score of [0, t) with a segment of c ending at t), and
+    per (t, c) the best segment's duration and its predecessor's label (-1: the entry
+    or the sequence start). Ties keep the shorter duration / the smaller label."""
+    n, C = f.shape
+    Q = tr.shape[0]
+    Kd = db.shape[0]
+    S = np.zeros((n + 1, C))
+    for t in range(n):
+        for c in range(C):
+            S[t + 1, c] = S[t, c] + f[t, c]
+    alpha = np.full((n + 1, C), NEG)
+    bp_d = np.zeros((n + 1, C), np.int32)
+    bp_c = np.full((n + 1, C), -1, np.int32)
+    G = np.full((n + 1, Q, C), NEG)
+    Ga = np.full((n + 1, Q, C), -1, np.int32)
+    for q in range(Q):
+        for c in range(C):
+            G[0, q, c] = start[c] if entry < 0 else tr[q, entry, c]
+    for t in range(1, n + 1):
+        for c in range(C):
+            best = NEG
+            bd = 0
+            bc = -1
+            for d in range(1, min(Kd, t) + 1):
+                s = t - d
+                if not allowed[s, c]:
+                    break
+                w = db[d - 1, c]
+                q = (d - 1) % Q
+                o = G[s, q, c]
+                if w == NEG or o == NEG:
+                    continue
+                v = o + (S[t, c] - S[s, c]) + w + ps[s, c] + pe[t - 1, c]
+                if v > best:
+                    best = v
+                    bd = d
+                    bc = Ga[s, q, c]
+            alpha[t, c] = best
+            bp_d[t, c] = bd
+            bp_c[t, c] = bc
+        if t < n:
+            for q in range(Q):
+                for c in range(C):
+                    m = NEG
+                    a = -1
+                    for c2 in range(C):
+                        v = alpha[t, c2] + tr[q, c2, c]
+                        if v > m:
+                            m = v
+                            a = c2
+                    G[t, q, c] = m
+                    Ga[t, q, c] = a
+    return alpha, bp_d, bp_c
+
+
+@njit(cache=True)
+def _coalesce(alpha, bp_d, bp_c, lo):
+    """The latest boundary state (t0, c0), 0 < t0 < lo, that the tracebacks from every
+    finite state (s, c') with lo <= s < n all pass; (0, -1) when they meet only at the
+    entry. Walks the boundaries from the end: `pending` counts the distinct states below
+    the current boundary that a traceback step has reached; one state at t0 and none
+    pending means every traceback goes through it."""
+    n = alpha.shape[0] - 1
+    C = alpha.shape[1]
+    marked = np.zeros((n + 1, C), np.bool_)
+    counted = np.zeros((n + 1, C), np.bool_)
+    for t in range(max(lo, 1), n):
+        for c in range(C):
+            if alpha[t, c] > NEG:
+                marked[t, c] = True
+    pending = 0
+    for t in range(n - 1, 0, -1):
+        m_t = 0
+        last = -1
+        for c in range(C):
+            if marked[t, c]:
+                m_t += 1
+                last = c
+                if counted[t, c]:
+                    pending -= 1
+        if t < lo and m_t == 1 and pending == 0:
+            return t, last
+        for c in range(C):
+            if marked[t, c]:
+                s = t - bp_d[t, c]
+                c2 = bp_c[t, c] if s > 0 else 0  # every traceback's end: the entry
+                if not marked[s, c2]:
+                    marked[s, c2] = True
+                    if s > 0:
+                        counted[s, c2] = True
+                        pending += 1
+    return 0, -1
+
+
+def _traceback(bp_d, bp_c, t, c, out):
+    """Labels of the traceback from state (t, c) down to boundary 0, into out[0:t]."""
+    while t > 0:
+        d = int(bp_d[t, c])
+        out[t - d:t] = c
+        c, t = int(bp_c[t, c]), t - d
+
+
+def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_start=None,
+                      proj_end=None, start=None, end=None, window: int, overlap: int,
+                      stats: SeamStats | None = None) -> tuple[np.ndarray, float]:
+    """The best labelling of ONE sequence, decoded in windows of `window` steps whose
+    seams are certified by coalescence (module docstring): (labels (T,) int64, score).
+
+    Arguments as `semiseg.crf.viterbi` for one sequence, without the batch axis:
+    scores (T, C), transition (C, C) static or (Q, C, C) periodic (Q < K), duration_bias
+    (K, C), allowed / proj_start / proj_end (T, C), start / end (C,). A sequence with no
+    allowed segmentation gives labels -1 and score -inf."""
+    f = _np(scores)
+    T, C = f.shape
+    tr = _np(transition)
+    tr = tr[None] if tr.ndim == 2 else tr
+    db = _np(duration_bias)
+    K = db.shape[0]
+    ps = np.zeros((T, C)) if proj_start is None else _np(proj_start)
+    pe = np.zeros((T, C)) if proj_end is None else _np(proj_end)
+    ok = (np.ones((T, C), bool) if allowed is None
+          else np.ascontiguousarray(torch.as_tensor(allowed).cpu().numpy(), dtype=bool))
+    st = np.zeros(C) if start is None else _np(start)
+    en = np.zeros(C) if end is None else _np(end)
+    if window < 1 or overlap < 1:
+        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+    stats = stats if stats is not None else SeamStats()
+    labels = np.full(T, -1, np.int64)
+    p, entry, score = 0, -1, 0.0
+    while p < T:
+        k = 0
+        while True:
+            ov = overlap << k
+            we = min(T, p + window + ov - overlap)
+            sl = slice(p, we)
+            alpha, bp_d, bp_c = _forward(f[sl], tr, db, ps[sl], pe[sl], ok[sl], st, entry)
+            n = we - p
+            if we == T:  # the sequence end: the last state is the whole decode's
+                v = alpha[n] + en
+                c = int(np.argmax(v))
+                if not np.isfinite(v[c]):
+                    return np.full(T, -1, np.int64), float("-inf")
+                _traceback(bp_d, bp_c, n, c, labels[p:])
+                score = float(v[c]) if p == 0 else score + float(v[c])
+                if k > 0:  # a seam that never certified: decoded to the end as one
+                    stats.whole += 1
+                p = T
+                break
+            t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
+            if t0 > 0 and t0 >= n - ov:
+                _traceback(bp_d, bp_c, t0, c0, labels[p:])
+                score = (score if p > 0 else 0.0) + float(alpha[t0, c0])
+                if k == 0:
+                    stats.first += 1
+                else:
+                    stats.widened += 1
+                stats.widths.append(n)
+                p, entry = p + t0, c0
+                break
+            k += 1
+    return labels, score
+
+
+def _np(x) -> np.ndarray:
+    return np.ascontiguousarray(torch.as_tensor(x).detach().cpu().numpy(), dtype=np.float64)
+
+
+# ----------------------------------------------------------------- posteriors
+
+
+def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
+    """(cs, ce, ws, we) windows over S steps: kept centres [cs, ce) of W - overlap steps
+    (the last may be shorter), each window reaching about overlap / 2 past its centre on
+    both sides, every window start a multiple of `period` (frames of the gene model)."""
+    half = max(1, overlap // 2)
+    core = max(1, W - 2 * half)
+    out = []
+    for cs in range(0, S, core):
+        ce = min(cs + core, S)
+        ws = max(0, cs - half)
+        ws -= ws % period
+        out.append((cs, ce, ws, min(S, ce + half)))
+    return out
+
+
+def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
+                        tol: float = POSTERIOR_TOL, max_widen: int = 3,
+                        stats: SeamStats | None = None, backend: str = "auto"):
+    """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
+    `proj_start` (S, C) of one long sequence from overlapping windows (module
+    docstring), each window's centre kept; every seam checked (its two windows agree
+    within `tol` over the middle half of their overlap), the overlap doubled while a
+    seam does not, and the whole sequence in one window past `max_widen` doublings."""
+    stats = stats if stats is not None else SeamStats()
+    S = em.shape[0]
+    failed_first = None
+    for k in range(max_widen + 1):
+        ov = overlap << k
+        Wk = W + ov - overlap
+        if Wk >= S:
+            break
+        wins = posterior_windows(S, Wk, ov, period=3)
+        g, ok, ps, diffs = _window_posteriors(head, em, wins, per_call, backend)
+        bad = [i for i, dv in enumerate(diffs) if not dv <= tol]
+        if failed_first is None:
+            failed_first = set(bad)
+            stats.post_first += len(diffs) - len(bad)
+        if not bad:
+            stats.post_widened += len(failed_first)
+            if diffs:
+                stats.post_max_diff = max(stats.post_max_diff, max(diffs))
+            return g, ok, ps
+    # decoded whole
+    g, ok, ps, _ = _window_posteriors(head, em, [(0, S, 0, S)], 1, backend)
+    if failed_first:
+        stats.post_whole += len(failed_first)
+    return g, ok, ps
+
+
+def _window_posteriors(head, em, wins, per_call, backend):
+    S = em.shape[0]
+    g_out = ok_out = ps_out = None
+    kept = {}  # window index -> its posteriors over its neighbours' seam bands
+    diffs = []
+    per_call = max(1, per_call)
+    bands = []
+    for i in range(1, len(wins)):
+        m = wins[i][0]  # the seam: the right window's first kept step
+        half = min(wins[i - 1][3] - m, m - wins[i][2])
+        bands.append((m - half // 2, m + half // 2 + 1))
+    for i0 in range(0, len(wins), per_call):
+        chunk = wins[i0:i0 + per_call]
+        n = max(we - ws for _, _, ws, we in chunk)
+        em_b = em.new_zeros(len(chunk), n, em.shape[-1])
+        for j, (_, _, ws, we) in enumerate(chunk):
+            em_b[j, :we - ws] = em[ws:we]
+        lengths = torch.tensor([we - ws for _, _, ws, we in chunk], device=em.device)
+        with torch.no_grad():
+            t = head._terms(em_b, lengths)
+            g = head._posteriors(t, backend).detach()
+        if g_out is None:
+            C = g.shape[-1]
+            g_out = torch.empty(S, C, dtype=g.dtype)
+            ok_out = torch.empty(S, C, dtype=torch.bool)
+            ps_out = torch.empty(S, C, dtype=t["proj_start"].dtype)
+        g, al, pst = g.cpu(), t["allowed"].cpu(), t["proj_start"].cpu()
+        for j, (cs, ce, ws, we) in enumerate(chunk):
+            i = i0 + j
+            g_out[cs:ce] = g[j, cs - ws:ce - ws]
+            ok_out[cs:ce] = al[j, cs - ws:ce - ws]
+            ps_out[cs:ce] = pst[j, cs - ws:ce - ws]
+            for side, b in ((0, i - 1), (1, i)):  # the seam on the left, on the right
+                if 0 <= b < len(bands):
+                    a, z = bands[b]
+                    kept[(b, side)] = g[j, a - ws:z - ws].clone()
+    for b in range(len(bands)):
+        left, right = kept[(b, 1)], kept[(b, 0)]
+        diffs.append(float((left - right).abs().max()))
+    return g_out, ok_out, ps_out, diffs
+
+
+def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
+                tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
+                backend: str = "auto"):
+    """The gene model's posterior decode of one long sequence (S, channels) in certified
+    windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
+    marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence."""
+    stats = stats if stats is not None else SeamStats()
+    S = em.shape[0]
+    g, ok, ps = stitched_posteriors(head, em, W, overlap, per_call, tol, stats=stats,
+                                    backend=backend)
+    lab, _ = certified_viterbi(g, head.tmask, head.decode_dmask, allowed=ok, proj_start=ps,
+                               window=W, overlap=overlap, stats=stats)
+    lab_t = torch.from_numpy(lab)
+    out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
+    post, bnd = head._marginals_from(g[None].to(em.device),
+                                     torch.tensor([S], device=em.device))
+    return out.numpy(), post[0], bnd[0]

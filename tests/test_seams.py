@@ -1,0 +1,133 @@
+"""Certified windowed decoding (semiseg/seams.py, docs/decoding.md, issue 42).
+
+Oracles: the whole-sequence Viterbi of the torch reference backend (itself tested
+against enumeration in test_crf_reference.py) and, for tiny sequences, brute-force
+enumeration (bruteforce.py)."""
+
+from __future__ import annotations
+
+import bruteforce as bf
+import numpy as np
+import pytest
+import torch
+
+from semiseg import batches
+from semiseg.crf import viterbi
+from semiseg.seams import SeamStats, certified_viterbi
+
+F64 = torch.float64
+
+
+def random_crf(T, C, K, Q, seed, allowed_p=0.1, proj=True):
+    g = torch.Generator().manual_seed(seed)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g, dtype=F64)
+
+    kw = dict(scores=r(T, C), transition=r(C, C) if Q == 1 else r(Q, C, C),
+              duration_bias=r(K, C), start=r(C), end=r(C))
+    if proj:
+        kw["proj_start"], kw["proj_end"] = r(T, C), r(T, C)
+    if allowed_p:
+        kw["allowed"] = torch.rand(T, C, generator=g) > allowed_p
+    return kw
+
+
+def whole(kw):
+    """Labels (T,) and score of the whole-sequence Viterbi (reference backend)."""
+    b = {k: (v[None] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
+         for k, v in kw.items()}
+    seg = viterbi(b.pop("scores"), b.pop("transition"), b.pop("duration_bias"),
+                  backend="torch", **b)
+    return seg.labels[0].numpy(), float(seg.score[0])
+
+
+def naive(kw, W, overlap):
+    """The old windowed decode: windows decoded alone, each keeping its centre."""
+    T = kw["scores"].shape[0]
+    out = np.empty(T, np.int64)
+    for cs, ce, ws, we in batches.windows(T, W, overlap):
+        sub = {k: (v[ws:we] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
+               for k, v in kw.items()}
+        lab, _ = whole(sub)
+        out[cs:ce] = lab[cs - ws:ce - ws]
+    return out
+
+
+@pytest.mark.parametrize("Q", [1, 3], ids=["static", "periodic"])
+def test_certified_equals_whole_sequence_decode(Q):
+    """Many random semi-CRFs and window sizes: the certified windowed labels and score
+    are the whole-sequence decode's, and at least some seams certified (so the windowed
+    path, not only the whole fallback, is what was checked)."""
+    total = SeamStats()
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        C = int(rng.integers(2, 5))
+        K = int(rng.integers(Q + 1, 7))
+        T = int(rng.integers(60, 220))
+        kw = random_crf(T, C, K, Q, seed, allowed_p=0.1 if seed % 2 else 0.0,
+                        proj=seed % 3 != 0)
+        want, want_score = whole(kw)
+        for W, ov in ((12, 6), (25, 8), (40, 16), (T - 1, 10)):
+            st = SeamStats()
+            got, score = certified_viterbi(**kw, window=W, overlap=ov, stats=st)
+            np.testing.assert_array_equal(got, want, err_msg=f"seed {seed} W {W} ov {ov}")
+            assert score == pytest.approx(want_score, rel=1e-9, abs=1e-9)
+            total.add(st)
+    assert total.first > 100
+    assert total.first + total.widened > total.whole
+
+
+def test_certified_equals_bruteforce():
+    """Tiny sequences against enumeration (every best segmentation listed)."""
+    for seed in range(8):
+        kw = random_crf(7, 2, 3, 1 if seed % 2 else 2, 100 + seed, allowed_p=0.1)
+        args = {k: (v[None] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
+                for k, v in kw.items()}
+        best, segs = bf.viterbi(args.pop("scores"), args.pop("transition"),
+                                args.pop("duration_bias"), **args)[0]
+        got, score = certified_viterbi(**kw, window=3, overlap=3)
+        if not segs:
+            assert (got == -1).all()
+            continue
+        want = [np.concatenate([[c] * d for _, d, c in seg]) for seg in segs]
+        assert any((got == w).all() for w in want)
+        assert score == pytest.approx(best, abs=1e-9)
+
+
+def adversarial(T=400):
+    """Two labels with equal evidence over a long middle, switching between them nearly
+    forbidden (-30), a slight pull (+0.01 per base) towards label 1 everywhere but the
+    first 5 bases, which say label 0 (+10 each). The whole-sequence path is label 0
+    throughout (switching costs 30, gains at most 0.01 T < 30); a window that starts
+    inside the middle sees only the pull towards 1."""
+    scores = torch.zeros(T, 2, dtype=F64)
+    scores[:, 1] = 0.01
+    scores[:5, 0] = 10.0
+    tr = torch.tensor([[0.0, -30.0], [-30.0, 0.0]], dtype=F64)
+    return dict(scores=scores, transition=tr, duration_bias=torch.zeros(4, 2, dtype=F64))
+
+
+def test_adversarial_naive_wrong_certificate_refuses():
+    kw = adversarial()
+    want, _ = whole(kw)
+    assert (want == 0).all()
+    W, ov = 60, 20
+    assert (naive(kw, W, ov) != want).any()  # the naive overlap stitch is wrong
+    st = SeamStats()
+    got, _ = certified_viterbi(**kw, window=W, overlap=ov, stats=st)
+    np.testing.assert_array_equal(got, want)
+    assert st.first == 0 and st.widened == 0 and st.whole == 1  # never certified
+
+
+def test_adversarial_certifies_once_evidence_is_inside():
+    """The same trap with the deciding evidence repeated every 100 bases: seams certify
+    (after widening where a window holds no evidence), and the decode stays right."""
+    kw = adversarial(600)
+    for a in range(0, 600, 100):
+        kw["scores"][a:a + 5, 0] = 10.0
+    want, _ = whole(kw)
+    st = SeamStats()
+    got, _ = certified_viterbi(**kw, window=60, overlap=20, stats=st)
+    np.testing.assert_array_equal(got, want)
+    assert st.first + st.widened > 0
