@@ -186,11 +186,10 @@ def _coalesce(alpha, bp_d, bp_c, lo):
             if marked[t, c]:
                 s = t - bp_d[t, c]
                 c2 = bp_c[t, c] if s > 0 else 0  # every traceback's end: the entry
-                if not marked[s, c2]:
-                    marked[s, c2] = True
-                    if s > 0:
-                        counted[s, c2] = True
-                        pending += 1
+                if not marked[s, c2]:  # a new lineage below t (the entry's too: it is
+                    marked[s, c2] = True  # never visited, so it stays pending)
+                    counted[s, c2] = True
+                    pending += 1
     return 0, -1
 
 
