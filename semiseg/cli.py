@@ -178,12 +178,12 @@ def annotate(
         1, "--genetic-code", rich_help_panel=_GENE_MODEL,
         help="NCBI translation table of PREFIX.proteins.fa (1 standard, 2 vertebrate "
              "mitochondrial, 4, 5, 6 ciliate, 11 bacterial, ...; docs/outputs.md)."),
-    window: int | None = typer.Option(None, "--window", rich_help_panel=_ADVANCED,
+    window: int | None = typer.Option(None, "--window", min=1, rich_help_panel=_ADVANCED,
                                       help="Encoder window, bp."),
     context: int | None = typer.Option(None, "--context", rich_help_panel=_ADVANCED,
                                        help="Context dropped at each side of a window, bp."),
     max_decode_steps: int | None = typer.Option(
-        None, "--max-decode-steps", rich_help_panel=_ADVANCED,
+        None, "--max-decode-steps", min=1, rich_help_panel=_ADVANCED,
         help="Decode sequences up to this many steps whole."),
     batch_steps: int | None = typer.Option(
         None, "--batch-steps", min=1, rich_help_panel=_ADVANCED,
