@@ -73,7 +73,8 @@ class SeamStats:
     post_widened: int = 0
     post_whole: int = 0
     post_max_diff: float = 0.0  # the largest difference at an accepted posterior seam
-    widths: list = field(default_factory=list)
+    widths: list = field(default_factory=list)  # the windows of certified seams
+    post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
 
     def line(self) -> str:
         return (f"seams: {self.first} certified at the first width, {self.widened} "
@@ -305,6 +306,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         bad = [i for i, dv in enumerate(diffs) if not dv <= tol]
         if failed_first is None:
             failed_first = set(bad)
+            stats.post_first_diffs += diffs
             stats.post_first += len(diffs) - len(bad)
         if not bad:
             stats.post_widened += len(failed_first)
@@ -377,3 +379,25 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     post, bnd = head._marginals_from(g[None].to(em.device),
                                      torch.tensor([S], device=em.device))
     return out.numpy(), post[0], bnd[0]
+
+
+def annotate_long(ann, em: torch.Tensor, hid):
+    """Annotator.decode_long for the gene model in certified windows of ann.max_steps
+    steps overlapping by ann.overlap (0: batches.default_overlap): (labels (S,),
+    scheme-label posteriors (S, labels), signals (S, 3), windows for the run posteriors).
+    The seam counts are added to ann.seam_stats."""
+    from . import batches, uncertainty
+
+    head = ann.model.crf
+    S = em.shape[0]
+    W = ann.max_steps
+    ov = ann.overlap or batches.default_overlap(W, getattr(head, "max_duration", 1))
+    per_call = max(1, ann.batch_steps // W)
+    st = SeamStats()
+    labels, post, bnd = gene_decode(head, em, W, ov, per_call, stats=st)
+    if getattr(ann, "seam_stats", None) is None:
+        ann.seam_stats = SeamStats()
+    ann.seam_stats.add(st)
+    sig = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
+    return (labels, post.cpu().numpy().astype(np.float32), sig.cpu().numpy(),
+            posterior_windows(S, W, ov))
