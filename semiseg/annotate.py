@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import __version__, batches, provenance, ui, uncertainty
+from . import __version__, batches, gaps, provenance, ui, uncertainty
 from .background import ahead
 from .checkpoint import (
     amp_enabled,
@@ -56,6 +56,7 @@ from .generules import gene_rules, set_donor_motif
 from .merge import merge  # noqa: F401  (the gather step, importable from here as before)
 from .model import steps_for
 from .outputset import ANNOTATION_FILES, OutputSet
+from .progress import BpProgress
 from .trainingdata import rc_columns, strand_swap
 
 
@@ -163,6 +164,9 @@ class Annotator:
         self.io_lock = threading.Lock()  # FASTA and track handles: one reader at a time
         self.samples, self.seed = samples, seed
         self.hinted = False  # the long-chain hint (_annotate_groups) was given
+        # progress(stage, fraction) after each encoder chunk ("encode") and semi-CRF call
+        # ("decode") of one long sequence (progress.py), or None
+        self.progress = None
         # float32 encoder by default: the same checkpoint gives the same genes on CPU and
         # GPU (bfloat16 moved near-tied fly decisions; docs/gene_model.md); bf16=True
         # trades that for speed where the model was trained with train.amp
@@ -256,6 +260,7 @@ class Annotator:
         if not chunks:
             x = self.load_first(item) if first is None else first
             em, hid = self._encode(x[None], [len(x)])
+            self._report("encode", 1.0)
             return em[0, :S], (hid[0, :S] if hid is not None else None)
         em_out = hid_out = None
         # the next chunks' features are read while this one is encoded
@@ -273,7 +278,12 @@ class Annotator:
                 em_out[s0:s0 + b - a] = em[j, a:b]
                 if hid is not None:
                     hid_out[s0:s0 + b - a] = hid[j, a:b]
+            self._report("encode", chunk[-1][1] / (item.end - item.start))
         return em_out, hid_out
+
+    def _report(self, stage: str, fraction: float) -> None:
+        if self.progress is not None:
+            self.progress(stage, fraction)
 
     @torch.no_grad()
     def decode(self, em: torch.Tensor, hid, lengths: torch.Tensor, runs: bool = True,
@@ -338,6 +348,7 @@ class Annotator:
                 for i_s, rows in enumerate(uncertainty.clip_samples(smp[0], cs - ws, ce - ws,
                                                                     ws)):
                     samples[i_s] += rows
+            self._report("decode", chunk[-1][1] / S)
         runp = np.full(S, np.nan)
         if not uncertainty.has_run_posteriors(self.model.crf):
             return labels, post, sig, runp, samples
@@ -364,8 +375,10 @@ class Annotator:
             lab, post, sig, runp, smp = self.decode(
                 em[None], None if hid is None else hid[None],
                 torch.tensor([S], device=em.device), seed=seed)
-            return (lab[0].cpu().numpy(), post[0].cpu().numpy(), sig[0].cpu().numpy(),
-                    runp[0], None if smp is None else smp[0], True)
+            out = (lab[0].cpu().numpy(), post[0].cpu().numpy(), sig[0].cpu().numpy(),
+                   runp[0], None if smp is None else smp[0], True)
+            self._report("decode", 1.0)
+            return out
         lab, post, sig, runp, smp = self.decode_long(em, hid, seed=seed)
         return lab, post, sig, runp, smp, False
 
@@ -518,6 +531,10 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
     if not reads_sequence and chrom_sizes is None:
         _warn_all_n(fa, out_sizes)
+    given_items, given_bp = len(items), sum(it.end - it.start for it in items)
+    # N runs written as gap rows are not encoded or decoded: the pieces between them are
+    # annotated as sequences of their own (gaps.py); a chromosome may have none left
+    items = gaps.cut(items, fa, res)
 
     acfg = mcfg.annotate
     rc_mode = reverse_complement or acfg.reverse_complement
@@ -575,7 +592,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
     members = len(ckpt.get("members", ()))
     ui.log(f"model {model} ({ckpt['model_hash']}"
            + (f", an ensemble of {members} models" if members else "")
-           + f"), {len(items)} sequence(s) on "
+           + f"), {given_items} sequence(s) on "
            f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
            + ("; emissions averaged over both strands" if use_rc else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
@@ -589,9 +606,14 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
            + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"
               if rules and rules.long_orfs else ""))
     total_bp = sum(it.end - it.start for it in items)
+    if total_bp < given_bp:
+        ui.log(f"{given_bp - total_bp:,} bp in N runs of {gaps.gap_min(res)}+ bp cut out "
+               f"(gap rows, not decoded): {len(items)} piece(s) of {total_bp:,} bp to "
+               "annotate")
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
-    pending = {c: per_chrom[c] for c in out_sizes}
+    pieces = Counter(it.chrom for it in items)
+    pending = {c: pieces[c] for c in out_sizes}  # 0: all N, written as gap rows
     writer_args = {"prefix": out, "scheme": scheme, "chrom_sizes": out_sizes,
                    "resolution": res, "version": __version__,
                    "model_hash": ckpt["model_hash"], "entropy": True,
@@ -609,6 +631,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                            run_scores=uncertainty.has_run_posteriors(ann.model.crf))
         with sink, ui.progress() as bar:
             task = bar.add_task("annotating", total=total_bp, unit="bp", info="")
+            prog = BpProgress(bar, task, total_bp)
             groups = list(batches.groups(items, res, ann.window, ann.max_steps,
                                          ann.batch_steps))
             # a reader thread reads the next batches of short contigs, and the first
@@ -617,7 +640,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
             loaded = ahead(lambda g: ann.load_first(g[0]) if len(g) == 1 else
                            ann.load_batch([(it.chrom, it.start, it.end) for it in g]), groups)
             try:
-                _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
+                _annotate_groups(ann, groups, loaded, sink, prog, by_chrom, pending,
                                  sample_rows, sizes, out_sizes, res)
                 sink.finish()
             finally:
@@ -628,7 +651,9 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                                           list(scheme.colors), res)
         secs = time.perf_counter() - t0
         ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s "
-               f"({total_bp / max(secs, 1e-9):,.0f} bp/s)")
+               f"({total_bp / max(secs, 1e-9):,.0f} bp/s)"
+               + (f"; {given_bp - total_bp:,} bp of N written as gaps"
+                  if total_bp < given_bp else ""))
         # PREFIX.json: the provenance and every file of the set
         provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
     written = outputs.files
@@ -677,14 +702,28 @@ def _at_least_zero(flag: str, value: float, infinite: bool = False) -> float:
 LONG_CHAIN = 200_000  # CRF steps above which a whole-sequence decode on a GPU gets a hint
 
 
-def _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
+def _annotate_groups(ann, groups, loaded, sink, prog, by_chrom, pending,
                      sample_rows, sizes, out_sizes, res) -> None:
     """Decode each group (a long sequence, or short ones in one batch) and hand every
-    chromosome to the writer once all its parts are decoded."""
+    chromosome to the writer once all its parts are decoded (a chromosome with no part,
+    all N, when those before it are); `prog`: progress.BpProgress."""
+
+    def flush():
+        for chrom in list(pending):
+            if pending[chrom]:
+                break
+            sink.submit(chrom, out_sizes[chrom], by_chrom.pop(chrom, []))
+            del pending[chrom]
+
     for group, x in zip(groups, loaded):
         if len(group) == 1:
             it = group[0]
-            lab, post, sig, runp, smp, whole = ann.run_long(it, x)
+            prog.start(it.end - it.start, it.chrom)
+            ann.progress = prog.stage
+            try:
+                lab, post, sig, runp, smp, whole = ann.run_long(it, x)
+            finally:
+                ann.progress = None
             how = ("as one sequence" if whole else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
@@ -704,10 +743,7 @@ def _annotate_groups(ann, groups, loaded, sink, bar, task, by_chrom, pending,
                 sample_rows.append((it.chrom, min(it.end, sizes[it.chrom]),
                                     [[(a + s0, d, c) for a, d, c in rows] for rows in smp]))
             pending[it.chrom] -= 1
-            bar.update(task, advance=it.end - it.start, info=it.chrom)
-        for chrom in list(pending):
-            if pending[chrom]:
-                break
-            sink.submit(chrom, out_sizes[chrom], by_chrom.pop(chrom, []))
-            del pending[chrom]
+            prog.done(it.end - it.start, it.chrom)
+        flush()
+    flush()
 
