@@ -38,6 +38,7 @@ class Origin:
     resolution: int
     scheme: object = None  # LabelScheme, from '# semiseg_scheme:'
     scores: str | None = None  # run_posterior, mean_label_posterior, none, mixed
+    seqs: frozenset = frozenset()  # the GFF3's ##sequence-region names
 
     def key(self) -> tuple:
         return (self.model, self.scheme_name, self.resolution,
@@ -66,7 +67,10 @@ def _read_header(path: str) -> Origin | None:
     """The origin recorded in the header lines of one GFF3 or browser BED file."""
     from .genome import LabelScheme
 
+    from urllib.parse import unquote
+
     found: dict = {}
+    names: set[str] = set()
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for n, line in enumerate(fh):
@@ -85,11 +89,15 @@ def _read_header(path: str) -> Origin | None:
                                            "not a readable label scheme") from None
                 elif line.startswith("# semiseg_scores: "):
                     found["scores"] = line.split(": ", 1)[1].strip()
+                elif line.startswith("##sequence-region"):
+                    parts = line.split()
+                    if len(parts) > 1:
+                        names.add(unquote(parts[1]))
     except OSError:
         return None
     if "model" not in found:
         return None
-    return Origin(source=path, **found)
+    return Origin(source=path, seqs=frozenset(names), **found)
 
 
 def prediction_origin(pred: str) -> Origin | None:
@@ -102,11 +110,25 @@ def prediction_origin(pred: str) -> Origin | None:
     candidates += [f"{prefix}.gff3", f"{prefix}.browser.bed"]
     if pred.lower().endswith(".browser.bed"):
         candidates.insert(0, pred)
+    first = _first_sequence(pred) if os.path.isfile(pred) and not candidates[:1] == [
+        pred] else None
     for path in dict.fromkeys(candidates):
         if os.path.isfile(path):
             found = _read_header(path)
-            if found is not None:
+            # a GFF3 beside the BED tells of it only if it has the BED's sequences (not
+            # a file left from another run)
+            if found is not None and (first is None or path == pred or not found.seqs
+                                      or first in found.seqs):
                 return found
+    return None
+
+
+def _first_sequence(pred: str) -> str | None:
+    """The sequence name of a BED's first row."""
+    from .genome import bed_rows
+
+    for _, f in bed_rows(pred):
+        return f[0]
     return None
 
 
