@@ -11,7 +11,9 @@ processed one at a time, in FASTA order:
    CRF steps it is decoded as one sequence (exact Viterbi segmentation and posteriors
    over the whole chromosome, no window edges). Otherwise it is decoded in windows of
    that many steps overlapping by `annotate.decode_overlap` steps (default 8 K, at most
-   a quarter of a window: batches.py), and each window keeps its centre.
+   a quarter of a window: batches.py), and each window keeps its centre; the gene
+   model's windows are certified instead (seams.py, docs/decoding.md: the whole-sequence
+   labels, every seam proven; --no-certified-seams: the old centre-keeping windows).
    Models trained with `crf.centering: mean` always decode in training-size windows.
 3. Consecutive short contigs are batched together (variable lengths) up to
    `annotate.batch_steps` CRF steps per batch.
@@ -144,7 +146,7 @@ class Annotator:
     def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
                  max_decode_steps: int, batch_steps: int, reverse_complement: bool = False,
                  samples: int = 0, seed: int = 0, decode_overlap: int = 0,
-                 bf16: bool = False):
+                 bf16: bool = False, certified_seams: bool = False):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
@@ -158,6 +160,9 @@ class Annotator:
             self.max_steps = self.cfg.windows.size // self.res
         self.batch_steps = batch_steps
         self.overlap = decode_overlap  # 0: batches.default_overlap
+        # long sequences of the gene model in windows whose seams are proven exact
+        # (seams.py, docs/decoding.md); their counts, summed over sequences
+        self.certified, self.seam_stats = certified_seams, None
         # encoder windows per call on a long sequence: the same budget as a batch of
         # short contigs (annotate.batch_steps CRF steps), at least one window
         self.encode_windows = max(1, batch_steps * self.res // window)
@@ -311,6 +316,11 @@ class Annotator:
         """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres.
         Run posteriors come from the window whose centre holds a run's midpoint, when the
         run lies inside that window off its inner edges (else NaN; uncertainty.py)."""
+        if (self.certified and not self.samples
+                and hasattr(self.model.crf, "decode_with_marginals")):
+            from . import seams  # the whole-sequence labels, seams proven (docs/decoding.md)
+            labels, post, sig, windows = seams.annotate_long(self, em, hid)
+            return labels, post, sig, self._run_posteriors(em, hid, labels, windows), None
         S = em.shape[0]
         W = self.max_steps
         labels = np.empty(S, np.int64)
@@ -349,9 +359,14 @@ class Annotator:
                                                                     ws)):
                     samples[i_s] += rows
             self._report("decode", chunk[-1][1] / S)
+        return labels, post, sig, self._run_posteriors(em, hid, labels, windows), samples
+
+    def _run_posteriors(self, em, hid, labels, windows):
+        """Run posteriors per step of windowed labels (decode_long's docstring)."""
+        S = em.shape[0]
         runp = np.full(S, np.nan)
         if not uncertainty.has_run_posteriors(self.model.crf):
-            return labels, post, sig, runp, samples
+            return runp
         rs, re_ = uncertainty.run_spans(labels)
         mid = (rs + re_ - 1) // 2
         for cs, ce, ws, we in windows:
@@ -364,7 +379,7 @@ class Annotator:
                 torch.tensor([we - ws], device=em.device), lab_w, spans)
             for (_, a, z), v in zip(spans, p.tolist()):
                 runp[a + ws:z + ws] = v
-        return labels, post, sig, runp, samples
+        return runp
 
     def run_long(self, item: Item, first=None):
         """Decode one sequence alone (whole, or in windows); `first`: its load_first."""
@@ -456,6 +471,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
              first_atg: bool | None = None, long_orfs: int | None = None,
              donor_motif: str | None = None, genetic_code: int = 1,
              decode_overlap: int | None = None, bf16: bool = False,
+             certified_seams: bool = True,
              chrom_sizes: str | None = None, track_sheet: str | None = None) -> list[str]:
     """Annotate `fasta` with the model checkpoint `model`; returns the files written.
 
@@ -546,7 +562,8 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                     batch_steps or acfg.batch_steps, reverse_complement=use_rc,
                     samples=samples, seed=seed,
                     decode_overlap=(acfg.decode_overlap if decode_overlap is None
-                                    else decode_overlap), bf16=bf16)
+                                    else decode_overlap), bf16=bf16,
+                    certified_seams=certified_seams)
     if ann.overlap < 0 or ann.overlap >= ann.max_steps:
         raise SemisegError(f"--decode-overlap: expected 0 (automatic) or a "
                            f"number of steps below --max-decode-steps ({ann.max_steps}), "
@@ -654,6 +671,8 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                f"({total_bp / max(secs, 1e-9):,.0f} bp/s)"
                + (f"; {given_bp - total_bp:,} bp of N written as gaps"
                   if total_bp < given_bp else ""))
+        if ann.seam_stats is not None:  # certified windows (seams.py)
+            ui.log(ann.seam_stats.line() + "; " + ann.seam_stats.posterior_line())
         # PREFIX.json: the provenance and every file of the set
         provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
     written = outputs.files
@@ -725,6 +744,8 @@ def _annotate_groups(ann, groups, loaded, sink, prog, by_chrom, pending,
             finally:
                 ann.progress = None
             how = ("as one sequence" if whole else
+                   f"in certified windows of {ann.max_steps:,} steps (seams proven exact: "
+                   "docs/decoding.md)" if ann.seam_stats is not None and not smp else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")
             if whole and ann.device.type == "cuda" and len(lab) > LONG_CHAIN and not ann.hinted:

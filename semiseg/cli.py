@@ -204,6 +204,10 @@ def annotate(
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", rich_help_panel=_ADVANCED,
         help="Round bigWig values to multiples of this (0: exact; default 1e-4)."),
+    certified_seams: bool = typer.Option(
+        True, "--certified-seams/--no-certified-seams", rich_help_panel=_ADVANCED,
+        help="Gene model, sequences over --max-decode-steps: decode in windows whose "
+             "seams are proven exact (docs/decoding.md); off: centre-keeping windows."),
     bf16: bool = typer.Option(False, "--bf16", rich_help_panel=_ADVANCED,
                               help="Run the encoder in bfloat16 on a GPU (faster; near-tied "
                                    "calls may differ from float32's)."),
@@ -227,7 +231,7 @@ def annotate(
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
         seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
         genetic_code=genetic_code,
-        decode_overlap=decode_overlap, bf16=bf16,
+        decode_overlap=decode_overlap, bf16=bf16, certified_seams=certified_seams,
         chrom_sizes=str(chrom_sizes) if chrom_sizes else None,
         track_sheet=str(track_sheet) if track_sheet else None)
 

@@ -74,6 +74,8 @@ class SeamStats:
     post_whole: int = 0
     post_max_diff: float = 0.0  # the largest difference at an accepted posterior seam
     widths: list = field(default_factory=list)  # the windows of certified seams
+    depths: list = field(default_factory=list)  # steps from a first window's end back to
+    # where its tracebacks met
     post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
 
     def line(self) -> str:
@@ -89,6 +91,8 @@ class SeamStats:
         for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.post_max_diff = max(self.post_max_diff, other.post_max_diff)
+        self.depths += other.depths
+        self.post_first_diffs += other.post_first_diffs
 
 
 # ----------------------------------------------------------------- max-sum kernels
@@ -249,6 +253,8 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
                 p = T
                 break
             t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
+            if k == 0:  # how far back the tracebacks met (None: only at the entry)
+                stats.depths.append(n - t0 if t0 > 0 else None)
             if t0 > 0 and t0 >= n - ov:
                 _traceback(bp_d, bp_c, t0, c0, labels[p:])
                 score = (score if p > 0 else 0.0) + float(alpha[t0, c0])

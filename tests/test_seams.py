@@ -6,6 +6,8 @@ enumeration (bruteforce.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import bruteforce as bf
 import numpy as np
 import pytest
@@ -131,3 +133,35 @@ def test_adversarial_certifies_once_evidence_is_inside():
     got, _ = certified_viterbi(**kw, window=60, overlap=20, stats=st)
     np.testing.assert_array_equal(got, want)
     assert st.first + st.widened > 0
+
+
+@pytest.mark.slow
+def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
+    """The shipped yeast gene model on 80 kb of chrII: windows of 12,000 steps (so there
+    are several seams) give the whole-sequence decode's BED and GFF3 rows, and the log
+    counts the seams."""
+    import re
+
+    from semiseg.genome import Fasta
+    from test_shipped_models import cli
+
+    root = Path(__file__).resolve().parent.parent
+    with Fasta(str(root / "data" / "yeast" / "chrII.fa")) as fa:
+        seq = fa.fetch("chrII", 100000, 180000).upper()
+    fasta = tmp_path / "p.fa"
+    fasta.write_text(f">p\n{seq}\n")
+    runs = {}
+    for name, extra in (("whole", ()), ("windows", ("--max-decode-steps", "12000"))):
+        proc = cli("annotate", "--model", "yeast", "--fasta", fasta, "--out",
+                   tmp_path / name / "p", "--device", "cpu", *extra)
+        assert proc.returncode == 0, proc.stderr
+        runs[name] = proc.stderr
+    assert "decoded as one sequence" in runs["whole"]
+    assert "decoded in certified windows" in runs["windows"]
+    m = re.search(r"seams: (\d+) certified at the first width, (\d+) widened, (\d+) decoded "
+                  r"whole", runs["windows"])
+    assert m and sum(map(int, m.groups())) >= 5  # 80,000 steps in windows of 12,000
+    for ext in ("bed", "gff3"):
+        rows = [[r for r in (tmp_path / n / f"p.{ext}").read_text().splitlines()
+                 if not r.startswith("#")] for n in ("whole", "windows")]
+        assert rows[0] == rows[1] and len(rows[0]) > 20
