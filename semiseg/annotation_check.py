@@ -59,28 +59,72 @@ def gold_log_z(head, x: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor,
                              allowed=gold, backend=backend)
 
 
+MARGIN = 4  # bases of known outside code on each side of a cut (a codon's reach is 2)
+
+
+def gene_pieces(layout, y: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) pieces of a window's gold codes `y` that decide whether its gold path
+    is allowed: every run of more than 2 * MARGIN known outside codes (intergenic, UTR:
+    one exact outside label) is cut out but for MARGIN bases at each end, and pieces
+    without a gene code are left out. Exact: an outside label may end and begin
+    anywhere (outside -> outside is allowed at every duration and the sequence never
+    forbids it), so the window's gold path exists iff each piece's does; and a cut
+    MARGIN bases from every gene code leaves the sequence mask of the gene bases as it
+    is in the window (a codon reaches 2 bases, a splice base 1). Unknown stretches are
+    never cut (a gene may run through them)."""
+    outside = np.asarray([f < 0 for f in layout.frame] + [False])
+    y = np.asarray(y, np.int64)
+    known_out = (y >= 0) & outside[np.where(y >= 0, y, len(layout))]
+    gene = ((y >= 0) & ~known_out) | (y <= -2)  # INTRON_ANY codes are negative too
+    d = np.diff(np.concatenate([[0], known_out.astype(np.int8), [0]]))
+    pieces, a = [], 0
+    for s, e in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()):
+        if e - s > 2 * MARGIN:
+            pieces.append((a, s + MARGIN if s > 0 else 0))
+            a = e - MARGIN if e < len(y) else len(y)
+    pieces.append((a, len(y)))
+    cum = np.concatenate([[0], np.cumsum(gene)])
+    return [(a, b) for a, b in pieces if b > a and cum[b] > cum[a]]
+
+
 class _Checker:
     def __init__(self, head, device, batch: int):
         self.head, self.device, self.batch = head, device, batch
         self.calls = 0
+        self.bases = 0  # bases run through the log-partition
 
     def allowed(self, ds, idx: list[int]) -> np.ndarray:
         """(len(idx),) bool: whether each window's gold path is allowed, in both
-        orientations where the Dataset flips strands (training augmentation)."""
+        orientations where the Dataset flips strands (training augmentation), from its
+        gene pieces (gene_pieces) as sequences of their own, batched by length."""
+        lay = self.head.layout
+        items = []  # (position in idx, one-hot (T, 4), gold codes relative to the piece)
+        for k, j in enumerate(idx):
+            x, y = ds.x[j], np.asarray(ds.y[j], np.int64)
+            flip = ds.rc_columns is not None and len(x) % ds.pool == 0
+            for a, b in gene_pieces(lay, y):
+                yp = lay.shift(y[a:b], a)
+                items.append((k, x[a:b, :4], yp))
+                if flip:  # as Dataset.batch flips a window
+                    items.append((k, x[a:b][::-1][:, ds.rc_columns][:, :4],
+                                  ds.rc_labels(yp)))
         ok = np.ones(len(idx), bool)
-        flips = [False] + ([True] if ds.rc_columns is not None else [])
-        for i in range(0, len(idx), self.batch):
-            part = idx[i:i + self.batch]
-            for f in flips:
-                x, lengths, y = ds.batch(part, flip=[f] * len(part) if f else None)
-                if f:  # only windows the Dataset would flip (whole CRF steps)
-                    keep = [len(ds.x[j]) % ds.pool == 0 for j in part]
-                    if not any(keep):
-                        continue
-                z = gold_log_z(self.head, x.to(self.device), lengths.to(self.device),
-                               y.to(self.device))
-                self.calls += 1
-                ok[i:i + len(part)] &= torch.isfinite(z).cpu().numpy()
+        items.sort(key=lambda it: len(it[2]))
+        for i in range(0, len(items), self.batch):
+            part = items[i:i + self.batch]
+            T = len(part[-1][2])
+            x = torch.zeros(len(part), T, 4)
+            y = torch.full((len(part), T), -1, dtype=torch.int64)
+            for r, (_, xp, yp) in enumerate(part):
+                x[r, :len(yp)] = torch.from_numpy(np.ascontiguousarray(xp, np.float32))
+                y[r, :len(yp)] = torch.from_numpy(np.asarray(yp, np.int64))
+            lengths = torch.tensor([len(it[2]) for it in part])
+            z = gold_log_z(self.head, x.to(self.device), lengths.to(self.device),
+                           y.to(self.device))
+            self.calls += 1
+            self.bases += int(lengths.sum())
+            for (k, _, _), fin in zip(part, torch.isfinite(z).cpu().tolist()):
+                ok[k] &= fin
         return ok
 
 
@@ -127,7 +171,7 @@ def check_gold_paths(gold, datasets, cleanup: Cleanup | None, max_duration: int,
             ds.windows = [ds.windows[j] for j in keep]
             ds.x = [ds.x[j] for j in keep]
             ds.y = [ds.y[j] for j in keep]
-    return {"windows": n_windows, "failed": len(failed),
+    return {"windows": n_windows, "failed": len(failed), "bases": chk.bases,
             "masked": sum(len(v) for v in masked.values()),
             "dropped": sum(len(v) for v in drop.values()),
             "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}

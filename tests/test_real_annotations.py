@@ -502,8 +502,8 @@ def test_nan_loss_message_names_the_window():
     from semiseg.trainingdata import Window
 
     class Ds:
-        windows = [Window("c", 0, 10), Window("c", 10, 20), Window("d", 5, 9)]
-        rc_columns = [3, 2, 1, 0]
+        windows = (Window("c", 0, 10), Window("c", 10, 20), Window("d", 5, 9))
+        rc_columns = (3, 2, 1, 0)
 
     msg = nonfinite_loss(float("nan"), torch.tensor([1.0, float("nan")]), Ds(), [2, 1],
                          [False, True, False], 2, 3)
@@ -512,3 +512,40 @@ def test_nan_loss_message_names_the_window():
     assert "d:5-9" not in msg and "lr" not in msg and "bug" in msg
     other = nonfinite_loss(float("inf"), torch.tensor([1.0]), Ds(), [0], [False] * 3, 1, 1)
     assert "in another process's share" in other and "log Z(gold) = -inf" in other
+
+
+@pytest.mark.parametrize("size", [2500, 10000])
+def test_gene_pieces_decide_as_whole_windows(tmp_path, size):
+    """The check runs the log-partition on each window's gene pieces (cut in the middle
+    of long intergenic runs): on the raw fly annotation (some windows impossible), both
+    strands, it says exactly what the whole windows say (gold_log_z over each window,
+    itself the loss's log Z(gold))."""
+    from semiseg.annotation_check import _Checker, fresh_head, gene_pieces, gold_log_z
+    from semiseg.genome import read_annotation
+    from semiseg.genome.frames import FrameGold, FrameLayout
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
+    from semiseg.trainingdata import Dataset, clear_of_rigid, prepare, rc_columns, tile
+
+    fa, gff = _write_region(tmp_path, 2_588_000, 2_606_000)
+    cfg = _config(tmp_path, fa, gff)
+    data, _, scheme, cols = prepare(cfg)
+    raw = read_annotation(str(gff), scheme, data.chrom_sizes)
+    rows, gtf = read_gff_rows(str(gff), data.chrom_sizes)
+    gold = FrameGold(FrameLayout.from_scheme(scheme), raw, gff_transcripts(rows, gtf, scheme),
+                     data.fasta)
+    wins, _ = clear_of_rigid(gold, tile([("fly", 0, 18_000)], size, size // 3, 10))
+    ds = Dataset(data, gold, wins, cols, 1, pool=1, rc_labels=gold.layout.flip,
+                 rc_columns=rc_columns([data.feature_names[i] for i in cols]))
+    head = fresh_head(gold.layout, 256)
+    idx = list(range(len(ds)))
+    whole = np.ones(len(ds), bool)
+    for flip in (None, [True] * len(ds)):
+        x, lengths, y = ds.batch(idx, flip=flip)
+        whole &= torch.isfinite(gold_log_z(head, x, lengths, y)).numpy()
+    assert not whole.all() and whole.any()
+    chk = _Checker(head, torch.device("cpu"), 16)
+    assert (chk.allowed(ds, idx) == whole).all()
+    n = sum(len(y) for y in ds.y)
+    assert 0 < chk.bases < 2 * n  # both strands of the pieces, less than both of all
+    assert all(b - a < len(y) for y in ds.y for a, b in gene_pieces(gold.layout, y)
+               if len(gene_pieces(gold.layout, y)) > 1)
