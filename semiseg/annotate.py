@@ -466,6 +466,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
              alias: dict | None = None, threads: int | None = None,
              reverse_complement: str | None = None, samples: int = 0,
              seed: int = 0, intron_penalty: float | None = None,
+             intron_rate: float | None = None,
              branch_penalty: float | None = None,
              signal_precision: float | None = None,
              first_atg: bool | None = None, long_orfs: int | None = None,
@@ -575,6 +576,9 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
                  hasattr(crf, "intron_penalty"),
                  "only the gene model (crf.frames with the semi-CRF head) has introns to "
                  "penalise")
+    _set_penalty(crf, "intron_rate", acfg.intron_rate, intron_rate,
+                 hasattr(crf, "intron_rate"),
+                 "only the gene model (crf.frames with the semi-CRF head) has introns")
     _set_penalty(crf, "branch_penalty", acfg.branch_penalty, branch_penalty,
                  getattr(crf, "sites", None) is not None,
                  "only the gene model trained with crf.site_scores: true has a "
@@ -602,6 +606,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
         "batch_steps": ann.batch_steps, "decode_overlap": ann.overlap,
         "reverse_complement": use_rc, "signal_precision": precision,
         "intron_penalty": getattr(crf, "intron_penalty", None),
+        "intron_rate": getattr(crf, "intron_rate", None),
         "branch_penalty": getattr(crf, "branch_penalty", None),
         "donor_motif": getattr(crf, "donor_motif", None),
         "first_atg": bool(rules and rules.first_atg),
@@ -613,7 +618,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
            f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
            + ("; emissions averaged over both strands" if use_rc else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
-                     for attr in ("intron_penalty", "branch_penalty")
+                     for attr in ("intron_penalty", "intron_rate", "branch_penalty")
                      if 0 < getattr(crf, attr, 0) < math.inf)
            + ("; introns need a branch point"
               if getattr(crf, "branch_penalty", 0) == math.inf else "")

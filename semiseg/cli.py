@@ -161,6 +161,9 @@ def annotate(
     intron_penalty: float | None = typer.Option(
         None, "--intron-penalty", rich_help_panel=_GENE_MODEL,
         help="Log-score taken from each intron."),
+    intron_rate: float | None = typer.Option(
+        None, "--intron-rate", rich_help_panel=_GENE_MODEL,
+        help="Log-score added to each base inside an intron (>= 0; favours long introns)."),
     branch_penalty: float | None = typer.Option(
         None, "--branch-penalty", rich_help_panel=_GENE_MODEL,
         help="Log-score taken from each intron with no branch point near the consensus "
@@ -227,7 +230,7 @@ def annotate(
         regions=str(regions) if regions else None,
         chroms=names or None, device=device or "auto", window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
-        reverse_complement=reverse_complement, intron_penalty=intron_penalty,
+        reverse_complement=reverse_complement, intron_penalty=intron_penalty, intron_rate=intron_rate,
         branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
         seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
         genetic_code=genetic_code,

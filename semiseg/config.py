@@ -253,6 +253,8 @@ class AnnotateConfig:
     reverse_complement: auto | on | off; average the emissions of each sequence and of
              its reverse complement (stranded labels swapped); auto = on when the model
              was trained with train.reverse_complement
+    intron_rate: the gene model (crf.frames) only: add this log-score to every base inside
+             an intron when annotating (a per-bp prior for long introns; >= 0)
     intron_penalty: the gene model (crf.frames) only: subtract this log-score from each
              intron when annotating (0: as trained; larger: fewer introns). A prior for
              genomes where the model's introns are less reliable than its genes
@@ -287,6 +289,7 @@ class AnnotateConfig:
     decode_overlap: int = 0
     reverse_complement: str = "auto"
     intron_penalty: float = 0.0
+    intron_rate: float = 0.0
     branch_penalty: float = 0.0
     donor_motif: str = ""
     first_atg: bool = False

@@ -60,7 +60,7 @@ class FrameHead(nn.Module):
     """
 
     # set by annotate on the head it decodes with (an ensemble passes them on)
-    ANNOTATE_SETTINGS = ("intron_penalty", "branch_penalty", "donor_motif")
+    ANNOTATE_SETTINGS = ("intron_penalty", "branch_penalty", "donor_motif", "intron_rate")
 
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
@@ -130,6 +130,12 @@ class FrameHead(nn.Module):
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
         # base) when annotating; training leaves it at 0
         self.intron_penalty = 0.0
+        # annotate.intron_rate: a log-score added to every base inside an intron when
+        # annotating (per bp: a 10 kb intron gains 10,000 x rate); training leaves it at 0
+        self.intron_rate = 0.0
+        self.register_buffer("intron_inside", torch.tensor(
+            [layout.kind_names[k] in ("intron+", "intron-") for k in layout.kind]),
+            persistent=False)
         # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
         # no branch point near the consensus (sites.SiteScores.weak_branch); inf: such
         # acceptors are masked out (no intron may end there)
@@ -169,6 +175,8 @@ class FrameHead(nn.Module):
             scores = scores + self.upstream(codes, lengths).to(scores.dtype)
         if self.content is not None:
             scores = scores + self.content(codes).to(scores.dtype)
+        if self.intron_rate:
+            scores = scores + self.intron_rate * self.intron_inside.to(scores.dtype)
         if self.branch_penalty:
             if self.sites is None:
                 raise SemisegError("annotate.branch_penalty needs a model trained with "

@@ -44,3 +44,17 @@ def test_untied_head_reads_its_intron_channels():
     em2 = em.clone()
     em2[..., LAY.channels.index("intron+")] += 1.0
     assert not torch.equal(head._terms(em, None)["scores"], head._terms(em2, None)["scores"])
+
+
+def test_intron_rate_adds_to_each_intron_inside_base_only():
+    gen = torch.Generator().manual_seed(2)
+    head = FrameHead(LAY, 16)
+    seq = "ATGGTAAGTCCCTTTAGG" * 2
+    em = emissions(seq, gen)
+    before = head._terms(em, None)["scores"]
+    head.intron_rate = 0.25
+    after = head._terms(em, None)["scores"]
+    for i, name in enumerate(LAY.names):
+        want = 0.25 if name.split("_")[0] in ("intron+", "intron-") else 0.0
+        torch.testing.assert_close(after[0, :, i] - before[0, :, i],
+                                   torch.full((len(seq),), want))
