@@ -208,7 +208,8 @@ def _traceback(bp_d, bp_c, t, c, out):
 
 def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_start=None,
                       proj_end=None, start=None, end=None, window: int, overlap: int,
-                      stats: SeamStats | None = None) -> tuple[np.ndarray, float]:
+                      stats: SeamStats | None = None,
+                      progress=None) -> tuple[np.ndarray, float]:
     """The best labelling of ONE sequence, decoded in windows of `window` steps whose
     seams are certified by coalescence (module docstring): (labels (T,) int64, score).
 
@@ -264,6 +265,8 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
                     stats.widened += 1
                 stats.widths.append(n)
                 p, entry = p + t0, c0
+                if progress is not None:
+                    progress(p / T)
                 break
             k += 1
     return labels, score
@@ -293,7 +296,8 @@ def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
 
 def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                         tol: float = POSTERIOR_TOL, max_widen: int = 3,
-                        stats: SeamStats | None = None, backend: str = "auto"):
+                        stats: SeamStats | None = None, backend: str = "auto",
+                        progress=None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows (module
     docstring), each window's centre kept; every seam checked (its two windows agree
@@ -308,7 +312,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if Wk >= S:
             break
         wins = posterior_windows(S, Wk, ov, period=3)
-        g, ok, ps, diffs = _window_posteriors(head, em, wins, per_call, backend)
+        g, ok, ps, diffs = _window_posteriors(head, em, wins, per_call, backend, progress)
         bad = [i for i, dv in enumerate(diffs) if not dv <= tol]
         if failed_first is None:
             failed_first = set(bad)
@@ -326,7 +330,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     return g, ok, ps
 
 
-def _window_posteriors(head, em, wins, per_call, backend):
+def _window_posteriors(head, em, wins, per_call, backend, progress=None):
     S = em.shape[0]
     g_out = ok_out = ps_out = None
     kept = {}  # window index -> its posteriors over its neighbours' seam bands
@@ -362,6 +366,8 @@ def _window_posteriors(head, em, wins, per_call, backend):
                 if 0 <= b < len(bands):
                     a, z = bands[b]
                     kept[(b, side)] = g[j, a - ws:z - ws].clone()
+        if progress is not None:
+            progress(chunk[-1][1] / S)
     for b in range(len(bands)):
         left, right = kept[(b, 1)], kept[(b, 0)]
         diffs.append(float((left - right).abs().max()))
@@ -370,16 +376,25 @@ def _window_posteriors(head, em, wins, per_call, backend):
 
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                 tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
-                backend: str = "auto"):
+                backend: str = "auto", progress=None):
     """The gene model's posterior decode of one long sequence (S, channels) in certified
     windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
     marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
+    done = [0.0]
+
+    def part(lo, hi):  # progress(fraction) of the whole decode, never going back
+        def report(f):
+            done[0] = max(done[0], lo + (hi - lo) * f)
+            progress(done[0])
+        return None if progress is None else report
+
     g, ok, ps = stitched_posteriors(head, em, W, overlap, per_call, tol, stats=stats,
-                                    backend=backend)
+                                    backend=backend, progress=part(0.0, 0.8))
     lab, _ = certified_viterbi(g, head.tmask, head.decode_dmask, allowed=ok, proj_start=ps,
-                               window=W, overlap=overlap, stats=stats)
+                               window=W, overlap=overlap, stats=stats,
+                               progress=part(0.8, 1.0))
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
     post, bnd = head._marginals_from(g[None].to(em.device),
@@ -400,7 +415,10 @@ def annotate_long(ann, em: torch.Tensor, hid):
     ov = ann.overlap or batches.default_overlap(W, getattr(head, "max_duration", 1))
     per_call = max(1, ann.batch_steps // W)
     st = SeamStats()
-    labels, post, bnd = gene_decode(head, em, W, ov, per_call, stats=st)
+    report = getattr(ann, "_report", None)
+    labels, post, bnd = gene_decode(
+        head, em, W, ov, per_call, stats=st,
+        progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()
     ann.seam_stats.add(st)

@@ -134,9 +134,13 @@ def test_windowed_decode_with_overlap_matches_whole(piece, tmp_path):
     assert len(set(whole.tolist())) >= 3  # genes on both strands: not a trivial piece
     for ov, same in ((None, True), (200, False)):
         annotate(SHIPPED_MODEL, fa, str(tmp_path / "win"), max_decode_steps=9000,
-                 decode_overlap=ov, **kw)
+                 decode_overlap=ov, certified_seams=False, **kw)
         win = bed_labels(tmp_path / "win.bed", len(seq))
         assert bool((whole == win).all()) is same, ov
+    # certified windows (the default; seams.py): the whole decode's labels at 200 too
+    annotate(SHIPPED_MODEL, fa, str(tmp_path / "cert"), max_decode_steps=9000,
+             decode_overlap=200, **kw)
+    assert (bed_labels(tmp_path / "cert.bed", len(seq)) == whole).all()
 
 
 def test_decode_overlap_must_fit_the_window(piece, tmp_path):
