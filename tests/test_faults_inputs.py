@@ -957,3 +957,71 @@ def test_error_option_value(tmp_path, monkeypatch, capsys, small_fa, case):
     before = files(tmp_path)
     clear_error(run(monkeypatch, capsys, *args, "-q"), needle)
     assert files(tmp_path) == before
+
+
+USAGE = {
+    "missing-option": (["annotate", "-f", "{fa}", "-o", "{t}/a"], "--model"),
+    "unknown-command": (["annotat"], "annotat"),
+    "unknown-option": (["evaluate", "-p", "x.bed", "-t", "y.gff3", "--bogus"], "--bogus"),
+    "window-zero": (["annotate", "-m", "{m}", "-f", "{fa}", "-o", "{t}/a", "--window", "0"],
+                    "--window"),
+    "decode-steps-zero": (["annotate", "-m", "{m}", "-f", "{fa}", "-o", "{t}/a",
+                           "--max-decode-steps", "0"], "--max-decode-steps"),
+    "tolerance-negative": (["evaluate", "-p", "x.bed", "-t", "y.gff3", "--tolerance", "-1"],
+                           "--tolerance"),
+}
+
+
+@pytest.mark.parametrize("case", list(USAGE))
+def test_error_usage(tmp_path, monkeypatch, capsys, small_fa, case):
+    """Usage errors (click's) are one line too, naming the option (they were three:
+    Usage, Try, Error); --window 0 silently meant the model's default before."""
+    args, needle = USAGE[case]
+    args = [a.format(m=SHIPPED, fa=small_fa, t=tmp_path) for a in args]
+    line = clear_error(run(monkeypatch, capsys, *args), needle)
+    assert "--help" in line
+    assert not list(tmp_path.glob("a.*"))
+
+
+def test_result_gff3_of_another_run_beside_the_bed_is_ignored(tmp_path):
+    """A PREFIX.gff3 beside PREFIX.bed that holds other sequences (left from another
+    run) does not give the BED its origin; the BED's own run's GFF3 does."""
+    from semiseg.origin import prediction_origin
+
+    a = fake_part(tmp_path / "a", {"c1": 2000})
+    b = fake_part(tmp_path / "b", {"c2": 2000}, model_hash="bbbbbbbbbbbb")
+    shutil.copy(f"{a}.bed", tmp_path / "x.bed")
+    shutil.copy(f"{b}.gff3", tmp_path / "x.gff3")
+    assert prediction_origin(str(tmp_path / "x.bed")) is None
+    assert prediction_origin(f"{a}.bed").model == "aaaaaaaaaaaa"
+
+
+@pytest.mark.parametrize("case", ["shrunk", "appended"])
+def test_result_stale_bgzip_index(tmp_path, monkeypatch, case):
+    """A bgzip FASTA rewritten after its .fai/.gzi were made (the index older): read as
+    it is now, the user's index files left as they were (a fresh pair in the cache)."""
+    import pysam
+
+    from semiseg.genome import Fasta
+
+    monkeypatch.setenv("SEMISEG_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(5)
+    a = "".join(rng.choice(list("ACGT"), 900))
+    b = "".join(rng.choice(list("ACGT"), 600))
+    gz = tmp_path / "g.fa.gz"
+
+    def make(records):
+        write_fasta(tmp_path / "g.fa", records)
+        pysam.tabix_compress(str(tmp_path / "g.fa"), str(gz), force=True)
+
+    make({"a": a, "b": b})
+    Fasta(gz).close()
+    old = {s: (tmp_path / f"g.fa.gz.{s}").read_bytes() for s in ("fai", "gzi")}
+    now = {"a": a, "b": b[:200]} if case == "shrunk" else {"a": a, "b": b, "c": "ACGT" * 9}
+    make(now)
+    for s in ("fai", "gzi"):
+        os.utime(tmp_path / f"g.fa.gz.{s}", (1, 1))  # older than the FASTA
+    with Fasta(gz) as f:
+        assert f.chrom_sizes == {n: len(s) for n, s in now.items()}
+        assert all(f.fetch(n) == s for n, s in now.items())
+    assert {s: (tmp_path / f"g.fa.gz.{s}").read_bytes() for s in ("fai", "gzi")} == old
