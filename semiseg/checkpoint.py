@@ -50,6 +50,15 @@ def _feed(digest, value) -> None:
         t = value.detach().cpu().contiguous()
         digest.update(f"T{t.dtype}{tuple(t.shape)}".encode())
         digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif type(value).__module__ == "numpy":  # by value, not repr (numpy 2 changed it)
+        import numpy as np
+
+        if isinstance(value, np.ndarray):
+            a = np.ascontiguousarray(value)
+            digest.update(f"A{a.dtype.str}{a.shape}".encode())
+            digest.update(a.tobytes())
+        else:
+            _feed(digest, value.item())
     else:
         digest.update(f"{type(value).__name__}:{value!r};".encode())
 
