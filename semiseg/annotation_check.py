@@ -9,14 +9,15 @@ forbids; this check asks the model itself, with the same constrained log-partiti
 loss computes (FrameHead._terms and crf.log_partition, as FrameHead.nll calls them), on
 the sequence alone: a fresh head, zero emissions, so only the masks decide whether the
 value is finite. Learned scores are finite, so a window that passes here has a finite
-loss with any parameters.
+loss with any parameters. Only each window's gene pieces (gene_pieces: long runs of
+known intergenic bases cut out, exactly) go through the log-partition.
 
 A window that fails is localised: the kept gene spans (cleanup.Cleanup.spans) that
 overlap it are masked (unknown) together, then unmasked one by one while the window
 stays allowed; those left are the offending transcripts, masked on the chromosome's gold
 codes (every window that reads them sees it) and named in the log. A window still not
-allowed with all of them masked is dropped. The check runs on CPU in float64 (the numba
-backend) or on the training device.
+allowed with all of them masked is dropped. Training runs the check on the CPU (the
+numba backend, float64); `check_gold_paths` takes another device.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ def check_gold_paths(gold, datasets, cleanup: Cleanup | None, max_duration: int,
     """Check (and repair) every window of `datasets` (trainingdata.Dataset with gold
     frame codes from `gold`, a frames.FrameGold); updates the Datasets' labels, drops
     windows that cannot be repaired, records both in `cleanup` and returns
-    {"windows", "failed", "masked", "dropped", "seconds", "cpu_seconds"}."""
+    {"windows", "failed", "masked", "dropped", "bases" (run through the log-partition),
+    "seconds", "cpu_seconds"}."""
     t0, c0 = time.perf_counter(), time.process_time()
     device = torch.device(device)
     head = fresh_head(gold.layout, max_duration).to(device)
