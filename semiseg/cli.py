@@ -113,8 +113,7 @@ def _setup(quiet: bool, threads: int | None) -> None:
 def train(
     config: Path = typer.Option(..., "--config", "-c", help="YAML config (see configs/)."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt (a folder "
-                                                        "with no checkpoint: a new run)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUT/last.pt."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in OUT "
                                    "(checkpoints, metrics, config) and start again."),
     seed: int | None = typer.Option(None, "--seed", help="Overrides train.seed."),

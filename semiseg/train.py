@@ -358,8 +358,8 @@ def _open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> 
                                "stopped while writing its checkpoints), so it cannot be "
                                "continued; start it again with --overwrite (best.pt is "
                                "deleted) or choose another --out")
-        ui.log(f"--resume: {out} holds no checkpoint yet; starting a new run")
-        return None
+        raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is "
+                           "missing); run without --resume to start a new run")
     try:
         ckpt = load_checkpoint(last_path)
     except SemisegError as err:

@@ -895,7 +895,8 @@ def _copy_run(finished, dst, keep):
 def test_train_never_a_dead_end(tiny_cfg, finished, tmp_path, state):
     """Whatever a stopped run left, the messages say what works, and it does: only best.pt
     (a run stopped by an older semiseg) or a damaged last.pt -> --overwrite; only partial
-    temporary files, or nothing -> a fresh run and --resume both start anew."""
+    temporary files, or nothing -> --resume says to run without it, which works (the
+    temporary files are removed)."""
     out = tmp_path / "r"
     if state == "only-best":
         _copy_run(finished, out, ["best.pt", "config.yaml"])
@@ -916,7 +917,10 @@ def test_train_never_a_dead_end(tiny_cfg, finished, tmp_path, state):
             assert "\n" not in str(err.value)
         _train(tiny_cfg, out, overwrite=True)
     else:
-        _train(tiny_cfg, out, resume=state == "only-temp")
+        with pytest.raises(SemisegError, match="run without --resume") as err:
+            _train(tiny_cfg, out, resume=True)
+        assert "\n" not in str(err.value)
+        _train(tiny_cfg, out)
     assert _epoch(out / "last.pt") == 2
     names = {p.name for p in out.iterdir()}
     assert {"best.pt", "config.yaml", "last.pt", "metrics.tsv"} <= names
