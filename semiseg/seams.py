@@ -39,8 +39,8 @@ Viterbi above certifies that decode's seams over stitched posteriors. The poster
 themselves come from overlapping windows, each keeping its centre; at every seam the
 two windows' posteriors are compared over the middle half of their overlap and must
 agree within `tol` (a measured agreement, not a proof: docs/decoding.md); where they do
-not, the overlap is doubled (all windows again) or, past `max_widen` doublings, the
-sequence's posteriors are computed whole.
+not, the overlap at that seam is doubled (its two windows again) or, past `max_widen`
+doublings, the sequence's posteriors are computed whole.
 """
 
 from __future__ import annotations
@@ -300,78 +300,94 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                         progress=None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows (module
-    docstring), each window's centre kept; every seam checked (its two windows agree
-    within `tol` over the middle half of their overlap), the overlap doubled while a
-    seam does not, and the whole sequence in one window past `max_widen` doublings."""
+    docstring), each window's centre kept. Every seam is checked: its two windows must
+    agree within `tol` over the middle half of their overlap. Where a seam does not, the
+    overlap at that seam is doubled (both windows reach further across it) and the two
+    windows are computed again; past `max_widen` doublings the whole sequence is one
+    window."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
-    failed_first = None
+    wins = posterior_windows(S, W, overlap, period=3)
+    if len(wins) == 1:
+        return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
+    ext = [[ws, we] for _, _, ws, we in wins]
+    seam_ov = [overlap] * (len(wins) - 1)
+    cache: dict = {}
+    dirty = set(range(len(wins)))
+    failed_first: set = set()
     for k in range(max_widen + 1):
-        ov = overlap << k
-        Wk = W + ov - overlap
-        if Wk >= S:
-            break
-        wins = posterior_windows(S, Wk, ov, period=3)
-        g, ok, ps, diffs = _window_posteriors(head, em, wins, per_call, backend, progress)
-        bad = [i for i, dv in enumerate(diffs) if not dv <= tol]
-        if failed_first is None:
+        _compute(head, em, wins, ext, sorted(dirty), cache, per_call, backend,
+                 progress if k == 0 else None)
+        diffs = []
+        for b in range(len(wins) - 1):
+            m = wins[b + 1][0]  # the seam: the right window's first kept step
+            half = min(ext[b][1] - m, m - ext[b + 1][0]) // 2
+            gl, (wl, _) = cache[b][0], ext[b]
+            gr, (wr, _) = cache[b + 1][0], ext[b + 1]
+            diffs.append(float((gl[m - half - wl:m + half + 1 - wl]
+                                - gr[m - half - wr:m + half + 1 - wr]).abs().max()))
+        bad = [b for b, dv in enumerate(diffs) if not dv <= tol]
+        if k == 0:
             failed_first = set(bad)
-            stats.post_first_diffs += diffs
             stats.post_first += len(diffs) - len(bad)
+            stats.post_first_diffs += diffs
         if not bad:
             stats.post_widened += len(failed_first)
-            if diffs:
-                stats.post_max_diff = max(stats.post_max_diff, max(diffs))
-            return g, ok, ps
-    # decoded whole
-    g, ok, ps, _ = _window_posteriors(head, em, [(0, S, 0, S)], 1, backend)
-    if failed_first:
-        stats.post_whole += len(failed_first)
-    return g, ok, ps
+            stats.post_max_diff = max([stats.post_max_diff, *diffs])
+            return _stitch(head, em, wins, cache, per_call, backend, None, ext)
+        dirty = set()
+        for b in bad:  # both windows reach twice as far across the seam
+            seam_ov[b] *= 2
+            m = wins[b + 1][0]
+            ext[b][1] = min(S, m + seam_ov[b] // 2)
+            ws = max(0, m - seam_ov[b] // 2)
+            ext[b + 1][0] = ws - ws % 3
+            dirty |= {b, b + 1}
+    stats.post_whole += len(failed_first)
+    return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, None)
 
 
-def _window_posteriors(head, em, wins, per_call, backend, progress=None):
+def _compute(head, em, wins, ext, todo, cache, per_call, backend, progress):
+    """Posteriors, allowed and proj_start of the windows `todo` over their extents,
+    per_call windows per semi-CRF call, into cache[i] (on the host)."""
     S = em.shape[0]
-    g_out = ok_out = ps_out = None
-    kept = {}  # window index -> its posteriors over its neighbours' seam bands
-    diffs = []
     per_call = max(1, per_call)
-    bands = []
-    for i in range(1, len(wins)):
-        m = wins[i][0]  # the seam: the right window's first kept step
-        half = min(wins[i - 1][3] - m, m - wins[i][2])
-        bands.append((m - half // 2, m + half // 2 + 1))
-    for i0 in range(0, len(wins), per_call):
-        chunk = wins[i0:i0 + per_call]
-        n = max(we - ws for _, _, ws, we in chunk)
-        em_b = em.new_zeros(len(chunk), n, em.shape[-1])
-        for j, (_, _, ws, we) in enumerate(chunk):
+    for i0 in range(0, len(todo), per_call):
+        idx = todo[i0:i0 + per_call]
+        n = max(ext[i][1] - ext[i][0] for i in idx)
+        em_b = em.new_zeros(len(idx), n, em.shape[-1])
+        for j, i in enumerate(idx):
+            ws, we = ext[i]
             em_b[j, :we - ws] = em[ws:we]
-        lengths = torch.tensor([we - ws for _, _, ws, we in chunk], device=em.device)
+        lengths = torch.tensor([ext[i][1] - ext[i][0] for i in idx], device=em.device)
         with torch.no_grad():
             t = head._terms(em_b, lengths)
-            g = head._posteriors(t, backend).detach()
-        if g_out is None:
-            C = g.shape[-1]
-            g_out = torch.empty(S, C, dtype=g.dtype)
-            ok_out = torch.empty(S, C, dtype=torch.bool)
-            ps_out = torch.empty(S, C, dtype=t["proj_start"].dtype)
-        g, al, pst = g.cpu(), t["allowed"].cpu(), t["proj_start"].cpu()
-        for j, (cs, ce, ws, we) in enumerate(chunk):
-            i = i0 + j
-            g_out[cs:ce] = g[j, cs - ws:ce - ws]
-            ok_out[cs:ce] = al[j, cs - ws:ce - ws]
-            ps_out[cs:ce] = pst[j, cs - ws:ce - ws]
-            for side, b in ((0, i - 1), (1, i)):  # the seam on the left, on the right
-                if 0 <= b < len(bands):
-                    a, z = bands[b]
-                    kept[(b, side)] = g[j, a - ws:z - ws].clone()
+            g = head._posteriors(t, backend).detach().cpu()
+        al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
+        for j, i in enumerate(idx):
+            L = ext[i][1] - ext[i][0]
+            cache[i] = (g[j, :L].clone(), al[j, :L].clone(), pst[j, :L].clone())
         if progress is not None:
-            progress(chunk[-1][1] / S)
-    for b in range(len(bands)):
-        left, right = kept[(b, 1)], kept[(b, 0)]
-        diffs.append(float((left - right).abs().max()))
-    return g_out, ok_out, ps_out, diffs
+            progress(wins[idx[-1]][1] / S)
+
+
+def _stitch(head, em, wins, cache, per_call, backend, progress, ext=None):
+    """The kept centres of the windows (computed first where not in `cache`)."""
+    if ext is None:
+        ext = [[ws, we] for _, _, ws, we in wins]
+    todo = [i for i in range(len(wins)) if i not in cache]
+    if todo:
+        _compute(head, em, wins, ext, todo, cache, per_call, backend, progress)
+    S = em.shape[0]
+    g0, a0, p0 = cache[0]
+    g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
+    ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
+    ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
+    for i, (cs, ce, _, _) in enumerate(wins):
+        ws = ext[i][0]
+        gi, ai, pi = cache[i]
+        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[cs - ws:ce - ws], ai[cs - ws:ce - ws], pi[cs - ws:ce - ws]
+    return g, ok, ps
 
 
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
