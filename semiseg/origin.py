@@ -65,9 +65,9 @@ def prefix_of(path: str) -> str:
 
 def _read_header(path: str) -> Origin | None:
     """The origin recorded in the header lines of one GFF3 or browser BED file."""
-    from .genome import LabelScheme
-
     from urllib.parse import unquote
+
+    from .genome import LabelScheme
 
     found: dict = {}
     names: set[str] = set()
@@ -110,8 +110,8 @@ def prediction_origin(pred: str) -> Origin | None:
     candidates += [f"{prefix}.gff3", f"{prefix}.browser.bed"]
     if pred.lower().endswith(".browser.bed"):
         candidates.insert(0, pred)
-    first = _first_sequence(pred) if os.path.isfile(pred) and not candidates[:1] == [
-        pred] else None
+    first = (_first_sequence(pred) if os.path.isfile(pred) and candidates[:1] != [pred]
+             else None)
     for path in dict.fromkeys(candidates):
         if os.path.isfile(path):
             found = _read_header(path)
