@@ -4,15 +4,17 @@ memory of one annotate call, with the shipped yeast model on the CPU, for
 * `n1m`:       one sequence of 1 Mb of N,
 * `n1m_yeast`: 1 Mb of N followed by 50 kb of yeast chrI (one sequence),
 * `yeast50k`:  the same 50 kb of chrI alone (what the N costs on top of it),
-* `tiny`:      1 kb of chrI (the process's floor: python, torch, the model).
+* `tiny`:      1 kb of chrI (the process's floor: python, torch, the model),
+* `n20m`:      20 Mb of N (not in the default cases: how the writer's part scales).
 
 Each case runs in its own process; it prints the annotate call's wall time (model
-loaded and first call warmed on 1 kb before the clock starts), the whole process's wall
+loaded and first call warmed on 1 kb before the clock starts; --cold: no warm-up, the
+case is the process's only work), the whole process's wall
 time, and the process's peak resident memory (resource.getrusage ru_maxrss), with the
 date, commit, machine and load average.
 
     python benchmarks/gaps.py [--cases n1m,n1m_yeast,yeast50k,tiny] [--threads 1]
-        [--record TITLE]
+        [--cold] [--record TITLE]
 
 With --record the table is appended to benchmarks/RESULTS.md.
 """
@@ -45,13 +47,15 @@ def _yeast(n: int, at: int = 50_000) -> str:
 def _sequence(case: str) -> str:
     if case == "n1m":
         return "N" * 1_000_000
+    if case == "n20m":
+        return "N" * 20_000_000
     if case == "n1m_yeast":
         return "N" * 1_000_000 + _yeast(50_000)
     if case == "yeast50k":
         return _yeast(50_000)
     if case == "tiny":
         return _yeast(1_000)
-    raise SystemExit(f"unknown case {case!r} (expected one of {', '.join(CASES)})")
+    raise SystemExit(f"unknown case {case!r} (expected one of {', '.join(CASES)}, n20m)")
 
 
 def _write_fasta(path: str, seq: str) -> None:
@@ -60,16 +64,18 @@ def _write_fasta(path: str, seq: str) -> None:
         fh.writelines(seq[i:i + 80] + "\n" for i in range(0, len(seq), 80))
 
 
-def child(case: str, work: str, threads: int) -> None:
-    """One case in this process: warm up on 1 kb, then time the case's annotate call."""
+def child(case: str, work: str, threads: int, cold: bool) -> None:
+    """One case in this process: warm up on 1 kb (unless `cold`), then time the case's
+    annotate call."""
     t_proc = time.perf_counter()
     from semiseg import ui
     from semiseg.annotate import annotate
 
     ui.set_quiet(True)
-    warm = os.path.join(work, "warm.fa")
-    _write_fasta(warm, _yeast(1_000))
-    annotate(MODEL, warm, os.path.join(work, "warm"), device="cpu", threads=threads)
+    if not cold:
+        warm = os.path.join(work, "warm.fa")
+        _write_fasta(warm, _yeast(1_000))
+        annotate(MODEL, warm, os.path.join(work, "warm"), device="cpu", threads=threads)
     fa = os.path.join(work, f"{case}.fa")
     _write_fasta(fa, _sequence(case))
     t0 = time.perf_counter()
@@ -87,26 +93,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cold", action="store_true",
+                    help="no warm-up call: the case is the process's only work (its peak "
+                    "memory then has no decoder in it when nothing is decoded)")
     ap.add_argument("--record", help="append the table to RESULTS.md under this title")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--work", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child, a.work, a.threads)
+        child(a.child, a.work, a.threads, a.cold)
         return
     from results import commit
 
     head = (f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {commit()}, "
             f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
             f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the start, "
-            f"--threads {a.threads}")
+            f"--threads {a.threads}" + (", cold (no warm-up call)" if a.cold else ""))
     print(head)
     lines = ["| case | annotate call s | process s | peak RSS MB | gap rows |",
              "|---|---|---|---|---|"]
     for case in a.cases.split(","):
         with tempfile.TemporaryDirectory(prefix="gaps_bench_") as work:
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", case,
-                                "--work", work, "--threads", str(a.threads)],
+                                "--work", work, "--threads", str(a.threads)]
+                               + (["--cold"] if a.cold else []),
                                capture_output=True, text=True, check=False)
             if r.returncode:
                 print(r.stdout + r.stderr, file=sys.stderr)
@@ -120,7 +130,8 @@ def main() -> None:
     if a.record:
         from results import append
 
-        append(a.record, f"`python benchmarks/gaps.py --cases {a.cases} --threads {a.threads}`",
+        append(a.record, f"`python benchmarks/gaps.py --cases {a.cases} --threads {a.threads}"
+               + (" --cold`" if a.cold else "`"),
                [head + f"; load average at the end {load}", ""] + lines)
 
 

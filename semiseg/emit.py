@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .background import Behind
+from .gaps import gap_min
 from .generules import apply_rules
 
 
@@ -55,14 +56,15 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     if rules is not None or writer.proteins:
         with io_lock:
             seq = fa.fetch(chrom)
-    if rules is not None:
+    if rules is not None and parts:  # (no part: all gap, no gene or background to change)
         apply_rules(rules, lab, seq, runp)
-    with io_lock:
-        n_runs = fa.n_runs(chrom, min_length=max(100, res))
+    with io_lock:  # gap rows: N runs of gap_min(res)+ bp, the runs annotate cuts out (gaps.py)
+        n_runs = fa.n_runs(chrom, min_length=gap_min(res))
     all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)
     if len(n_runs):
-        all_gaps = np.concatenate([all_gaps, np.asarray(n_runs, np.int64).reshape(-1, 2)])
-        all_gaps = all_gaps[np.argsort(all_gaps[:, 0], kind="stable")]
+        # the N runs annotate cut out are also gaps between parts: merged into one
+        # interval each (the writer paints every gap's steps: not twice per step)
+        all_gaps = _union(np.concatenate([all_gaps, np.asarray(n_runs, np.int64)]))
     segments = labels_to_segments(lab, start=0, resolution=res, end=length)
     # the summary counts the rows as written: gaps (N runs, parts not decoded) cut
     # segments into pieces or hide them (an all-N chromosome is one gap row, no segment)
@@ -79,6 +81,18 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
                gaps=all_gaps if len(all_gaps) else None,
                run_posteriors=run_rows if run_scores else None,
                entropy=(sig[:, 1], sig[:, 2]), sequence=seq if writer.proteins else None)
+
+
+def _union(iv: np.ndarray) -> np.ndarray:
+    """(R, 2) [start, end) intervals as their union: sorted, disjoint, not touching."""
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    out: list[list[int]] = []
+    for a, b in iv.tolist():
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        elif b > a:
+            out.append([a, b])
+    return np.asarray(out, np.int64).reshape(-1, 2)
 
 
 def _outside_gaps(segments: np.ndarray, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
