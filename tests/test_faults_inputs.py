@@ -180,10 +180,15 @@ def _cfg(tmp_path: Path, text: str) -> Path:
     return p
 
 
-def _bomb() -> str:
+def _bomb(size: int = 0) -> str:
+    """A "billion laughs": each level lists the previous one 9 times (9^10 leaves at
+    10 levels, 377 bytes); with `size`, more levels until the text has `size` bytes."""
     text = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
     prev = "a"
-    for c in "bcdefghij":
+    for i in range(1, 1000):
+        if i > 9 and len(text) >= size:
+            break
+        c = f"l{i}"
         text += f"{c}: &{c} [" + ",".join([f"*{prev}"] * 9) + "]\n"
         prev = c
     return text
@@ -191,6 +196,7 @@ def _bomb() -> str:
 
 CONFIG_FILES = {
     "alias-bomb": (_bomb(), ["aliases", "line 2"]),
+    "alias-bomb-1kb": (_bomb(1024), ["aliases", "line 2"]),
     "one-alias": ("train: &t\n  epochs: 1\nmodel: *t\n", ["aliases", "line 3"]),
     "list-top": ("- train\n- model\n", ["expected a mapping"]),
     "bad-yaml": ("train: [1, 2\n", ["c.yaml"]),
@@ -202,7 +208,7 @@ CONFIG_FILES = {
 @pytest.mark.parametrize("case", list(CONFIG_FILES))
 def test_error_config_file(tmp_path, monkeypatch, capsys, case):
     """A config file that is not a plain mapping of known keys: one line, no run folder;
-    the alias bomb (377 bytes, 9^10 nodes if expanded) answers at once."""
+    the alias bombs (449 and 1,067 bytes, 9^10 leaves and more if expanded) answer at once."""
     text, needles = CONFIG_FILES[case]
     cfg = _cfg(tmp_path, text)
     t0 = time.perf_counter()
