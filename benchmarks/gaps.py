@@ -5,7 +5,8 @@ memory of one annotate call, with the shipped yeast model on the CPU, for
 * `n1m_yeast`: 1 Mb of N followed by 50 kb of yeast chrI (one sequence),
 * `yeast50k`:  the same 50 kb of chrI alone (what the N costs on top of it),
 * `tiny`:      1 kb of chrI (the process's floor: python, torch, the model),
-* `n20m`:      20 Mb of N (not in the default cases: how the writer's part scales).
+* `nKm`:       K Mb of N, e.g. n20m (not in the default cases: how the writer's part
+               scales).
 
 Each case runs in its own process; it prints the annotate call's wall time (model
 loaded and first call warmed on 1 kb before the clock starts; --cold: no warm-up, the
@@ -47,15 +48,15 @@ def _yeast(n: int, at: int = 50_000) -> str:
 def _sequence(case: str) -> str:
     if case == "n1m":
         return "N" * 1_000_000
-    if case == "n20m":
-        return "N" * 20_000_000
+    if case.startswith("n") and case.endswith("m") and case[1:-1].isdigit():
+        return "N" * (int(case[1:-1]) * 1_000_000)  # e.g. n20m: 20 Mb of N
     if case == "n1m_yeast":
         return "N" * 1_000_000 + _yeast(50_000)
     if case == "yeast50k":
         return _yeast(50_000)
     if case == "tiny":
         return _yeast(1_000)
-    raise SystemExit(f"unknown case {case!r} (expected one of {', '.join(CASES)}, n20m)")
+    raise SystemExit(f"unknown case {case!r} (expected one of {', '.join(CASES)}, nKm)")
 
 
 def _write_fasta(path: str, seq: str) -> None:
