@@ -6,15 +6,19 @@ the output writer writes as `gap` rows, is not encoded or decoded: the sequence 
 chromosome, or a --regions region) is cut there into pieces, each annotated as a
 sequence of its own (as if it were a FASTA record by itself), and the run is written as
 one gap row, as before. Shorter N runs (a few unknown bases inside a gene) stay in the
-sequence and are annotated through, as before. So what is written as a gap is exactly
-what is not decoded, and time and memory follow the bases that are not N: 1 Mb of N is
-one gap row with no encoder or semi-CRF work (benchmarks/gaps.py).
+sequence and are annotated through, as before. So what is written as a gap is what is
+not decoded (up to the grid, below), and the encoder's and the decoder's time and memory
+follow the bases that are not N: 1 Mb of N is one gap row with no encoder or semi-CRF
+work (benchmarks/gaps.py). The writer's arrays still span the whole chromosome (about
+33 bytes per bp of N: benchmarks/RESULTS.md).
 
 A piece's ends are on the model's resolution grid (piece starts rounded down, ends
 rounded up to a multiple of `res`, the chromosome's end excepted), so a step that holds
 both a base and an N stays in the piece; the gap row still covers exactly the N run.
-Other IUPAC letters (R, Y, ...) carry part of a base's information, which the encoder
-reads, so they are not cut.
+Only N is cut. The other ambiguity letters (R, Y, ...) encode as all zero like N by
+default (GenomeData's iupac="zero"; "fractional" splits them over their bases); they
+are single uncertain bases in real assemblies, not gaps, and they are not gap rows (the
+writer's gaps are N runs), so a run of them is annotated through as before.
 
 The summary and the bigWigs treat the cut runs as they treated gap rows before: no
 segment is counted there and the bigWigs have no value there.
