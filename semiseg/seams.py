@@ -24,9 +24,10 @@ certified seam is impossible by construction (ties aside: with several best path
 stitched one is a best path, but tie-breaking may pick another than a whole decode).
 
 A seam certifies "at the first width" when the common state lies in the window's last
-`overlap` steps (the next window then repeats at most `overlap` steps); otherwise the
-window is widened (its overlap doubled, the window grown by as much) and decoded again,
-until it certifies or reaches the sequence end ("decoded whole" from its entry on).
+max(`overlap`, half the window) steps (the next window starts there, so it repeats
+those steps; at least half of every window is kept); otherwise the window is widened
+(its overlap doubled, the window grown by as much) and decoded again, until it
+certifies or reaches the sequence end ("decoded whole" from its entry on).
 
 This certifies seams one after the other (the next window's entry is the previous
 certificate). Certifying windows decoded side by side, each with an unknown entry,
@@ -256,7 +257,7 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
             t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
             if k == 0:  # how far back the tracebacks met (None: only at the entry)
                 stats.depths.append(n - t0 if t0 > 0 else None)
-            if t0 > 0 and t0 >= n - ov:
+            if t0 > 0 and t0 >= n - max(ov, n // 2):
                 _traceback(bp_d, bp_c, t0, c0, labels[p:])
                 score = (score if p > 0 else 0.0) + float(alpha[t0, c0])
                 if k == 0:
