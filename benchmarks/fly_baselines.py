@@ -232,6 +232,27 @@ def table(rows: list[dict]) -> str:
                         for r in rows])
 
 
+def seed_summary(rows: list[dict]) -> str:
+    """Rows named VARIANT_sSEED grouped by variant: mean and (min-max) of each column over
+    the seeds ("" when no row has a seed suffix)."""
+    import re
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        m = re.fullmatch(r"(.+)_s\d+", r["method"])
+        if m:
+            groups.setdefault(m.group(1), []).append(r)
+    if not groups:
+        return ""
+    out = []
+    for name, rs in groups.items():
+        cells = []
+        for k, _ in COLUMNS:
+            v = [r[k] for r in rs]
+            cells.append(f"{sum(v) / len(v):.3f} ({min(v):.3f}-{max(v):.3f})")
+        out.append([f"{name} ({len(rs)} seeds)"] + cells)
+    return gm.markdown(["variant: mean (min-max)"] + [h for _, h in COLUMNS], out)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="AUGUSTUS and ORF-finder baselines on the "
                                              "held-out fly region; score predictions alike.")
@@ -281,7 +302,9 @@ def main(argv: list[str] | None = None) -> None:
                "normalised from the sequence on both sides, at every level")
             + f". {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
             f"commit {gm.commit()}, {gm.machine()}. Command: `{cmd.strip()}`.")
-    text = "\n".join([head, "", table(rows), ""] + [f"- {n}" for n in notes])
+    summary = seed_summary(rows)
+    text = "\n".join([head, "", table(rows), ""] + ([summary, ""] if summary else [])
+                     + [f"- {n}" for n in notes])
     print(text)
     if args.record:
         gm.append_results(f"\n## Fly baselines, {args.region} region (benchmarks/"
