@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -433,7 +434,12 @@ def _interrupted(detail: str = "") -> None:
     how = " by SIGTERM" if received() == "SIGTERM" else ""
     typer.echo(f"semiseg: interrupted{how}; "
                + (detail or "only complete output files were kept"), err=True)
-    sys.exit(EXIT_INTERRUPTED)
+    # the clean-ups have run; exit now with 130. (sys.exit could end as "killed by
+    # SIGINT" instead: CPython does so when a KeyboardInterrupt went through one of its
+    # C entry points earlier, which a `semiseg demo` run in the fault tests once showed.)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _os_error(err: OSError) -> str:

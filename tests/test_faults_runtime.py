@@ -95,31 +95,36 @@ def _staging(folder: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def signalled(tmp_path_factory):
-    """Four `semiseg annotate` runs (SIGINT / SIGTERM, a fresh prefix / one holding a
-    previous set), each sent its signal once its staging folder exists (it is decoding,
-    its writer's files open); and a second run on a prefix that a running one holds,
-    started while that one runs. All at once, to keep the wall time down."""
+    """Real processes, real signals: four `semiseg annotate` runs (SIGINT / SIGTERM, a
+    fresh prefix / one holding a previous set) and a `semiseg demo`, each sent its signal
+    once its staging folder exists (it is decoding, its writer's files open), all at once
+    to keep the wall time down; then a run killed with SIGKILL and a rerun of its prefix;
+    then a second run on a prefix that a running one holds. The runs that must still be
+    running when their turn comes read long inputs and start when their turn comes."""
     d = tmp_path_factory.mktemp("signals")
     fa = _fasta(d / "g.fa", {"chrI": (0, 60_000)})
-    long_fa = _fasta(d / "long.fa", {"chrI": (0, 230_000)})
-    runs, before = {}, {}
-    for sig, prev in SIGNAL_CASES:
-        folder = d / f"{sig}-{prev}"
-        before[sig, prev] = _previous(folder) if prev == "previous" else {}
-        folder.mkdir(exist_ok=True)
-        runs[sig, prev] = subprocess.Popen(
-            _cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", folder / "a", "--device",
-                     "cpu", "-q"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # the lock: `holder` runs long; `second` starts on its prefix once it decodes
-    held = d / "held"
-    before["held"] = _previous(held)
-    holder = subprocess.Popen(_cli_cmd("annotate", "-m", SHIPPED, "-f", long_fa, "-o",
-                                       held / "a", "--device", "cpu", "-q"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    demo_dir = d / "demo"  # annotates all of chrI: still running after the four
-    demo = subprocess.Popen(_cli_cmd("demo", demo_dir, "--device", "cpu", "-q"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # about 0.9 Mb: minutes of decoding on a CPU, so never over before it is signalled
+    long_fa = _fasta(d / "long.fa", {f"c{i}": (0, 230_000) for i in range(4)})
+    tiny = _fasta(d / "tiny.fa", TINY)
+    from semiseg.genome import Fasta
+
+    for f in (fa, long_fa, tiny):  # indexed before the runs start, not by all at once
+        Fasta(str(f)).close()
+    runs, before, procs = {}, {}, []
+
+    def start(*args):
+        procs.append(subprocess.Popen(_cli_cmd(*args), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+        return procs[-1]
     try:
+        for sig, prev in SIGNAL_CASES:
+            folder = d / f"{sig}-{prev}"
+            before[sig, prev] = _previous(folder) if prev == "previous" else {}
+            folder.mkdir(exist_ok=True)
+            runs[sig, prev] = start("annotate", "-m", SHIPPED, "-f", fa, "-o", folder / "a",
+                                    "--device", "cpu", "-q")
+        demo_dir = d / "demo"  # annotates all of chrI: still running after the four
+        demo = start("demo", demo_dir, "--device", "cpu", "-q")
         out = {}
         for key, proc in runs.items():
             folder = d / f"{key[0]}-{key[1]}"
@@ -133,9 +138,28 @@ def signalled(tmp_path_factory):
         _, err = demo.communicate(timeout=120)
         out["demo"] = {"rc": demo.returncode, "err": err, "reached": reached,
                        "after": _tree(demo_dir)}
+        # SIGKILL: no clean-up possible; the next run on the prefix must cope
+        killed = d / "killed"
+        killed.mkdir()
+        victim = start("annotate", "-m", SHIPPED, "-f", long_fa, "-o", killed / "a",
+                       "--device", "cpu", "-q")
+        reached = _wait_for(lambda: _staging(killed), victim)
+        victim.kill()
+        victim.communicate(timeout=120)
+        left = sorted(p.name for p in killed.iterdir())
+        again = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", tiny, "-o",
+                                        killed / "a", "--device", "cpu", "-q"),
+                               capture_output=True, text=True, timeout=300)
+        out["killed"] = {"reached": reached, "left": left, "again": again,
+                         "after": sorted(p.name for p in killed.iterdir())}
+        # the lock: `holder` decodes for minutes; `second` starts once it holds the prefix
+        held = d / "held"
+        before["held"] = _previous(held)
+        holder = start("annotate", "-m", SHIPPED, "-f", long_fa, "-o", held / "a",
+                       "--device", "cpu", "-q")
         holding = _wait_for(lambda: _staging(held), holder)
-        second = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", fa, "-o", held / "a",
-                                         "--device", "cpu", "-q"),
+        second = subprocess.run(_cli_cmd("annotate", "-m", SHIPPED, "-f", tiny, "-o",
+                                         held / "a", "--device", "cpu", "-q"),
                                 capture_output=True, text=True, timeout=300)
         still = holder.poll() is None
         holder.send_signal(signal.SIGTERM)
@@ -144,7 +168,7 @@ def signalled(tmp_path_factory):
                        "holder_rc": holder.returncode, "holder_err": herr,
                        "after": _tree(held), "before": before["held"]}
     finally:  # a failure above: no process outlives the fixture
-        for proc in [*runs.values(), holder, demo]:
+        for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
@@ -176,6 +200,20 @@ def test_signal_interrupts_demo(signalled):
     lines = _lines(r["err"])
     assert len(lines) == 1 and lines[0].startswith("semiseg: interrupted"), lines
     assert r["after"] == {}
+
+
+@pytest.mark.slow
+def test_run_after_a_sigkilled_one(signalled):
+    """SIGKILL (nothing can clean up) leaves the lock and the staging folder; the next
+    run on that prefix takes the dead run's lock over, removes its staging folder and
+    writes its set (exit 0): no stale state blocks a rerun."""
+    r = signalled["killed"]
+    assert r["reached"]
+    assert "a.lock" in r["left"] and any(".a.staging." in n for n in r["left"]), r["left"]
+    assert r["again"].returncode == 0, r["again"].stderr
+    after = r["after"]
+    assert "a.lock" not in after and not any(".staging." in n for n in after), after
+    assert {"a.bed", "a.gff3", "a.summary.tsv", "a.json", ".a.outputs"} <= set(after)
 
 
 @pytest.mark.slow
