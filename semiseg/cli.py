@@ -434,9 +434,10 @@ def _interrupted(detail: str = "") -> None:
     how = " by SIGTERM" if received() == "SIGTERM" else ""
     typer.echo(f"semiseg: interrupted{how}; "
                + (detail or "only complete output files were kept"), err=True)
-    # the clean-ups have run; exit now with 130. (sys.exit could end as "killed by
-    # SIGINT" instead: CPython does so when a KeyboardInterrupt went through one of its
-    # C entry points earlier, which a `semiseg demo` run in the fault tests once showed.)
+    # the clean-ups have run; exit now with 130. (With sys.exit a signalled `semiseg
+    # demo` in the fault tests once printed this line and still ended as killed by SIGINT,
+    # -2: CPython does that when it saw a KeyboardInterrupt escape one of its C-level run
+    # calls; which one it was there is not known, it did not happen again by hand.)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
