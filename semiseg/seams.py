@@ -75,6 +75,7 @@ class SeamStats:
     post_whole: int = 0
     post_max_diff: float = 0.0  # the largest difference at an accepted posterior seam
     widths: list = field(default_factory=list)  # the windows of certified seams
+    points: list = field(default_factory=list)  # (boundary, label before it) certified
     depths: list = field(default_factory=list)  # steps from a first window's end back to
     # where its tracebacks met
     post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
@@ -265,6 +266,7 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
                 else:
                     stats.widened += 1
                 stats.widths.append(n)
+                stats.points.append((p + t0, c0))
                 p, entry = p + t0, c0
                 if progress is not None:
                     progress(p / T)

@@ -26,8 +26,8 @@ def random_crf(T, C, K, Q, seed, allowed_p=0.1, proj=True):
     def r(*shape):
         return torch.randn(*shape, generator=g, dtype=F64)
 
-    kw = dict(scores=r(T, C), transition=r(C, C) if Q == 1 else r(Q, C, C),
-              duration_bias=r(K, C), start=r(C), end=r(C))
+    kw = {"scores": r(T, C), "transition": r(C, C) if Q == 1 else r(Q, C, C),
+          "duration_bias": r(K, C), "start": r(C), "end": r(C)}
     if proj:
         kw["proj_start"], kw["proj_end"] = r(T, C), r(T, C)
     if allowed_p:
@@ -35,13 +35,19 @@ def random_crf(T, C, K, Q, seed, allowed_p=0.1, proj=True):
     return kw
 
 
-def whole(kw):
-    """Labels (T,) and score of the whole-sequence Viterbi (reference backend)."""
+def whole(kw, starts=False):
+    """Labels (T,) and score of the whole-sequence Viterbi (reference backend); with
+    `starts`, also where its segments start (T,) bool."""
     b = {k: (v[None] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
          for k, v in kw.items()}
     seg = viterbi(b.pop("scores"), b.pop("transition"), b.pop("duration_bias"),
                   backend="torch", **b)
-    return seg.labels[0].numpy(), float(seg.score[0])
+    out = seg.labels[0].numpy(), float(seg.score[0])
+    if not starts:
+        return out
+    first = np.zeros(len(out[0]) + 1, bool)
+    first[[s for s, _, _ in seg.segments[0]]] = True
+    return (*out, first)
 
 
 def naive(kw, W, overlap):
@@ -69,14 +75,21 @@ def test_certified_equals_whole_sequence_decode(Q):
         T = int(rng.integers(60, 220))
         kw = random_crf(T, C, K, Q, seed, allowed_p=0.1 if seed % 2 else 0.0,
                         proj=seed % 3 != 0)
-        want, want_score = whole(kw)
+        want, want_score, starts = whole(kw, starts=True)
         for W, ov in ((8, 7), (10, 3), (12, 6), (25, 8), (40, 16), (T - 1, 10)):
             st = SeamStats()
             got, score = certified_viterbi(**kw, window=W, overlap=ov, stats=st)
             np.testing.assert_array_equal(got, want, err_msg=f"seed {seed} W {W} ov {ov}")
             assert score == pytest.approx(want_score, rel=1e-9, abs=1e-9)
+            # every certificate itself: the whole path has a segment boundary there,
+            # after a segment of the certified label (where the best segmentation is
+            # unique: random proj terms; without them durations of one label can swap)
+            unique = "proj_start" in kw and np.isfinite(want_score)
+            for t0, c0 in st.points if unique else ():
+                assert starts[t0] and want[t0 - 1] == c0, (seed, W, ov, t0, c0)
             total.add(st)
-    assert total.first > 100
+            total.points += st.points
+    assert total.first > 100 and len(total.points) > 200
     assert total.first + total.widened > total.whole
 
 
@@ -97,7 +110,7 @@ def test_certified_equals_bruteforce():
         assert score == pytest.approx(best, abs=1e-9)
 
 
-def adversarial(T=400):
+def adversarial(T=400, K=4):
     """Two labels with equal evidence over a long middle, switching between them nearly
     forbidden (-30), a slight pull (+0.01 per base) towards label 1 everywhere but the
     first 5 bases, which say label 0 (+10 each). The whole-sequence path is label 0
@@ -107,11 +120,13 @@ def adversarial(T=400):
     scores[:, 1] = 0.01
     scores[:5, 0] = 10.0
     tr = torch.tensor([[0.0, -30.0], [-30.0, 0.0]], dtype=F64)
-    return dict(scores=scores, transition=tr, duration_bias=torch.zeros(4, 2, dtype=F64))
+    return {"scores": scores, "transition": tr, "duration_bias": torch.zeros(K, 2, dtype=F64)}
 
 
-def test_adversarial_naive_wrong_certificate_refuses():
-    kw = adversarial()
+@pytest.mark.parametrize("K", [4, 40], ids=["chained", "long-segments"])
+def test_adversarial_naive_wrong_certificate_refuses(K):
+    """K = 40: single segments reach past the old windows' overlap (20 steps)."""
+    kw = adversarial(K=K)
     want, _ = whole(kw)
     assert (want == 0).all()
     W, ov = 60, 20
@@ -142,8 +157,9 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
     counts the seams."""
     import re
 
-    from semiseg.genome import Fasta
     from test_shipped_models import cli
+
+    from semiseg.genome import Fasta
 
     root = Path(__file__).resolve().parent.parent
     with Fasta(str(root / "data" / "yeast" / "chrII.fa")) as fa:
