@@ -181,3 +181,36 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
         rows = [[r for r in (tmp_path / n / f"p.{ext}").read_text().splitlines()
                  if not r.startswith("#")] for n in ("whole", "windows")]
         assert rows[0] == rows[1] and len(rows[0]) > 20
+
+
+def test_gene_decode_equals_whole_posterior_decode():
+    """The yeast gene model's posterior decode of 15 kb of chrI in certified windows of
+    4,000 steps: the whole-sequence decode's labels, label marginals within 1e-5, and
+    every seam accounted for."""
+    from seqs import SHIPPED_MODEL
+
+    from semiseg.annotate import Annotator, Item
+    from semiseg.checkpoint import checkpoint_config, load_checkpoint
+    from semiseg.generules import set_donor_motif
+    from semiseg.genome import Fasta, GenomeData
+    from semiseg.seams import gene_decode
+
+    root = Path(__file__).resolve().parent.parent
+    ck = load_checkpoint(SHIPPED_MODEL)
+    with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
+        data = GenomeData.from_config(ck["genome"], fa)
+        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
+        em, _ = ann.emissions(Item("chrI", 30000, 45000))
+    crf = ann.model.crf
+    crf.branch_penalty = float("inf")  # as annotate sets them from the checkpoint
+    set_donor_motif(crf, checkpoint_config(ck).annotate.donor_motif, None)
+    seg, post, bnd = crf.decode_with_marginals(em[None], torch.tensor([em.shape[0]]))
+    want = seg.labels[0].numpy()
+    assert len(set(want.tolist())) >= 3
+    st = SeamStats()
+    lab, p2, b2 = gene_decode(crf, em, 4000, 1000, 2, stats=st)
+    np.testing.assert_array_equal(lab, want)
+    assert float((p2 - post[0]).abs().max()) < 1e-5
+    assert float((b2 - bnd[0]).abs().max()) < 1e-5
+    assert st.first + st.widened + st.whole >= 3  # 15,000 steps in windows of 4,000
+    assert st.post_first + st.post_widened + st.post_whole == 4  # 5 posterior windows
