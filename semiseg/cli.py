@@ -209,8 +209,7 @@ def annotate(
         help="Round bigWig values to multiples of this (0: exact; default 1e-4)."),
     certified_seams: bool = typer.Option(
         True, "--certified-seams/--no-certified-seams", rich_help_panel=_ADVANCED,
-        help="Gene model, sequences over --max-decode-steps: decode in windows whose "
-             "seams are proven exact (docs/decoding.md); off: centre-keeping windows."),
+        help="Long sequences: windows with proven seams (docs/decoding.md)."),
     bf16: bool = typer.Option(False, "--bf16", rich_help_panel=_ADVANCED,
                               help="Run the encoder in bfloat16 on a GPU (faster; near-tied "
                                    "calls may differ from float32's)."),
