@@ -219,16 +219,21 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
     scores (T, C), transition (C, C) static or (Q, C, C) periodic (Q < K), duration_bias
     (K, C), allowed / proj_start / proj_end (T, C), start / end (C,). A sequence with no
     allowed segmentation gives labels -1 and score -inf."""
-    f = _np(scores)
+    # per-position inputs stay in their dtype; each window's slice becomes float64
+    f = _host(scores)
     T, C = f.shape
     tr = _np(transition)
     tr = tr[None] if tr.ndim == 2 else tr
     db = _np(duration_bias)
     K = db.shape[0]
-    ps = np.zeros((T, C)) if proj_start is None else _np(proj_start)
-    pe = np.zeros((T, C)) if proj_end is None else _np(proj_end)
-    ok = (np.ones((T, C), bool) if allowed is None
-          else np.ascontiguousarray(torch.as_tensor(allowed).cpu().numpy(), dtype=bool))
+    ps = None if proj_start is None else _host(proj_start)
+    pe = None if proj_end is None else _host(proj_end)
+    ok = None if allowed is None else _host(allowed)
+
+    def part(x, sl, fill):
+        if x is None:
+            return np.full((sl.stop - sl.start, C), fill)
+        return np.ascontiguousarray(x[sl], dtype=bool if fill is True else np.float64)
     st = np.zeros(C) if start is None else _np(start)
     en = np.zeros(C) if end is None else _np(end)
     if window < 1 or overlap < 1:
@@ -242,7 +247,8 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
             ov = overlap << k
             we = min(T, p + window + ov - overlap)
             sl = slice(p, we)
-            alpha, bp_d, bp_c = _forward(f[sl], tr, db, ps[sl], pe[sl], ok[sl], st, entry)
+            alpha, bp_d, bp_c = _forward(part(f, sl, 0.0), tr, db, part(ps, sl, 0.0),
+                                         part(pe, sl, 0.0), part(ok, sl, True), st, entry)
             n = we - p
             if we == T:  # the sequence end: the last state is the whole decode's
                 v = alpha[n] + en
@@ -273,6 +279,10 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
                 break
             k += 1
     return labels, score
+
+
+def _host(x) -> np.ndarray:
+    return torch.as_tensor(x).detach().cpu().numpy()
 
 
 def _np(x) -> np.ndarray:
