@@ -47,8 +47,8 @@ def _root(
 _QUIET = typer.Option(False, "--quiet", "-q", help="No progress bars or log lines.")
 _THREADS = typer.Option(
     None, "--threads", min=1,
-    help="CPU threads for torch (default 1 on CPU: the semi-CRF runs many small "
-         "operations, which extra threads slow down on small or shared machines).")
+    help="CPU threads for torch (default 1 on CPU: faster for the semi-CRF's many "
+         "small operations).")
 _DEVICE = typer.Option(None, "--device", help="auto, cpu or cuda (train: default the "
                                              "config's device key; others: auto).")
 
@@ -140,47 +140,42 @@ def train(
 @app.command(epilog=_EXAMPLES["annotate"])
 def annotate(
     model: Path = typer.Option(..., "--model", "-m",
-                               help="Checkpoint (DIR/best.pt), run folder, or the name "
-                                    "of a shipped model (semiseg models: yeast, ...)."),
+                               help="Checkpoint, run folder or shipped model name "
+                                    "(semiseg models)."),
     fasta: Path | None = typer.Option(None, "--fasta", "-f", help="Genome FASTA to "
                                                                   "annotate."),
     chrom_sizes: Path | None = typer.Option(
-        None, "--chrom-sizes", help="Instead of --fasta, for a model that reads only tracks: "
-                                    "a chrom-sizes file (name, length) or a .fai."),
+        None, "--chrom-sizes", help="Chrom sizes or .fai instead of --fasta (tracks-only "
+                                    "models)."),
     track_sheet: Path | None = typer.Option(
-        None, "--track-sheet", help="TSV of the model's tracks, one per line: name, path "
-                                    "(instead of one --track each)."),
+        None, "--track-sheet", help="TSV of tracks (name, path) instead of --track."),
     out: str = typer.Option(..., "--out", "-o", help="Output prefix (PREFIX.bed, ...)."),
     track: list[str] = typer.Option([], "--track", "-t",
-                                    help="NAME=PATH for each track the model was trained "
-                                         "with (bigWig, bedGraph or BAM; repeatable)."),
+                                    help="NAME=PATH per track of the model (repeatable)."),
     regions: Path | None = typer.Option(None, "--regions", help="BED of regions to annotate "
                                                                    "(default: everything)."),
-    chroms: list[str] = typer.Option([], "--chroms", help="Chromosomes to annotate "
-                                                          "(repeatable or comma-separated)."),
+    chroms: list[str] = typer.Option([], "--chroms", help="Chromosomes to annotate (a,b)."),
     intron_penalty: float | None = typer.Option(
         None, "--intron-penalty", rich_help_panel=_GENE_MODEL,
         help="Log-score taken from each intron."),
     intron_rate: float | None = typer.Option(
         None, "--intron-rate", rich_help_panel=_GENE_MODEL,
-        help="Log-score added to each base inside an intron (>= 0; favours long introns)."),
+        help="Log-score per base inside an intron (>= 0)."),
     branch_penalty: float | None = typer.Option(
         None, "--branch-penalty", rich_help_panel=_GENE_MODEL,
-        help="Log-score taken from each intron with no branch point near the consensus "
-             "(inf: none may end there)."),
+        help="Log-score from each intron without a branch point (inf: none)."),
     donor_motif: str | None = typer.Option(
         None, "--donor-motif", rich_help_panel=_GENE_MODEL,
         help="IUPAC motif introns must begin with (e.g. GTANG)."),
     first_atg: bool | None = typer.Option(
         None, "--first-atg/--no-first-atg", rich_help_panel=_GENE_MODEL,
-        help="Move each start codon to the first ATG of its reading frame."),
+        help="Start codons at the first ATG of their ORF."),
     long_orfs: int | None = typer.Option(
         None, "--long-orfs", rich_help_panel=_GENE_MODEL,
-        help="Call intergenic ORFs of at least N codons genes (0: off)."),
+        help="Intergenic ORFs of N+ codons called genes."),
     genetic_code: int = typer.Option(
         1, "--genetic-code", rich_help_panel=_GENE_MODEL,
-        help="NCBI translation table of PREFIX.proteins.fa (1 standard, 2 vertebrate "
-             "mitochondrial, 4, 5, 6 ciliate, 11 bacterial, ...; docs/outputs.md)."),
+        help="NCBI table for PREFIX.proteins.fa."),
     window: int | None = typer.Option(None, "--window", min=1, rich_help_panel=_ADVANCED,
                                       help="Encoder window, bp."),
     context: int | None = typer.Option(None, "--context", rich_help_panel=_ADVANCED,
@@ -193,26 +188,22 @@ def annotate(
         help="CRF steps per batch; raise it to fill a GPU."),
     decode_overlap: int | None = typer.Option(
         None, "--decode-overlap", min=0, rich_help_panel=_ADVANCED,
-        help="Overlap of the decoding windows of long sequences, steps (0: 8 x the "
-             "model's K, at most a quarter of a window)."),
+        help="Decoding-window overlap, steps (0: auto)."),
     reverse_complement: str | None = typer.Option(
         None, "--reverse-complement", rich_help_panel=_ADVANCED,
-        help="auto, on or off: average emissions over both strands (auto: if trained "
-             "with augmentation)."),
+        help="auto, on or off: average both strands."),
     samples: int = typer.Option(0, "--samples", min=0, rich_help_panel=_ADVANCED,
-                                help="Also write N exact posterior samples "
-                                     "(PREFIX.samples.bed)."),
+                                help="Also write N posterior samples."),
     seed: int = typer.Option(0, "--seed", rich_help_panel=_ADVANCED,
                              help="Random seed of --samples."),
     signal_precision: float | None = typer.Option(
         None, "--signal-precision", rich_help_panel=_ADVANCED,
-        help="Round bigWig values to multiples of this (0: exact; default 1e-4)."),
+        help="Round bigWig values to this (0: exact)."),
     certified_seams: bool = typer.Option(
         True, "--certified-seams/--no-certified-seams", rich_help_panel=_ADVANCED,
-        help="Long sequences: windows with proven seams (docs/decoding.md)."),
+        help="Windows with proven seams."),
     bf16: bool = typer.Option(False, "--bf16", rich_help_panel=_ADVANCED,
-                              help="Run the encoder in bfloat16 on a GPU (faster; near-tied "
-                                   "calls may differ from float32's)."),
+                              help="bfloat16 encoder on a GPU (faster)."),
     device: str | None = _DEVICE,
     threads: int | None = _THREADS,
     quiet: bool = _QUIET,
@@ -374,9 +365,10 @@ def models(
 ) -> None:
     """List the shipped models (annotate --model NAME): file, scheme, resolution and
     training provenance."""
+    from .checkpoint import load_checkpoint
     from .shipped import describe, registry
 
-    rows = [describe(name, path) for name, path in registry().items()]
+    rows = [describe(name, path, load_checkpoint(path)) for name, path in registry().items()]
     if as_json:
         import json
 

@@ -53,15 +53,13 @@ def resolve_model(model: str | os.PathLike, folder: str | os.PathLike | None = N
     return text
 
 
-def describe(name: str, path: Path) -> dict:
+def describe(name: str, path: Path, ckpt: dict) -> dict:
     """What `semiseg models` shows of one model: name, file, size, scheme and its labels,
     resolution, and the training provenance the checkpoint records (epochs, best epoch
     and its validation F1, seed, training FASTA and annotation file names, the
     chromosomes its windows came from, version,
-    model hash)."""
-    from .checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(path)
+    model hash), from `ckpt`, the checkpoint at `path` as checkpoint.load_checkpoint
+    read it."""
     cfg = ckpt.get("config") or {}
     genome = ckpt.get("genome") or {}
     labels = ckpt.get("labels") or {}

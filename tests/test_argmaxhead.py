@@ -103,6 +103,8 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
     model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
                       scheme=load_scheme(cfg.labels.scheme))
     ckpt["model"] = model.state_dict()
+    from semiseg.model import model_hash
+    ckpt["model_hash"] = model_hash(ckpt["model"])  # a new model: its own identity
     path = tmp_path / "argmax.pt"
     save_checkpoint(ckpt, path)
     with Fasta(os.path.join(root, "data", "yeast", "chrI.fa")) as fa:

@@ -133,7 +133,7 @@ def test_annotation_outputs_valid(work, annotated):
             assert s0 < e0 == s1 < e1  # sorted, contiguous, non-overlapping
         assert {n for _, _, n in segs} <= set(names)
     # GFF3 parses: 9 columns, 1-based closed coordinates inside the chromosome, parents exist
-    ids = set()
+    ids = {}  # ID -> (type, Parent): GFF3 lets one feature span rows that share its ID
     lines = [ln for ln in open(f"{annotated}.gff3") if ln.strip()]
     assert lines[0].startswith("##gff-version 3")
     for ln in lines:
@@ -145,9 +145,10 @@ def test_annotation_outputs_valid(work, annotated):
         attrs = dict(kv.split("=", 1) for kv in f[8].split(";") if kv)
         if "Parent" in attrs:
             assert attrs["Parent"] in ids
-        if "ID" in attrs:
-            assert attrs["ID"] not in ids
-            ids.add(attrs["ID"])
+        if "ID" in attrs:  # a repeated ID: more rows of the same feature (CDS, codons)
+            key = (f[2], attrs.get("Parent"))
+            assert ids.setdefault(attrs["ID"], key) == key
+            assert f[2] in ("CDS", "start_codon", "stop_codon") or ids[attrs["ID"]] is key
     # bigWigs: right chromosome lengths; label posteriors sum to 1 everywhere
     total = {c: np.zeros(n) for c, n in sizes.items()}
     for n in names:
@@ -172,19 +173,27 @@ def test_annotation_outputs_valid(work, annotated):
         v = np.asarray(bw.values("chrI", 0, TEST_BP))
         assert np.isfinite(v).all() and (v >= 0).all() and (v <= top + 1e-5).all()
         bw.close()
-    # BED score = round(1000 x run posterior); GFF3 score = run posterior, mean posterior
-    # as an attribute; the run posterior never exceeds the smallest label posterior
+    # BED score: round(1000 x run posterior), which never exceeds the smallest label
+    # posterior of the row, or for a model without run posteriors (the reading-frame
+    # model; the GFF3 header says which) round(1000 x the row's mean label posterior)
+    kind = next(ln.split(": ", 1)[1].strip() for ln in lines
+                if ln.startswith("# semiseg_scores: "))
     bws = {n: pyBigWig.open(f"{annotated}.posterior.{n}.bw") for n in names}
     for r in rows:
-        low = float(np.min(bws[r[3]].values(r[0], int(r[1]), int(r[2]))))
-        assert 0 <= int(r[4]) <= 1000 * low + 1  # P(run exact) <= P(label at any base)
+        v = np.asarray(bws[r[3]].values(r[0], int(r[1]), int(r[2])), dtype=float)
+        if kind == "run_posterior":
+            assert 0 <= int(r[4]) <= 1000 * v.min() + 1  # P(run exact) <= P(label anywhere)
+        else:
+            assert kind == "mean_label_posterior", kind
+            assert abs(int(r[4]) - 1000 * v.mean()) <= 1.5  # bigWig values rounded to 1e-4
     for bw in bws.values():
         bw.close()
     gff = [ln.split("\t") for ln in lines if not ln.startswith("#")]
     scored = [f for f in gff if f[5] != "."]
-    assert all("mean_posterior=" in f[8] for f in scored)
-    # (the demo's reading-frame model writes no run posteriors: docs/gene_model.md)
-    assert any("mean_posterior=" in f[8] for f in gff if f[2] == "CDS")
+    # scores are posteriors (docs/outputs.md): the reading-frame model's CDS rows carry
+    # their mean label posterior, as the BED rows do (no run posteriors for this model)
+    assert all(0 <= float(f[5]) <= 1 for f in scored)
+    assert all(f[5] != "." for f in gff if f[2] == "CDS")
     # the summary adds up to the genome
     summ = [ln.split("\t") for ln in open(f"{annotated}.summary.tsv")
             if not ln.startswith("#")][1:]
@@ -224,8 +233,9 @@ def test_whole_vs_windowed_decoding(work, trained, annotated):
     proc = run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
                    "--chroms", "chrI", "--max-decode-steps", "8000",  # 8 kb at 1 bp
                    "--out", work / "ann" / "d")
-    assert "overlapping windows" in proc.stderr
+    assert "certified windows" in proc.stderr  # the gene model's default (seams.py)
     rows = _read_bed(work / "ann" / "d.bed")
+    assert [r[:4] for r in rows] == whole  # certified seams: the whole-sequence answer
     assert int(rows[0][1]) == 0 and int(rows[-1][2]) == TEST_BP
     assert all(int(a[2]) == int(b[1]) for a, b in zip(rows, rows[1:]))
 

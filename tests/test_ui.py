@@ -36,6 +36,7 @@ def test_log_lines_in_a_pipe_are_plain_and_whole(tmp_path):
 
 def test_log_goes_to_the_current_stderr_and_quiet_hides_it():
     err = io.StringIO()
+    ui.set_quiet(False)  # an earlier in-process CLI call may have left --quiet on
     try:
         with redirect_stderr(err):
             ui.log("first [bold]line[/bold]")  # no rich markup: brackets kept as written

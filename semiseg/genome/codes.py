@@ -75,9 +75,7 @@ def reverse_complement_codes(codes):
     array or a torch tensor and returns the same kind."""
     if isinstance(codes, np.ndarray):
         return np.where(codes < 4, 3 - codes, codes)[..., ::-1]
-    import torch
-
-    return torch.where(codes < 4, 3 - codes, codes).flip(-1)
+    return (3 - codes).where(codes < 4, codes).flip(-1)  # a tensor (genome/ needs no torch)
 
 
 def codon_id(codon: str) -> int:
