@@ -35,18 +35,15 @@ from __future__ import annotations
 import math
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import __version__, ui
+from . import ui
 from .checkpoint import (
-    CHECKPOINT_FORMAT,
     amp_enabled,
-    build_model,
     load_checkpoint,
     save_checkpoint,
 )
@@ -63,7 +60,6 @@ from .distributed import (
 )
 from .errors import SemisegError
 from .interrupt import Interrupted, deferred
-from .outputset import Lock
 from .metrics import (
     add_segment_counts,
     confusion,
@@ -72,6 +68,7 @@ from .metrics import (
     new_segment_counts,
     segment_f1,
 )
+from .runfolder import checkpoint_state, folder_lock, open_run, set_rng_state
 from .trainingdata import (
     Dataset,
     check_fasta,
@@ -81,6 +78,7 @@ from .trainingdata import (
     make_windows,
     prepare,
 )
+from .trainingtables import new_model, with_learned_rules
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -325,80 +323,6 @@ def validate(model, ds: Dataset, cfg: Config, device, amp: bool, C: int,
             "val_f1_per_label": [float(v) for v in f1]}
 
 
-# ----------------------------------------------------------------------------- run folder
-RUN_FILES = ("last.pt", "best.pt", "metrics.tsv", "config.yaml")  # what a run folder holds
-
-
-def _open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> dict | None:
-    """The checkpoint to resume from (None for a new run), after checking that `out`
-    holds no other run and that a resumed run has the same config. Whatever state the
-    folder is in, the message says what to do: continue (--resume), start again
-    (--overwrite) or choose another folder. Temporary files of a killed run (NAME.tmp)
-    are partial, never a state: they are removed."""
-    last_path, best_path = out / "last.pt", out / "best.pt"
-    if resume and overwrite:
-        raise SemisegError("--resume and --overwrite: choose one (continue the run in "
-                           f"{out}, or start it again)")
-    if out.exists() and not out.is_dir():
-        raise SemisegError(f"--out {out}: exists and is not a folder")
-    for name in RUN_FILES:
-        (out / f"{name}.tmp").unlink(missing_ok=True)
-        if overwrite:
-            (out / name).unlink(missing_ok=True)
-    if not resume:
-        held = [p.name for p in (last_path, best_path) if p.exists()]
-        if held:
-            raise SemisegError(f"{out} already holds a training run ({', '.join(held)}); "
-                               "use --resume to continue it, --overwrite to start it again "
-                               "(its checkpoints are deleted) or choose another --out")
-        return None
-    if not last_path.is_file():
-        if best_path.is_file():
-            raise SemisegError(f"--resume: {out} holds best.pt but no last.pt (the run "
-                               "stopped while writing its checkpoints), so it cannot be "
-                               "continued; start it again with --overwrite (best.pt is "
-                               "deleted) or choose another --out")
-        raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is "
-                           "missing); run without --resume to start a new run")
-    try:
-        ckpt = load_checkpoint(last_path)
-    except SemisegError as err:
-        raise SemisegError(f"--resume: {err}; start the run again with --overwrite or "
-                           "choose another --out") from None
-    # the device and the annotation settings may change; everything else must match
-    # (and the number of processes: the global batch, hence the run, is the same)
-    diff = [k for k in _config_diff(ckpt["config"], cfg.to_dict())
-            if k not in ("device", "train.world_size") and not k.startswith("annotate.")]
-    if diff:
-        raise SemisegError(f"--resume: the config differs from the run in {out} "
-                           f"({', '.join(diff[:6])}); resume with {out / 'config.yaml'}, or "
-                           "start again with --overwrite")
-    return ckpt
-
-
-@contextmanager
-def _folder_lock(out: Path, main: bool):
-    """OUT/train.lock while this run writes OUT (the main process only): a second train
-    on the same folder is refused (outputset.Lock). A folder made here for a run that
-    stops before writing anything is removed again."""
-    if not main:
-        yield
-        return
-    if out.exists() and not out.is_dir():
-        raise SemisegError(f"--out {out}: exists and is not a folder")
-    made = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise SemisegError(f"--out {out}: cannot create the folder ({err.strerror})") from None
-    try:
-        with Lock(out / "train.lock", str(out), "training in this folder"):
-            yield
-    finally:
-        if made and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
-
-
 def _best_from_last(ckpt: dict, best_path: Path) -> None:
     """last.pt is written before best.pt; a run stopped between the two (disk full,
     SIGKILL) has a last.pt whose own epoch is the best but an older best.pt (or none):
@@ -445,28 +369,6 @@ def _kept(last_path: Path) -> str:
             "again to start over")
 
 
-def _config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k), b.get(k)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += _config_diff(va, vb, f"{prefix}{k}.")
-        elif va != vb:
-            out.append(f"{prefix}{k}")
-    return out
-
-
-def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
-
-
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    if state.get("cuda") and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
     """AdamW; weight decay on the encoder's and emission layer's matrices only; the CRF
     head's own parameters (everything outside encoder and emit) at train.crf_lr_scale
@@ -483,24 +385,6 @@ def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
               {"params": no_decay, "weight_decay": 0.0, "lr_scale": 1.0},
               {"params": head, "weight_decay": 0.0, "lr_scale": cfg.train.crf_lr_scale}]
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.train.lr)
-
-
-def _checkpoint(model, opt, state: RunState, schedule: Schedule, cfg: Config, scheme, data,
-                columns: list[int]) -> dict:
-    """Everything a checkpoint holds (see checkpoint.py), as tensors and plain data."""
-    from .model import model_hash
-
-    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    return {
-        "format": CHECKPOINT_FORMAT, "semiseg_version": __version__, "epoch": state.epoch,
-        "model": sd, "model_hash": model_hash(sd), "optimizer": opt.state_dict(),
-        "scheduler": {"step": state.step, "total": schedule.total, "warmup": schedule.warmup,
-                      "base_lr": schedule.base_lr},
-        "rng": _rng_state(), "config": cfg.to_dict(), "labels": scheme.to_dict(),
-        "genome": data.config(), "n_features": len(columns), "columns": columns,
-        "feature_names": [data.feature_names[i] for i in columns],
-        "best": dict(state.best), "bad_epochs": state.bad_epochs, "history": state.history,
-    }
 
 
 def _write_metrics(history: list[dict], names: list[str], path: Path) -> None:
@@ -544,84 +428,6 @@ def _load_data(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- the run
-def new_model(cfg: Config, scheme, columns, train_ds: Dataset):
-    """The config's model, initialised from train.seed, with the tables counted from the
-    training windows (site matrices, coding content) where the config asks for them."""
-    torch.manual_seed(cfg.train.seed)
-    model, _ = build_model(cfg, len(columns), len(scheme.names))
-    if (getattr(model.encoder, "splice", None) is not None
-            or getattr(model.crf, "sites", None) is not None):
-        _count_sites(model, scheme, train_ds)
-    if getattr(model.crf, "content", None) is not None:
-        _count_content(model, scheme, train_ds)
-    return model
-
-
-def _learn_rules(cfg: Config, scheme, train_ds: Dataset) -> Config:
-    """With annotate.learn_rules: the config with the gene rules (donor motif, branch
-    rule, first ATG, long ORFs) read off the training windows' gold genes
-    (semiseg/learnedrules.py) in its annotate section; the config as it is otherwise."""
-    import dataclasses
-
-    if not cfg.annotate.learn_rules:
-        return cfg
-    if not (cfg.crf.frames and cfg.model.resolution == 1):
-        ui.log("annotate.learn_rules: only the gene model at 1 bp (crf.frames) has gene "
-               "rules to learn; left as configured")
-        return cfg
-    from .genome.frames import FrameLayout
-    from .learnedrules import learn_rules
-
-    r = learn_rules([x[:, :4] for x in train_ds.x], train_ds.y,
-                    FrameLayout.from_scheme(scheme), scheme)
-    branch = r.branch_penalty if cfg.crf.site_scores else 0.0  # needs the branch matrix
-    ui.log("gene rules learned from the training annotation: " + r.describe())
-    return dataclasses.replace(cfg, annotate=dataclasses.replace(
-        cfg.annotate, donor_motif=r.donor_motif, branch_penalty=branch,
-        first_atg=r.first_atg, long_orfs=r.long_orfs))
-
-
-def _count_sites(model, scheme, train_ds: Dataset) -> None:
-    """The site matrices of model.splice_features (donor, acceptor) and crf.site_scores
-    (donor, acceptor, start, stop), counted at the training windows' gold sites
-    (semiseg/sites.py)."""
-    from .genome.frames import FrameLayout
-    from .sites import count_branch_pwm, count_site_pwms
-
-    layout = FrameLayout.from_scheme(scheme)
-    onehots = [x[:, :4] for x in train_ds.x]
-    mats, n = count_site_pwms(onehots, train_ds.y, layout)
-    users = []
-    if getattr(model.encoder, "splice", None) is not None:
-        model.encoder.splice.set(mats["donor"], mats["acceptor"])
-        users.append("the splice channels")
-    if getattr(model.crf, "sites", None) is not None:
-        mats["branch"], seed = count_branch_pwm(onehots, train_ds.y, layout)
-        model.crf.sites.set(mats)
-        users.append("the site scores")
-        ui.log(f"branch-point matrix from the training introns: seed {seed}" if seed else
-               "no branch-point motif in the training introns: branch scores are 0")
-    none = [s for s, k in n.items() if not k]
-    ui.log(f"site matrices from {n['donor']} donors, {n['acceptor']} acceptors, "
-           f"{n['start']} start and {n['stop']} stop codons of the training windows"
-           + (f" (no {', '.join(none)}: those scores are 0 for {' and '.join(users)})"
-              if none else ""))
-
-
-def _count_content(model, scheme, train_ds: Dataset) -> None:
-    """The coding-content table of crf.content_scores, counted at the training windows'
-    gold CDS and outside bases (semiseg/content.py)."""
-    from .content import ORDER, count_content
-    from .genome.frames import FrameLayout
-
-    table, n = count_content([x[:, :4] for x in train_ds.x], train_ds.y,
-                             FrameLayout.from_scheme(scheme))
-    model.crf.content.set(table)
-    ui.log(f"coding-content table (order {ORDER}) from {n['coding']:,} coding and "
-           f"{n['outside']:,} outside bases of the training windows"
-           + ("" if n["coding"] and n["outside"] else ": too few, the scores are 0"))
-
-
 def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | None = None,
           threads: int | None = None, overwrite: bool = False) -> dict:
     """Train; returns the final checkpoint's summary (best epoch, best F1, paths).
@@ -642,7 +448,7 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
     per_rank_batch(cfg.train.batch_size, world_size())  # before any process waits
     ctx = start(cfg.device)
     try:
-        with _folder_lock(Path(out), ctx.main):
+        with folder_lock(Path(out), ctx.main):
             result = _train(cfg, Path(out), resume, stop_after, threads, ctx, overwrite)
     except BaseException:
         stop(ctx, wait=False)  # the other processes may be anywhere: do not wait for them
@@ -667,9 +473,9 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train,
                                                              world_size=ctx.world_size))
     last_path, best_path = out / "last.pt", out / "best.pt"
-    ckpt = _open_run(cfg, out, resume, overwrite)
+    ckpt = open_run(cfg, out, resume, overwrite)
     data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
-    cfg = _learn_rules(cfg, scheme, train_ds)
+    cfg = with_learned_rules(cfg, scheme, train_ds)
     names = list(scheme.names)
     procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"
              f" {cfg.train.batch_size // ctx.world_size} windows each per batch"
@@ -687,7 +493,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         state = RunState.from_checkpoint(ckpt)
-        _set_rng_state(ckpt["rng"])
+        set_rng_state(ckpt["rng"])
         ui.log(f"resuming {out} after epoch {state.epoch}")
         if ctx.main:
             _best_from_last(ckpt, best_path)
@@ -728,8 +534,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                 # the row is the same on every process (reduced), so is this decision
                 improved = state.record(row, cfg.train.select)
                 if ctx.main:
-                    ckpt_state = _checkpoint(model, opt, state, schedule, cfg, scheme, data,
-                                             columns)
+                    ckpt_state = checkpoint_state(model, opt, state, schedule, cfg, scheme,
+                                                  data, columns)
                     # last.pt first (--resume needs it; _best_from_last mends a best.pt
                     # missed after it), with signals held back over the writes
                     with deferred():

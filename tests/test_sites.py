@@ -243,13 +243,14 @@ def test_training_counts_the_sites_into_the_head(tmp_path):
     the model's state."""
     from semiseg.checkpoint import build_model
     from semiseg.config import load_config
-    from semiseg.train import _count_sites, _load_data
+    from semiseg.train import _load_data
+    from semiseg.trainingtables import count_sites
 
     cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])
     data, scheme, columns, train_ds, _ = _load_data(cfg)
     model, _ = build_model(cfg, len(columns), len(scheme.names))
-    _count_sites(model, scheme, train_ds)
+    count_sites(model, scheme, train_ds)
     sites = model.crf.sites
     A, C, G, T = range(4)
     d, a = sites.pwm_donor.numpy(), sites.pwm_acceptor.numpy()

@@ -93,13 +93,14 @@ def test_training_counts_the_yeast_splice_sites_into_the_model(tmp_path):
     acceptor (every gold intron is GT..AG), and they travel in a checkpoint."""
     from semiseg.checkpoint import build_model
     from semiseg.config import load_config
-    from semiseg.train import _count_sites, _load_data
+    from semiseg.train import _load_data
+    from semiseg.trainingtables import count_sites
 
     cfg = load_config("configs/demo.yaml", ["model.splice_features=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])
     data, scheme, columns, train_ds, _ = _load_data(cfg)
     model, _ = build_model(cfg, len(columns), len(scheme.names))
-    _count_sites(model, scheme, train_ds)
+    count_sites(model, scheme, train_ds)
     d = model.encoder.splice.donor.numpy()
     a = model.encoder.splice.acceptor.numpy()
     A, C, G, T = range(4)
