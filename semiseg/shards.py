@@ -90,7 +90,7 @@ def fasta_sizes(fasta: str, chroms: list[str] | None = None) -> dict[str, int]:
     fa = Fasta(fasta)
     sizes = dict(fa.chrom_sizes)
     fa.close()
-    from .genome.write import check_bed_names  # the shards are BED files
+    from .genome.escapes import check_bed_names  # the shards are BED files
 
     check_bed_names(sizes, fasta, set(chroms) if chroms else None)
     if chroms:

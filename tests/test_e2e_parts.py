@@ -92,7 +92,7 @@ def test_read_regions(tmp_path):
 
 
 def test_groups_batch_consecutive_short_items():
-    from semiseg.annotate import Item
+    from semiseg.annotator import Item
     from semiseg.batches import groups as _groups
 
     items = [Item("big", 0, 10_000), Item("s1", 0, 300), Item("s2", 0, 200),
@@ -243,7 +243,7 @@ def test_empty_fasta_record_is_left_out(tmp_path):
 
 
 def test_reverse_rows_against_a_loop():
-    from semiseg.annotate import _reverse_rows
+    from semiseg.annotator import _reverse_rows
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(3, 9, 2, generator=g)
@@ -264,7 +264,7 @@ def test_annotate_emissions_over_both_strands_against_the_reverse_complement():
     missed reversal or channel swap moves it by ~1."""
     from seqs import ROOT, SHIPPED_MODEL, onehot, rc
 
-    from semiseg.annotate import Annotator
+    from semiseg.annotator import Annotator
     from semiseg.checkpoint import load_checkpoint
     from semiseg.genome import Fasta, GenomeData
 

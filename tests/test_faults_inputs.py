@@ -621,7 +621,7 @@ def test_result_hostile_name_round_trip(hostile, scheme, name):
                         zip(s.tolist(), e.tolist(), lab.tolist()) if k >= 0], L)
     from_gff[from_gff == ""] = scheme.names[scheme.background]
     assert (painted(mine, L) == from_gff).all()
-    from semiseg.genome.write import gff3_seqid
+    from semiseg.genome.escapes import gff3_seqid
 
     gff_lines = [ln for ln in lines(f"{prefix}.gff3")
                  if not ln.startswith("#")]
@@ -658,7 +658,7 @@ def test_result_seqid_escape_round_trip(name):
     gives the name back (chr%2C,x&y used to read back as chr,,x&y)."""
     from urllib.parse import unquote
 
-    from semiseg.genome.write import gff3_seqid
+    from semiseg.genome.escapes import gff3_seqid
 
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                   ".:^*$@!+_?-|%")
@@ -672,7 +672,7 @@ def test_result_attribute_escape_round_trip(value):
     """GFF3 attribute values with ; = & , % tab newline or a control character: escaped
     on writing, read back whole (a comma-split value too)."""
     from semiseg.genome.gff import _parse_attrs
-    from semiseg.genome.write import _esc
+    from semiseg.genome.escapes import _esc
 
     text = f"ID={_esc(value)};Parent={_esc(value)},{_esc('p2')}"
     assert not any(c in _esc(value) for c in ";=&,\t\n\x01")

@@ -289,7 +289,8 @@ def _annotate(fa, out, **kw):
     """annotate() of the shipped model; the decoded batches of TINY are computed once per
     session and reused (these cases are about writing; decoding takes most of a run)."""
     from semiseg import ui
-    from semiseg.annotate import Annotator, annotate
+    from semiseg.annotate import annotate
+    from semiseg.annotator import Annotator
 
     real = Annotator.run_batch
 

@@ -15,7 +15,8 @@ from seqs import ROOT, SHIPPED_MODEL
 
 from semiseg import annotate as A
 from semiseg import gaps, progress, ui
-from semiseg.annotate import Item, annotate
+from semiseg.annotate import annotate
+from semiseg.annotator import Item
 
 CHRI = os.path.join(ROOT, "data", "yeast", "chrI.fa")
 

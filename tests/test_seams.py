@@ -189,7 +189,7 @@ def test_gene_decode_equals_whole_posterior_decode():
     every seam accounted for."""
     from seqs import SHIPPED_MODEL
 
-    from semiseg.annotate import Annotator, Item
+    from semiseg.annotator import Annotator, Item
     from semiseg.checkpoint import checkpoint_config, load_checkpoint
     from semiseg.generules import set_donor_motif
     from semiseg.genome import Fasta, GenomeData

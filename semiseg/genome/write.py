@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping, Sequence
-from urllib.parse import quote
 
 import numpy as np
 
@@ -17,8 +16,10 @@ from ..errors import SemisegError
 from ._util import paint, tmp_name
 from ..outputset import SpaceGuard, detach
 from .codes import genetic_code as genetic_code_table
+from .escapes import _esc, check_bed_names, gff3_seqid
 from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
+from .signals import SignalWriter
 from .zooms import ZoomBins, add_zoom_levels
 
 FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
@@ -51,46 +52,7 @@ def labels_to_segments(labels: np.ndarray, start: int = 0, resolution: int = 1,
     return np.stack([s, e, labels[first]], axis=1)
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
-
-
-def _esc(v: str) -> str:
-    """A GFF3 attribute value: ; = & , % tab, newline and other control characters
-    percent-escaped (GFF3 spec; non-ASCII as its UTF-8 bytes)."""
-    return quote(str(v), safe=" +:.|-_()[]{}!@#$*^'\"/<>?~")
-
-
-# GFF3 column 1 (seqid) may hold these unescaped; everything else is percent-escaped
-_SEQID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                        ".:^*$@!+_?-|")
-
-
-def gff3_seqid(name: str) -> str:
-    """A sequence name as GFF3's column 1: characters outside [a-zA-Z0-9.:^*$@!+_?-|]
-    percent-escaped (so % , ; = & > spaces and control characters never reach the file
-    as they are; `urllib.parse.unquote` gives the name back)."""
-    return "".join(c if c in _SEQID_SAFE else quote(c, safe="") for c in name)
-
-
-# a BED line starting with these is a comment, a track or a browser line to BED readers
-# (bedtools, IGV, UCSC), and BED has no escape; bedtools 2.31 also stops with an error at
-# a line starting with '>' or '!' (measured: `bedtools merge`)
-BED_HEADER_PREFIXES = ("#", "track", "browser", ">", "!")
-
-
-def check_bed_names(names, source: str = "the FASTA", keep=None) -> None:
-    """SemisegError naming the first sequence of `names` (those in `keep`, if given)
-    whose name BED cannot hold, by its record number in `names`."""
-    for i, name in enumerate(names, 1):
-        if str(name).startswith(BED_HEADER_PREFIXES) and (keep is None or name in keep):
-            raise SemisegError(
-                f"sequence {name!r} (record {i} of {source}) cannot be written to BED: a line "
-                "starting with '#', 'track' or 'browser' is read as a header, not a row "
-                "('>' and '!' stop bedtools), and BED has no escape; rename it in the FASTA")
-
-
-class OutputWriter:
+class OutputWriter(SignalWriter):
     """Writes one segmentation (all chromosomes) to files named from a prefix.
 
     Args:
@@ -322,25 +284,6 @@ class OutputWriter:
         for final, tmp in self._tmp.items():
             os.replace(tmp, final)
         self._tmp = {}
-
-    def _room(self, entries: int, strict: bool = True) -> bool:
-        """Whether the disk has room for `entries` more bigWig entries and for closing
-        every bigWig (OSError ENOSPC if not, when `strict`): libBigWig aborts the process
-        or loops forever on a full disk instead of reporting it (outputset.check_space).
-        Measured with pyBigWig: a closed file holds 5-8 bytes per entry, close itself
-        writes about 1.7 (zoom levels and index); allowed: 12 per new entry, 4 per entry
-        for close, two 4 KiB blocks per file."""
-        if not self._bw:
-            return True
-        self._bw_entries += entries
-        try:
-            self._space.check(12 * entries, 4 * self._bw_entries + 8192 * len(self._bw),
-                              fresh=not strict)
-        except OSError:
-            if strict:
-                raise
-            return False
-        return True
 
     # ---------------------------------------------------------------- input checks
     def _check(self, chrom, segments, posteriors, boundary, gaps):
@@ -641,71 +584,6 @@ class OutputWriter:
         self._fh["cds"].write(fasta_record(tid, f"{desc} length={len(g.cds)}", g.cds))
         self._fh["proteins"].write(fasta_record(tid, f"{desc} length={len(g.protein)}",
                                                 g.protein))
-
-    # ---------------------------------------------------------------- signals
-    def _write_signals(self, chrom, lo, hi, series: dict, valid) -> None:
-        """Each series' entries (bigWig and/or bedGraph) over the `valid` steps. The
-        series without a NaN (usually all) share their runs of valid steps and are rounded
-        and compared together, as rows of one array per run (on an assembly of small
-        contigs the per-call numpy costs of one series at a time were a third of the
-        writer's time); a series with NaNs goes alone, over its own runs. The entries are
-        the same either way."""
-        clean = {k: np.asarray(v) for k, v in series.items()}
-        for key in list(clean):
-            nan = np.isnan(clean[key])
-            if nan.any():
-                self._entries([key], chrom, lo, hi, [clean.pop(key)], valid & ~nan)
-        if clean:
-            self._entries(list(clean), chrom, lo, hi, list(clean.values()), valid)
-
-    def _entries(self, keys, chrom, lo, hi, values, ok) -> None:
-        """Entries of the series `keys` (their steps `values`) over the runs of `ok`."""
-        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
-        run_s, run_e = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        for a, b in zip(run_s.tolist(), run_e.tolist()):
-            for c in range(a, b, 1 << 20):  # float64 copies of 1M steps per series at most
-                d = min(b, c + (1 << 20))
-                seg = np.stack([v[c:d] for v in values]).astype(np.float64)
-                if self.precision:
-                    seg = np.round(seg / self.precision) * self.precision
-                which, at = np.nonzero(seg[:, 1:] != seg[:, :-1])  # by series, then step
-                cut = np.searchsorted(which, np.arange(len(keys) + 1))
-                for j, key in enumerate(keys):
-                    change = at[cut[j]:cut[j + 1]] + 1
-                    self._entry_rows(key, chrom, lo, hi, c, d, seg[j], change)
-
-    def _entry_rows(self, key, chrom, lo, hi, c, d, seg, change) -> None:
-        """One series' entries for steps [c, d) (values `seg`, changes at `change`)."""
-        r = self.resolution
-        bw = self._bw.get(key)
-        fh = self._fh.get(f"bg:{key}")
-        # runs of equal values as one entry each when that is much shorter (a
-        # variable-span entry costs pyBigWig ~7x a fixed-step value)
-        as_runs = bool(self.precision) and 8 * (len(change) + 1) <= d - c
-        if bw is not None and not as_runs:
-            # one fixed-step entry per step; the last step may be shorter than the
-            # resolution (the chromosome's end)
-            full = d - 1 if lo + d * r > hi else d
-            self._room(d - c)
-            if full > c:
-                bw.addEntries(chrom, lo + c * r, values=seg[:full - c], span=r, step=r)
-            if full < d:
-                bw.addEntries([chrom], [lo + full * r], ends=[hi], values=[float(seg[-1])])
-        if not as_runs and fh is None and bw is None:
-            return
-        first = np.concatenate([[0], change])
-        starts = lo + (c + first) * r
-        ends = np.minimum(hi, lo + (c + np.append(change, d - c)) * r)
-        vals = seg[first]
-        if bw is not None:  # the zoom levels' finest bins, from the runs (zooms.py)
-            self._zoom[key].add(self.order[chrom], starts, ends, vals)
-        if bw is not None and as_runs:
-            self._room(len(first))
-            bw.addEntries([chrom] * len(first), starts.tolist(), ends=ends.tolist(),
-                          values=vals.tolist())
-        if fh is not None:
-            fh.write("".join(f"{chrom}\t{s_}\t{e_}\t{_fmt(x)}\n" for s_, e_, x in
-                             zip(starts.tolist(), ends.tolist(), vals.tolist())))
 
 
 def write_outputs(prefix: str | os.PathLike, scheme: LabelScheme, chrom_sizes: Mapping[str, int],
