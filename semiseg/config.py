@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from .errors import SemisegError
+from .genome.safeyaml import NoAliasLoader, YAMLAliasError
 from .iupac import check_motif
 
 
@@ -580,26 +581,6 @@ def _deep_copy(d):
     if isinstance(d, list):
         return [_deep_copy(v) for v in d]
     return d
-
-
-class YAMLAliasError(yaml.YAMLError):
-    """An alias (*name) in a config: refused (a few hundred bytes of nested aliases
-    expand to billions of nodes)."""
-
-    def __init__(self, line: int):
-        super().__init__("YAML aliases (*name) are not allowed in semiseg configs and "
-                         "schemes; write the value out")
-        self.line = line
-
-
-class NoAliasLoader(yaml.SafeLoader):
-    """yaml's SafeLoader that refuses every alias before expanding it (anchors alone
-    are harmless and read as usual)."""
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            raise YAMLAliasError(self.peek_event().start_mark.line + 1)
-        return super().compose_node(parent, index)
 
 
 def read_yaml(path: str | Path) -> dict:

@@ -750,7 +750,7 @@ def test_bigwig_guard_refuses_before_libbigwig_sees_a_full_disk(tmp_path, monkey
     """With less room than the entries and the close need, the writer raises ENOSPC
     before calling libBigWig (which would abort the process), and an abort closes the
     open bigWigs without writing to the disk."""
-    from semiseg import outputset as O
+    from semiseg.genome import diskspace as O
     from semiseg.genome import LabelScheme, OutputWriter
 
     scheme = LabelScheme.from_dict({"name": "toy", "labels": [{"name": "x"}, {"name": "y"}]})
@@ -779,7 +779,7 @@ def test_space_guard_asks_rarely_and_in_time(monkeypatch):
     """SpaceGuard: one statvfs for many small writes on a roomy disk; asked again when its
     interval has passed or the writes near the free space; ENOSPC exactly when a write and
     its reserve would leave less than the margin (oracle: the arithmetic by hand)."""
-    from semiseg import outputset as O
+    from semiseg.genome import diskspace as O
 
     calls, free, clock = [], [1 << 30], [100.0]
 

@@ -209,7 +209,7 @@ class LabelScheme:
     def from_yaml(cls, path: str | os.PathLike) -> LabelScheme:
         import yaml
 
-        from ..config import NoAliasLoader
+        from .safeyaml import NoAliasLoader
 
         try:
             with open(path) as fh:

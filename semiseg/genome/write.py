@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import paint, tmp_name
-from ..outputset import SpaceGuard, detach
+from .diskspace import SpaceGuard, detach
 from .codes import genetic_code as genetic_code_table
 from .escapes import _esc, check_bed_names, gff3_seqid
 from .geneseq import fasta_record, gene_seq
