@@ -139,8 +139,9 @@ def table(rows: list[list], head: list[str], markdown: bool) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--markdown", action="store_true", help="Markdown tables")
-    ap.add_argument("--files", nargs="+", default=FILES, help="test files (default: both fault files and the pipeline's "
-                                           "hostile-path cases)")
+    ap.add_argument("--files", nargs="+", default=FILES,
+                    help="test files (default: both fault files and the pipeline's "
+                         "hostile-path cases)")
     args, extra = ap.parse_known_args(argv)
     files = [f for f in args.files if (ROOT / f).exists()]
     missing = sorted(set(args.files) - set(files))
