@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SemisegError
+from .cleanup import merged
 from .codes import STARTS, STOPS, reverse_complement  # noqa: F401  (STARTS: re-exported)
 
 UNKNOWN = -1
@@ -407,7 +408,7 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
     for t in transcripts:
         if not t.coding or t.strand not in layout.strands:
             continue
-        blocks = [(int(a), int(b)) for a, b in _merged(t.cds)]
+        blocks = [(int(a), int(b)) for a, b in merged(t.cds)]
         spliced = "".join(upper[a:b] for a, b in blocks)
         rna = spliced if t.strand == "+" else reverse_complement(spliced)
         span0, span1 = blocks[0][0], blocks[-1][1]
@@ -483,16 +484,6 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
         codes[lo:hi] = mine
     codes[conflict] = UNKNOWN
     return codes
-
-
-def _merged(iv: np.ndarray) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for a, b in sorted((int(a), int(b)) for a, b in iv):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 class FrameGold:
