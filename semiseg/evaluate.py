@@ -47,7 +47,13 @@ import numpy as np
 
 from .errors import SemisegError
 from .genome import GAP
-from .intervals import Track, load_scheme_arg, read_segments, read_truth  # noqa: F401
+from .intervals import (  # noqa: F401
+    Track,
+    annotation_track,
+    load_scheme_arg,
+    read_segments,
+    read_truth,
+)
 from .metrics import add_segment_counts, new_segment_counts, prf, segment_f1  # noqa: F401
 
 
@@ -328,12 +334,7 @@ def _track_from_models(path: str, scheme, sizes: dict[str, int]) -> Track:
                 rows.append((e0, s1, lab))
     ann = Annotation({c: tuple(np.array(v, np.int64).reshape(-1, 3).T) for c, v in iv.items()},
                      scheme, sizes)
-    out = {}
-    for chrom in sizes:
-        s, e, lab = ann.intervals(chrom)
-        keep = lab >= 0
-        out[chrom] = (s[keep], e[keep], [scheme.names[i] for i in lab[keep]])
-    return Track(out)
+    return annotation_track(ann, scheme, sizes)
 
 
 GENE_RULES = (

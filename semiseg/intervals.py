@@ -59,7 +59,12 @@ def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
         scheme = load_scheme("gene_structure")
     # the truth may cover more chromosomes than were predicted: keep the predicted ones
     all_sizes, _ = sizes_with_extras(path, sizes)
-    ann = read_annotation(path, scheme, all_sizes)
+    return annotation_track(read_annotation(path, scheme, all_sizes), scheme, sizes)
+
+
+def annotation_track(ann, scheme, sizes: dict[str, int]) -> Track:
+    """The labelled intervals of an Annotation on the chromosomes of `sizes`, as a Track
+    (label names; unlabelled stretches left out)."""
     out = {}
     for chrom in sizes:
         s, e, lab = ann.intervals(chrom)
