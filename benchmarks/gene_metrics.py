@@ -32,12 +32,15 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+from semiseg.genelevel import GeneModel, merge
+
 YEAST = os.path.join(ROOT, "data", "yeast")
 CHRI = os.path.join(YEAST, "chrI.fa")
 TRUTH = os.path.join(YEAST, "yeast_chrI_chrII.gff3")
@@ -86,22 +89,9 @@ def read_fasta(path: str) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- gene models
-@dataclass(frozen=True)
-class Gene:
-    """The coding part of one gene: CDS intervals [start, end), sorted, one strand."""
-
-    id: str
-    chrom: str
-    strand: str
-    cds: tuple[tuple[int, int], ...]
-
-    @property
-    def start(self) -> int:
-        return self.cds[0][0]
-
-    @property
-    def end(self) -> int:
-        return self.cds[-1][1]
+class Gene(GeneModel):
+    """The coding part of one gene: CDS intervals [start, end), sorted, one strand
+    (semiseg.genelevel.GeneModel's fields, start, end and key, plus what the baselines use)."""
 
     @property
     def five_prime(self) -> int:
@@ -166,19 +156,9 @@ def read_gff_genes(path: str, chroms: Iterable[str] | None = None,
         strands = {r[2] for r in rows}
         if len(strands) != 1 or strands & {".", "?"}:
             raise ValueError(f"{path}: parts of {gid} have strands {sorted(strands)}")
-        genes.append(Gene(gid, chrom, rows[0][2], _merge_touching((s, e) for s, e, _ in rows)))
+        genes.append(Gene(gid, chrom, rows[0][2], merge((s, e) for s, e, _ in rows)))
     genes.sort(key=lambda g: (g.chrom, g.start, g.end, g.strand))
     return genes
-
-
-def _merge_touching(iv: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    out: list[list[int]] = []
-    for s, e in sorted(iv):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return tuple((s, e) for s, e in out)
 
 
 def read_label_bed(path: str) -> dict[str, list[tuple[int, int, str]]]:
