@@ -142,7 +142,7 @@ class ModelConfig:
 
 @dataclass
 class CRFConfig:
-    """The semi-CRF head (SPEC.md).
+    """The semi-CRF head (docs/contract.md).
 
     max_duration: K, the longest segment in CRF steps (longer runs of a label are
                   several segments in a row; the output merges them)
@@ -152,7 +152,7 @@ class CRFConfig:
                   transition[(d - 1) mod P] (3 follows a reading frame)
     boundaries:   boundary scores projected from the encoder's hidden states
     start_end:    learned scores for the first and last segment's label
-    centering:    none | mean (see SPEC.md; "mean" decodes in training-size windows)
+    centering:    none | mean (see docs/contract.md; "mean" decodes in training-size windows)
     frames:       the frame-aware gene model (gene_structure schemes, 1 bp): start, CDS,
                   stop and intron labels in three reading frames per strand, stop codons
                   forbidden inside CDS, the frame carried through introns (docs/gene_model.md)

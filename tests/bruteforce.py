@@ -1,7 +1,7 @@
-"""Independent oracle: enumerate every segmentation of a tiny sequence (SPEC.md).
+"""Independent oracle: enumerate every segmentation of a tiny sequence (docs/contract.md).
 
 Nothing here shares code with semiseg.crf. Scores are summed term by term exactly as
-SPEC.md writes them, in the dtype of the inputs (use float64), with autograd kept, so
+docs/contract.md writes them, in the dtype of the inputs (use float64), with autograd kept, so
 gradients of the enumerated log Z are an oracle for every backend's backward pass.
 """
 
@@ -32,7 +32,7 @@ def segmentations(L: int, K: int, C: int):
 
 def path_score(b, seg, scores, transition, duration_bias, start=None, end=None,
                proj_start=None, proj_end=None):
-    """score(y) of SPEC.md for sequence b, as a 0-d tensor (keeps autograd)."""
+    """score(y) of docs/contract.md for sequence b, as a 0-d tensor (keeps autograd)."""
     total = scores.new_zeros(())
     prev = None
     for s, d, c in seg:

@@ -1,4 +1,4 @@
-"""Bad input at the API edge: a ValueError naming the argument (SPEC.md, issue 2)."""
+"""Bad input at the API edge: a ValueError naming the argument (docs/contract.md, issue 2)."""
 
 from __future__ import annotations
 

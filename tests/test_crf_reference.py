@@ -395,7 +395,7 @@ def _lse(x, dim):
 
 def naive_dp(scores, tr, db, lengths, *, start=None, end=None, proj_start=None,
              proj_end=None, allowed=None, reduce=_lse):
-    """A plain O(T K C^2) dynamic programme written straight from SPEC.md, with autograd:
+    """A plain O(T K C^2) dynamic programme written straight from docs/contract.md, with autograd:
     an oracle for long sequences (many chunks) where enumeration is impossible.
     The default reduce gives log Z; a max gives the Viterbi score."""
     B, T, C = scores.shape

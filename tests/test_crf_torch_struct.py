@@ -3,7 +3,7 @@
 pytorch-struct scores an edge[b, s, d, c, c'] for a segment [s, s+d) of label c after a
 segment of label c' (d = 1..K; index 0 unused) and, for the first segment, sums the edge
 over every phantom predecessor c'. That model is ours with start[c] =
-logsumexp_c' transition[c', c] (SPEC.md). Equal lengths only: it needs one of length T.
+logsumexp_c' transition[c', c] (docs/contract.md). Equal lengths only: it needs one of length T.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The embedded semi-Markov CRF (contract: SPEC.md). Knows nothing about genomes.
+"""The embedded semi-Markov CRF (contract: docs/contract.md). Knows nothing about genomes.
 
     from semiseg.crf import log_partition, viterbi, marginals, Segmentation, SemiCRF
     from semiseg.crf import segment_posteriors, run_posteriors, entropy, sample

@@ -1,4 +1,4 @@
-"""Backend choice, autograd wiring and the public functions of SPEC.md.
+"""Backend choice, autograd wiring and the public functions of docs/contract.md.
 
 Every backend is a module with three functions over a `CRFInputs` (inputs.py):
 
@@ -152,7 +152,7 @@ def _backend(x: CRFInputs, backend: str) -> ModuleType:
         backend = "triton" if use_triton else "torch"
     if backend == "triton":
         if x.scores.dtype == torch.float64:
-            backend = "torch"  # float64 always runs the exact torch backend (SPEC.md)
+            backend = "torch"  # float64 always runs the exact torch backend (docs/contract.md)
         elif not x.scores.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
             raise ValueError(
                 'backend="triton" on CPU tensors needs TRITON_INTERPRET=1 set before '
@@ -188,7 +188,7 @@ def log_partition(
     scores, transition, duration_bias, lengths=None, *, start=None, end=None,
     proj_start=None, proj_end=None, allowed=None, backend="auto",
 ) -> Tensor:
-    """log Z (B,) of the semi-CRF of SPEC.md, differentiable in every floating input.
+    """log Z (B,) of the semi-CRF of docs/contract.md, differentiable in every floating input.
 
     Args:
         scores: (B, T, C) per-position label scores.

@@ -1,4 +1,4 @@
-"""`SemiCRF`: the semi-CRF as an nn.Module head on top of an encoder (SPEC.md, "The model head")."""
+"""`SemiCRF`: the semi-CRF as an nn.Module head (docs/contract.md, "The model head")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Argument checks at the API edge and the one bundle every backend consumes.
 
-`check_inputs` turns the public arguments of SPEC.md into a `CRFInputs`: shapes and
+`check_inputs` turns the public arguments of docs/contract.md into a `CRFInputs`: shapes and
 devices checked, half types upcast to float32, every floating input cast to the dtype of
 `scores`, `lengths` an int64 tensor on the device of `scores`. A backend never checks
 arguments again; it reads a `CRFInputs` and nothing else.
@@ -17,7 +17,7 @@ from torch import Tensor
 
 @dataclass
 class CRFInputs:
-    """Validated semi-CRF inputs (see SPEC.md for the meaning of each term).
+    """Validated semi-CRF inputs (see docs/contract.md for the meaning of each term).
 
     scores:        (B, T, C) float32 or float64
     lengths:       (B,) int64, 1 <= L_b <= T, same device as scores
@@ -112,7 +112,7 @@ def check_inputs(
     allowed=None,
     deferred: bool = False,
 ):
-    """Check the public arguments (SPEC.md) and return them as a `CRFInputs`.
+    """Check the public arguments (docs/contract.md) and return them as a `CRFInputs`.
 
     Raises ValueError naming the argument and what was expected. With `deferred`, returns
     (CRFInputs, verdict): the values' test (NaN, infinities) of CUDA inputs then runs

@@ -1,6 +1,6 @@
-"""Exact segment and run posteriors, entropies and posterior samples (SPEC.md's model).
+"""Exact segment and run posteriors, entropies and posterior samples (docs/contract.md's model).
 
-All functions take the arguments of `log_partition` (SPEC.md) plus their own, and are
+All functions take the arguments of `log_partition` (docs/contract.md) plus their own, and are
 exact (no sampling, no enumeration). Notation as in reference.py: boundaries t = 0..L,
 a segment (s, d, c) covers positions [s, s + d), seg(s, d, c) is its score
 sum_{u in [s, s+d)} f[u, c] + duration_bias[d-1, c] + proj_start[s, c] + proj_end[s+d-1, c],

@@ -1,4 +1,4 @@
-"""The exact PyTorch backend: SPEC.md in code (forward, hand-written backward, Viterbi).
+"""The exact PyTorch backend: docs/contract.md in code (forward, hand-written backward, Viterbi).
 
 Steps t = 0..T are the boundaries between positions; a segment (s, d, c) runs from
 boundary s to boundary t = s + d. With prefix sums S[t] = sum_{u<t} f[u] the score of a
