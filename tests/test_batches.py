@@ -122,7 +122,7 @@ def piece(tmp_path_factory):
 def test_windowed_decode_with_overlap_matches_whole(piece, tmp_path):
     """The shipped gene model on 24 kb of chrI: windows of 9,000 steps overlapping by the
     default (2,048 = 8 K; four windows) give the whole-sequence decode's label at every
-    base (as measured on all of chrI and chrII: RESULTS.md, "Annotation on one H100:
+    base (as measured on all of chrI and chrII: RESULTS-log.md, "Annotation on one H100:
     decoding windows ..."), where an overlap of 200 steps does not (a stitch falls inside
     a gene there)."""
     from semiseg.annotate import annotate

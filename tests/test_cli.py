@@ -141,7 +141,7 @@ def test_demo_with_the_shipped_model(tmp_path):
         assert (out / name).is_file(), name
     res = json.loads((out / "evaluation.json").read_text())
     f1 = {r["label"]: r["f1"] for r in res["labels"]}
-    assert min(f1["CDS+"], f1["CDS-"]) > 0.85  # measured 0.94-0.95 (benchmarks/RESULTS.md)
+    assert min(f1["CDS+"], f1["CDS-"]) > 0.85  # measured 0.94-0.95 (benchmarks/RESULTS-log.md)
     fa = "".join((ROOT / "data" / "yeast" / "chrI.fa").read_text().splitlines()[1:]).upper()
     genes: dict[str, list[tuple[int, int, str]]] = {}
     for line in (out / "annotation.gff3").read_text().splitlines():

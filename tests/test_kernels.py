@@ -366,7 +366,7 @@ def test_dd_dispatch_marginals_and_auto():
                                   backend="triton")
     torch.testing.assert_close(lab.cpu().double(), lab_ref, rtol=0, atol=2e-5)
     torch.testing.assert_close(bnd.cpu().double(), bnd_ref, rtol=0, atol=2e-5)
-    # validated and timed on a GPU (benchmarks/RESULTS.md): "auto" runs them on CUDA
+    # validated and timed on a GPU (benchmarks/RESULTS-log.md): "auto" runs them on CUDA
     x = as_inputs(p, extra)
     assert kn.supports(x) is None
     assert dispatch._backend(x, "triton") is kn
