@@ -163,7 +163,7 @@ def test_long_n_run_is_cut_pieces_as_if_alone(tmp_path):
 
 
 def test_all_n_sequences_cost_nothing(tmp_path):
-    """1 Mb of N is one gap row, fast (generous bound; benchmarks/gaps.py measures it),
+    """1 Mb of N is one gap row, fast (generous bound; measured: RESULTS-log.md, "N runs"),
     and all-N records before, between and after a real one keep their FASTA order."""
     fa = _write(tmp_path / "n.fa", {"n1": "N" * 1_000_000})
     t0 = time.perf_counter()
