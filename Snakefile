@@ -15,7 +15,7 @@
 # GPUs are a resource ("gpu"): give `--resources gpu=N` locally to run at most N GPU jobs at
 # once; the SLURM executor plugin turns it into `--gpus=N`.
 #
-# Shards (semiseg/shards.py): consecutive chromosomes of the FASTA grouped by total length,
+# Shards (semiseg/annotate/shards.py): consecutive chromosomes of the FASTA grouped by total length,
 # `shards: N` (at most N jobs) or `shard_size: BP` (at most BP per job; a longer chromosome
 # alone, kept whole); with neither, one job per chromosome. The plan is made here, when
 # the Snakefile is read, from the FASTA index (.fai; built when missing), so the jobs are
@@ -26,7 +26,7 @@ import shlex
 
 from snakemake.exceptions import WorkflowError
 
-from semiseg.shards import fasta_sizes, plan_shards, shard_names
+from semiseg.annotate.shards import fasta_sizes, plan_shards, shard_names
 
 
 configfile: "configs/pipeline.yaml"
@@ -65,7 +65,7 @@ def model_file():
     yeast) or a path; a run folder means its best.pt. None: the train rule's best.pt."""
     if not config.get("model"):
         return None
-    from semiseg.shipped import resolve_model
+    from semiseg.checkpoint import resolve_model
 
     path = resolve_model(str(config["model"]))
     return pattern(os.path.join(path, "best.pt") if os.path.isdir(path) else path, "model")
@@ -131,7 +131,7 @@ MODEL = model_file() or f"{OUT}/model/best.pt"
 ENV = "envs/semiseg.yaml"
 CONTAINER = config.get("container") or None  # an image for --sdm apptainer; off when empty
 
-# what `semiseg annotate --out PREFIX` writes (semiseg/annotate.py, genome/write.py;
+# what `semiseg annotate --out PREFIX` writes (semiseg/annotate/run.py, genome/write.py;
 # docs/outputs.md) and `semiseg merge` joins: every file is a declared output, so later
 # rules can ask for any; annotation(..., sidecar=True) adds the provenance sidecar
 # PREFIX.json (annotate's for a part, merge's for the merged set).
@@ -207,7 +207,7 @@ rule train:
         out=lambda wildcards, output: os.path.dirname(output.best),
         device=config["device"],
         extra=TRAIN_SET,
-        # gpus.train > 1: one process per GPU under torchrun (semiseg/distributed.py)
+        # gpus.train > 1: one process per GPU under torchrun (semiseg/train/distributed.py)
         launch=(["torchrun", "--standalone", f"--nproc_per_node={GPUS['train']}", "-m",
                  "semiseg.cli"] if GPUS["train"] > 1 else ["semiseg"]),
     threads: config["threads"]["train"]

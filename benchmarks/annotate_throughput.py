@@ -92,7 +92,7 @@ def random_checkpoint(config: str, fasta: str, path: str) -> None:
     from semiseg.config import load_config
     from semiseg.genome import Fasta, GenomeData, load_scheme
     from semiseg.model import model_hash
-    from semiseg.trainingdata import feature_columns
+    from semiseg.train.data import feature_columns
 
     cfg = load_config(config, [f"inputs.fasta={fasta}", "inputs.tracks={}"])
     scheme = load_scheme(cfg.labels.scheme)
@@ -145,8 +145,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from semiseg import ui
-    import semiseg.annotate as annotate_module
-    from semiseg.annotate import annotate
+    import semiseg.annotate.run as annotate_module
+    from semiseg.annotate.run import annotate
 
     ui.set_quiet(True)
     torch.set_num_threads(args.threads)

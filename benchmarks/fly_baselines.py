@@ -66,8 +66,8 @@ import gene_metrics as gm
 import orf_finder
 from augustus_baseline import augustus_version
 
-from semiseg import genelevel
-from semiseg.evaluate import evaluate, write_report
+from semiseg.evaluate import genelevel
+from semiseg.evaluate.run import evaluate, write_report
 from semiseg.genome import load_scheme
 
 FLY = os.path.join(ROOT, "data", "fly")

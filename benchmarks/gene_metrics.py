@@ -39,7 +39,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
-from semiseg.genelevel import GeneModel, merge
+from semiseg.evaluate.genelevel import GeneModel, merge
 
 YEAST = os.path.join(ROOT, "data", "yeast")
 CHRI = os.path.join(YEAST, "chrI.fa")
@@ -336,7 +336,8 @@ def evaluate_bed(pred: str, tolerance: int, out: str | None = None, truth: str =
     --out OUT` computes (the same functions), returned as its result dict."""
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    from semiseg.evaluate import evaluate, load_scheme_arg, write_report
+    from semiseg.evaluate.intervals import load_scheme_arg
+    from semiseg.evaluate.run import evaluate, write_report
 
     result = evaluate(pred, truth, scheme=load_scheme_arg(scheme), tolerance=tolerance)
     if out:

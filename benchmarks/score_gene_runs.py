@@ -46,8 +46,8 @@ from gene_metrics import (  # noqa: E402
     read_gff_genes,
 )
 
-from semiseg.evaluate import _fill  # noqa: E402
-from semiseg.intervals import read_segments, read_truth  # noqa: E402
+from semiseg.evaluate.run import _fill  # noqa: E402
+from semiseg.evaluate.intervals import read_segments, read_truth  # noqa: E402
 from semiseg.metrics import add_segment_counts, new_segment_counts, prf  # noqa: E402
 
 YEAST = os.path.join(ROOT, "data", "yeast")
@@ -63,7 +63,7 @@ def valid_block(cfg: dict) -> tuple[int, int]:
     if cfg.get("windows", {}).get("valid_offset") is None:
         return VALID_START, SIZES["chrII"]
     from semiseg.config import from_dict
-    from semiseg.trainingdata import split_regions
+    from semiseg.train.data import split_regions
 
     _, valid = split_regions(from_dict(cfg), SIZES)
     (_, lo, hi), = [v for v in valid if v[0] == "chrII"]
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="add a row for the naive ORF finder (benchmarks/orf_finder.py)")
     ap.add_argument("--record", default=None, help="append to RESULTS.md under this title")
     args = ap.parse_args(argv)
-    from semiseg.evaluate import load_scheme_arg
+    from semiseg.evaluate.intervals import load_scheme_arg
 
     scheme = load_scheme_arg(SCHEME)
     truth_tracks = {c: read_truth(TRUTH, scheme, {c: n}) for c, n in SIZES.items()}

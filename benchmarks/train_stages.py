@@ -45,7 +45,7 @@ def _sync(dev) -> None:
 
 
 def setup(config: str, batch: int, window: int, dev):
-    from semiseg import train as tr
+    from semiseg.train import loop as tr
     from semiseg.config import load_config
 
     cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}",
@@ -58,7 +58,7 @@ def setup(config: str, batch: int, window: int, dev):
 
 def step(model, opt, ds, idx, dev, amp: bool):
     """One training step; returns the seconds of each stage."""
-    from semiseg.train import _forward
+    from semiseg.train.loop import _forward
 
     t = [time.perf_counter()]
     x, lengths, y = ds.batch(idx, flip=[False] * len(idx))

@@ -127,7 +127,7 @@ def train(
 ) -> None:
     """Train a model; writes OUT/best.pt, OUT/last.pt, OUT/config.yaml, OUT/metrics.tsv."""
     from .config import load_config
-    from .train import train as run
+    from .train.loop import train as run
 
     _setup(quiet, threads)
     overrides = list(set_)
@@ -210,11 +210,11 @@ def annotate(
 ) -> None:
     """Segment a genome: PREFIX.bed, .browser.bed, .gff3, .posterior.LABEL.bw, .boundary.bw,
     .entropy.bw, .boundary_entropy.bw, .summary.tsv (and .samples.bed with --samples)."""
-    from .annotate import annotate as run
+    from .annotate.run import annotate as run
 
     _setup(quiet, threads)
     names = [c for item in chroms for c in item.split(",") if c]
-    from .shipped import resolve_model
+    from .checkpoint import resolve_model
 
     run(resolve_model(model), str(fasta) if fasta else None, out, tracks=track,
         regions=str(regions) if regions else None,
@@ -253,7 +253,7 @@ def merge(
 ) -> None:
     """Join per-chromosome annotations (from annotate --chroms) into one set of files."""
     from . import ui
-    from .merge import merge as run
+    from .annotate.merge import merge as run
 
     ui.set_quiet(quiet)
     for path in run(parts, out):
@@ -274,8 +274,8 @@ def shard(
     """Group a genome's chromosomes into shards of balanced length for annotation: many
     short contigs together, a long chromosome whole (annotate --regions OUT/SHARD.bed)."""
     from . import ui
+    from .annotate.shards import fasta_sizes, plan_shards, write_shards
     from .errors import SemisegError
-    from .shards import fasta_sizes, plan_shards, write_shards
 
     ui.set_quiet(quiet)
     size = None
@@ -315,9 +315,9 @@ def evaluate(
     """Accuracy of a segmentation: base-level P/R/F1/MCC, segment F1, boundary F1; with a
     GFF3/GTF truth also exon- and gene-level sensitivity, precision and F1."""
     from . import ui
-    from .evaluate import evaluate as run
-    from .evaluate import render_gene_table, render_table, write_report
-    from .origin import scheme_for
+    from .evaluate.intervals import scheme_for
+    from .evaluate.run import evaluate as run
+    from .evaluate.run import render_gene_table, render_table, write_report
 
     ui.set_quiet(quiet)
     result = run(str(pred), str(truth), scheme=scheme_for(str(pred), model, scheme, str(truth)),
@@ -330,7 +330,7 @@ def evaluate(
     if result.get("genes"):
         ui.result_console().print(render_gene_table(result))
     if result["calibration"]["segments"]:
-        from .calibration import render
+        from .evaluate.calibration import render
 
         ui.result_console().print(render(result["calibration"]))
     elif result["calibration"].get("note"):
@@ -365,8 +365,7 @@ def models(
 ) -> None:
     """List the shipped models (annotate --model NAME): file, scheme, resolution and
     training provenance."""
-    from .checkpoint import load_checkpoint
-    from .shipped import describe, registry
+    from .checkpoint import describe, load_checkpoint, registry
 
     rows = [describe(name, path, load_checkpoint(path)) for name, path in registry().items()]
     if as_json:
@@ -410,8 +409,8 @@ def plot(
 ) -> None:
     """Draw predicted segments (and truth, posteriors) over a region."""
     from . import ui
-    from .origin import scheme_for
-    from .plot import plot_region
+    from .evaluate.intervals import scheme_for
+    from .evaluate.plot import plot_region
 
     ui.set_quiet(quiet)
     plot_region(str(pred), region, str(out), truth=str(truth) if truth else None,
@@ -420,7 +419,7 @@ def plot(
 
 
 def _interrupted(detail: str = "") -> None:
-    from .interrupt import EXIT_INTERRUPTED, received
+    from .runtime import EXIT_INTERRUPTED, received
 
     how = " by SIGTERM" if received() == "SIGTERM" else ""
     typer.echo(f"semiseg: interrupted{how}; "
@@ -451,7 +450,7 @@ def main() -> None:
     """Console-script entry point. Exit codes (docs/reliability.md): 0 success; 2 a user
     error or a failed write, as one line `semiseg: error: ...`; 130 interrupted (Ctrl-C
     or SIGTERM, e.g. a SLURM time limit): `semiseg: interrupted`, temporary files removed."""
-    from .interrupt import EXIT_INTERRUPTED, Interrupted, install
+    from .runtime import EXIT_INTERRUPTED, Interrupted, install
 
     install()  # SIGINT and SIGTERM raise KeyboardInterrupt: clean-ups run
     try:

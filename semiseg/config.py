@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from .errors import SemisegError
+from .genome.iupac import check_motif
 from .genome.safeyaml import NoAliasLoader, YAMLAliasError
-from .iupac import check_motif
 
 
 @dataclass
@@ -117,11 +117,11 @@ class ModelConfig:
                  trunk (channels, layers, kernel_size, max_dilation) runs at 1/trunk_pool
                  resolution; fine_layers residual blocks of fine_channels at 1 bp
     orf_features: the gene model's encoder also reads 18 open-reading-frame channels
-                 made from the sequence (semiseg/orf.py: distances to in-frame stop and
+                 made from the sequence (semiseg/genemodel/orf.py: distances to in-frame stop and
                  start codons, kilobases away)
     splice_features: the gene model's encoder also reads 4 splice-site channels: donor
                  and acceptor log-odds per strand from position weight matrices counted
-                 at the training genes' introns (semiseg/splice.py)
+                 at the training genes' introns (semiseg/genemodel/splice.py)
     """
 
     encoder: str = "cnn"
@@ -160,17 +160,17 @@ class CRFConfig:
                   classifying each base on its own, no CRF; a baseline)
     site_scores:  the gene model's head adds position-weight-matrix scores of splice
                   donors and acceptors, start and stop codons (counted at the training
-                  genes, semiseg/sites.py), times a learned weight per site, to those
+                  genes, semiseg/genemodel/sites.py), times a learned weight per site, to those
                   labels' emissions
     content_scores: the gene model's head adds to coding labels the log-odds of a
                   three-periodic 5th-order Markov chain of coding sequence against one of
-                  sequence outside genes, counted at the training genes (semiseg/content.py)
+                  sequence outside genes, counted at the training genes (semiseg/genemodel/content.py)
     orf_length_scores: the gene model's head adds learned scores of ORF length to start
                   codons (the ORF each opens) and stop codons (the longest ORF each can
-                  close), semiseg/orflength.py
+                  close), semiseg/genemodel/orflength.py
     upstream_start_scores: the gene model's head adds to each start codon a learned
                   score of how many in-frame start codons lie upstream of it in its ORF
-                  (0, 1, 2, 3+: a ribosome mostly starts at the first), semiseg/orflength.py
+                  (0, 1, 2, 3+: a ribosome mostly starts at the first), semiseg/genemodel/orflength.py
     tie_noncoding: the gene model's intron labels take the background label's emission
                   plus a learned constant per strand, so the encoder cannot tell an
                   intron's inside from intergenic sequence by local content: where an
@@ -269,14 +269,14 @@ class AnnotateConfig:
              splice site (yeast: GTATGT)
     first_atg: the gene model at 1 bp only: move each gene's start codon to the first
              ATG of its open reading frame (the upstream-most in-frame ATG after the
-             previous stop), over intergenic bases only (semiseg/firstatg.py)
+             previous stop), over intergenic bases only (semiseg/genemodel/firstatg.py)
     long_orfs: the gene model at 1 bp only: after first_atg, call every open reading frame
              of at least this many codons (stop included; first ATG to stop) that lies
-             wholly in intergenic sequence a gene, the longest first (semiseg/orffill.py;
+             wholly in intergenic sequence a gene, the longest first (semiseg/genemodel/orffill.py;
              0: off). SGD's convention for yeast is 100
     learn_rules: the gene model at 1 bp only: `semiseg train` sets donor_motif,
              branch_penalty, first_atg and long_orfs from the training annotation,
-             each turned on only where the training genes obey it (semiseg/learnedrules.py;
+             each turned on only where the training genes obey it (semiseg/genemodel/learnedrules.py;
              the values learned replace the four above in the run's config)
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps

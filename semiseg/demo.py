@@ -109,11 +109,11 @@ SHIPPED_MODEL = Path(__file__).resolve().parent / "models" / "yeast_cds_frames.p
 def run(outdir: str | os.PathLike, data=None, device: str | None = None,
         epochs: int | None = None, train_model: bool = False) -> dict:
     """The whole demo; returns the evaluation result."""
-    from .annotate import annotate
-    from .evaluate import evaluate, render_table, write_report
+    from .annotate.run import annotate
+    from .evaluate.plot import plot_region
+    from .evaluate.run import evaluate, render_table, write_report
     from .genome import LabelScheme
-    from .plot import plot_region
-    from .train import train
+    from .train.loop import train
 
     data_dir = find_data(data)
     over = {}

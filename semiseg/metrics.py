@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from .genome._util import runs
+
 
 def confusion(pred, true, C: int) -> np.ndarray:
     """``(C, C)`` counts ``[truth, pred]`` over positions with ``true >= 0``; numpy arrays
@@ -50,17 +52,6 @@ def nanmean(values) -> float:
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
     return float(v.mean()) if len(v) else float("nan")
-
-
-def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Maximal runs of equal values: (starts, ends, values)."""
-    if arr.size == 0:
-        z = np.zeros(0, np.int64)
-        return z, z, z
-    change = np.flatnonzero(arr[1:] != arr[:-1]) + 1
-    starts = np.concatenate([[0], change])
-    ends = np.concatenate([change, [arr.size]])
-    return starts, ends, arr[starts]
 
 
 def _overlap_matches(ps, pe, ts, te) -> tuple[int, int]:
@@ -144,7 +135,7 @@ def segment_f1(seg: dict) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- genes
 # A gene model here is a key (chrom, strand, cds): cds a tuple of sorted, disjoint
-# (start, end) coding exons (semiseg/genelevel.py reads them from files).
+# (start, end) coding exons (semiseg/evaluate/genelevel.py reads them from files).
 
 
 def stop_variants(key: tuple) -> set[tuple]:

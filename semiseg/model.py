@@ -16,15 +16,14 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-
 import torch
 from torch import Tensor, nn
 
 from .config import Config
 from .crf import SemiCRF
 from .errors import SemisegError
-from .orf import N_ORF, orf_features
-from .splice import N_SPLICE, SpliceSignals
+from .genemodel.orf import N_ORF, orf_features
+from .genemodel.splice import N_SPLICE, SpliceSignals
 
 
 def steps_for(length, pool: int):
@@ -140,7 +139,7 @@ class GeneEncoder(nn.Module):
         self.pool = 1
         self.trunk_pool = trunk_pool
         self.orf = orf
-        self.splice = SpliceSignals() if splice else None  # matrices set by train.py
+        self.splice = SpliceSignals() if splice else None  # matrices set by train/loop.py
         n_in = n_features + (N_ORF if orf else 0) + (N_SPLICE if splice else 0)
         self.stem = nn.Conv1d(n_in, fine_channels, stem_kernel, padding=stem_kernel // 2)
         self.stem2 = nn.Conv1d(fine_channels, fine_channels, stem_kernel,
@@ -225,9 +224,9 @@ class Segmenter(nn.Module):
         self.has_hidden = c.boundaries
 
     def _init_frames(self, n_features: int, cfg: Config, scheme) -> None:
-        """The frame-aware gene model (framehead.py): 1-bp GeneEncoder + FrameHead."""
-        from .framehead import FrameHead
-        from .genome.frames import FrameLayout
+        """The frame-aware gene model (genemodel/head.py): 1-bp GeneEncoder + FrameHead."""
+        from .genemodel.frames import FrameLayout
+        from .genemodel.head import FrameHead
 
         m, c = cfg.model, cfg.crf
         if scheme is None:
@@ -246,9 +245,8 @@ class Segmenter(nn.Module):
             orf=m.orf_features, splice=m.splice_features)
         self.has_hidden = False
         if c.head == "argmax":  # the no-CRF baseline: one channel per scheme label
-            from .argmaxhead import ArgmaxHead
-
-            from .trainingdata import strand_swap
+            from .genemodel.argmaxhead import ArgmaxHead
+            from .genome.scheme import strand_swap
 
             self.crf = ArgmaxHead(layout)
             swap = strand_swap(scheme)

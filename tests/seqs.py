@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from semiseg.genome.frames import FrameLayout
+from semiseg.genemodel.frames import FrameLayout
 from semiseg.genome.scheme import load_scheme
 
 COMP = str.maketrans("ACGTNacgtn", "TGCANtgcan")

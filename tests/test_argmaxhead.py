@@ -1,13 +1,13 @@
-"""The no-CRF baseline head (semiseg/argmaxhead.py) against per-base numpy arithmetic."""
+"""The no-CRF baseline head (semiseg/genemodel/argmaxhead.py) against per-base numpy arithmetic."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from semiseg.argmaxhead import ArgmaxHead
+from semiseg.genemodel.argmaxhead import ArgmaxHead
+from semiseg.genemodel.frames import UNKNOWN, FrameLayout
 from semiseg.genome import LabelScheme
-from semiseg.genome.frames import UNKNOWN, FrameLayout
 
 
 def layout():
@@ -84,7 +84,7 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
 
     import pytest
 
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
     from semiseg.checkpoint import checkpoint_config, load_checkpoint, save_checkpoint
     from semiseg.errors import SemisegError
     from semiseg.genome import Fasta

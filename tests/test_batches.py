@@ -1,5 +1,5 @@
 """How annotate cuts a long sequence into decoding windows and batches them
-(semiseg/batches.py), and the --decode-overlap setting end to end."""
+(semiseg/annotate/batches.py), and the --decode-overlap setting end to end."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from seqs import SHIPPED_MODEL, bed_labels, chrI_piece
 
-from semiseg import batches
+from semiseg.annotate import batches
 from semiseg.errors import SemisegError
 
 
@@ -125,7 +125,7 @@ def test_windowed_decode_with_overlap_matches_whole(piece, tmp_path):
     base (as measured on all of chrI and chrII: RESULTS-log.md, "Annotation on one H100:
     decoding windows ..."), where an overlap of 200 steps does not (a stitch falls inside
     a gene there)."""
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     seq, fa = piece
     kw = {"device": "cpu", "reverse_complement": "off"}
@@ -137,14 +137,14 @@ def test_windowed_decode_with_overlap_matches_whole(piece, tmp_path):
                  decode_overlap=ov, certified_seams=False, **kw)
         win = bed_labels(tmp_path / "win.bed", len(seq))
         assert bool((whole == win).all()) is same, ov
-    # certified windows (the default; seams.py): the whole decode's labels at 200 too
+    # certified windows (the default; annotate/seams.py): the whole decode's labels at 200 too
     annotate(SHIPPED_MODEL, fa, str(tmp_path / "cert"), max_decode_steps=9000,
              decode_overlap=200, **kw)
     assert (bed_labels(tmp_path / "cert.bed", len(seq)) == whole).all()
 
 
 def test_decode_overlap_must_fit_the_window(piece, tmp_path):
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     _, fa = piece
     with pytest.raises(SemisegError, match="--decode-overlap"):

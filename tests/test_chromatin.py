@@ -179,7 +179,7 @@ def test_holdout_and_subtraction_against_masks(tmp_path):
 
 def test_holdout_stays_out_of_training_validation_and_statistics(tmp_path):
     from semiseg.config import load_config
-    from semiseg.trainingdata import make_windows, prepare
+    from semiseg.train.data import make_windows, prepare
 
     cfg = load_config(CONFIG, ["windows.holdout=[chrC, 'chrA:100000-150000']",
                                "windows.valid_chroms=[]", "windows.valid_fraction=0.25"])
@@ -205,7 +205,7 @@ def test_holdout_stays_out_of_training_validation_and_statistics(tmp_path):
 
 # ----------------------------------------------------------------------------- summary
 def test_outside_gaps_against_a_brute_force():
-    from semiseg.emit import _outside_gaps
+    from semiseg.annotate.emit import _outside_gaps
 
     rng = np.random.default_rng(1)
     for _ in range(300):
@@ -231,7 +231,7 @@ def trained(tmp_path_factory):
     """configs/chromatin.yaml as shipped, two epochs."""
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     out = tmp_path_factory.mktemp("chromatin") / "run"
     ui.set_quiet(True)
@@ -285,7 +285,7 @@ def test_shipped_config_trains_and_annotates_without_a_fasta(trained, tmp_path):
 def test_annotate_input_errors(trained, tmp_path):
     """Wrong track sheets and genome arguments: one line naming the problem, exit 2 (the
     command line, once), no output files."""
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     model = str(trained / "best.pt")
     sheet = tmp_path / "two.tsv"
@@ -322,7 +322,7 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
     """A FASTA that is all N on chrC and has an N run on chrB, given to a tracks-only
     model: annotate says so, writes chrC as one gap row, and summary.tsv counts exactly
     the labelled rows of the BED (it used to count the segments under the gap)."""
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
     from semiseg.genome.synth import write_fasta
 
     rng = np.random.default_rng(5)
@@ -346,7 +346,7 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
 
 
 def _datasets(cfg):
-    from semiseg.trainingdata import make_datasets, make_windows, prepare
+    from semiseg.train.data import make_datasets, make_windows, prepare
 
     data, annotation, scheme, columns = prepare(cfg)
     tr, va, chroms = make_windows(cfg, data.chrom_sizes)
@@ -362,8 +362,8 @@ def test_training_refuses_inputs_without_signal(tmp_path, logged):
     some training windows only: a warning with their number."""
     from semiseg.config import load_config
     from semiseg.genome.synth import write_fasta
-    from semiseg.train import train
-    from semiseg.trainingdata import check_fasta, check_signal
+    from semiseg.train.data import check_fasta, check_signal
+    from semiseg.train.loop import train
 
     write_fasta(tmp_path / "n.fa", {c: "N" * n for c, n in SIZES.items()})
     cfg = load_config(CONFIG, ["inputs.chrom_sizes=null", f"inputs.fasta={tmp_path}/n.fa",
@@ -426,7 +426,7 @@ def test_evaluate_scores_only_where_the_prediction_has_calls(tmp_path, onoff):
     rows elsewhere, as annotate --regions writes) and is right there. Hand-computed: 400
     bp scored, every F1 1 (the two truth segments beyond 400 are not missed: the old
     count gave "on" segment F1 2 * 1 / (1 + 3) = 0.5), 300 truth bp filled as off."""
-    from semiseg.evaluate import evaluate
+    from semiseg.evaluate.run import evaluate
 
     truth = _write(tmp_path / "t.bed", [("c", 100, 200, "on"), ("c", 500, 600, "on"),
                                         ("c", 800, 900, "on")])
@@ -461,7 +461,7 @@ def test_evaluate_hand_computed_f1_inside_the_called_part(tmp_path, onoff):
     on tp 50 of 100 and 100 -> F1 0.5; off tp 250 of 300 and 300 -> 5/6. Segments: each
     pair overlaps >= 50% both ways (F1 1), none is exact (F1 0); boundaries 100/150 and
     200/250 are 50 bp apart: F1 0 at +-10 bp, 1 at +-50."""
-    from semiseg.evaluate import evaluate
+    from semiseg.evaluate.run import evaluate
 
     truth = _write(tmp_path / "t.bed", [("c", 100, 200, "on"), ("c", 600, 700, "on")])
     pred = _write(tmp_path / "p.bed", [("c", 0, 150, "off"), ("c", 150, 250, "on"),

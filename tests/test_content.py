@@ -1,4 +1,4 @@
-"""Coding-content scores (semiseg/content.py) against counts and scans of strings."""
+"""Coding-content scores (semiseg/genemodel/content.py) against counts and scans of strings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 import torch
 from seqs import codes_of, layout, onehot, rc
 
-from semiseg.content import ORDER, PSEUDO, WORDS, ContentScores, content_channels, count_content
+from semiseg.genemodel.content import (
+    ORDER,
+    PSEUDO,
+    WORDS,
+    ContentScores,
+    content_channels,
+    count_content,
+)
 
 
 def word_id(word: str) -> int:

@@ -1,4 +1,4 @@
-"""Training on several processes (semiseg/distributed.py) against the single-process run
+"""Training on several processes (semiseg/train/distributed.py) against the single-process run
 as the oracle: two gloo processes under torchrun at half the batch each follow the same
 optimisation path as one process at the whole batch (equal up to floating-point
 reduction order), rank 0 alone writes the run, --resume works across world sizes, and a
@@ -20,8 +20,8 @@ import pytest
 import torch
 import yaml
 
-from semiseg.distributed import Context, per_rank_batch, shard
 from semiseg.errors import SemisegError
+from semiseg.train.distributed import Context, per_rank_batch, shard
 
 
 def _env():
@@ -73,7 +73,7 @@ def _train_here(cfg, out, **kw):
     """One process, in this one (the oracle; saves a process start)."""
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     ui.set_quiet(True)
     torch.set_num_threads(1)

@@ -17,9 +17,9 @@ import torch
 from test_frames import _intron_friendly, rc, scheme
 
 from semiseg.errors import SemisegError
-from semiseg.genome.frames import FrameLayout, base_codes
-from semiseg.iupac import check_motif
-from semiseg.seqmask import donor_motif_mask
+from semiseg.genemodel.frames import FrameLayout, base_codes
+from semiseg.genemodel.seqmask import donor_motif_mask
+from semiseg.genome.iupac import check_motif
 
 CLASSES = {"A": "A", "C": "C", "G": "G", "T": "T", "R": "[AG]", "Y": "[CT]", "S": "[CG]",
            "W": "[AT]", "K": "[GT]", "M": "[AC]", "B": "[CGT]", "D": "[AGT]", "H": "[ACT]",
@@ -61,7 +61,7 @@ def test_motifs_are_checked():
 
 
 def test_the_head_keeps_only_introns_that_begin_with_the_motif():
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.head import FrameHead
 
     rng = random.Random(11)
     seq = "".join(rng.choice("ACGT") for _ in range(300))
@@ -105,7 +105,7 @@ def test_the_head_keeps_only_introns_that_begin_with_the_motif():
 def test_set_from_the_command_line_or_the_model_config():
     from types import SimpleNamespace
 
-    from semiseg.generules import set_donor_motif
+    from semiseg.genemodel.generules import set_donor_motif
 
     gene = SimpleNamespace(donor_motif="")
     set_donor_motif(gene, "GTANG", None)  # the model's annotate section

@@ -233,7 +233,7 @@ def test_whole_vs_windowed_decoding(work, trained, annotated):
     proc = run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
                    "--chroms", "chrI", "--max-decode-steps", "8000",  # 8 kb at 1 bp
                    "--out", work / "ann" / "d")
-    assert "certified windows" in proc.stderr  # the gene model's default (seams.py)
+    assert "certified windows" in proc.stderr  # the gene model's default (annotate/seams.py)
     rows = _read_bed(work / "ann" / "d.bed")
     assert [r[:4] for r in rows] == whole  # certified seams: the whole-sequence answer
     assert int(rows[0][1]) == 0 and int(rows[-1][2]) == TEST_BP
@@ -284,7 +284,7 @@ def test_resume_equals_uninterrupted(work):
     """On CPU, stopping after epoch 1 and resuming gives bitwise the same model."""
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     ui.set_quiet(True)
     cfg = load_config(work / "tiny.yaml", ["train.epochs=2", "windows.valid_fraction=0.1"])

@@ -29,7 +29,7 @@ def _task(B, T, device, gen):
 def test_amp_training_and_decoding_on_cuda():
     from semiseg.config import from_dict
     from semiseg.model import Segmenter
-    from semiseg.train import _forward
+    from semiseg.train.loop import _forward
 
     dev = torch.device("cuda")
     torch.manual_seed(0)

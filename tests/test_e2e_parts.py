@@ -35,7 +35,7 @@ def test_encoder_output_does_not_depend_on_the_batch():
 
 
 def test_learning_rate_schedule():
-    from semiseg.train import learning_rate
+    from semiseg.train.loop import learning_rate
 
     lrs = [learning_rate(s, 100, 10, 1.0) for s in range(100)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
@@ -45,7 +45,9 @@ def test_learning_rate_schedule():
 
 def test_strand_swap_and_reverse_complement():
     from semiseg.genome import LabelScheme, load_scheme
-    from semiseg.trainingdata import Dataset, rc_columns, strand_swap
+    from semiseg.genome.scheme import strand_swap
+    from semiseg.genome.sequence import rc_columns
+    from semiseg.train.data import Dataset
 
     gs = load_scheme("gene_structure")
     swap = strand_swap(gs)
@@ -73,7 +75,7 @@ def test_strand_swap_and_reverse_complement():
 
 
 def test_read_regions(tmp_path):
-    from semiseg.annotate import read_regions
+    from semiseg.annotate.run import read_regions
 
     bed = tmp_path / "r.bed"
     bed.write_text("b\t5\t17\n#c\na\t0\t10\na\t8\t30\n")
@@ -92,8 +94,8 @@ def test_read_regions(tmp_path):
 
 
 def test_groups_batch_consecutive_short_items():
-    from semiseg.annotator import Item
-    from semiseg.batches import groups as _groups
+    from semiseg.annotate.annotator import Item
+    from semiseg.annotate.batches import groups as _groups
 
     items = [Item("big", 0, 10_000), Item("s1", 0, 300), Item("s2", 0, 200),
              Item("s3", 0, 250), Item("big2", 0, 9_000), Item("s4", 0, 100)]
@@ -118,7 +120,7 @@ def test_writer_thread_gives_the_same_files(tmp_path):
     the one written in the caller's thread, the summary's counts included."""
     import os
 
-    import semiseg.annotate as A
+    import semiseg.annotate.run as A
     from semiseg import ui
     from semiseg.genome import Fasta
 
@@ -154,7 +156,7 @@ def test_writer_thread_gives_the_same_files(tmp_path):
 
 
 def test_behind_runs_in_order_and_raises_the_first_error():
-    from semiseg.background import Behind
+    from semiseg.annotate.background import Behind
 
     for threaded in (False, True):
         done = []
@@ -179,7 +181,7 @@ def test_behind_queues_light_calls_and_holds_back_heavy_ones():
     caller; a heavy one then makes `submit` wait until the backlog is written."""
     import threading
 
-    from semiseg.background import Behind
+    from semiseg.annotate.background import Behind
 
     go, done = threading.Event(), []
 
@@ -216,7 +218,7 @@ def test_empty_fasta_record_is_left_out(tmp_path):
 
     import pyBigWig
 
-    import semiseg.annotate as A
+    import semiseg.annotate.run as A
     from semiseg import ui
     from semiseg.genome import Fasta
 
@@ -243,7 +245,7 @@ def test_empty_fasta_record_is_left_out(tmp_path):
 
 
 def test_reverse_rows_against_a_loop():
-    from semiseg.annotator import _reverse_rows
+    from semiseg.annotate.annotator import _reverse_rows
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(3, 9, 2, generator=g)
@@ -264,7 +266,7 @@ def test_annotate_emissions_over_both_strands_against_the_reverse_complement():
     missed reversal or channel swap moves it by ~1."""
     from seqs import ROOT, SHIPPED_MODEL, onehot, rc
 
-    from semiseg.annotator import Annotator
+    from semiseg.annotate.annotator import Annotator
     from semiseg.checkpoint import load_checkpoint
     from semiseg.genome import Fasta, GenomeData
 

@@ -1,4 +1,4 @@
-"""Ensembles of gene models (semiseg/ensemble.py, `semiseg ensemble`).
+"""Ensembles of gene models (semiseg/genemodel/ensemble.py, `semiseg ensemble`).
 
 Oracles: an ensemble of a model with itself annotates exactly as the model alone (the
 mean of two equal terms is the term); an ensemble's CRF terms equal the float64 mean of
@@ -18,8 +18,8 @@ import torch
 from seqs import ROOT, SHIPPED_MODEL, chrI_piece
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint, write_ensemble
-from semiseg.ensemble import make_ensemble, member_checkpoint
 from semiseg.errors import SemisegError
+from semiseg.genemodel.ensemble import make_ensemble
 from semiseg.model import model_hash
 
 
@@ -78,7 +78,7 @@ def test_terms_are_the_members_mean(shipped):
 
 
 def test_an_ensemble_of_one_model_twice_annotates_as_the_model(shipped, piece, tmp_path):
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     ens = tmp_path / "twice.pt"
     save_checkpoint(make_ensemble([shipped, shipped], ["a", "a"]), ens)
@@ -145,6 +145,16 @@ def test_bad_combinations_are_refused(shipped, tmp_path):
         torch.save(shipped, tmp_path / "a.pt")
         torch.save(b, tmp_path / "b.pt")
         write_ensemble([str(tmp_path / "a.pt"), str(tmp_path / "b.pt")], str(save))
+
+
+def member_checkpoint(ckpt: dict, i: int = 0) -> dict:
+    """Member i of an ensemble checkpoint as a single-model checkpoint (a single-model
+    checkpoint is returned as it is)."""
+    if "members" not in ckpt:
+        return ckpt
+    out = {k: v for k, v in ckpt.items() if k not in ("members", "member_hashes")}
+    out.update(model=ckpt["members"][i], model_hash=ckpt["member_hashes"][i])
+    return out
 
 
 def test_a_member_comes_back_out(shipped):

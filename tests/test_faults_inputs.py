@@ -121,7 +121,7 @@ def hostile(tmp_path_factory):
     """One annotate run (the shipped model) over a FASTA whose records have the HOSTILE
     names, 5 kb each from chrI (genes in most): returns (prefix, FASTA, sizes)."""
     from semiseg import ui
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     folder = tmp_path_factory.mktemp("hostile")
     seq = chrI()
@@ -671,8 +671,8 @@ def test_result_seqid_escape_round_trip(name):
 def test_result_attribute_escape_round_trip(value):
     """GFF3 attribute values with ; = & , % tab newline or a control character: escaped
     on writing, read back whole (a comma-split value too)."""
-    from semiseg.genome.gff import _parse_attrs
     from semiseg.genome.escapes import _esc
+    from semiseg.genome.gff import _parse_attrs
 
     text = f"ID={_esc(value)};Parent={_esc(value)},{_esc('p2')}"
     assert not any(c in _esc(value) for c in ";=&,\t\n\x01")
@@ -914,7 +914,7 @@ def test_error_merge_parts(tmp_path, monkeypatch, capsys, case):
 def test_result_merge_joins_disjoint_parts(tmp_path, monkeypatch, capsys):
     """Parts of one run on disjoint chromosomes: the merged BED is the parts' BEDs one
     after the other, and the merged GFF3 keeps the one origin."""
-    from semiseg.origin import prediction_origin
+    from semiseg.genome.origin import prediction_origin
 
     a = fake_part(tmp_path / "a", {"c1": 2000})
     b = fake_part(tmp_path / "b", {"c2": 1500, "c3": 900})
@@ -999,7 +999,7 @@ def test_error_usage(tmp_path, monkeypatch, capsys, small_fa, case):
 def test_result_gff3_of_another_run_beside_the_bed_is_ignored(tmp_path):
     """A PREFIX.gff3 beside PREFIX.bed that holds other sequences (left from another
     run) does not give the BED its origin; the BED's own run's GFF3 does."""
-    from semiseg.origin import prediction_origin
+    from semiseg.genome.origin import prediction_origin
 
     a = fake_part(tmp_path / "a", {"c1": 2000})
     b = fake_part(tmp_path / "b", {"c2": 2000}, model_hash="bbbbbbbbbbbb")

@@ -289,8 +289,8 @@ def _annotate(fa, out, **kw):
     """annotate() of the shipped model; the decoded batches of TINY are computed once per
     session and reused (these cases are about writing; decoding takes most of a run)."""
     from semiseg import ui
-    from semiseg.annotate import annotate
-    from semiseg.annotator import Annotator
+    from semiseg.annotate.annotator import Annotator
+    from semiseg.annotate.run import annotate
 
     real = Annotator.run_batch
 
@@ -350,10 +350,10 @@ FULL_CASES = [
     ("semiseg.genome.write", 300, {}),
     ("semiseg.genome.write", 5_000, {}),
     ("semiseg.genome.write", 2_000, {}),
-    ("semiseg.annotate", 0, {}),  # PREFIX.summary.tsv
-    ("semiseg.provenance", 0, {}),  # PREFIX.json, the last file of the set
-    ("semiseg.uncertainty", 0, {"samples": 2}),  # PREFIX.samples.bed
-    ("semiseg.outputset", 0, {}),  # the set's list, written before anything moves
+    ("semiseg.annotate.run", 0, {}),  # PREFIX.summary.tsv
+    ("semiseg.annotate.provenance", 0, {}),  # PREFIX.json, the last file of the set
+    ("semiseg.annotate.uncertainty", 0, {"samples": 2}),  # PREFIX.samples.bed
+    ("semiseg.annotate.outputset", 0, {}),  # the set's list, written before anything moves
 ]
 
 
@@ -390,7 +390,7 @@ def test_annotate_failure_mid_run_leaves_previous_set(tmp_path, tiny_fa, monkeyp
     """An interrupt, an I/O error or a bug while the writer's files are open: the staging
     folder and lock go, the previous set stays; an OSError is a one-line error, the others
     propagate as they are (KeyboardInterrupt: exit 130 in the command line)."""
-    import semiseg.annotate as A
+    import semiseg.annotate.run as A
 
     out = tmp_path / "o"
     before = _previous(out)
@@ -446,7 +446,7 @@ def test_merge_writes_a_whole_set(parts, tmp_path, monkeypatch, case):
     """merge writes OUT.* as annotate does: the previous set replaced whole (its stale
     posterior track gone) or, on a write failure or a held lock, one line and every file
     as it was."""
-    import semiseg.merge as M
+    import semiseg.annotate.merge as M
 
     out = tmp_path / "m"
     before = _previous(out)
@@ -518,7 +518,7 @@ def test_annotate_real_disk_full(disk, tiny_fa, monkeypatch, leave):
     about 100 KB), with the free-space margin off so the writes themselves hit ENOSPC
     (and libBigWig's guard is exact): a one-line error, no file added, the previous set
     and the filler unchanged, and no crash (libBigWig aborts or hangs on a full disk)."""
-    import semiseg.outputset as O
+    import semiseg.annotate.outputset as O
 
     monkeypatch.setattr(O, "SPACE_MARGIN", 0)
     out = disk / "o"
@@ -557,7 +557,7 @@ def _write_set(staged, names, text="new"):
 def test_outputset_writes_whatever_the_writers_create(tmp_path):
     """No fixed list: every file the writers put in the staging folder is moved, hidden
     temporary files are not."""
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     with OutputSet(tmp_path / "p") as s:
         _write_set(s, ["bed", "proteins.fa", "cds.fa", "json", "anything.new"])
@@ -569,7 +569,7 @@ def test_outputset_writes_whatever_the_writers_create(tmp_path):
 
 
 def test_outputset_second_set_replaces_first_and_keeps_others(tmp_path):
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     (tmp_path / "p.fa").write_text("input")
     (tmp_path / "p2.bed").write_text("another prefix")
@@ -590,7 +590,7 @@ def test_outputset_rename_failure_restores_previous(tmp_path, monkeypatch, fail_
     """The k-th rename of the commit fails (5 previous files moved aside, 4 new ones moved
     in, then the list): everything moved is moved back; the previous set is as it was,
     the new one is gone; one-line error."""
-    from semiseg import outputset as O
+    from semiseg.annotate import outputset as O
 
     before = _previous(tmp_path / "o")
     calls = [0]
@@ -628,7 +628,7 @@ def _dead_pid() -> int:
     ("empty", False),
 ])
 def test_outputset_lock_owners(tmp_path, owner, taken):
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     host = socket.gethostname()
     text = {"dead-here": f"{_dead_pid()} {host}", "alive-here": f"{os.getppid()} {host}",
@@ -651,7 +651,7 @@ def test_outputset_lock_owners(tmp_path, owner, taken):
 @pytest.mark.parametrize("how", ["ok", "error", "interrupt"])
 def test_outputset_lock_released(tmp_path, how):
     """The lock goes however the block ends, and a next run gets it."""
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     exc = {"ok": None, "error": ValueError, "interrupt": KeyboardInterrupt}[how]
     try:
@@ -671,7 +671,7 @@ def test_outputset_lock_released(tmp_path, how):
 def test_outputset_removes_staging_of_killed_runs(tmp_path):
     """A staging folder a SIGKILLed run left (no lock holder) goes with the next run of
     that prefix; another prefix's (even a similar name's) stays."""
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     for name in (".a.staging.abc123_x", ".a.b.staging.zzz", ".ab.staging.q1"):
         (tmp_path / name).mkdir()
@@ -685,7 +685,7 @@ def test_outputset_removes_staging_of_killed_runs(tmp_path):
 def test_outputset_signal_during_commit_is_deferred(tmp_path, monkeypatch):
     """A real SIGINT arriving while the set is moved into place: the moves finish (the
     whole new set is there, nothing staged left), then the interrupt is raised."""
-    from semiseg import outputset as O
+    from semiseg.annotate import outputset as O
 
     real = os.rename
     sent = []
@@ -707,7 +707,7 @@ def test_outputset_signal_during_commit_is_deferred(tmp_path, monkeypatch):
 @pytest.mark.parametrize("prefix,msg", [("", "expected a prefix"),
                                         ("nofolder/a", "does not exist")])
 def test_outputset_bad_prefix(tmp_path, monkeypatch, prefix, msg):
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SemisegError, match=msg):
@@ -719,7 +719,7 @@ def test_outputset_bad_prefix(tmp_path, monkeypatch, prefix, msg):
 def test_outputset_read_only_folder(tmp_path):
     """A folder the run may not write (a read-only file system as root, which ignores
     permissions; a 0555 folder otherwise): one line, nothing written."""
-    from semiseg.outputset import OutputSet
+    from semiseg.annotate.outputset import OutputSet
 
     ro = tmp_path / "ro"
     if os.geteuid() == 0:
@@ -750,8 +750,8 @@ def test_bigwig_guard_refuses_before_libbigwig_sees_a_full_disk(tmp_path, monkey
     """With less room than the entries and the close need, the writer raises ENOSPC
     before calling libBigWig (which would abort the process), and an abort closes the
     open bigWigs without writing to the disk."""
-    from semiseg.genome import diskspace as O
     from semiseg.genome import LabelScheme, OutputWriter
+    from semiseg.genome import diskspace as O
 
     scheme = LabelScheme.from_dict({"name": "toy", "labels": [{"name": "x"}, {"name": "y"}]})
     free = [10 << 20]
@@ -821,6 +821,7 @@ def tiny_cfg(tmp_path_factory):
     """A synthetic task (GC islands, genome/synth.py) and a tiny model: a run of two
     epochs takes a second or two."""
     import yaml
+
     from semiseg.genome.synth import gc_island_task
 
     d = tmp_path_factory.mktemp("train")
@@ -838,7 +839,7 @@ def tiny_cfg(tmp_path_factory):
 def _train(cfg_path, out, **kw):
     from semiseg import ui
     from semiseg.config import load_config
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     ui.set_quiet(True)
     return train(load_config(cfg_path), out, **kw)
@@ -851,7 +852,7 @@ def _epoch(path: Path) -> int:
 
 
 def test_train_writes_last_before_best(tiny_cfg, tmp_path, monkeypatch):
-    import semiseg.train as T
+    import semiseg.train.loop as T
 
     order = []
     real = T.save_checkpoint
@@ -869,7 +870,7 @@ def test_train_disk_full_then_resume(tiny_cfg, tmp_path, monkeypatch, fail):
     """Disk full while writing a checkpoint (or metrics.tsv) of an epoch: one line saying
     what is kept and what to do; doing that (--resume, or the same command when no epoch
     was complete) finishes the run, with best.pt the best epoch's state."""
-    import semiseg.train as T
+    import semiseg.train.loop as T
 
     name, epoch = fail.split("@")
     epoch = int(epoch)

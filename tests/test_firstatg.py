@@ -1,4 +1,4 @@
-"""Start codons moved to the first ATG of their ORF (semiseg/firstatg.py, annotate
+"""Start codons moved to the first ATG of their ORF (semiseg/genemodel/firstatg.py, annotate
 --first-atg), checked against a walk over plain strings: the plus strand read left to
 right, the minus strand through the reverse complement of the whole sequence."""
 
@@ -10,7 +10,7 @@ from seqs import BG, CM, CP, OTHER, SHIPPED_MODEL, bed_labels, chrI_piece
 from seqs import rc as revcomp
 
 from semiseg.errors import SemisegError
-from semiseg.firstatg import extend_starts
+from semiseg.genemodel.firstatg import extend_starts
 
 STOPS = ("TAA", "TAG", "TGA")
 
@@ -99,7 +99,7 @@ def test_what_is_left_alone():
     extend_starts(lab, seq, {"+": CP}, BG)
     assert lab.tolist() == [BG] * 13 + [CP] * 8 + [BG] * 3
     # coarser resolutions carry no codons: annotate leaves the step off there
-    from semiseg.generules import gene_rules
+    from semiseg.genemodel.generules import gene_rules
     from semiseg.genome import load_scheme
 
     assert gene_rules(load_scheme("gene_structure"), 20, True, None, 0, None) is None
@@ -109,8 +109,8 @@ def test_annotate_first_atg_on_the_shipped_model(tmp_path):
     """With --first-atg every gene of the GFF3 whose 5' side is intergenic starts at the
     first ATG of its ORF or at a base next to another feature; without it the same genes
     end at the same stop codons. A model without CDS labels refuses the flag."""
-    from semiseg.annotate import annotate
-    from semiseg.generules import gene_rules
+    from semiseg.annotate.run import annotate
+    from semiseg.genemodel.generules import gene_rules
     from semiseg.genome import load_scheme
 
     seq, fasta = chrI_piece(tmp_path, 30000, 40000)

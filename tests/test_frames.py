@@ -1,4 +1,4 @@
-"""The reading-frame gene model (genome/frames.py, framehead.py) against independent rules.
+"""The reading-frame gene model (genemodel/frames.py, genemodel/head.py) against independent rules.
 
 The oracle is biology written out directly: a gene read 5' to 3' starts with ATG, is a
 whole number of codons after its introns are spliced out, ends with a stop codon and
@@ -16,10 +16,17 @@ import numpy as np
 import pytest
 import torch
 
+from semiseg.genemodel.frames import (
+    INTRON_ANY,
+    UNKNOWN,
+    FrameLayout,
+    GoldReport,
+    base_codes,
+    frame_gold,
+    merge_runs,
+)
+from semiseg.genemodel.seqmask import sequence_allowed as _sequence_allowed
 from semiseg.genome import LabelScheme
-from semiseg.genome.frames import (INTRON_ANY, UNKNOWN, FrameLayout, GoldReport, base_codes,
-                                   frame_gold, merge_runs)
-from semiseg.seqmask import sequence_allowed as _sequence_allowed
 from semiseg.genome.gff import Transcript
 
 STOP = {"TAA", "TAG", "TGA"}
@@ -360,7 +367,7 @@ def test_gold_leaves_unknown_introns_not_gt_ag_and_codons_next_to_an_intron():
 def test_boundary_marginals_against_enumeration(strand):
     """FrameHead.marginals' boundary track: the probability that a gene or an exon edge
     lies at t, summed over every allowed segmentation enumerated here."""
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.head import FrameHead
 
     seq = "CATGAGTAAAGAATAA"  # ATG A [GTAAAG] AA TAA
     seq = seq if strand == "+" else rc(seq)
@@ -431,8 +438,8 @@ def test_of_overlapping_genes_the_longest_is_kept():
 def test_the_yeast_annotation_is_representable():
     """Every gold window of the real chrI is a segmentation the model allows."""
     from semiseg.crf import log_partition
+    from semiseg.genemodel.frames import FrameGold
     from semiseg.genome import Fasta, read_annotation
-    from semiseg.genome.frames import FrameGold
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
 
     sch = scheme()
@@ -461,7 +468,7 @@ def test_the_yeast_annotation_is_representable():
 
 
 def test_frame_head_decodes_gene_structures_only():
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.head import FrameHead
 
     rng = random.Random(3)
     seq = "".join(rng.choice("ACGT") for _ in range(400))
@@ -532,7 +539,7 @@ def test_intron_penalty_is_a_score_taken_from_each_intron():
     """annotate.intron_penalty b: the same distribution as b taken from the emission of
     each intron's left splice base (a 1-bp segment, so once per intron), and a large b
     leaves no intron in the decoded structure."""
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.head import FrameHead
 
     rng = random.Random(5)
     seq = "".join(rng.choice("ACGT") for _ in range(300))
@@ -588,7 +595,7 @@ def _branch_case():
     sys.path.insert(0, "tests")
     from test_sites import CONSENSUS, weak_scan
 
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.head import FrameHead
 
     rng = random.Random(8)
     parts = []
@@ -673,10 +680,10 @@ def test_window_edges_are_moved_out_of_codons_and_introns():
     trainingdata.clear_of_rigid every such window is representable, and each window
     only shrank, by less than the piece it left."""
     from semiseg.crf import log_partition
+    from semiseg.genemodel.frames import FrameGold
     from semiseg.genome import Fasta, read_annotation
-    from semiseg.genome.frames import FrameGold
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
-    from semiseg.trainingdata import Window, clear_of_rigid
+    from semiseg.train.data import Window, clear_of_rigid
 
     sch = scheme(min_intron=60)
     fa = Fasta(["data/yeast/chrII.fa"])
@@ -727,7 +734,7 @@ def test_the_decode_chains_short_segments_into_the_same_labels(min_intron):
     score of a mask-only decode with K' are those with K (float64, the reference
     backend), and one step shorter than K' loses some (so the check can fail)."""
     from semiseg.crf import viterbi
-    from semiseg.genome.frames import MISALIGNED
+    from semiseg.genemodel.frames import MISALIGNED
 
     lay = FrameLayout.from_scheme(scheme(min_intron=min_intron))
     K, B, T = 40, 24, 160

@@ -1,5 +1,5 @@
-"""N runs cut out before encoding (semiseg/gaps.py) and annotate's progress during long
-sequences (semiseg/progress.py), issue 42."""
+"""N runs cut out before encoding (semiseg/annotate/gaps.py) and annotate's progress during long
+sequences (semiseg/annotate/progress.py), issue 42."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from seqs import ROOT, SHIPPED_MODEL
 
-from semiseg import annotate as A
-from semiseg import gaps, progress, ui
-from semiseg.annotate import annotate
-from semiseg.annotator import Item
+from semiseg import ui
+from semiseg.annotate import gaps, progress
+from semiseg.annotate import run as A
+from semiseg.annotate.annotator import Item
+from semiseg.annotate.run import annotate
 
 CHRI = os.path.join(ROOT, "data", "yeast", "chrI.fa")
 
@@ -200,7 +201,7 @@ def test_progress_moves_within_one_long_sequence(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
     seq = _chrI(30_000, 38_000)
     fa = _write(tmp_path / "s.fa", {"s": seq})
-    # the centre-keeping windows (the certified ones report through seams.py)
+    # the centre-keeping windows (the certified ones report through annotate/seams.py)
     _run(fa, str(tmp_path / "o"), window=2_000, context=500, batch_steps=2_000,
          max_decode_steps=2_000, certified_seams=False)
     err = capsys.readouterr().err

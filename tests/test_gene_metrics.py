@@ -1,4 +1,4 @@
-"""Exon- and gene-level scores (metrics.gene_level, genelevel.py, `semiseg evaluate`) on
+"""Exon- and gene-level scores (metrics.gene_level, evaluate/genelevel.py, `semiseg evaluate`) on
 hand-built gene sets whose right answers are counted by hand in the comments."""
 
 from __future__ import annotations
@@ -10,8 +10,13 @@ import sys
 import pytest
 
 from semiseg.errors import SemisegError
-from semiseg.evaluate import evaluate
-from semiseg.genelevel import GeneModel, models_from_segments, normalise_stops, read_gene_models
+from semiseg.evaluate.genelevel import (
+    GeneModel,
+    models_from_segments,
+    normalise_stops,
+    read_gene_models,
+)
+from semiseg.evaluate.run import evaluate
 from semiseg.genome import load_scheme
 from semiseg.metrics import gene_level, loci, stop_variants
 
@@ -279,7 +284,7 @@ def test_semiseg_bed_and_gff3_give_the_same_genes(tmp_path):
 
     from seqs import ROOT, SHIPPED_MODEL
 
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     fa = os.path.join(ROOT, "data", "yeast", "chrI.fa")
     gff = os.path.join(ROOT, "data", "yeast", "yeast_chrI_chrII.gff3")

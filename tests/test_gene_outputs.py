@@ -97,7 +97,7 @@ def test_split_start_and_stop_codons():
 
 @pytest.fixture(scope="module")
 def annotated(tmp_path_factory):
-    import semiseg.annotate as A
+    import semiseg.annotate.run as A
     from semiseg import ui
     from semiseg.genome import Fasta
 
@@ -401,10 +401,10 @@ def test_merged_bigwigs_keep_full_zoom_levels(tmp_path):
     levels too: >= 5 (header bytes), the coarsest summarising whole chromosomes."""
     import pyBigWig
 
-    from semiseg.annotate import write_summary
+    from semiseg.annotate.merge import merge
+    from semiseg.annotate.run import write_summary
     from semiseg.genome import OutputWriter
     from semiseg.genome.labels import load_scheme
-    from semiseg.merge import merge
 
     scheme = load_scheme("gene_structure")
     rng = np.random.default_rng(2)
@@ -495,7 +495,7 @@ def test_zoom_bins_in_batches_against_the_bases(monkeypatch):
 def test_provenance_of_a_run_folder_and_a_shipped_name(tmp_path):
     """--model as a run folder or a shipped model's name: the provenance names and hashes
     the checkpoint file read (FOLDER/best.pt; the shipped file)."""
-    from semiseg import provenance
+    from semiseg.annotate import provenance
 
     folder = tmp_path / "run"
     folder.mkdir()

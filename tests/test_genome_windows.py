@@ -69,7 +69,7 @@ def test_validation_block_at_the_end_or_at_an_offset():
     windows.valid_offset the block starts there instead (cross-validation folds), the
     training regions are what is left on either side, and every base is in exactly one."""
     from semiseg.config import load_config
-    from semiseg.trainingdata import split_regions
+    from semiseg.train.data import split_regions
 
     sizes = {"a": 1000, "b": 400}
 

@@ -438,10 +438,10 @@ def test_frame_model_on_the_gpu_matches_the_cpu(extras):
     on the CPU, and its posteriors agree."""
     import random
 
-    from semiseg.framehead import FrameHead
+    from semiseg.genemodel.frames import FrameLayout, base_codes
+    from semiseg.genemodel.head import FrameHead
+    from semiseg.genemodel.sites import SITES
     from semiseg.genome import LabelScheme
-    from semiseg.genome.frames import FrameLayout, base_codes
-    from semiseg.sites import SITES
 
     sch = LabelScheme.from_dict({"name": "t", "kind": "gene_structure",
                                  "background": "intergenic", "min_intron": 20, "labels": [

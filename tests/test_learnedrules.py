@@ -1,4 +1,4 @@
-"""Gene rules learned from the training annotation (semiseg/learnedrules.py), on windows
+"""Gene rules learned from the training annotation (semiseg/genemodel/learnedrules.py), on windows
 built by hand so that the right answer is known by construction."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 import numpy as np
 from seqs import layout, onehot, rc
 
+from semiseg.genemodel.learnedrules import learn_donor_motif, learn_first_atg, learn_long_orfs
 from semiseg.genome.scheme import load_scheme
-from semiseg.learnedrules import learn_donor_motif, learn_first_atg, learn_long_orfs
 
 LAY = layout()
 KINDS = [LAY.kind_names[k] for k in LAY.kind]

@@ -1,4 +1,4 @@
-"""ORF features (semiseg/orf.py) against a direct scan of the sequence, base by base."""
+"""ORF features (semiseg/genemodel/orf.py) against a direct scan of the sequence, base by base."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from semiseg.orf import N_ORF, orf_features
+from semiseg.genemodel.orf import N_ORF, orf_features
 
 STOP = {"TAA", "TAG", "TGA"}
 COMP = str.maketrans("ACGTN", "TGCAN")

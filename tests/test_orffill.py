@@ -1,4 +1,4 @@
-"""Long intergenic ORFs called genes (semiseg/orffill.py, annotate.long_orfs).
+"""Long intergenic ORFs called genes (semiseg/genemodel/orffill.py, annotate.long_orfs).
 
 Oracle: a codon-by-codon string walk over the sequence and its reverse complement that
 lists every ORF (first ATG after the previous in-frame stop, to its stop codon), keeps
@@ -19,7 +19,7 @@ from seqs import BG, CM, CP, OTHER, ROOT, SHIPPED_MODEL, bed_labels, chrI_piece
 from seqs import rc as revcomp
 
 from semiseg.errors import SemisegError
-from semiseg.orffill import long_orfs
+from semiseg.genemodel.orffill import long_orfs
 
 STOPS = ("TAA", "TAG", "TGA")
 
@@ -121,7 +121,7 @@ def test_hand_cases():
 def test_annotate_long_orfs_on_the_shipped_model(tmp_path):
     """chrI's first 12 kb: the --long-orfs 100 output equals the oracle applied to the
     --long-orfs 0 output (both with the shipped first-ATG rule), and adds genes."""
-    from semiseg.annotate import annotate
+    from semiseg.annotate.run import annotate
 
     seq, fasta = chrI_piece(tmp_path, 0, 12000)
     got = {}
@@ -136,7 +136,7 @@ def test_annotate_long_orfs_on_the_shipped_model(tmp_path):
 
 
 def test_bad_long_orfs(tmp_path):
-    from semiseg.generules import gene_rules
+    from semiseg.genemodel.generules import gene_rules
     from semiseg.genome import load_scheme
 
     gene = load_scheme("gene_structure")

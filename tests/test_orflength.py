@@ -1,4 +1,4 @@
-"""ORF-length scores (semiseg/orflength.py) against string scans of the sequence."""
+"""ORF-length scores (semiseg/genemodel/orflength.py) against string scans of the sequence."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ import pytest
 import torch
 from seqs import codes_of, layout, rc
 
-from semiseg.genome.frames import FrameLayout
-from semiseg.orflength import (LOG_MAX, LOG_MIN, N_KNOTS, N_UPSTREAM, OrfLengthScores,
-                                UpstreamStartScores, hat_basis, orf_lengths, upstream_starts)
+from semiseg.genemodel.frames import FrameLayout
+from semiseg.genemodel.orflength import (
+    LOG_MAX,
+    LOG_MIN,
+    N_KNOTS,
+    N_UPSTREAM,
+    OrfLengthScores,
+    UpstreamStartScores,
+    hat_basis,
+    orf_lengths,
+    upstream_starts,
+)
 
 STOPS = ("TAA", "TAG", "TGA")
 
@@ -213,8 +222,8 @@ def test_a_start_codon_scores_the_length_of_its_own_gene(seed):
     sys.path.insert(0, "tests")
     from test_frames import allowed_segmentations, scheme
 
-    from semiseg.framehead import FrameHead
-    from semiseg.genome.frames import base_codes
+    from semiseg.genemodel.frames import base_codes
+    from semiseg.genemodel.head import FrameHead
 
     seq = _no_splice_seq(seed, 13)
     lay = FrameLayout.from_scheme(scheme())

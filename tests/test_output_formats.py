@@ -170,7 +170,8 @@ def test_bed_scheme_outputs_open_everywhere(tmp_path):
 
 
 def test_merged_outputs_open_everywhere(tmp_path):
-    from semiseg.annotate import merge, write_summary
+    from semiseg.annotate.merge import merge
+    from semiseg.annotate.run import write_summary
 
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     sa = _gene_structure_outputs(a, chroms=("chrA",))

@@ -336,8 +336,8 @@ def test_merge_joins_gene_outputs_as_one_job(tmp_path):
     chromosomes in one job (the oracle), and a sidecar holding the parts' sidecars; a
     part's broken sidecar is one clear error and leaves no merged files."""
     from semiseg import ui
-    from semiseg.annotate import annotate
-    from semiseg.merge import merge
+    from semiseg.annotate.merge import merge
+    from semiseg.annotate.run import annotate
 
     _fasta(tmp_path / "g.fa", {"A": (DATA / "chrI.fa", 0, 1000),
                                "B": (DATA / "chrI.fa", 1500, 2500)})

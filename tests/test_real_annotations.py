@@ -21,8 +21,8 @@ import torch
 from semiseg import ui
 from semiseg.config import from_dict, read_yaml
 from semiseg.errors import SemisegError
+from semiseg.genemodel.frames import INTRON_ANY, UNKNOWN
 from semiseg.genome import cleanup as cl
-from semiseg.genome.frames import INTRON_ANY, UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[1]
 FLY = next((p for p in (ROOT / "data" / "fly", ROOT.parent / "shared" / "data" / "fly")
@@ -128,7 +128,7 @@ def logs(monkeypatch):
 
 
 def _gold_for(cfg):
-    from semiseg.trainingdata import frame_gold_for, prepare
+    from semiseg.train.data import frame_gold_for, prepare
 
     data, ann, scheme, _ = prepare(cfg)
     return data, ann, frame_gold_for(cfg, scheme, ann, data)
@@ -136,8 +136,8 @@ def _gold_for(cfg):
 
 def _loss_gold_inf(gold, fasta, chrom, windows, K=256) -> list[bool]:
     """Whether the loss (FrameHead.nll, zero emissions) is infinite on each window."""
-    from semiseg.framehead import FrameHead
-    from semiseg.genome.frames import base_codes
+    from semiseg.genemodel.frames import base_codes
+    from semiseg.genemodel.head import FrameHead
 
     head = FrameHead(gold.layout, K)
     out = []
@@ -156,8 +156,8 @@ def _loss_gold_inf(gold, fasta, chrom, windows, K=256) -> list[bool]:
 def test_named_windows_inf_before_finite_after(tmp_path, logs):
     """The issue's two windows: the loss is infinite with the annotation as it is and
     finite after the clean-up (the loss itself, not the check, is the oracle)."""
+    from semiseg.genemodel.frames import FrameGold, FrameLayout
     from semiseg.genome import Fasta, load_scheme, read_annotation
-    from semiseg.genome.frames import FrameGold, FrameLayout
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
 
     cfg = _config(tmp_path, FLY / "chr2R_2M_6M.fa", FLY / "chr2R_2M_6M.gff3")
@@ -231,8 +231,8 @@ def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, mo
     finds the windows (the loss's own log Z(gold): it agrees with log Z - nll), masks
     exactly the transcripts the clean-up would have named, and every window is then
     allowed."""
-    from semiseg.annotation_check import fresh_head, gold_log_z
-    from semiseg.trainingdata import make_datasets, make_windows, prepare
+    from semiseg.genemodel.annotation_check import fresh_head, gold_log_z
+    from semiseg.train.data import make_datasets, make_windows, prepare
 
     fa, gff = _write_region(tmp_path, *REGION)
     cfg = _config(tmp_path, fa, gff)
@@ -246,7 +246,7 @@ def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, mo
     tr, va, _ = make_windows(cfg, data.chrom_sizes)
     # the check off: some window's gold is impossible, and gold_log_z says so as the
     # loss does (log Z - nll), window by window
-    monkeypatch.setattr("semiseg.trainingdata.check_windows", lambda *a, **k: None)
+    monkeypatch.setattr("semiseg.train.data.check_windows", lambda *a, **k: None)
     trd, _ = make_datasets(cfg, data, ann, scheme, cols, tr, va)
     head = fresh_head(_layout(scheme), cfg.crf.max_duration)
     x, lengths, y = trd.batch(list(range(len(trd))))
@@ -274,7 +274,7 @@ def test_check_matches_the_loss_and_finds_what_cleanup_misses(tmp_path, logs, mo
 
 
 def _layout(scheme):
-    from semiseg.genome.frames import FrameLayout
+    from semiseg.genemodel.frames import FrameLayout
 
     return FrameLayout.from_scheme(scheme)
 
@@ -282,12 +282,12 @@ def _layout(scheme):
 def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
     """An infinite loss in training is an error naming the window and the batch, with
     no advice about the learning rate (the check switched off to provoke it)."""
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     fa, gff = _write_region(tmp_path, *REGION)
     cfg = _config(tmp_path, fa, gff, train__batch_size=64)
     monkeypatch.setattr(cl, "_split_stop", lambda *a: False)
-    monkeypatch.setattr("semiseg.trainingdata.check_windows", lambda *a, **k: None)
+    monkeypatch.setattr("semiseg.train.data.check_windows", lambda *a, **k: None)
     with pytest.raises(SemisegError) as err:
         train(cfg, tmp_path / "run")
     msg = str(err.value)
@@ -297,7 +297,7 @@ def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
 
 # ----------------------------------------------------------------------------- bad input trains
 def _train_ok(cfg, tmp_path, logs) -> str:
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     out = train(cfg, tmp_path / "run")
     assert out["epochs_run"] == 1
@@ -323,7 +323,7 @@ def test_shared_gff3_as_it_is_trains(tmp_path, logs):
 def test_gtf_of_the_same_trains_alike(tmp_path, logs):
     """A GTF made from the GFF3: the same clean-up (the same transcripts set aside for
     the same reasons) and it trains."""
-    from semiseg.trainingdata import prepare
+    from semiseg.train.data import prepare
 
     gtf = tmp_path / "fly.gtf"
     _gtf_from_gff3(FLY / "chr2R_2M_6M.gff3", gtf)
@@ -371,7 +371,7 @@ def _bad_rows(kind: str, gff: Path, size: int) -> tuple[str, str, tuple[int, int
 def test_bad_transcript_masked_named_and_trains(tmp_path, logs, kind, reason):
     """Each bad transcript: set aside for its reason, named in the log, its extent
     unknown in the labels (outside any kept gene), and training runs."""
-    from semiseg.trainingdata import prepare
+    from semiseg.train.data import prepare
 
     fa, gff = _write_region(tmp_path, *REGION)
     size = REGION[1] - REGION[0]
@@ -397,7 +397,7 @@ def test_soft_masked_sequence_trains_alike(tmp_path, logs):
     """An all-lowercase FASTA gives the same clean-up as the upper-case one (codons and
     splice sites are read case-blind) and trains, with and without the soft-mask
     channel."""
-    from semiseg.trainingdata import prepare
+    from semiseg.train.data import prepare
 
     up = prepare(_config(tmp_path, *_write_region(tmp_path, *REGION, name="fly")))[1]
     low_dir = tmp_path / "low"
@@ -466,11 +466,11 @@ def test_window_dropped_when_no_gene_can_be_blamed(tmp_path, logs):
     """Without the clean-up's list of kept genes the check cannot localise a failure:
     exactly the windows whose loss is infinite (FrameHead.nll, the oracle) are dropped,
     named, and the rest keep their labels."""
-    from semiseg.annotation_check import check_gold_paths
+    from semiseg.genemodel.annotation_check import check_gold_paths
+    from semiseg.genemodel.frames import FrameGold, FrameLayout
     from semiseg.genome import read_annotation
-    from semiseg.genome.frames import FrameGold, FrameLayout
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
-    from semiseg.trainingdata import Dataset, clear_of_rigid, prepare, tile
+    from semiseg.train.data import Dataset, clear_of_rigid, prepare, tile
 
     fa, gff = _write_region(tmp_path, *REGION)
     cfg = _config(tmp_path, fa, gff)
@@ -498,8 +498,8 @@ def test_window_dropped_when_no_gene_can_be_blamed(tmp_path, logs):
 def test_nan_loss_message_names_the_window():
     """A NaN loss is reported as a bug naming epoch, batch and the window(s) whose loss
     is not finite (a flipped one said so), never as learning-rate advice."""
-    from semiseg.train import nonfinite_loss
-    from semiseg.trainingdata import Window
+    from semiseg.train.data import Window
+    from semiseg.train.loop import nonfinite_loss
 
     class Ds:
         windows = (Window("c", 0, 10), Window("c", 10, 20), Window("d", 5, 9))
@@ -520,11 +520,12 @@ def test_gene_pieces_decide_as_whole_windows(tmp_path, size):
     of long intergenic runs): on the raw fly annotation (some windows impossible), both
     strands, it says exactly what the whole windows say (gold_log_z over each window,
     itself the loss's log Z(gold))."""
-    from semiseg.annotation_check import _Checker, fresh_head, gene_pieces, gold_log_z
+    from semiseg.genemodel.annotation_check import _Checker, fresh_head, gene_pieces, gold_log_z
+    from semiseg.genemodel.frames import FrameGold, FrameLayout
     from semiseg.genome import read_annotation
-    from semiseg.genome.frames import FrameGold, FrameLayout
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
-    from semiseg.trainingdata import Dataset, clear_of_rigid, prepare, rc_columns, tile
+    from semiseg.genome.sequence import rc_columns
+    from semiseg.train.data import Dataset, clear_of_rigid, prepare, tile
 
     fa, gff = _write_region(tmp_path, 2_588_000, 2_606_000)
     cfg = _config(tmp_path, fa, gff)

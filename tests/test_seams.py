@@ -1,4 +1,4 @@
-"""Certified windowed decoding (semiseg/seams.py, docs/decoding.md, issue 42).
+"""Certified windowed decoding (semiseg/annotate/seams.py, docs/decoding.md, issue 42).
 
 Oracles: the whole-sequence Viterbi of the torch reference backend (itself tested
 against enumeration in test_crf_reference.py) and, for tiny sequences, brute-force
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from semiseg import batches
+from semiseg.annotate import batches
+from semiseg.annotate.seams import SeamStats, certified_viterbi
 from semiseg.crf import viterbi
-from semiseg.seams import SeamStats, certified_viterbi
 
 F64 = torch.float64
 
@@ -189,11 +189,11 @@ def test_gene_decode_equals_whole_posterior_decode():
     every seam accounted for."""
     from seqs import SHIPPED_MODEL
 
-    from semiseg.annotator import Annotator, Item
+    from semiseg.annotate.annotator import Annotator, Item
+    from semiseg.annotate.seams import gene_decode
     from semiseg.checkpoint import checkpoint_config, load_checkpoint
-    from semiseg.generules import set_donor_motif
+    from semiseg.genemodel.generules import set_donor_motif
     from semiseg.genome import Fasta, GenomeData
-    from semiseg.seams import gene_decode
 
     root = Path(__file__).resolve().parent.parent
     ck = load_checkpoint(SHIPPED_MODEL)

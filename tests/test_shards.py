@@ -1,4 +1,4 @@
-"""Annotation shards (semiseg/shards.py): the planner's grouping, and the round trip
+"""Annotation shards (semiseg/annotate/shards.py): the planner's grouping, and the round trip
 on a fragmented genome (thousands of short contigs) through `semiseg shard`, annotate
 per shard (--regions SHARD.bed) and `semiseg merge`, against annotating the whole genome
 in one job as the oracle (the Snakefile's shard scatter: tests/test_pipeline.py)."""
@@ -15,12 +15,26 @@ import pytest
 import torch
 import yaml
 
+from semiseg.annotate.shards import plan_shards, shard_names
 from semiseg.errors import SemisegError
-from semiseg.shards import plan_shards, read_plan, shard_names
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("pyBigWig")
 
+
+
+def read_plan(path: str | Path) -> list[tuple[str, list[str]]]:
+    """[(shard, [chrom, ...]), ...] from a shards.tsv, in order."""
+    plan: dict[str, list[str]] = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            f = line.rstrip("\n").split("\t")
+            if n == 1 and f[0] == "shard":
+                continue
+            if len(f) < 2:
+                raise AssertionError(f"{path}:{n}: expected shard, chrom, length")
+            plan.setdefault(f[0], []).append(f[1])
+    return list(plan.items())
 
 def _sizes(n=500, seed=0):
     rng = np.random.default_rng(seed)
@@ -91,7 +105,7 @@ def fragmented(tmp_path_factory):
     from semiseg import ui
     from semiseg.config import load_config
     from semiseg.genome.synth import gc_island_genome, gc_island_task, write_fasta
-    from semiseg.train import train
+    from semiseg.train.loop import train
 
     d = tmp_path_factory.mktemp("shards")
     rng = np.random.default_rng(5)
@@ -125,7 +139,8 @@ def test_sharded_annotation_equals_one_job(fragmented):
     import pyBigWig
 
     from semiseg import ui
-    from semiseg.annotate import annotate, merge
+    from semiseg.annotate.merge import merge
+    from semiseg.annotate.run import annotate
 
     d, lengths = fragmented
     ui.set_quiet(True)

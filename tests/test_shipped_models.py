@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from seqs import SHIPPED_MODEL, chrI_piece
 
+from semiseg.checkpoint import registry, resolve_model
 from semiseg.errors import SemisegError
-from semiseg.shipped import registry, resolve_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,6 +87,6 @@ def test_annotate_by_name_equals_annotate_by_path(tmp_path):
 
 
 def test_every_checkpoint_reader_takes_the_name():
-    from semiseg.intervals import pick_scheme
+    from semiseg.evaluate.intervals import pick_scheme
 
     assert pick_scheme("yeast").names[:3] == ["intergenic", "CDS+", "CDS-"]

@@ -1,4 +1,4 @@
-"""Site matrices and the head's site scores (semiseg/sites.py) against string scans."""
+"""Site matrices and the head's site scores (semiseg/genemodel/sites.py) against string scans."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from seqs import COMP, codes_of, layout, onehot, rc
 
-from semiseg.sites import (
+from semiseg.genemodel.sites import (
     BRANCH_FAR,
     BRANCH_NEAR,
     BRANCH_WIDTH,
@@ -243,8 +243,8 @@ def test_training_counts_the_sites_into_the_head(tmp_path):
     the model's state."""
     from semiseg.checkpoint import build_model
     from semiseg.config import load_config
-    from semiseg.train import _load_data
-    from semiseg.trainingtables import count_sites
+    from semiseg.train.loop import _load_data
+    from semiseg.train.tables import count_sites
 
     cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])

@@ -1,4 +1,4 @@
-"""Splice-site channels (semiseg/splice.py) against string scans of the sequence."""
+"""Splice-site channels (semiseg/genemodel/splice.py) against string scans of the sequence."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import torch
 from seqs import layout, onehot, rc
 
-from semiseg.splice import ACCEPTOR, DONOR, PSEUDO, SCALE, SpliceSignals, count_pwms
+from semiseg.genemodel.sites import PSEUDO, count_site_pwms
+from semiseg.genemodel.splice import ACCEPTOR, DONOR, SCALE, SpliceSignals
 
 
 def site_string(seq: str, p: int, span, minus: bool) -> str:
@@ -42,8 +43,9 @@ def test_counts_match_a_direct_count():
                                            kind.endswith("-")))
         seqs.append(onehot(seq))
         golds.append(gold)
-    donor, acceptor, n = count_pwms(seqs, golds, lay)
-    assert n == {"donors": len(sites["donor"]), "acceptors": len(sites["acceptor"])}
+    mats, n = count_site_pwms(seqs, golds, lay, ("donor", "acceptor"))
+    donor, acceptor = mats["donor"], mats["acceptor"]
+    assert n == {"donor": len(sites["donor"]), "acceptor": len(sites["acceptor"])}
     allseq = "".join("".join("ACGT"[i] for i in x.argmax(1)) for x in seqs)
     bg = [(allseq.count(b) + 1) / (len(allseq) + 4) for b in "ACGT"]
     for mat, strs in ((donor, sites["donor"]), (acceptor, sites["acceptor"])):
@@ -93,8 +95,8 @@ def test_training_counts_the_yeast_splice_sites_into_the_model(tmp_path):
     acceptor (every gold intron is GT..AG), and they travel in a checkpoint."""
     from semiseg.checkpoint import build_model
     from semiseg.config import load_config
-    from semiseg.train import _load_data
-    from semiseg.trainingtables import count_sites
+    from semiseg.train.loop import _load_data
+    from semiseg.train.tables import count_sites
 
     cfg = load_config("configs/demo.yaml", ["model.splice_features=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from seqs import layout, onehot
 
-from semiseg.framehead import FrameHead
+from semiseg.genemodel.head import FrameHead
 
 LAY = layout()
 

@@ -1,5 +1,5 @@
 """Run-posterior scores, entropy tracks and samples in the outputs (write.py,
-uncertainty.py) and the calibration table of `semiseg evaluate` (calibration.py)."""
+annotate/uncertainty.py) and the calibration table of `semiseg evaluate` (evaluate/calibration.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from semiseg import calibration, uncertainty
+from semiseg.annotate import uncertainty
+from semiseg.evaluate import calibration
 from semiseg.genome import LabelScheme, OutputWriter
+from semiseg.genome._util import runs
 
 SCHEME = LabelScheme.from_dict({
     "name": "toy",
@@ -67,8 +69,10 @@ def test_entropy_tracks_and_runs():
     hb2 = -(0.1 * np.log(0.1) + 0.9 * np.log(0.9))
     np.testing.assert_allclose(h[0], [0, np.log(2), h2], atol=1e-6)
     np.testing.assert_allclose(hb[0], [0, np.log(2), hb2], atol=1e-6)
-    s, e = uncertainty.run_spans(np.array([0, 0, 1, 1, 1, 0]))
-    assert s.tolist() == [0, 2, 5] and e.tolist() == [2, 5, 6]
+    s, e, v = runs(np.array([0, 0, 1, 1, 1, 0]))
+    assert s.tolist() == [0, 2, 5] and e.tolist() == [2, 5, 6] and v.tolist() == [0, 1, 0]
+    s, e, v = runs(np.array([], np.int64))
+    assert s.size == e.size == v.size == 0
     clipped = uncertainty.clip_samples([[(0, 3, 1), (3, 4, 0)]], 2, 5, 10)
     assert clipped == [[(12, 1, 1), (13, 2, 0)]]
 

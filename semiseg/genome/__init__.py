@@ -152,7 +152,7 @@ write.py
   rows ``[start, end, label]`` in bp, adjacent equal labels merged; ``end`` clips the
   last bin at the chromosome end.
 ``OutputWriter(prefix, scheme, chrom_sizes, resolution=1, formats=("bed", "gff3",
-  "bigwig"), version=None (package version), model_hash=None, fasta=None, gap_min=100)``:
+  "bigwig"), version="unknown" (annotate passes its own), model_hash=None, fasta=None, gap_min=100)``:
   context manager; everything goes to temporary names and is renamed on a clean
   ``close()``/exit (removed on error). With ``fasta``, N runs >= gap_min are ``gap``
   wherever ``add`` gets no ``gaps``. ``chrom_sizes`` is also the bigWig header.

@@ -169,3 +169,14 @@ def coords(path: str, lineno: int, fields: list[str], chrom: str,
             f"{path}:{lineno}: end {end} is past the end of {chrom} ({sizes[chrom]} bp)"
         )
     return start, end
+
+
+def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Maximal runs of equal values: (starts, ends, values)."""
+    if arr.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    change = np.flatnonzero(arr[1:] != arr[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    ends = np.concatenate([change, [arr.size]])
+    return starts, ends, arr[starts]

@@ -35,7 +35,7 @@ loss sums over every labelling there):
 
 Non-coding RNAs and other transcripts without CDS (pseudogenic_transcript, ...) pass
 through unchanged. No torch here: the check of the windows' gold paths against the
-model's own log-partition is in semiseg/annotation_check.py.
+model's own log-partition is in semiseg/genemodel/annotation_check.py.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from ._util import runs
 from .codes import STARTS, STOPS, reverse_complement
 from .gff import GffRow, Transcript
 
@@ -377,8 +378,9 @@ def _settle(locus: list[_Entry], out: Cleanup, chrom_sizes: Mapping[str, int],
         other = _per_base(e, lo, hi, seq)
         coding = (mine >= 1) & (mine <= 6)  # the chosen CDS chain stays whole
         bad = (other != 0) & (other != mine) & ~coding
-        for x, y in _runs(bad):
-            out.mask(e.chrom, lo + x, lo + y)
+        for x, y, on in zip(*(v.tolist() for v in runs(bad))):
+            if on:
+                out.mask(e.chrom, lo + x, lo + y)
 
 
 def _per_base(e: _Entry, lo: int, hi: int, seq: str | None) -> np.ndarray:
@@ -404,12 +406,6 @@ def _per_base(e: _Entry, lo: int, hi: int, seq: str | None) -> np.ndarray:
         out[p[sel] - lo] = 1 + cs[sel] % 3 + 3 * minus
         done += b - a
     return out
-
-
-def _runs(m: np.ndarray) -> list[tuple[int, int]]:
-    """[start, end) runs of True."""
-    d = np.diff(np.concatenate([[0], m.astype(np.int8), [0]]))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
 
 
 def mask_array(cleanup: Cleanup, chrom: str, n: int) -> np.ndarray:

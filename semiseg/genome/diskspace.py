@@ -4,7 +4,7 @@ libBigWig aborts the process (a double free) or loops forever on a full disk ins
 reporting it, so the bigWig writer asks the file system first (`check_space`,
 `SpaceGuard`), and a file still open when a run stops on a full disk is moved onto an
 in-memory copy before libBigWig closes it (`detach`). The output sets of
-semiseg/outputset.py use the same checks."""
+semiseg/annotate/outputset.py use the same checks."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import SemisegError
 
 GAP = "gap"  # reserved name: N gaps in outputs; reads back as masked (-1)
@@ -239,3 +241,23 @@ def load_scheme(spec: str | os.PathLike | Mapping) -> LabelScheme:
         )
     return LabelScheme.from_yaml(key)
 
+
+def strand_swap(scheme) -> np.ndarray:
+    """For each label, its twin on the other strand (itself for unstranded labels): by
+    role (gene_structure schemes), else by the name with its +/- suffix swapped."""
+    out = []
+    for i, (name, strand, role) in enumerate(zip(scheme.names, scheme.strands, scheme.roles)):
+        if strand not in ("+", "-"):
+            out.append(i)
+            continue
+        other = "-" if strand == "+" else "+"
+        twins = [j for j, (n2, s2, r2) in enumerate(zip(scheme.names, scheme.strands,
+                                                        scheme.roles))
+                 if s2 == other and ((role is not None and r2 == role)
+                                     or (role is None and name.endswith(strand)
+                                         and n2 == name[:-1] + other))]
+        if len(twins) != 1:
+            raise SemisegError(f"train.reverse_complement: label {name!r} ({strand}) has no "
+                               "unique twin on the other strand in the label scheme")
+        out.append(twins[0])
+    return np.asarray(out, np.int64)

@@ -382,3 +382,10 @@ class Fasta:
             s = np.concatenate([s[:1], s[1:][~joined]])
             e = np.concatenate([e[:-1][~joined], e[-1:]])
         return np.stack([s, e], axis=1).astype(np.int64).reshape(-1, 2)
+
+
+def rc_columns(feature_names: list[str]) -> list[int]:
+    """Column permutation that complements the sequence channels (A<->T, C<->G)."""
+    pos = {n: i for i, n in enumerate(feature_names)}
+    swap = {"A": "T", "T": "A", "C": "G", "G": "C"}
+    return [pos[swap[n]] if n in swap else i for i, n in enumerate(feature_names)]

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import SemisegError
 from ._util import paint, tmp_name
-from .diskspace import SpaceGuard, detach
 from .codes import genetic_code as genetic_code_table
+from .diskspace import SpaceGuard, detach
 from .escapes import _esc, check_bed_names, gff3_seqid
 from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
@@ -63,7 +63,7 @@ class OutputWriter(SignalWriter):
         formats: any of ``"bed"`` (``.bed`` and ``.browser.bed``), ``"gff3"``,
             ``"bigwig"`` (``.posterior.LABEL.bw`` per label and ``.boundary.bw``),
             ``"bedgraph"`` (the same as ``.bedGraph``).
-        version: semiseg version for the headers (default: the package's).
+        version: semiseg version for the headers (annotate passes semiseg.__version__).
         model_hash: model identifier for the headers.
         fasta: a :class:`Fasta`; when given, N runs >= ``gap_min`` bp become ``gap``
             for chromosomes whose ``gaps`` are not passed to :meth:`add`.
@@ -92,7 +92,7 @@ class OutputWriter(SignalWriter):
 
     def __init__(self, prefix: str | os.PathLike, scheme: LabelScheme,
                  chrom_sizes: Mapping[str, int], resolution: int = 1,
-                 formats: Sequence[str] = ("bed", "gff3", "bigwig"), version: str | None = None,
+                 formats: Sequence[str] = ("bed", "gff3", "bigwig"), version: str = "unknown",
                  model_hash: str | None = None, fasta=None, gap_min: int = 100,
                  entropy: bool = False, signal_precision: float = 0.0,
                  genetic_code: int = 1, proteins: bool = False,
@@ -105,8 +105,6 @@ class OutputWriter(SignalWriter):
         if not (signal_precision >= 0 and np.isfinite(signal_precision)):
             raise SemisegError(f"signal precision must be a finite number >= 0, got "
                                f"{signal_precision}")
-        if version is None:
-            from .. import __version__ as version
         if "bed" in formats or "bedgraph" in formats:
             check_bed_names(chrom_sizes, getattr(fasta, "paths", ["the FASTA"])[0]
                             if fasta is not None else "the FASTA")
@@ -151,7 +149,7 @@ class OutputWriter(SignalWriter):
                 f"scheme={self.scheme.name} resolution={self.resolution}")
 
     def _origin_lines(self) -> str:
-        """GFF3 header lines that evaluate, plot and merge read (semiseg/origin.py): the
+        """GFF3 header lines that evaluate, plot and merge read (semiseg/genome/origin.py): the
         label scheme in full (JSON), and what the BED score column holds
         (run_posterior: P(the row is exactly right); mean_label_posterior; none; mixed)."""
         import json

@@ -1,0 +1,239 @@
+"""Before the first epoch: is every window's gold path one the gene model allows?
+
+The gene model's loss is log Z - log Z(gold), where log Z(gold) sums over the
+segmentations that agree with the window's gold codes and obey the grammar (periodic
+transitions, fixed codon and splice-site durations, the sequence's own stop / start
+codons and GT..AG sites). Where none does, log Z(gold) = -inf and the loss is infinite.
+The annotation clean-up (genome/cleanup.py) removes the structures it knows the grammar
+forbids; this check asks the model itself, with the same constrained log-partition the
+loss computes (FrameHead._terms and crf.log_partition, as FrameHead.nll calls them), on
+the sequence alone: a fresh head, zero emissions, so only the masks decide whether the
+value is finite. Learned scores are finite, so a window that passes here has a finite
+loss with any parameters. Only each window's gene pieces (gene_pieces: long runs of
+known intergenic bases cut out, exactly) go through the log-partition.
+
+A window that fails is localised: the kept gene spans (cleanup.Cleanup.spans) that
+overlap it are masked (unknown) together, then unmasked one by one while the window
+stays allowed; those left are the offending transcripts, masked on the chromosome's gold
+codes (every window that reads them sees it) and named in the log. A window still not
+allowed with all of them masked is dropped. Training runs the check on the CPU (the
+numba backend, float64); `check_gold_paths` takes another device.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from .. import ui
+from ..genome.cleanup import GOLD_PATH, Cleanup, Removed
+from .frames import UNKNOWN
+
+
+def fresh_head(layout, max_duration: int):
+    """A FrameHead with every learned score 0: only the grammar's masks are left."""
+    from .head import FrameHead
+
+    return FrameHead(layout, max_duration)
+
+
+def gold_log_z(head, x: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor,
+               backend: str = "auto") -> torch.Tensor:
+    """log Z(gold) (B,) of padded features x (B, T, F; the first four columns are the
+    one-hot sequence, as the Segmenter reads them) and gold codes y (B, T), -1 padded:
+    the constrained half of FrameHead.nll, with zero emissions."""
+    B, T, _ = x.shape
+    em = torch.cat([torch.zeros(B, T, head.n_channels, dtype=torch.float32, device=x.device),
+                    x[..., :4].to(torch.float32)], -1)
+    with torch.no_grad():
+        t = head._terms(em, lengths)
+        gold = torch.as_tensor(head.layout.gold_mask(y.cpu().numpy()),
+                               device=x.device) & t["allowed"]
+        pad = torch.arange(T, device=x.device)[None, :] >= lengths[:, None]
+        gold |= pad[..., None]
+        from ..crf import log_partition
+
+        return log_partition(t["scores"], t["transition"], t["duration_bias"], lengths,
+                             start=t["start"], end=t["end"], proj_start=t["proj_start"],
+                             allowed=gold, backend=backend)
+
+
+MARGIN = 4  # bases of known outside code on each side of a cut (a codon's reach is 2)
+
+
+def gene_pieces(layout, y: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) pieces of a window's gold codes `y` that decide whether its gold path
+    is allowed: every run of more than 2 * MARGIN known outside codes (intergenic, UTR:
+    one exact outside label) is cut out but for MARGIN bases at each end, and pieces
+    without a gene code are left out. Exact: an outside label may end and begin
+    anywhere (outside -> outside is allowed at every duration and the sequence never
+    forbids it), so the window's gold path exists iff each piece's does; and a cut
+    MARGIN bases from every gene code leaves the sequence mask of the gene bases as it
+    is in the window (a codon reaches 2 bases, a splice base 1). Unknown stretches are
+    never cut (a gene may run through them)."""
+    outside = np.asarray([f < 0 for f in layout.frame] + [False])
+    y = np.asarray(y, np.int64)
+    known_out = (y >= 0) & outside[np.where(y >= 0, y, len(layout))]
+    gene = ((y >= 0) & ~known_out) | (y <= -2)  # INTRON_ANY codes are negative too
+    d = np.diff(np.concatenate([[0], known_out.astype(np.int8), [0]]))
+    pieces, a = [], 0
+    for s, e in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()):
+        if e - s > 2 * MARGIN:
+            pieces.append((a, s + MARGIN if s > 0 else 0))
+            a = e - MARGIN if e < len(y) else len(y)
+    pieces.append((a, len(y)))
+    cum = np.concatenate([[0], np.cumsum(gene)])
+    return [(a, b) for a, b in pieces if b > a and cum[b] > cum[a]]
+
+
+class _Checker:
+    def __init__(self, head, device, batch: int):
+        self.head, self.device, self.batch = head, device, batch
+        self.calls = 0
+        self.bases = 0  # bases run through the log-partition
+
+    def allowed(self, ds, idx: list[int]) -> np.ndarray:
+        """(len(idx),) bool: whether each window's gold path is allowed, in both
+        orientations where the Dataset flips strands (training augmentation), from its
+        gene pieces (gene_pieces) as sequences of their own, batched by length."""
+        lay = self.head.layout
+        items = []  # (position in idx, one-hot (T, 4), gold codes relative to the piece)
+        for k, j in enumerate(idx):
+            x, y = ds.x[j], np.asarray(ds.y[j], np.int64)
+            flip = ds.rc_columns is not None and len(x) % ds.pool == 0
+            for a, b in gene_pieces(lay, y):
+                yp = lay.shift(y[a:b], a)
+                items.append((k, x[a:b, :4], yp))
+                if flip:  # as Dataset.batch flips a window
+                    items.append((k, x[a:b][::-1][:, ds.rc_columns][:, :4],
+                                  ds.rc_labels(yp)))
+        ok = np.ones(len(idx), bool)
+        items.sort(key=lambda it: len(it[2]))
+        for i in range(0, len(items), self.batch):
+            part = items[i:i + self.batch]
+            T = len(part[-1][2])
+            x = torch.zeros(len(part), T, 4)
+            y = torch.full((len(part), T), -1, dtype=torch.int64)
+            for r, (_, xp, yp) in enumerate(part):
+                x[r, :len(yp)] = torch.from_numpy(np.ascontiguousarray(xp, np.float32))
+                y[r, :len(yp)] = torch.from_numpy(np.asarray(yp, np.int64))
+            lengths = torch.tensor([len(it[2]) for it in part])
+            z = gold_log_z(self.head, x.to(self.device), lengths.to(self.device),
+                           y.to(self.device))
+            self.calls += 1
+            self.bases += int(lengths.sum())
+            for (k, _, _), fin in zip(part, torch.isfinite(z).cpu().tolist()):
+                ok[k] &= fin
+        return ok
+
+
+def check_gold_paths(gold, datasets, cleanup: Cleanup | None, max_duration: int,
+                     device: str | torch.device = "cpu", batch: int = 16) -> dict:
+    """Check (and repair) every window of `datasets` (trainingdata.Dataset with gold
+    frame codes from `gold`, a frames.FrameGold); updates the Datasets' labels, drops
+    windows that cannot be repaired, records both in `cleanup` and returns
+    {"windows", "failed", "masked", "dropped", "bases" (run through the log-partition),
+    "seconds", "cpu_seconds"}."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    device = torch.device(device)
+    head = fresh_head(gold.layout, max_duration).to(device)
+    chk = _Checker(head, device, batch)
+    cleanup = cleanup if cleanup is not None else Cleanup()
+    n_windows = sum(len(ds) for ds in datasets)
+    failed = []
+    for ds in datasets:
+        ok = chk.allowed(ds, list(range(len(ds))))
+        failed += [(ds, int(i)) for i in np.flatnonzero(~ok)]
+    masked: dict[str, list] = {}  # chrom -> [(lo, hi)] masked here
+    drop: dict[int, set] = {}  # id(ds) -> window indices
+    for ds, i in failed:
+        w = ds.windows[i]
+        culprits = _localise(chk, gold, ds, i, cleanup)
+        if culprits is None:
+            drop.setdefault(id(ds), set()).add(i)
+            cleanup.dropped_windows.append(f"{w.chrom}:{w.start}-{w.end}")
+            continue
+        for tid in culprits:
+            chrom, lo, hi = cleanup.spans.pop(tid)
+            why = _diagnose(gold, ds, i, lo, hi)
+            gold.codes[chrom][lo:hi] = UNKNOWN
+            masked.setdefault(chrom, []).append((lo, hi))
+            cleanup.removed.append(Removed(tid, chrom, lo, hi, GOLD_PATH,
+                                           f"window {w.chrom}:{w.start}-{w.end}{why}"))
+            cleanup.kept = [t for t in cleanup.kept if t.id != tid]
+    for ds in datasets:  # every window that reads a masked span gets the new codes
+        for j, w in enumerate(ds.windows):
+            if any(lo < w.end and hi > w.start for lo, hi in masked.get(w.chrom, [])):
+                ds.y[j] = gold.labels(w.chrom, w.start, w.end)
+        gone = drop.get(id(ds), set())
+        if gone:
+            keep = [j for j in range(len(ds)) if j not in gone]
+            ds.windows = [ds.windows[j] for j in keep]
+            ds.x = [ds.x[j] for j in keep]
+            ds.y = [ds.y[j] for j in keep]
+    return {"windows": n_windows, "failed": len(failed), "bases": chk.bases,
+            "masked": sum(len(v) for v in masked.values()),
+            "dropped": sum(len(v) for v in drop.values()),
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+
+
+def _localise(chk: _Checker, gold, ds, i: int, cleanup: Cleanup) -> list[str] | None:
+    """The kept transcripts whose masking makes window i allowed (a minimal set, found
+    by masking all that overlap it and unmasking one at a time), or None."""
+    w = ds.windows[i]
+    cands = sorted((tid for tid, (c, lo, hi) in cleanup.spans.items()
+                    if c == w.chrom and lo < w.end and hi > w.start),
+                   key=lambda tid: cleanup.spans[tid][1:])
+    base = gold.codes[w.chrom][w.start:w.end]
+    saved = ds.y[i]
+
+    def ok(chosen) -> bool:
+        codes = base.astype(np.int64)
+        for tid in chosen:
+            _, lo, hi = cleanup.spans[tid]
+            codes[max(lo, w.start) - w.start:min(hi, w.end) - w.start] = UNKNOWN
+        ds.y[i] = gold.layout.shift(codes, w.start)
+        try:
+            return bool(chk.allowed(ds, [i])[0])
+        finally:
+            ds.y[i] = saved
+
+    if ok([]):  # repaired already by a transcript masked for another window
+        return []
+    chosen = list(cands)
+    if not cands or not ok(chosen):
+        return None
+    for tid in cands:
+        rest = [c for c in chosen if c != tid]
+        if ok(rest):
+            chosen = rest
+    return chosen
+
+
+def _diagnose(gold, ds, i: int, lo: int, hi: int) -> str:
+    """Where the sequence forbids the window's gold codes inside [lo, hi), if anywhere
+    (the first such base), as text for the log."""
+    from .seqmask import sequence_allowed
+
+    w, lay = ds.windows[i], gold.layout
+    onehot = ds.x[i][:, :4]
+    codes = np.where(onehot.max(-1) > 0.5, onehot.argmax(-1), 4).astype(np.int64)
+    allowed = sequence_allowed(lay, torch.as_tensor(codes)).numpy()
+    y = np.asarray(ds.y[i])
+    a, b = max(lo, w.start) - w.start, min(hi, w.end) - w.start
+    bad = np.flatnonzero(~(lay.gold_mask(y[a:b]) & allowed[a:b]).any(-1))
+    if not len(bad):
+        return "; a structure the grammar forbids"
+    p = a + int(bad[0])
+    return f"; {lay.names[y[p]]} at {w.chrom}:{w.start + p} is not allowed by the sequence"
+
+
+def report(stats: dict, cleanup: Cleanup) -> None:
+    """The check's log lines."""
+    ui.log(f"gold-path check: {stats['windows']} windows against the model's grammar in "
+           f"{stats['seconds']:.1f} s ({stats['cpu_seconds']:.1f} s CPU): "
+           f"{stats['failed']} not allowed"
+           + (f", {stats['masked']} transcript(s) masked, {stats['dropped']} window(s) "
+              "dropped" if stats["failed"] else ""))

@@ -1,0 +1,545 @@
+"""Reading frames: the internal labels of a frame-aware gene model and the sequence rules.
+
+A gene-structure scheme's coding labels (role CDS, one per strand) become, inside the
+model, six *kinds* per strand, each in three frames:
+
+    start_f     3 bp: an ATG in frame f (minus strand: CAT, the start codon read backwards)
+    CDS_f       coding bases whose frame-f codon is not a stop codon
+    stop_f      3 bp: a frame-f stop codon (TAA TAG TGA; minus strand TTA CTA TCA)
+    donor_g     1 bp: an intron's first base in transcript direction, the G of GT (minus
+                strand: the C of AC, its last base left to right)
+    intron_g    the inside of an intron
+    acceptor_g  1 bp: an intron's last base in transcript direction, the G of AG (minus
+                strand: the C of CT, its first base left to right)
+
+For start, CDS and stop, f is the absolute frame: the position mod 3 at which the
+segment's codons start, counted from the start of the sequence decoded. For the three
+intron kinds g is the frame the coding sequence would continue in right after the
+segment. Every other scheme label (intergenic, UTR, ncRNA) is one *outside* internal
+label. Introns exist inside the model even when the scheme has no intron label: they
+then collapse to the background label, as do their splice-site bases.
+
+Transitions are periodic with P = 3 (SPEC.md: `transition[(d-1) mod 3, src, dst]`, d the
+duration of the destination segment), which carries the frame through introns of any
+length: into a donor, intron or acceptor segment from CDS_f (or from another of the
+three with frame f) the new frame is g = f + d (mod 3); out of an intron into CDS the
+frame is kept. A plus-strand gene reads, left to right, outside -> start_f -> CDS_f ...
+-> stop_f -> outside, with each intron CDS -> donor -> intron ... -> acceptor -> CDS; a
+minus-strand one outside -> stop_f -> CDS_f ... -> start_f -> outside, with introns CDS
+-> acceptor -> intron ... -> donor -> CDS. Chains CDS_f -> CDS_f (and outside ->
+outside, intron -> intron) let features be longer than K. Start and stop codons are
+never split by an intron, and every intron is GT..AG (the splice-site bases are looked
+up in the sequence, each 1-bp splice label looking one base into the intron).
+
+Gold labels are per position internal label codes (:data:`UNKNOWN` = any label,
+``INTRON_ANY[strand]`` = any frame of that strand's intron inside), made by
+:func:`frame_gold` from the transcripts of an annotation. Frames in gold codes are
+absolute (chromosome coordinates); :meth:`FrameLayout.shift` makes them relative to a
+window's start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SemisegError
+from ..genome.cleanup import merged
+from ..genome.codes import STOPS, reverse_complement
+
+UNKNOWN = -1
+INTRON_ANY = {"+": -2, "-": -3}
+KINDS = ("start", "CDS", "stop", "donor", "intron", "acceptor")
+INTRONIC = ("donor", "intron", "acceptor")
+# the splice-site kind at an intron's left / right end (genome order), and its two bases
+# (the splice label's own base and its neighbour inside the intron), per strand
+SPLICE_LEFT = {"+": ("donor", "GT"), "-": ("acceptor", "CT")}
+SPLICE_RIGHT = {"+": ("acceptor", "AG"), "-": ("donor", "AC")}
+# a start or stop codon may begin only at a position of its frame: elsewhere its
+# segments get this boundary score (proj_start), finite as SPEC.md asks, and far below
+# any score a real segmentation reaches
+MISALIGNED = -1.0e4
+BASES = "ACGT"  # base codes 0..3; 4 = anything else (N)
+
+
+@dataclass
+class FrameLayout:
+    """Internal labels of the frame model for a label scheme, and the tables that map
+    between them, the scheme's labels and the encoder's output channels.
+
+    Attributes:
+        names: internal label names (e.g. ``CDS+_1``).
+        kind: per internal label, its kind index into :attr:`kind_names`.
+        frame: per internal label, its frame 0..2 (-1 for outside labels).
+        strand: per internal label, ``+``, ``-`` or ``.``.
+        scheme_label: per internal label, the scheme label it collapses to.
+        kind_names: ``outside:<label>`` for each outside label, then ``start+``, ``CDS+``,
+            ``stop+``, ``donor+``, ``intron+``, ``acceptor+`` (and the ``-`` ones) for
+            each coding strand.
+        channels: names of the encoder's output channels (see :meth:`expand_index`).
+    """
+
+    names: list[str] = field(default_factory=list)
+    kind: list[int] = field(default_factory=list)
+    frame: list[int] = field(default_factory=list)
+    strand: list[str] = field(default_factory=list)
+    scheme_label: list[int] = field(default_factory=list)
+    kind_names: list[str] = field(default_factory=list)
+    channels: list[str] = field(default_factory=list)
+    strands: list[str] = field(default_factory=list)
+    min_intron: int = 1
+
+    @classmethod
+    def from_scheme(cls, scheme) -> FrameLayout:
+        if scheme.kind != "gene_structure":
+            raise SemisegError(f"crf.frames: reading frames need a gene_structure label "
+                               f"scheme; {scheme.name!r} is of kind {scheme.kind!r}")
+        lay = cls(min_intron=max(1, int(scheme.min_intron)))
+        coding = [s for s in ("+", "-") if any(r == "CDS" and st in (s, ".")
+                                               for r, st in zip(scheme.roles, scheme.strands))]
+        if not coding:
+            raise SemisegError(f"crf.frames: the label scheme {scheme.name!r} has no label of "
+                               "role CDS, so there is no reading frame to model")
+        if scheme.background is None:
+            raise SemisegError(f"crf.frames: the label scheme {scheme.name!r} needs a "
+                               "background label (outside genes)")
+        for i, (n, r) in enumerate(zip(scheme.names, scheme.roles)):
+            if r in ("CDS", "intron"):
+                continue
+            k = len(lay.kind_names)
+            lay.kind_names.append(f"outside:{n}")
+            lay.channels.append(n)
+            lay._add(n, k, -1, scheme.strands[i], i)
+        lay.strands = coding
+        for s in coding:
+            cds = scheme.role_label("CDS", s)
+            intron = scheme.role_label("intron", s)
+            intron = scheme.background if intron is None else intron
+            for kname in KINDS:
+                k = len(lay.kind_names)
+                lay.kind_names.append(f"{kname}{s}")
+                for f in range(3):
+                    lay._add(f"{kname}{s}_{f}", k, f, s,
+                             intron if kname in INTRONIC else cds)
+            lay.channels += [f"CDS{s}.codon{j}" for j in range(3)]
+            lay.channels += [f"{k}{s}" for k in KINDS if k != "CDS"]
+        return lay
+
+    def _add(self, name, kind, frame, strand, scheme_label):
+        self.names.append(name)
+        self.kind.append(kind)
+        self.frame.append(frame)
+        self.strand.append(strand)
+        self.scheme_label.append(scheme_label)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def kind_of(self, name: str) -> int:
+        return self.kind_names.index(name)
+
+    def index(self, kind: str, frame: int = -1) -> int:
+        """Internal label of a kind name (``CDS+``) in a frame, or of ``outside:<label>``."""
+        k = self.kind_of(kind)
+        for i, (kk, f) in enumerate(zip(self.kind, self.frame)):
+            if kk == k and (f == frame or f == -1):
+                return i
+        raise KeyError(kind, frame)
+
+    # ------------------------------------------------------------ emissions
+    def expand_index(self) -> np.ndarray:
+        """Channel gather by position mod 3: emission[r, c] (a (3, C) int64 table) is the
+        encoder channel that scores internal label c at a position t with t mod 3 = r.
+        A CDS label's channel is the codon position of t, counted in the gene's reading
+        direction, so both strands' channels mean the same thing (and swap exactly under
+        reverse complement); every other kind has one channel.
+        """
+        C = len(self)
+        ch = {n: i for i, n in enumerate(self.channels)}
+        em = np.zeros((3, C), np.int64)
+        for c in range(C):
+            kname = self.kind_names[self.kind[c]]
+            f, s = self.frame[c], self.strand[c]
+            for r in range(3):
+                if kname.startswith("outside:"):
+                    em[r, c] = ch[kname[8:]]
+                elif kname[:-1] == "CDS":
+                    pos = (r - f) % 3  # position in the forward-strand codon
+                    em[r, c] = ch[f"CDS{s}.codon{pos if s == '+' else 2 - pos}"]
+                else:
+                    em[r, c] = ch[kname]
+        return em
+
+    def channel_swap(self) -> np.ndarray:
+        """Permutation of the encoder channels under reverse complement (+ <-> -)."""
+        ch = {n: i for i, n in enumerate(self.channels)}
+        return np.asarray([ch.get(n.translate(str.maketrans("+-", "-+")), ch[n])
+                           for n in self.channels], np.int64)
+
+    def begin_mask(self) -> np.ndarray:
+        """(3, C) bool: whether a segment of label c may begin at a position t with
+        t mod 3 = r (start and stop codons only at a codon start of their frame)."""
+        m = np.ones((3, len(self)), bool)
+        for c in range(len(self)):
+            if self.kind_names[self.kind[c]][:-1] in ("start", "stop"):
+                m[:, c] = np.arange(3) == self.frame[c]
+        return m
+
+    # ------------------------------------------------------------ structure
+    def transition_mask(self) -> np.ndarray:
+        """(3, C, C) float: 0 where `transition[(d-1) % 3, src, dst]` is allowed, -inf
+        where the gene structure forbids it."""
+        C = len(self)
+        m = np.full((3, C, C), -np.inf)
+        kn = [self.kind_names[k] for k in self.kind]
+        for a in range(C):
+            for b in range(C):
+                ka, kb = kn[a], kn[b]
+                fa, fb = self.frame[a], self.frame[b]
+                oa, ob = ka.startswith("outside:"), kb.startswith("outside:")
+                sa, sb = ka[-1], kb[-1]
+                for r in range(3):
+                    d = r + 1  # any duration with (d-1) % 3 == r
+                    ok = False
+                    if oa and ob:
+                        ok = True
+                    elif oa:  # into a gene
+                        ok = kb in ("start+", "stop-")
+                    elif ob:  # out of a gene
+                        ok = ka in ("stop+", "start-")
+                    elif sa != sb:
+                        ok = False
+                    else:
+                        x, y = ka[:-1], kb[:-1]
+                        plus = sa == "+"
+                        left, right = SPLICE_LEFT[sa][0], SPLICE_RIGHT[sa][0]
+                        if (x, y) in ((("start", "CDS"), ("CDS", "stop")) if plus
+                                      else (("stop", "CDS"), ("CDS", "start"))):
+                            ok = fa == fb
+                        elif (x, y) in (("CDS", "CDS"), (right, "CDS")):
+                            ok = fa == fb
+                        elif (x, y) in (("CDS", left), (left, "intron"),
+                                        ("intron", "intron"), ("intron", right)):
+                            ok = fb == (fa + d) % 3
+                    if ok:
+                        m[r, a, b] = 0.0
+        return m
+
+    def duration_mask(self, K: int) -> np.ndarray:
+        """(K, C) float: start and stop codons last 3 bp, splice sites 1 bp, an intron's
+        inside segment at least max(2, min_intron - 2) bp (the scheme's `min_intron`
+        counts the splice bases too) when K reaches that, else any length (chained
+        pieces of K or less must add up to every length); -inf elsewhere."""
+        m = np.zeros((K, len(self)))
+        inside = self._intron_inside(K)
+        for c, k in enumerate(self.kind):
+            kname = self.kind_names[k][:-1]
+            if kname == "intron":
+                m[:inside - 1, c] = -np.inf
+            fixed = {"start": 3, "stop": 3, "donor": 1, "acceptor": 1}.get(kname)
+            if fixed is not None:
+                m[:, c] = -np.inf
+                if K >= fixed:
+                    m[fixed - 1, c] = 0.0
+        return m
+
+    def _intron_inside(self, K: int) -> int:
+        """The shortest intron inside segment duration_mask(K) allows."""
+        inside = max(2, self.min_intron - 2)
+        return inside if inside <= K else 1
+
+    def chain_duration(self, K: int) -> int:
+        """The smallest K' <= K whose duration_mask(K') gives, with segments chained, the
+        same per-base internal label sequences as duration_mask(K).
+
+        Runs of a free length chain: CDS_f -> CDS_f and outside -> outside at any length;
+        an intron's pieces each last at least m = `_intron_inside` bp and each piece's
+        label is the frame after it, so a run keeps one label exactly when every piece
+        after its first is a multiple of 3 bp long. Pieces of m..K' bp, all but the first
+        a multiple of 3, add up to every length from m on when K' >= 3 * ceil(m / 3) +
+        m - 1 (the first piece fills any gap); 3-bp codons and 1-bp splice bases fit.
+        Where only those masks score a segmentation (the posterior decode: no learned
+        transition or duration scores), a decode with K' finds the same best label
+        sequence as with K at a fraction of the cost (its ring holds K' steps)."""
+        m = self._intron_inside(K)
+        return min(K, max(3, 3 * -(-m // 3) + m - 1))
+
+    # ------------------------------------------------------------ frames of windows
+    def shift(self, codes: np.ndarray, offset: int) -> np.ndarray:
+        """Gold codes with absolute frames -> frames relative to a sequence starting at
+        `offset` (frame f becomes (f - offset) mod 3)."""
+        table = self._frame_table((-offset) % 3)
+        return np.where(codes >= 0, table[np.maximum(codes, 0)], codes)
+
+    def _frame_table(self, delta: int) -> np.ndarray:
+        out = np.arange(len(self))
+        for c in range(len(self)):
+            if self.frame[c] >= 0:
+                out[c] = self._find(self.kind[c], (self.frame[c] + delta) % 3)
+        return out
+
+    def _find(self, kind: int, frame: int) -> int:
+        for i, (k, f) in enumerate(zip(self.kind, self.frame)):
+            if k == kind and f == frame:
+                return i
+        raise KeyError(kind, frame)
+
+    def flip(self, codes: np.ndarray) -> np.ndarray:
+        """Gold codes of the reverse complement of a sequence of len(codes) bases: the
+        positions reversed, + and - swapped, a codon's frame f -> (len - f) mod 3 and a
+        splice base's g -> (len - g + 1) mod 3 (its frame is that of the coding sequence
+        on its right, which becomes the left). Intron insides are INTRON_ANY in gold."""
+        n = len(codes)
+        table = np.arange(len(self))
+        for c in range(len(self)):
+            kname = self.kind_names[self.kind[c]]
+            other = kname.translate(str.maketrans("+-", "-+"))
+            if self.frame[c] < 0:
+                if self.strand[c] in ("+", "-"):
+                    table[c] = self._outside_twin(c)
+                continue
+            extra = 1 if kname[:-1] in ("donor", "acceptor") else 0
+            table[c] = self._find(self.kind_names.index(other),
+                                  (n - self.frame[c] + extra) % 3)
+        rev = codes[::-1]
+        special = {INTRON_ANY["+"]: INTRON_ANY["-"], INTRON_ANY["-"]: INTRON_ANY["+"]}
+        out = np.where(rev >= 0, table[np.maximum(rev, 0)], rev)
+        for a, b in special.items():
+            out = np.where(rev == a, b, out)
+        return out
+
+    def _outside_twin(self, c: int) -> int:
+        name = self.kind_names[self.kind[c]][8:]
+        other = {"+": "-", "-": "+"}[self.strand[c]]
+        for i in range(len(self)):
+            if self.frame[i] < 0 and self.strand[i] == other:
+                n2 = self.kind_names[self.kind[i]][8:]
+                if n2[:-1] == name[:-1]:
+                    return i
+        return c
+
+    def gold_mask(self, codes: np.ndarray) -> np.ndarray:
+        """(..., C) bool: the internal labels each gold code allows."""
+        C = len(self)
+        m = codes[..., None] == np.arange(C)
+        m |= (codes == UNKNOWN)[..., None]
+        for s, code in INTRON_ANY.items():
+            if s in self.strands:
+                ks = self.kind_of(f"intron{s}")
+                m |= (codes == code)[..., None] & (np.asarray(self.kind) == ks)
+        return m
+
+    def collapse(self, codes: np.ndarray) -> np.ndarray:
+        """Gold codes -> scheme labels (-1 where unknown)."""
+        table = np.asarray(self.scheme_label + [0], np.int64)
+        out = np.where(codes >= 0, table[np.maximum(codes, 0)], -1)
+        for s, code in INTRON_ANY.items():
+            if s in self.strands:
+                out = np.where(codes == code,
+                               self.scheme_label[self._find(self.kind_of(f"intron{s}"), 0)],
+                               out)
+        return out
+
+
+# ---------------------------------------------------------------- sequence rules
+def base_codes(seq: str | bytes) -> np.ndarray:
+    """A DNA string -> int8 codes (A C G T = 0..3, anything else 4), case-insensitive."""
+    lut = np.full(256, 4, np.int8)
+    for i, b in enumerate(BASES):
+        lut[ord(b)] = lut[ord(b.lower())] = i
+    raw = seq.encode() if isinstance(seq, str) else seq
+    return lut[np.frombuffer(raw, np.uint8)]
+
+
+def merge_runs(segments, to_scheme) -> list[tuple[int, int, int]]:
+    """(start, duration, internal label) segments -> scheme-label runs, neighbours of
+    one scheme label merged."""
+    out: list[list[int]] = []
+    for s0, d, c in segments:
+        lab = int(to_scheme[c])
+        if out and out[-1][2] == lab:
+            out[-1][1] += d
+        else:
+            out.append([int(s0), int(d), lab])
+    return [tuple(x) for x in out]
+
+
+# ---------------------------------------------------------------- gold from transcripts
+@dataclass
+class GoldReport:
+    """What became of the coding transcripts when gold frame labels were made."""
+
+    kept: int = 0
+    stop_added: int = 0  # CDS given without its stop codon (GTF style): the stop appended
+    partial: dict = field(default_factory=dict)  # reason -> count (kept as unknown)
+
+    def line(self) -> str:
+        bad = sum(self.partial.values())
+        why = ", ".join(f"{n} {k}" for k, n in sorted(self.partial.items()))
+        return (f"reading frames: {self.kept} coding transcripts used"
+                + (f" ({self.stop_added} with the stop codon after the CDS rows)"
+                   if self.stop_added else "")
+                + (f"; {bad} left unknown in training ({why})" if bad else ""))
+
+
+def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq: str,
+               min_intron: int = 20, report: GoldReport | None = None) -> np.ndarray:
+    """Gold codes (int16, one per base) for one chromosome.
+
+    scheme_labels: the scheme labels of the chromosome's bases (Annotation.labels), -1
+        unknown. Outside labels map to their internal label; coding transcripts whose
+        spliced CDS is a whole number of codons, begins with ATG, ends with a stop codon
+        (appended when the CDS rows stop just before one) and has no other in-frame stop
+        give start/CDS/stop codes with absolute frames and intron codes of any frame.
+        Any other coding transcript is unknown (the model may label it freely while
+        training); of overlapping coding transcripts the longest is kept and the others
+        are unknown where it does not reach.
+    """
+    report = report if report is not None else GoldReport()
+    n = len(scheme_labels)
+    outside = {layout.scheme_label[c]: c for c in range(len(layout)) if layout.frame[c] < 0}
+    codes = np.full(n, UNKNOWN, np.int16)
+    for lab, c in outside.items():
+        codes[scheme_labels == lab] = c
+    conflict = np.zeros(n, bool)
+    genes: list[tuple[int, int, np.ndarray]] = []
+    upper = seq.upper()
+    for t in transcripts:
+        if not t.coding or t.strand not in layout.strands:
+            continue
+        blocks = [(int(a), int(b)) for a, b in merged(t.cds)]
+        spliced = "".join(upper[a:b] for a, b in blocks)
+        rna = spliced if t.strand == "+" else reverse_complement(spliced)
+        span0, span1 = blocks[0][0], blocks[-1][1]
+        reason = None
+        if rna[-3:] not in STOPS["+"]:
+            nxt = (upper[span1:span1 + 3] if t.strand == "+"
+                   else reverse_complement(upper[max(0, span0 - 3):span0]))
+            if len(rna) % 3 == 0 and nxt in STOPS["+"]:
+                if t.strand == "+":
+                    blocks[-1] = (blocks[-1][0], span1 + 3)
+                else:
+                    blocks[0] = (span0 - 3, blocks[0][1])
+                rna += nxt
+                report.stop_added += 1
+        gaps = [b0 - a1 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])]
+        if gaps and min(gaps) < min_intron:
+            reason = "gap shorter than min_intron inside the CDS"
+        elif len(rna) % 3:
+            reason = "CDS not a multiple of 3"
+        elif not rna.startswith("ATG"):
+            reason = "no start codon"
+        elif rna[-3:] not in STOPS["+"]:
+            reason = "no stop codon"
+        elif any(rna[i:i + 3] in STOPS["+"] for i in range(0, len(rna) - 3, 3)):
+            reason = "in-frame stop codon inside"
+        elif len(blocks) > 1 and min(blocks[0][1] - blocks[0][0],
+                                     blocks[-1][1] - blocks[-1][0]) <= 3:
+            reason = "start or stop codon split by or next to an intron"
+        elif any(upper[a1:a1 + 2] != SPLICE_LEFT[t.strand][1]
+                 or upper[b0 - 2:b0] != SPLICE_RIGHT[t.strand][1]
+                 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])):
+            reason = "an intron not GT..AG"
+        lo, hi = blocks[0][0], blocks[-1][1]
+        if reason is not None:
+            report.partial[reason] = report.partial.get(reason, 0) + 1
+            codes[lo:hi] = UNKNOWN
+            conflict[lo:hi] = True
+            continue
+        report.kept += 1
+        s = t.strand
+        mine = np.full(hi - lo, INTRON_ANY[s], np.int16)
+        order = blocks if s == "+" else blocks[::-1]
+        done, total = 0, len(rna)
+        for a, b in order:
+            for p in range(a, b):
+                k = done + (p - a if s == "+" else b - 1 - p)  # index in the RNA
+                cpos = k % 3
+                cs = p - cpos if s == "+" else p - (2 - cpos)  # forward triplet start
+                f = cs % 3
+                kind = "start" if k < 3 else "stop" if k >= total - 3 else "CDS"
+                mine[p - lo] = layout.index(f"{kind}{s}", f)
+            done += b - a
+        for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:]):  # the splice-site bases
+            before, after = layout.frame[mine[a1 - 1 - lo]], layout.frame[mine[b0 - lo]]
+            mine[a1 - lo] = layout.index(f"{SPLICE_LEFT[s][0]}{s}", (before + 1) % 3)
+            mine[b0 - 1 - lo] = layout.index(f"{SPLICE_RIGHT[s][0]}{s}", after)
+        genes.append((lo, hi, mine))
+    # overlapping coding transcripts cannot all be genes of one segmentation: the longest
+    # of each overlapping group is kept, the others are unknown where it does not reach
+    taken = np.zeros(n, bool)
+    kept = []
+    for lo, hi, mine in sorted(genes, key=lambda g: (g[0] - g[1], g[0])):
+        if taken[lo:hi].any():
+            conflict[lo:hi] = True
+            report.kept -= 1
+            report.partial["overlapping a longer gene"] = (
+                report.partial.get("overlapping a longer gene", 0) + 1)
+            continue
+        taken[lo:hi] = True
+        kept.append((lo, hi, mine))
+    conflict &= ~taken
+    for lo, hi, mine in kept:
+        codes[lo:hi] = mine
+    codes[conflict] = UNKNOWN
+    return codes
+
+
+class FrameGold:
+    """Gold codes read like an Annotation: ``labels(chrom, start, end)`` gives the codes
+    of [start, end) with frames relative to `start`. A chromosome's codes are made the
+    first time it is asked for (and `report` then counts its transcripts)."""
+
+    def __init__(self, layout: FrameLayout, annotation, transcripts, fasta,
+                 min_intron: int = 20):
+        self.layout = layout
+        self.report = GoldReport()
+        self.codes: dict[str, np.ndarray] = {}
+        self._annotation, self._fasta, self._min_intron = annotation, fasta, min_intron
+        self._transcripts: dict[str, list] = {}
+        for t in transcripts:
+            self._transcripts.setdefault(t.chrom, []).append(t)
+
+    def _chrom(self, chrom: str) -> np.ndarray:
+        if chrom not in self.codes:
+            size = self._annotation.chrom_sizes[chrom]
+            self.codes[chrom] = frame_gold(
+                self.layout, self._annotation.labels(chrom, 0, size),
+                self._transcripts.get(chrom, []), self._fasta.fetch(chrom, 0, size),
+                min_intron=self._min_intron, report=self.report)
+        return self.codes[chrom]
+
+    def safe_cuts(self, chrom: str) -> np.ndarray:
+        """(L + 1,) bool: whether a window may begin or end at boundary p of the
+        chromosome (between bases p - 1 and p): not inside a start or stop codon, and not
+        inside an intron or next to its splice bases. A window edge there leaves a piece
+        shorter than the label's fixed or minimum duration, or a splice base without its
+        dinucleotide, which no segmentation of the window can hold."""
+        codes = self._chrom(chrom)
+        lay = self.layout
+        C = len(lay)
+        # one group per rigid piece: a codon (its label, one frame throughout) or a whole
+        # intron of one strand (splice bases and the inside, coded INTRON_ANY), as a
+        # table indexed by code - lo (the negative codes UNKNOWN, INTRON_ANY included)
+        lo = min(UNKNOWN, *INTRON_ANY.values())
+        table = np.full(C - lo, -1, np.int64)
+        for c in range(C):
+            kind = lay.kind_names[lay.kind[c]][:-1]
+            if kind in ("start", "stop"):
+                table[c - lo] = c
+            elif kind in ("donor", "acceptor", "intron"):
+                table[c - lo] = C + "+-".index(lay.strand[c])
+        for st, code in INTRON_ANY.items():
+            table[code - lo] = C + "+-".index(st)
+        group = table[codes.astype(np.int64) - lo]
+        ok = np.ones(len(codes) + 1, bool)
+        ok[1:-1] = ~((group[1:] == group[:-1]) & (group[1:] >= 0))
+        return ok
+
+    def labels(self, chrom: str, start: int = 0, end: int | None = None,
+               resolution: int = 1) -> np.ndarray:
+        if resolution != 1:
+            raise SemisegError("crf.frames: gold frame labels exist at 1 bp only")
+        codes = self._chrom(chrom)[start:end].astype(np.int64)
+        return self.layout.shift(codes, start)

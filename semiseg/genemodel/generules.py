@@ -1,0 +1,75 @@
+"""Sequence rules applied to a gene model's decoded labels before they are written:
+start codons moved to the first ATG of their open reading frame (genemodel/firstatg.py), then long
+intergenic ORFs called genes (genemodel/orffill.py). `annotate` reads them from the model's annotate
+section or the command line (gene_rules) and applies them per chromosome (apply_rules).
+The donor motif (set_donor_motif) is a rule of the same kind applied before decoding: it
+narrows where the gene model's introns may begin."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import SemisegError
+from ..genome.iupac import check_motif
+from .firstatg import extend_starts
+from .orffill import long_orfs as paint_long_orfs
+
+
+class GeneRules(NamedTuple):
+    """Which rules are on, and the labels they read."""
+    cds: dict  # CDS label per strand ("+", "-")
+    background: int
+    first_atg: bool  # firstatg.extend_starts
+    long_orfs: int  # orffill.long_orfs: minimum codons, 0 off
+
+
+def gene_rules(scheme, res: int, first_atg: bool, first_atg_given: bool | None,
+             orfs: int, orfs_given: int | None) -> GeneRules | None:
+    """The GeneRules asked for (command line over the model's annotate section), or None
+    when none is on. Asked for on the command line where the model has no codons (not a
+    gene model at 1 bp): a one-line error; set in the model's config there: off (as
+    annotate._set_penalty does)."""
+    on = first_atg if first_atg_given is None else first_atg_given
+    n = orfs if orfs_given is None else orfs_given
+    if n != int(n) or n < 0:
+        raise SemisegError(f"--long-orfs: expected a whole number of codons >= 0, got {n}")
+    if not (on or n):
+        return None
+    cds = {st: scheme.role_label("CDS", st) for st in ("+", "-")}
+    cds = {st: c for st, c in cds.items() if c is not None}
+    if res != 1 or not cds or scheme.background is None:
+        for flag, given in (("--first-atg", first_atg_given), ("--long-orfs", orfs_given)):
+            if given:
+                raise SemisegError(f"{flag}: only a gene model at 1 bp (labels of role CDS, "
+                                   "a background label) has codons to read")
+        return None
+    return GeneRules(cds, scheme.background, bool(on), int(n))
+
+
+def apply_rules(rules: GeneRules, lab: np.ndarray, seq: bytes, runp: np.ndarray) -> None:
+    """Apply `rules` to one chromosome's labels `lab` (1 bp, in place, sequence `seq`); a
+    gene so changed or added has no run posterior (runp NaN there: no BED score)."""
+    if rules.first_atg:
+        for _, _, lo, hi in extend_starts(lab, seq, rules.cds, rules.background):
+            runp[lo:hi] = np.nan
+    if rules.long_orfs:
+        for lo, hi in paint_long_orfs(lab, seq, rules.cds, rules.background,
+                                      rules.long_orfs):
+            runp[lo:hi] = np.nan
+
+
+def set_donor_motif(head, configured: str, given: str | None) -> None:
+    """The gene head's donor motif from the command line or the checkpoint's annotate
+    section (as annotate._set_penalty: ignored where configured for a model without introns)."""
+    motif = configured if given is None else given
+    if not motif:
+        return
+    if not hasattr(head, "donor_motif"):
+        if given:
+            raise SemisegError("--donor-motif: only the gene model (crf.frames with the "
+                               "semi-CRF head) has introns")
+        return
+    head.donor_motif = check_motif(motif, "--donor-motif" if given is not None
+                                   else "the model's annotate.donor_motif")

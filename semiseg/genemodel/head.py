@@ -1,0 +1,315 @@
+"""The frame-aware gene model's CRF head (its encoder is model.GeneEncoder).
+
+`FrameHead` turns encoder channels into the internal labels of
+:class:`semiseg.genemodel.frames.FrameLayout` (start / CDS / stop / intron in three frames
+per strand, plus the scheme's other labels), adds the gene-structure rules (periodic
+transitions, fixed start / stop codon and splice-site durations, the sequence's stop and
+start codons and GT..AG splice sites as an `allowed` mask, codons aligned to their frame),
+runs the exact semi-CRF, and hands back *scheme* labels: callers
+see the same methods as `SemiCRF` (nll, decode, marginals) with emissions that carry the
+one-hot sequence in their last four channels.
+
+Learned scores are per kind, not per frame (the frame of a window is arbitrary): one
+transition table over kinds, one duration table (K, kinds), start/end scores per kind,
+all expanded to the internal labels. Splice sites are scored by the 1-bp donor and
+acceptor labels' own channels, and with `site_scores` also by counted position weight
+matrices of splice sites, start and stop codons (sites.SiteScores), whose learned
+weights are the only per-site parameters; with `orf_length_scores` start and stop codons
+also score the length of the open reading frame they open or close
+(orflength.OrfLengthScores), and with `upstream_start_scores` start codons the number of
+in-frame start codons upstream in their ORF (orflength.UpstreamStartScores); with
+`content_scores` CDS bases get the log-odds of a
+counted coding Markov chain (content.ContentScores).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ..crf import Segmentation, log_partition, viterbi
+from ..errors import SemisegError
+from .content import ContentScores
+from .frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
+from .orflength import OrfLengthScores, UpstreamStartScores
+from .seqmask import donor_motif_mask, sequence_allowed
+from .sites import SiteScores
+
+SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
+
+
+class FrameHead(nn.Module):
+    """Semi-CRF head with reading frames (see the module docstring).
+
+    Args:
+        layout: the internal labels of the scheme.
+        max_duration: K in bp.
+        start_end: learn scores for the first and last segment's kind.
+        site_scores: add the site matrices' scores (sites.SiteScores; train/tables.py counts
+            the matrices) to the emissions.
+        orf_length_scores: add learned scores of ORF length to start and stop codons
+            (orflength.OrfLengthScores).
+        upstream_start_scores: add a learned score of the number of in-frame start
+            codons upstream in the ORF to start codons (orflength.UpstreamStartScores).
+        content_scores: add the coding-content log-odds (content.ContentScores; train/tables.py
+            counts the table) to the CDS labels.
+        tie_noncoding: each strand's intron channel is the background label's channel
+            plus a learned constant (`noncoding_bias`), not an encoder output of its own.
+    """
+
+    # set by annotate on the head it decodes with (an ensemble passes them on)
+    ANNOTATE_SETTINGS = ("intron_penalty", "branch_penalty", "donor_motif", "intron_rate")
+
+    def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
+                 site_scores: bool = False, orf_length_scores: bool = False,
+                 content_scores: bool = False, upstream_start_scores: bool = False,
+                 tie_noncoding: bool = False):
+        super().__init__()
+        self.register_buffer("tie", None, persistent=False)
+        if tie_noncoding:
+            # (intron channel, background channel) per coding strand with an intron label
+            bg = next(kn[len("outside:"):] for k, kn in enumerate(layout.kind_names)
+                      if kn.startswith("outside:") and layout.strand[layout.kind.index(k)] == ".")
+            pairs = [(layout.channels.index(f"intron{st}"), layout.channels.index(bg))
+                     for st in layout.strands if f"intron{st}" in layout.channels]
+            if pairs:
+                self.register_buffer("tie", torch.as_tensor(pairs), persistent=False)
+                self.noncoding_bias = nn.Parameter(torch.zeros(len(pairs)))
+        self.content = ContentScores(layout) if content_scores else None
+        self.sites = SiteScores(layout) if site_scores else None
+        self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
+        self.upstream = UpstreamStartScores(layout) if upstream_start_scores else None
+        self.layout = layout
+        self.num_labels = len(set(layout.scheme_label))
+        self.max_duration = K = max_duration
+        NK = len(layout.kind_names)
+        self.n_channels = len(layout.channels)
+        self.transition = nn.Parameter(torch.zeros(NK, NK))
+        self.duration = nn.Parameter(torch.zeros(K, NK))
+        self.start = nn.Parameter(torch.zeros(NK)) if start_end else None
+        self.end = nn.Parameter(torch.zeros(NK)) if start_end else None
+        self.register_buffer("em_idx", torch.as_tensor(layout.expand_index()),
+                             persistent=False)
+        self.register_buffer("begin_penalty", torch.where(
+            torch.as_tensor(layout.begin_mask()), 0.0, MISALIGNED), persistent=False)
+        kinds = [layout.kind_names[k][:-1] for k in layout.kind]
+        frames = torch.as_tensor(layout.frame)
+        # boundary events (marginals), the edges of genes and exons: a gene's left end is
+        # the first base of a plus-strand start or a minus-strand stop codon (held in the
+        # frame t mod 3), its right end the last base of a plus-strand stop or a
+        # minus-strand start codon (frame (t - 2) mod 3); a splice base is an intron's
+        # first base (left end) or last base (right end) by itself
+        strand = layout.strand
+        first = torch.tensor([(kinds[c], strand[c]) in (("start", "+"), ("stop", "-"))
+                              for c in range(len(kinds))])
+        last = torch.tensor([(kinds[c], strand[c]) in (("stop", "+"), ("start", "-"))
+                             for c in range(len(kinds))])
+        left = torch.tensor([kinds[c] == SPLICE_LEFT.get(layout.strand[c], ("",))[0]
+                             for c in range(len(kinds))])
+        right = torch.tensor([kinds[c] == SPLICE_RIGHT.get(layout.strand[c], ("",))[0]
+                              for c in range(len(kinds))])
+        r = torch.arange(3)[:, None]
+        self.register_buffer("begins", ((first & (frames == r)) | left).float(),
+                             persistent=False)
+        self.register_buffer("ends", ((last & (frames == (r - 2) % 3)) | right).float(),
+                             persistent=False)
+        self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
+        self.register_buffer("tmask", torch.as_tensor(layout.transition_mask(), dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
+                             persistent=False)
+        # the posterior decode's durations: only the masks score it, so chains of segments
+        # of at most chain_duration(K) bp give the same label sequences (genemodel/frames.py)
+        self.register_buffer("decode_dmask", torch.as_tensor(
+            layout.duration_mask(layout.chain_duration(K)), dtype=torch.float32),
+            persistent=False)
+        self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
+                             persistent=False)
+        # annotate.intron_penalty: a log-score taken from each intron (its left splice
+        # base) when annotating; training leaves it at 0
+        self.intron_penalty = 0.0
+        # annotate.intron_rate: a log-score added to every base inside an intron when
+        # annotating (per bp: a 10 kb intron gains 10,000 x rate); training leaves it at 0
+        self.intron_rate = 0.0
+        self.register_buffer("intron_inside", torch.tensor(
+            [layout.kind_names[k] in ("intron+", "intron-") for k in layout.kind]),
+            persistent=False)
+        # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
+        # no branch point near the consensus (sites.SiteScores.weak_branch); inf: such
+        # acceptors are masked out (no intron may end there)
+        self.branch_penalty = 0.0
+        # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
+        self.donor_motif = ""
+        self.register_buffer("intron_begin", left.float(), persistent=False)
+
+    # ------------------------------------------------------------------ inputs
+    def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
+        B, T, _ = emissions.shape
+        R = emissions[..., :self.n_channels].float()
+        if self.tie is not None:  # introns score as the background, plus a constant
+            R = R.clone()
+            R[..., self.tie[:, 0]] = R[..., self.tie[:, 1]] + self.noncoding_bias
+        onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
+        codes = torch.where(onehot.amax(-1) > 0.5, onehot.argmax(-1), torch.full_like(
+            onehot[..., 0], 4, dtype=torch.int64))
+        if lengths is not None:  # past a sequence's end: N (a codon there is not a stop)
+            past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
+            codes = codes.masked_fill(past, 4)
+        allowed = sequence_allowed(self.layout, codes)
+        if self.donor_motif:  # one mask per strand, for that strand's donor labels
+            for strand in self.layout.strands:
+                donors = [c for c, k in enumerate(self.layout.kind)
+                          if self.layout.kind_names[k] == "donor" + strand]
+                ok = donor_motif_mask(codes, self.donor_motif, strand)
+                allowed[..., donors] &= ok[..., None]
+        r = torch.arange(T, device=emissions.device) % 3
+        idx = self.em_idx[r].expand(B, T, -1)
+        scores = torch.gather(R, 2, idx)
+        if self.sites is not None:
+            scores = scores + self.sites(codes).to(scores.dtype)
+        if self.orf_length is not None:
+            scores = scores + self.orf_length(codes, lengths).to(scores.dtype)
+        if self.upstream is not None:
+            scores = scores + self.upstream(codes, lengths).to(scores.dtype)
+        if self.content is not None:
+            scores = scores + self.content(codes).to(scores.dtype)
+        if self.intron_rate:
+            scores = scores + self.intron_rate * self.intron_inside.to(scores.dtype)
+        if self.branch_penalty:
+            if self.sites is None:
+                raise SemisegError("annotate.branch_penalty needs a model trained with "
+                                   "crf.site_scores: true (the branch-point matrix)")
+            weak = self.sites.weak_branch(codes)
+            if math.isinf(self.branch_penalty):  # a rule: no intron ends there at all
+                allowed = allowed & (weak == 0)
+            else:
+                scores = scores - self.branch_penalty * weak.to(scores.dtype)
+
+        k = self.kind
+        tr = self.transition[k][:, k][None] + self.tmask
+        if self.intron_penalty:
+            tr = tr - self.intron_penalty * self.intron_begin
+        db = self.duration[:, k] + self.dmask
+        return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
+                    start=None if self.start is None else self.start[k],
+                    end=None if self.end is None else self.end[k],
+                    proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
+
+    # ------------------------------------------------------------------ methods
+    def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        t = self._terms(emissions, lengths)
+        return log_partition(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
+                             backend=backend, **t)
+
+    def nll(self, emissions: Tensor, labels: Tensor, lengths=None, hidden=None, *,
+            backend="auto") -> Tensor:
+        """log Z - log Z(gold) per sequence; `labels` are gold codes (genemodel/frames.py)."""
+        t = self._terms(emissions, lengths)
+        B, T = labels.shape
+        gold = torch.as_tensor(self.layout.gold_mask(labels.cpu().numpy()),
+                               device=labels.device) & t["allowed"]
+        if lengths is not None:
+            pad = torch.arange(T, device=labels.device)[None, :] >= lengths[:, None]
+            gold |= pad[..., None]
+        sc, tr, db = t.pop("scores"), t.pop("transition"), t.pop("duration_bias")
+        two = {k: (None if t[k] is None else torch.cat([t[k], t[k]]))
+               for k in ("lengths", "proj_start")}
+        z = log_partition(torch.cat([sc, sc]), tr, db, start=t["start"], end=t["end"],
+                          allowed=torch.cat([t["allowed"], gold]), backend=backend, **two)
+        log_z, log_gold = z[:B], z[B:]
+        return torch.where(torch.isneginf(log_gold), torch.full_like(log_z, float("inf")),
+                           log_z - log_gold)
+
+    def decode_internal(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        """The Viterbi path over the internal labels (a Segmentation)."""
+        t = self._terms(emissions, lengths)
+        with torch.no_grad():
+            return viterbi(t.pop("scores"), t.pop("transition"), t.pop("duration_bias"),
+                           backend=backend, **t)
+
+    def _posteriors(self, t: dict, backend: str) -> Tensor:
+        """Internal-label marginals (B, T, C)."""
+        with torch.enable_grad():
+            sc = t["scores"].detach().requires_grad_(True)
+            st = None if t["start"] is None else t["start"].detach()
+            en = None if t["end"] is None else t["end"].detach()
+            z = log_partition(sc, t["transition"].detach(), t["duration_bias"].detach(),
+                              t["lengths"], start=st, end=en, proj_start=t["proj_start"],
+                              allowed=t["allowed"], backend=backend)
+            ok = torch.isfinite(z)
+            return torch.autograd.grad(torch.where(ok, z, 0).sum(), sc)[0]
+
+    def decode(self, emissions, lengths=None, hidden=None, *, backend="auto") -> Segmentation:
+        """The gene structure with the most expected correct bases (posterior decoding).
+
+        The highest-scoring single segmentation (`decode_internal`) is a poor summary of
+        this model: a run of one label has a great many segmentations into chained
+        segments, so the likelihood spreads a run's probability over them, and one path
+        of another label can outscore each of them while being far less probable in
+        sum. Instead the segmentation that obeys every gene-structure rule (the same
+        transitions, durations and sequence mask, with no learned scores) and has the
+        largest sum of internal-label posteriors over its bases is returned (maximum
+        expected accuracy), collapsed to scheme labels (runs of one label merged).
+        `score` is that expected number of correct bases.
+        """
+        t = self._terms(emissions.detach(), lengths)
+        return self._collapsed(self._decode_posteriors(t, self._posteriors(t, backend),
+                                                       backend))
+
+    def decode_with_marginals(self, emissions, lengths=None, hidden=None, *,
+                              backend="auto"):
+        """`decode` and `marginals` from one posterior pass: (Segmentation, label
+        marginals, boundary marginals), what annotation needs, at half the cost."""
+        t = self._terms(emissions.detach(), lengths)
+        g = self._posteriors(t, backend)
+        return (self._collapsed(self._decode_posteriors(t, g, backend)),
+                *self._marginals_from(g, lengths))
+
+    def _collapsed(self, seg: Segmentation) -> Segmentation:
+        """The internal-label segmentation in scheme labels: its segments are the runs
+        of the collapsed labels (internal segments of one scheme label merged, as
+        merge_runs does), marked on the device and listed only when read."""
+        lab = seg.labels
+        out = torch.where(lab >= 0, self.collapse_idx[lab.clamp(min=0)], lab)
+        change = torch.ones_like(out, dtype=torch.bool)
+        change[:, 1:] = out[:, 1:] != out[:, :-1]
+        return Segmentation(score=seg.score, labels=out, seg_start=change & (out >= 0),
+                            lengths=seg.lengths)
+
+    def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
+        with torch.no_grad():
+            return viterbi(post, self.tmask, self.decode_dmask, t["lengths"],
+                           allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
+
+    def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
+        """`decode`'s segmentation over the internal labels (a Segmentation)."""
+        t = self._terms(emissions.detach(), lengths)
+        return self._decode_posteriors(t, self._posteriors(t, backend), backend)
+
+    def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
+        """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).
+
+        boundary[t]: the probability that a gene or an intron begins at t or ends at t - 1
+        (where the scheme's label changes: a gene's edges are the outer ends of its start
+        and stop codons), summed over those events and capped at 1; exact except where
+        two such events meet (adjacent genes), which are counted twice. boundary[0] = 1.
+        """
+        t = self._terms(emissions.detach(), lengths)
+        return self._marginals_from(self._posteriors(t, backend), lengths)
+
+    def _marginals_from(self, g_sc: Tensor, lengths) -> tuple[Tensor, Tensor]:
+        B, T, _ = g_sc.shape
+        post = torch.zeros(B, T, self.num_labels, device=g_sc.device)
+        post.index_add_(2, self.collapse_idx, g_sc)
+        r = torch.arange(T, device=g_sc.device) % 3
+        begin = (g_sc * self.begins[r]).sum(-1)
+        end = (g_sc * self.ends[r]).sum(-1)
+        bnd = begin.clone()
+        bnd[:, 1:] += end[:, :-1]
+        bnd[:, 0] = 1.0  # a sequence's first base always begins a segment (SPEC.md)
+        if lengths is not None:
+            pad = torch.arange(T, device=bnd.device)[None, :] >= lengths[:, None].to(bnd.device)
+            bnd = bnd.masked_fill(pad, 0.0)
+        return post.clamp(0, 1), bnd.clamp(0, 1)
