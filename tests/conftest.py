@@ -27,17 +27,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(autouse=True)
-def _kernel_knobs(monkeypatch):
-    """SEMISEG_KERNEL_KNOBS="NAME=int,..." runs every test with those module settings of
-    semiseg.crf.kernels (e.g. a kernel variant before it becomes the rule)."""
-    spec = os.environ.get("SEMISEG_KERNEL_KNOBS")
-    if spec:
-        from semiseg.crf import kernels
-
-        for kv in filter(None, spec.split(",")):
-            name, _, value = kv.partition("=")
-            if not hasattr(kernels, name):
-                raise ValueError(f"SEMISEG_KERNEL_KNOBS: no setting {name!r}")
-            monkeypatch.setattr(kernels, name, int(value))
-    yield
+# A kernel variant before it becomes the rule: SEMISEG_TRITON_TUNING="field=value,..." runs
+# every test with those fields of the Triton backend's default Tuning
+# (semiseg/crf/triton/schedule.py reads it once, at import).

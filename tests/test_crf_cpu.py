@@ -1,4 +1,4 @@
-"""The compiled CPU backend (semiseg/crf/cpu.py, numba) against the same oracles as the
+"""The compiled CPU backend (semiseg/crf/numba/, numba) against the same oracles as the
 torch backend: brute-force enumeration in float64 (test_crf_reference's machinery, one
 oracle per case checked at several chunk sizes), the plain dynamic programme with
 autograd at longer T, the torch backend, and float64 at T = 20,000 for float32 inputs.
@@ -28,7 +28,8 @@ from test_crf_reference import (  # noqa: E402
     split,
 )
 
-from semiseg.crf import cpu, dispatch, log_partition, marginals, viterbi  # noqa: E402
+from semiseg.crf import dispatch, log_partition, marginals, viterbi  # noqa: E402
+from semiseg.crf import numba as cpu  # noqa: E402
 
 F64 = torch.float64
 

@@ -15,8 +15,19 @@ from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
 pytestmark = pytest.mark.gpu
 
 
+def tuned(monkeypatch, **fields):
+    """This test's kernel calls under the default Tuning with these fields replaced (the
+    Triton backend's settings object, semiseg/crf/triton/schedule.py); cumulative within a
+    test, undone after it."""
+    import dataclasses
+
+    from semiseg.crf import triton as kn
+
+    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, **fields))
+
+
 def _kn():
-    from semiseg.crf import kernels
+    from semiseg.crf import triton as kernels
 
     return kernels
 
@@ -58,7 +69,7 @@ def test_realistic_against_float64(B, T, K, C, waves, monkeypatch):
     (two segments per wave) instead of the chains writing them."""
     kn = _kn()
     if waves:
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"), C)
+        tuned(monkeypatch, rows_budget=2 * B * kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
                             * (2 * 8 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
                        allowed=True)
@@ -71,12 +82,12 @@ def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
     """The static chains and backward with their rings in memory, walked in tiles (forced
     at every shape; by rule from KP x CP = 32768), against float64, deterministic."""
     kn = _kn()
-    monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
-    monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
-    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1024)
-    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1024)
+    tuned(monkeypatch, chain_tile_from=0)
+    tuned(monkeypatch, bwd_tile_from=0)
+    tuned(monkeypatch, chain_tile_elems=1024)
+    tuned(monkeypatch, bwd_tile_elems=1024)
     if waves:
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 2 * B * kn._segment_length(T, K, B, torch.device("cuda"), C)
+        tuned(monkeypatch, rows_budget=2 * B * kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
                             * (2 * 32 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K + 1,
                        lengths=[T] + [T - 7 * i for i in range(1, B)], allowed=True)
@@ -93,12 +104,12 @@ def test_split_chains_against_float64(split, elems, reg, monkeypatch):
     SPLIT_REG_ELEMS), variable lengths and a mask: against float64, bitwise
     deterministic."""
     kn = _kn()
-    monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
-    monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", elems)
-    monkeypatch.setattr(kn, "CHAIN_SPLIT", split)
-    monkeypatch.setattr(kn, "SPLIT_REG_ELEMS", reg)
+    tuned(monkeypatch, chain_tile_from=0)
+    tuned(monkeypatch, chain_tile_elems=elems)
+    tuned(monkeypatch, chain_split=split)
+    tuned(monkeypatch, split_reg_elems=reg)
     B, T, K, C = 2, 3000, 500, 24
-    opts = kn._split_opts(B, 512, 32, kn._chain_opts(512, 32, 4), torch.empty(1, device="cuda"))
+    opts = kn.DEFAULT.split_opts(B, 512, 32, kn.DEFAULT.chain_opts(512, 32, 4), torch.empty(1, device="cuda"))
     got = opts.get("SPLIT", 1)
     assert got == split if split else got > 1
     assert (opts["TILE"] == 0) == (512 * 32 // got <= reg)
@@ -272,14 +283,14 @@ def _extra_peak(kn, T, K=100, C=24, B=2):
 
 def test_peak_memory_independent_of_T(monkeypatch):
     """Beyond inputs and gradients: checkpoints (a number of slots fixed by the SM count on
-    a GPU, each min(K, T) x C) and at most kernels.ROWS_BUDGET bytes of forward rows, so
+    a GPU, each min(K, T) x C) and at most kernels.DEFAULT.rows_budget bytes of forward rows, so
     the same at T = 600k and 1.2M once both are over the budget (B = 2, 256 MB: both
     hold rows up to it)."""
     kn = _kn()
-    monkeypatch.setattr(kn, "ROWS_BUDGET", 256 << 20)
+    tuned(monkeypatch, rows_budget=256 << 20)
     small, large = _extra_peak(kn, 600_000), _extra_peak(kn, 1_200_000)
     assert large - small < 12e6, (small, large)
-    assert large < kn.ROWS_BUDGET + 64e6, large
+    assert large < kn.DEFAULT.rows_budget + 64e6, large
 
 
 def test_bitwise_deterministic_gradients():
@@ -337,13 +348,12 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, tagged
     programs form gamma's parts, the end-indexed one's always)."""
     kn = _kn()
     if not tagged:
-        for knob in ("REV_TAG", "END_TAG", "LAZY_ALPHA", "PREFETCH"):
-            monkeypatch.setattr(kn, knob, False)
-    monkeypatch.setattr(kn, "REV_SPLIT", split)
-    monkeypatch.setattr(kn, "END_SPLIT", split)
+        tuned(monkeypatch, rev_tag=False, end_tag=False, lazy_alpha=False, prefetch=False)
+    tuned(monkeypatch, rev_split=split)
+    tuned(monkeypatch, end_split=split)
     if sparse:
-        monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
-        monkeypatch.setattr(kn, "REV_PART_GAMMA", True)
+        tuned(monkeypatch, sparse_viterbi=True)
+        tuned(monkeypatch, rev_part_gamma=True)
     p, extra = problem(B, T, K, C, seed=B * T + K + 9, period=3, allowed=True,
                        lengths=[T] + [T - 17 * i for i in range(1, B)])
     if sparse:
@@ -351,13 +361,13 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, tagged
     p["transition"][1, 0, C - 1] = float("-inf")
     x = inputs(p, extra, torch.float32)
     KP, CP = kn._shape(x)
-    rk = kn._rev_opts(KP, CP, kn._warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
+    rk = kn.DEFAULT.rev_opts(KP, CP, kn.DEFAULT.chain_warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
     assert rk["KQ"] > 0 and rk["SPLIT"] == (3 if split else 1)
     assert rk.get("PARTG", 0) == (split and (sparse or K == 100))
     assert rk.get("TAG", 0) == (split and tagged and rk["PARTG"])
     assert rk.get("XT", 0) == rk.get("TAG", 0)
-    assert kn._end_split(B, KP, CP, 3, torch.device("cuda")) == rk["SPLIT"]
-    assert (kn._sparse_width(x) > 0) == sparse
+    assert kn.DEFAULT.end_programs(B, KP, CP, 3, torch.device("cuda")) == rk["SPLIT"]
+    assert (kn.DEFAULT.sparse_width(x) > 0) == sparse
     check_against_float64(kn, p, extra, deterministic=True)
 
 
@@ -369,15 +379,15 @@ def test_periodic_rings_in_tiles_against_float64(B, T, K, C, forced, monkeypatch
     KP x CP = 32768: K = 2000 and 4000 at C = 13), P = 3, against float64, deterministic."""
     kn = _kn()
     if forced:
-        monkeypatch.setattr(kn, "CHAIN_TILE_FROM", 0)
-        monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
-        monkeypatch.setattr(kn, "CHAIN_TILE_ELEMS", 1024)
-        monkeypatch.setattr(kn, "BWD_TILE_ELEMS", 1024)
+        tuned(monkeypatch, chain_tile_from=0)
+        tuned(monkeypatch, bwd_tile_from=0)
+        tuned(monkeypatch, chain_tile_elems=1024)
+        tuned(monkeypatch, bwd_tile_elems=1024)
     p, extra = problem(B, T, K, C, seed=B * T + K + 5, period=3, allowed=True,
                        lengths=[T] + [T - 11 * i for i in range(1, B)])
     p["transition"][1, :, C // 2] = float("-inf")
     x = inputs(p, extra, torch.float32)
-    assert x.periodic and kn.supports(x) is None and kn._bwd_tile(*kn._shape(x)) > 0
+    assert x.periodic and kn.supports(x) is None and kn.DEFAULT.bwd_tile(*kn._shape(x)) > 0
     check_against_float64(kn, p, extra, deterministic=True)
 
 
@@ -402,12 +412,12 @@ def test_periodic_sparse_against_float64(B, T, K, C, monkeypatch):
     P = 3: log Z, every gradient, Viterbi (sparse too: SPARSE_VITERBI) and its path
     against float64, deterministic."""
     kn = _kn()
-    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
+    tuned(monkeypatch, sparse_viterbi=True)
     p, extra = problem(B, T, K, C, seed=B * T + K + 7, period=3, allowed=True,
                        lengths=[T] + [T - 17 * i for i in range(1, B)])
     sparsify(p, seed=B)
     x = inputs(p, extra, torch.float32)
-    assert kn._sparse_width(x) == 4 and kn._shape(x)[1] == 64
+    assert kn.DEFAULT.sparse_width(x) == 4 and kn._shape(x)[1] == 64
     check_against_float64(kn, p, extra, deterministic=True)
 
 
@@ -420,11 +430,11 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
     sparsify(p, seed=3)
     p["scores"] = 0.2 * p["scores"]  # many competing paths
     x = inputs(p, extra, torch.float32)
-    assert kn._sparse_width(x) == 4
-    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
+    assert kn.DEFAULT.sparse_width(x) == 4
+    tuned(monkeypatch, sparse_viterbi=True)
     sparse = kn.viterbi(x)
-    monkeypatch.setattr(kn, "SPARSE_BELOW", 0.0)
-    assert kn._sparse_width(x) == 0
+    tuned(monkeypatch, sparse_below=0.0)
+    assert kn.DEFAULT.sparse_width(x) == 0
     dense = kn.viterbi(x)
     for a, b in zip(sparse, dense):
         assert torch.equal(a, b)
@@ -490,7 +500,7 @@ def _graphed_and_eager(kn, x, monkeypatch, wanted=None):
     """forward + backward + Viterbi with CUDA graphs on, twice (a signature's first call
     runs eagerly, its second captures and replays; later values replay), and with them
     off (graphs.ENABLED False)."""
-    from semiseg.crf.kernels import graphs
+    from semiseg.crf.triton import graphs
 
     def run():
         lz, saved = kn.forward(x, keep=True)
@@ -514,7 +524,7 @@ def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
     must rebuild the sparse tables on the GPU. periodic_split: C = 24, so both periodic
     chains run split over programs (their exchange counters zeroed in the graph)."""
     kn = _kn()
-    from semiseg.crf.kernels import graphs
+    from semiseg.crf.triton import graphs
 
     graphs.POOL.clear()
     period = 3 if form.startswith("periodic") else None
@@ -527,8 +537,8 @@ def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
         x = inputs(p, extra, torch.float32)
         assert graphs.eligible(x, 64)
         KP, CP = kn._shape(x)
-        assert (kn._end_split(6, KP, CP, 3, x.scores.device) > 1) == (form == "periodic_split")
-        assert (kn._sparse_width(x) == 4) == (form == "periodic_sparse")
+        assert (kn.DEFAULT.end_programs(6, KP, CP, 3, x.scores.device) > 1) == (form == "periodic_split")
+        assert (kn.DEFAULT.sparse_width(x) == 4) == (form == "periodic_sparse")
         for wanted in (None, ("scores", "proj_start")):
             graphed, eager = _graphed_and_eager(kn, x, monkeypatch, wanted)
             for lz, g, vit in graphed:
@@ -551,7 +561,7 @@ def test_cuda_graphs_pending_forwards_do_not_share_buffers():
     log_partition calls), a backward with retain_graph run twice, and a third call while
     the first two are held: every gradient equals float64 on the CPU."""
     from semiseg.crf import log_partition
-    from semiseg.crf.kernels import graphs
+    from semiseg.crf.triton import graphs
 
     graphs.POOL.clear()
     leaves, want = [], []

@@ -1,4 +1,4 @@
-"""The instance pool of the CUDA-graph path (semiseg/crf/kernels/graphs.py), without CUDA:
+"""The instance pool of the CUDA-graph path (semiseg/crf/triton/graphs.py), without CUDA:
 holding, release when `saved` is dropped, reuse, eviction of the least recently used idle
 instance, and refusal when every instance is held."""
 
@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from semiseg.crf.kernels import graphs
+from semiseg.crf.triton import graphs
 
 
 class Inst:
@@ -62,16 +62,31 @@ def test_a_key_is_graphed_only_from_its_second_call():
     assert seen.again("c")
 
 
-def test_every_kernel_setting_is_part_of_the_graph_key():
-    """A captured graph is replayed only under the module settings it was captured with
-    (kernels._knobs is part of its key): every launch setting of semiseg.crf.kernels (an
-    upper-case int, bool or None) must be in _knobs, or a benchmark or test that changes
-    it replays a graph of the other code path. MAX_RING / MAX_RING_TILED are input
-    limits checked before any launch, not launch settings."""
-    from semiseg.crf import kernels as kn
+def test_no_launch_setting_is_a_module_global():
+    """A captured graph is replayed only under the Tuning it was captured with (the Tuning
+    object is part of its key, graphs.py), so every launch setting must live in Tuning:
+    no module of semiseg.crf.triton may hold an upper-case int, float, bool or None global
+    a benchmark could assign (MAX_RING / MAX_RING_TILED are input limits checked before
+    any launch; graphs' ENABLED / MAX_ELEMENTS / MAX_INSTANCES size the graph cache), and
+    two Tunings that differ in any one field are different keys."""
+    import dataclasses
+    import importlib
+    import pkgutil
 
-    keyed = set(kn._knobs.__code__.co_names)
-    settings = {n for n, v in vars(kn).items()
-                if n.isupper() and isinstance(v, (int, bool, type(None)))}
-    assert settings - keyed - {"MAX_RING", "MAX_RING_TILED"} == set()
-    assert keyed <= settings | {"SPARSE_BELOW"}
+    from semiseg.crf import triton as kn
+
+    allowed = {"MAX_RING", "MAX_RING_TILED", "ENABLED", "MAX_ELEMENTS", "MAX_INSTANCES"}
+    found = {}
+    for info in pkgutil.walk_packages(kn.__path__, kn.__name__ + "."):
+        mod = importlib.import_module(info.name)
+        for n, v in vars(mod).items():
+            if n.isupper() and isinstance(v, (int, float, bool, type(None))) and n not in allowed:
+                found[f"{info.name}.{n}"] = v
+    assert not found
+    base = kn.Tuning()
+    for f in dataclasses.fields(kn.Tuning):
+        v = getattr(base, f.name)
+        other = dataclasses.replace(base, **{f.name: (not v) if isinstance(v, bool) else
+                                              1 if v is None else v + 1})
+        assert other != base and hash(other) != hash(base), f.name
+        assert {base: 0}.get(other) is None, f.name

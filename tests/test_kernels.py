@@ -19,15 +19,26 @@ triton = pytest.importorskip("triton")
 import bruteforce as bf
 import triton.language as tl
 
-from semiseg.crf import kernels as kn
+from semiseg.crf import triton as kn
 from semiseg.crf.inputs import FLOAT_FIELDS, check_inputs
-from semiseg.crf.kernels import chain
-from semiseg.crf.kernels.split_end import _end_slots, _plane_ends
+from semiseg.crf.triton.jit import common
+from semiseg.crf.triton.jit.split_end import _end_slots, _plane_ends
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 if DEV == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
     # tests/conftest.py sets it before any test module imports triton: never skip silently
     raise RuntimeError("TRITON_INTERPRET=1 must be set before triton is imported (conftest.py)")
+
+
+def tuned(monkeypatch, **fields):
+    """This test's kernel calls under the default Tuning with these fields replaced (the
+    Triton backend's settings object, semiseg/crf/triton/schedule.py); cumulative within a
+    test, undone after it."""
+    import dataclasses
+
+    from semiseg.crf import triton as kn
+
+    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, **fields))
 
 NEG = float("-inf")
 
@@ -125,7 +136,7 @@ PARAMS = [(c, None) for c in CASES] + [(c, n) for c in ("all_terms", "allowed_ne
 @pytest.fixture(params=[False, True], ids=["gamma_cols", "gamma_rows"])
 def gamma_variant(request, monkeypatch):
     """Both forward gamma variants (kernels picks one by shape; tiny shapes get one)."""
-    monkeypatch.setattr(kn, "GAMMA_ROWS", request.param)
+    tuned(monkeypatch, gamma_rows=request.param)
     return request.param
 
 
@@ -133,9 +144,9 @@ def gamma_variant(request, monkeypatch):
 @pytest.mark.parametrize("case,seg_len", PARAMS)
 def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        tuned(monkeypatch, segment=seg_len)
     if seg_len == 1:  # rows for one checkpoint segment at a time: a wave per segment
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
+        tuned(monkeypatch, rows_budget=1)
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=7, **spec)
     check_against_brute(p, extra, keep_too=not gamma_variant)
@@ -144,7 +155,7 @@ def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
 def check_against_brute(p, extra, keep_too=False):
     """log Z, every gradient, Viterbi score and the path's own score against brute force.
     keep_too: also the forward told that a backward follows (keep=True: the static chains'
-    second halves then run in the forward, kernels._second_halves), whose log Z and
+    second halves then run in the forward, static._second_halves), whose log Z and
     gradients (twice from one forward, as retain_graph does) must be the same bits."""
     lz_ref, g_ref, vit_ref = brute(p, extra)
     x = as_inputs(p, extra)
@@ -240,7 +251,7 @@ def test_no_allowed_segmentation(dd):
 def test_against_torch_backend_and_determinism(monkeypatch):
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    tuned(monkeypatch, segment=9)
     p, extra = make(3, 40, 6, 3, seed=11, lengths=[40, 23, 17], allowed=True)
     extra["allowed"][:, ::5] = True
     x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
@@ -318,7 +329,7 @@ DD_PARAMS = [(c, None) for c in DD_CASES] + [(c, n) for c in ("all_terms", "allo
 @pytest.mark.parametrize("case,seg_len", DD_PARAMS)
 def test_dd_against_bruteforce(case, seg_len, monkeypatch):
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        tuned(monkeypatch, segment=seg_len)
     spec = dict(DD_CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=13,
                     dd=True, **spec)
@@ -330,7 +341,7 @@ def test_dd_against_bruteforce(case, seg_len, monkeypatch):
 def test_dd_against_torch_backend_and_determinism(monkeypatch):
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 7)
+    tuned(monkeypatch, segment=7)
     p, extra = make(2, 24, 5, 3, seed=17, lengths=[24, 15], allowed=True, neg_inf=True,
                     dd=True)
     extra["allowed"][:, ::4] = True
@@ -393,16 +404,16 @@ PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", 
 @pytest.mark.parametrize("ring", [None, 2], ids=["ring_by_shape", "ring_tiled_2"])
 @pytest.mark.parametrize("case,seg_len", PER_PARAMS)
 def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
-    """ring: kernels.RING_TILE (None: by shape, registers at these sizes; 2: the
+    """ring: kernels.DEFAULT.ring_tile (None: by shape, registers at these sizes; 2: the
     end-indexed chain's ring in global memory in tiles of 2 slots, tiled.py). The cases
     with a checkpoint spacing (seg_len) run the backward in waves of recomputed rows
-    (kernels.FULL_ROWS False); the others with the rows the forward chains wrote."""
-    monkeypatch.setattr(kn, "RING_TILE", ring)
+    (kernels.DEFAULT.full_rows False); the others with the rows the forward chains wrote."""
+    tuned(monkeypatch, ring_tile=ring)
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
-        monkeypatch.setattr(kn, "FULL_ROWS", False)
+        tuned(monkeypatch, segment=seg_len)
+        tuned(monkeypatch, full_rows=False)
     if seg_len == 1:  # one checkpoint segment per wave
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
+        tuned(monkeypatch, rows_budget=1)
     spec = dict(PER_CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=19,
                     **spec)
@@ -424,22 +435,20 @@ def test_periodic_reversed_ring_with_and_without_residue_planes(case, seg_len, m
     x = as_inputs(p, extra)
     KP, CP = kn._shape(x)
     dummy = torch.empty(1)
-    assert kn._rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] >= -(-KP // x.period)
+    assert kn.DEFAULT.rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] >= -(-KP // x.period)
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
-        monkeypatch.setattr(kn, "FULL_ROWS", False)
+        tuned(monkeypatch, segment=seg_len)
+        tuned(monkeypatch, full_rows=False)
     check_against_brute(p, extra)
-    monkeypatch.setattr(kn, "RES_PLANES_MAX_CP", 0)
-    assert kn._rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] == 0
+    tuned(monkeypatch, res_planes_max_cp=0)
+    assert kn.DEFAULT.rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] == 0
     check_against_brute(p, extra)
 
 
 def _tiles_of_one_slot(monkeypatch):
     """Every ring the kernels can keep in memory kept there, in tiles of one slot."""
-    for knob in ("CHAIN_TILE_FROM", "BWD_TILE_FROM"):
-        monkeypatch.setattr(kn, knob, 0)
-    for knob in ("CHAIN_TILE_ELEMS", "BWD_TILE_ELEMS"):
-        monkeypatch.setattr(kn, knob, 1)
+    tuned(monkeypatch, chain_tile_from=0, bwd_tile_from=0, chain_tile_elems=1,
+          bwd_tile_elems=1)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
@@ -452,14 +461,14 @@ def test_periodic_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     gradient and the Viterbi path against brute-force enumeration."""
     _tiles_of_one_slot(monkeypatch)
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
-        monkeypatch.setattr(kn, "FULL_ROWS", False)
+        tuned(monkeypatch, segment=seg_len)
+        tuned(monkeypatch, full_rows=False)
     spec = dict(PER_CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=23,
                     **spec)
     x = as_inputs(p, extra)
-    assert x.periodic and kn._chain_opts(*kn._shape(x), 4)["TILE"] == 1
-    assert kn._bwd_tile(*kn._shape(x)) == 1
+    assert x.periodic and kn.DEFAULT.chain_opts(*kn._shape(x), 4)["TILE"] == 1
+    assert kn.DEFAULT.bwd_tile(*kn._shape(x)) == 1
     check_against_brute(p, extra)
 
 
@@ -494,7 +503,7 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
     determinism, and P = 1 through the periodic family equal to the static kernels."""
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    tuned(monkeypatch, segment=9)
     p, extra = make(3, 40, 7, 3, seed=23, lengths=[40, 29, 17], allowed=True, neg_inf=True,
                     period=3)
     extra["allowed"][:, ::5] = True
@@ -558,18 +567,18 @@ def test_periodic_sparse_transitions_against_bruteforce(seg_len, tiles, monkeypa
     its vector at the columns; log Z, every gradient (the transition's scattered back
     from the sparse slots) and the Viterbi path against brute-force enumeration, with the
     rings in registers or in tiles of one slot, the rows written or recomputed in waves."""
-    monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)
-    monkeypatch.setattr(kn, "SPARSE_BELOW", 0.5)
-    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
-    monkeypatch.setattr(kn, "RING_TILE", 1 if tiles else None)
+    tuned(monkeypatch, sparse_from_cp=2)
+    tuned(monkeypatch, sparse_below=0.5)
+    tuned(monkeypatch, sparse_viterbi=True)
+    tuned(monkeypatch, ring_tile=1 if tiles else None)
     if tiles:
         _tiles_of_one_slot(monkeypatch)
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
-        monkeypatch.setattr(kn, "FULL_ROWS", False)
+        tuned(monkeypatch, segment=seg_len)
+        tuned(monkeypatch, full_rows=False)
     p, extra = sparse_problem(3, 6, 4, 5, seed=41, lengths=[6, 5, 2], allowed=True)
     x = as_inputs(p, extra)
-    assert kn._sparse_width(x) == 4 and kn._shape(x)[1] == 8
+    assert kn.DEFAULT.sparse_width(x) == 4 and kn._shape(x)[1] == 8
     check_against_brute(p, extra)
 
 
@@ -578,18 +587,18 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
     """The sparse tables give the dense tables' Viterbi path label for label (maxima are
     exact and the columns ascend, so ties break alike) and log Z and every gradient
     within float32 of them, on longer sequences than brute force can enumerate."""
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    tuned(monkeypatch, segment=9)
     p, extra = sparse_problem(3, 40, 7, 6, seed=43, lengths=[40, 29, 17], allowed=True)
     extra["allowed"][:, ::5] = True
     x = as_inputs(p, extra)
-    monkeypatch.setattr(kn, "SPARSE_VITERBI", True)
+    tuned(monkeypatch, sparse_viterbi=True)
     out = {}
     for below in (0.0, 1.0):  # dense, then sparse
-        monkeypatch.setattr(kn, "SPARSE_FROM_CP", 2)
-        monkeypatch.setattr(kn, "SPARSE_BELOW", below)
+        tuned(monkeypatch, sparse_from_cp=2)
+        tuned(monkeypatch, sparse_below=below)
         lz, saved = kn.forward(x)
         out[below] = (lz, kn.backward(x, saved, torch.ones_like(lz)), kn.viterbi(x),
-                      kn._sparse_width(x))
+                      kn.DEFAULT.sparse_width(x))
     assert out[0.0][3] == 0 and out[1.0][3] == 4
     torch.testing.assert_close(out[1.0][0], out[0.0][0], rtol=1e-6, atol=1e-5)
     for name in FLOAT_FIELDS:
@@ -604,13 +613,13 @@ def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
     """The end-indexed chain with its ring in global memory (tiled.py, any tile size)
     gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
     same float32 operations on every ring element, only in tiles."""
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 9)
+    tuned(monkeypatch, segment=9)
     p, extra = make(3, 40, 7, 3, seed=37, lengths=[40, 29, 17], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([0.7, -1.5, 1.1], device=DEV)
 
     def run(tile, keep=False):
-        monkeypatch.setattr(kn, "RING_TILE", tile)
+        tuned(monkeypatch, ring_tile=tile)
         lz, saved = kn.forward(x, keep=keep)
         assert (saved["rows"] is not None) == keep
         g = kn.backward(x, saved, w)
@@ -631,7 +640,7 @@ def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
     within float32 of the torch backend."""
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 6)
+    tuned(monkeypatch, segment=6)
     p, extra = make(3, 31, 5, 3, seed=41, lengths=[31, 20, 9], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([1.3, 0.4, -0.8], device=DEV)
@@ -639,7 +648,7 @@ def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
     assert saved["rows"] is not None and torch.isfinite(lz).all()
     full = kn.backward(x, saved, w)
     for budget in (1, 1 << 30):
-        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        tuned(monkeypatch, rows_budget=budget)
         g = kn.backward(x, kn.forward(x)[1], w)
         for k in full:
             assert torch.equal(full[k], g[k]), (budget, k)
@@ -647,7 +656,7 @@ def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
     want = reference.backward(x64, reference.forward(x64)[1], w.double())
     for k in FLOAT_FIELDS:
         torch.testing.assert_close(full[k].double(), want[k], rtol=1e-4, atol=1e-5, msg=k)
-    monkeypatch.setattr(kn, "ROWS_BUDGET", 1)  # rows over the budget: not written
+    tuned(monkeypatch, rows_budget=1)  # rows over the budget: not written
     assert kn.forward(x, keep=True)[1]["rows"] is None
 
 
@@ -661,7 +670,7 @@ def test_viterbi_mask_folded_into_scores_is_the_same(period, monkeypatch):
     x = as_inputs(p, extra)
     assert x.allowed is not None and not bool(x.allowed.all())
     folded = kn.viterbi(x)
-    monkeypatch.setattr(kn, "FOLD_MASK", False)
+    tuned(monkeypatch, fold_mask=False)
     own = kn.viterbi(x)
     for a, b in zip(folded, own):
         assert torch.equal(a, b)
@@ -678,16 +687,16 @@ def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypat
     float64 torch backend."""
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 5)
+    tuned(monkeypatch, segment=5)
     p, extra = make(3, 23, 6, 3, seed=43, lengths=[23, 16, 7], allowed=True, period=period)
     x = as_inputs(p, extra)
     w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
     for budget in (1 << 30, 1):
-        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        tuned(monkeypatch, rows_budget=budget)
         got = {}
         for frm in (1 << 62, 0):
-            monkeypatch.setattr(kn, "DB_GLOBAL_FROM", frm)
-            assert kn._db_global(8, 4, True) == (frm == 0)
+            tuned(monkeypatch, db_global_from=frm)
+            assert kn.DEFAULT.db_global(8, 4, True) == (frm == 0)
             got[frm] = kn.backward(x, kn.forward(x, keep=True)[1], w)
         for k in got[0]:
             if DEV == "cpu":
@@ -711,17 +720,17 @@ def test_static_backward_with_its_ring_in_tiles_matches_float64(elems, monkeypat
     tiles of 2 slots) and one (elems 32)."""
     from semiseg.crf import reference
 
-    monkeypatch.setattr(kn, "_segment_length", lambda *a: 5)
-    monkeypatch.setattr(kn, "BWD_TILE_FROM", 0)
-    monkeypatch.setattr(kn, "BWD_TILE_ELEMS", elems)
+    tuned(monkeypatch, segment=5)
+    tuned(monkeypatch, bwd_tile_from=0)
+    tuned(monkeypatch, bwd_tile_elems=elems)
     p, extra = make(3, 23, 6, 3, seed=44, lengths=[23, 16, 7], allowed=True)
     x = as_inputs(p, extra)
-    assert kn._bwd_tile(*kn._shape(x)) == elems // 4
+    assert kn.DEFAULT.bwd_tile(*kn._shape(x)) == elems // 4
     w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
     x64 = as_inputs(p, extra, torch.float64)
     want = reference.backward(x64, reference.forward(x64)[1], w.double())
     for budget in (1 << 30, 1):
-        monkeypatch.setattr(kn, "ROWS_BUDGET", budget)
+        tuned(monkeypatch, rows_budget=budget)
         got = kn.backward(x, kn.forward(x, keep=True)[1], w)
         post = kn.backward(x, kn.forward(x, keep=True)[1], w, wanted=("scores", "proj_start"))
         for k, v in want.items():
@@ -743,13 +752,13 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     path against brute-force enumeration, as the register rings are."""
     _tiles_of_one_slot(monkeypatch)
     if seg_len is not None:
-        monkeypatch.setattr(kn, "_segment_length", lambda *a: seg_len)
+        tuned(monkeypatch, segment=seg_len)
     if seg_len == 1:
-        monkeypatch.setattr(kn, "ROWS_BUDGET", 1)
+        tuned(monkeypatch, rows_budget=1)
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=8, **spec)
     x = as_inputs(p, extra)
-    assert kn._chain_opts(*kn._shape(x), 4)["TILE"] == 1
+    assert kn.DEFAULT.chain_opts(*kn._shape(x), 4)["TILE"] == 1
     check_against_brute(p, extra)
 
 
@@ -761,13 +770,13 @@ def test_static_join_in_parts_against_bruteforce(case, elems, monkeypatch):
     per tile of elems / CP slots: one slot each, or the whole ring in one), joined in
     tile order by _join_kernel: log Z and every gradient against brute-force
     enumeration."""
-    monkeypatch.setattr(kn, "JOIN_PARTS_FROM", 0)
-    monkeypatch.setattr(kn, "JOIN_TILE_ELEMS", elems)
+    tuned(monkeypatch, join_parts_from=0)
+    tuned(monkeypatch, join_tile_elems=elems)
     spec = dict(CASES[case])
     p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=9, **spec)
     x = as_inputs(p, extra)
     KP, CP = kn._shape(x)
-    assert kn._join_parts(x.batch, KP, CP, x.scores)[0] == (KP if elems == 1 else 1)
+    assert kn.DEFAULT.join_parts(x.batch, KP, CP, x.scores)[0] == (KP if elems == 1 else 1)
     check_against_brute(p, extra)
 
 
@@ -777,9 +786,9 @@ def test_every_function_of_the_kernel_modules_is_a_triton_function():
     a Triton function."""
     import inspect
 
-    from semiseg.crf.kernels import chain, tiled
+    from semiseg.crf.triton.jit import chain, common, dd, end, split_end, tiled
 
-    for mod in (chain, tiled):
+    for mod in (chain, common, dd, end, split_end, tiled):
         plain = [n for n, f in vars(mod).items()
                  if inspect.isfunction(f) and f.__module__ == mod.__name__]
         assert not plain, (mod.__name__, plain)
@@ -806,7 +815,7 @@ def test_split_end_plane_ends(NP, KP):
     once, end e in plane e mod NP, row (e div NP) mod KQ (NP KQ >= KP); the rows kept by
     _end_slots are exactly the ends [i, i + KP), each at slot e mod KP, so the ring's
     every slot is written once."""
-    KQ = kn._pow2(-(-KP // NP))
+    KQ = kn.schedule._pow2(-(-KP // NP))
     assert NP * KQ >= KP
     steps = 40
     out, slots, oks = (torch.empty(steps, NP, KQ, dtype=torch.int32, device=DEV)
@@ -827,9 +836,9 @@ def test_split_end_plane_ends(NP, KP):
 @triton.jit
 def _pack_probe(vals, tags, words, back, back_tags, N: tl.constexpr):
     i = tl.arange(0, N)
-    w = chain._pack(tl.load(vals + i), tl.load(tags + i))
+    w = common._pack(tl.load(vals + i), tl.load(tags + i))
     tl.store(words + i, w)
-    tl.store(back + i, chain._unpack(w))
+    tl.store(back + i, common._unpack(w))
     tl.store(back_tags + i, (w >> 32).to(tl.int32))
 
 
@@ -861,7 +870,7 @@ def test_checkpoint_segments_fit_one_wave(sms, monkeypatch):
     sqrt(T K) or MIN_SEGMENT bound set P (segments per sequence rounded up gave
     (32, 300, 30, 39) 288 programs for 264 places: a second wave), and uses the room it has
     (one more segment per sequence would not fit, unless P is bound). Counted directly."""
-    monkeypatch.setattr(kn, "_sm_count", lambda device: sms)
+    monkeypatch.setattr(kn.schedule, "_sm_count", lambda device: sms)
     cuda = torch.device("cuda")
     g = torch.Generator().manual_seed(sms)
     cases = [(32, 300, 30, 39), (16, 20000, 1000, 13), (16, 20000, 4000, 13), (1, 10**6, 1000, 24),
@@ -872,14 +881,14 @@ def test_checkpoint_segments_fit_one_wave(sms, monkeypatch):
                                      torch.randint(1, 70, (1,), generator=g).item()))
               for _ in range(300)]
     for B, T, K, C in cases:
-        P = kn._segment_length(T, K, B, cuda, C)
-        target = kn._programs_per_sm(*kn._padded(T, K, C)) * sms
-        bound = P == min(T, math.ceil(math.sqrt(T * min(K, T)))) or P == kn.MIN_SEGMENT
+        P = kn.DEFAULT.segment_length(T, K, B, cuda, C)
+        target = kn.DEFAULT.segment_programs(*kn.schedule._padded(T, K, C)) * sms
+        bound = P == min(T, math.ceil(math.sqrt(T * min(K, T)))) or P == kn.DEFAULT.min_segment
         programs = B * math.ceil(T / P)
         assert 1 <= P <= T
         if not bound:
             assert programs <= max(target, B), (B, T, K, C, P, programs, target)
             # the room is used: the next shorter spacing that adds a segment would overflow
             fewer = math.ceil(T / (math.ceil(T / P) + 1))
-            if fewer >= kn.MIN_SEGMENT and fewer < P:
+            if fewer >= kn.DEFAULT.min_segment and fewer < P:
                 assert B * math.ceil(T / fewer) > target, (B, T, K, C, P, target)

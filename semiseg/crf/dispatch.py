@@ -23,8 +23,8 @@ Every backend is a module with three functions over a `CRFInputs` (inputs.py):
         the best score, the label of every position (-1 at t >= L_b) and whether a
         segment of the best path starts at t.
 
-The torch backend is `reference.py`; the Triton one is the package `kernels/`,
-imported only when first used (it imports triton); the compiled CPU backend is `cpu.py`
+The torch backend is `reference.py`; the Triton one is the package `triton/`,
+imported only when first used (it imports triton); the compiled CPU backend is `numba/`
 (numba), likewise imported only when first used.
 
 "auto" picks Triton for float32 CUDA tensors the kernels support, the compiled CPU
@@ -108,9 +108,9 @@ class Segmentation:
 
 
 def _triton_module() -> ModuleType:
-    from . import kernels  # imports triton: only now, when a kernel is first needed
+    from . import triton  # imports triton: only now, when a kernel is first needed
 
-    return kernels
+    return triton
 
 
 _warned_no_numba = False
@@ -120,7 +120,7 @@ def _cpu_module(required: bool) -> ModuleType | None:
     """The compiled CPU backend, or None (with a warning, once) if numba is missing."""
     global _warned_no_numba
     try:
-        from . import cpu  # imports numba: only now, when the backend is first needed
+        from . import numba  # imports numba: only now, when the backend is first needed
     except ImportError as e:
         if required:
             raise ValueError(f'backend="numba" needs the numba package ({e}); install it '
@@ -131,7 +131,7 @@ def _cpu_module(required: bool) -> ModuleType | None:
                           "slower torch backend (`pip install numba` for the compiled one)",
                           stacklevel=3)
         return None
-    return cpu
+    return numba
 
 
 def _backend(x: CRFInputs, backend: str) -> ModuleType:
@@ -148,7 +148,7 @@ def _backend(x: CRFInputs, backend: str) -> ModuleType:
                 return module
         use_triton = x.scores.is_cuda and x.scores.dtype == torch.float32
         if use_triton and _triton_module().supports(x) is not None:
-            use_triton = False  # outside the kernels' scope (see kernels.supports)
+            use_triton = False  # outside the kernels' scope (see triton.supports)
         backend = "triton" if use_triton else "torch"
     if backend == "triton":
         if x.scores.dtype == torch.float64:

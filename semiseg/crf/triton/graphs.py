@@ -3,7 +3,7 @@
 At small shapes the GPU finishes a call before the host has launched it: at (32, 300, 30,
 39) the eager forward + backward spends ~1.9 ms of wall time on one H100 for ~1.4 ms of
 GPU work (Triton launches, stream forks and joins, a dozen small torch ops), and the
-public API more (RESULTS.md, "CUDA graphs for small calls"). Captured once per input
+public API more (RESULTS-log.md, "CUDA graphs for small calls"). Captured once per input
 signature and replayed, the same kernels run from one launch.
 
 How:
@@ -63,7 +63,7 @@ class _Instance:
                               for n, v in _tensors(x).items()})
         self.graph = None  # the forward's or the Viterbi's
         self.out = None  # its outputs, in the graph's memory
-        self.backward = {}  # (wanted, knobs) -> (graph, grad_log_z tensor, gradient dict)
+        self.backward = {}  # (wanted, settings: the Tuning) -> (graph, grad_log_z tensor, gradient dict)
         self.held = False
 
     def load(self, x: CRFInputs):
@@ -211,19 +211,19 @@ def _replayed(key: tuple, x: CRFInputs, run: Callable) -> _Instance | None:
     return inst
 
 
-def forward(x: CRFInputs, keep: bool, eager: Callable, knobs: tuple):
-    inst = _replayed(("forward", signature(x), keep, knobs), x, lambda y: eager(y, keep))
+def forward(x: CRFInputs, keep: bool, eager: Callable, settings: tuple):
+    inst = _replayed(("forward", signature(x), keep, settings), x, lambda y: eager(y, keep))
     if inst is None:
         return eager(x, keep)
     return inst.out[0].clone(), Saved(inst)
 
 
 def backward(saved: Saved, grad_log_z: torch.Tensor, wanted, eager: Callable,
-             knobs: tuple) -> dict:
+             settings: tuple) -> dict:
     """The gradients from the forward state in saved's instance (whose static inputs still
     hold that forward's inputs: the instance is held while `saved` is alive)."""
     inst = saved.inst
-    key = (None if wanted is None else tuple(sorted(wanted)), knobs)
+    key = (None if wanted is None else tuple(sorted(wanted)), settings)
     if key not in inst.backward:
         g = torch.empty_like(grad_log_z, memory_format=torch.contiguous_format)
         g.copy_(grad_log_z)
@@ -235,8 +235,8 @@ def backward(saved: Saved, grad_log_z: torch.Tensor, wanted, eager: Callable,
     return dict(zip(out, _copies(list(out.values())), strict=True))  # the eager path's keys
 
 
-def viterbi(x: CRFInputs, eager: Callable, knobs: tuple):
-    inst = _replayed(("viterbi", signature(x), knobs), x, eager)
+def viterbi(x: CRFInputs, eager: Callable, settings: tuple):
+    inst = _replayed(("viterbi", signature(x), settings), x, eager)
     if inst is None:
         return eager(x)
     try:

@@ -1,22 +1,22 @@
-"""The periodic family's end-indexed forward chain (chain._fwd_end_kernel, MODE 0) with its
+"""The periodic family's end-indexed forward chain (end._fwd_end_kernel, MODE 0) with its
 ring as NP residue planes, one per program: SPLIT = NP programs share one sequence.
 
 Why: that chain inserts every segment [i, e) that starts at step i into the slot of its end
 e, with gamma^{(e - i - 1) mod NP}[i]; one program per sequence selects that gamma per slot
 over (NPP, KP, CP) and runs a logsumexp insertion over all KP slots each step, ~3 us a step
 at (K, C) = (100, 24) and ~7 us at (1000, 16) on an H100, the periodic forward's bound once
-its reversed chain was split (benchmarks/RESULTS.md, "The residue planes split over
+its reversed chain was split (benchmarks/RESULTS-log.md, "The residue planes split over
 programs"). Here program q holds the ends e with e mod NP = q, row (e div NP) mod KQ of a
 (KQ, CP) plane (NP KQ >= KP, KQ a power of two). Every end of a plane has the same residue
 (q - i - 1) mod NP at step i, so the program needs one gamma row, gamma^{rq}[i], one
-(C, C) logsumexp per step (its residue's slice of the transition, chain._trans_slice,
+(C, C) logsumexp per step (its residue's slice of the transition, split_end._trans_slice,
 loaded at the top of the step before), and
 its insertion walks KQ rows instead of KP. The row of end i + 1, alpha[i + 1], lives in
 plane (i + 1) mod NP: its program stores that row (a masked store, no reduction) into the
-step's half of the exchange buffer, all wait at the counter (chain._arrive_wait) and read
+step's half of the exchange buffer, all wait at the counter (common._arrive_wait) and read
 it, so every program has the same alpha and normaliser, the unsplit chain's values.
-TAG: that row goes out as words tagged with the step (chain._exchange's TAG) into 2 NPP
-slots, each thread waiting for its own words (chain._settled), no counter; PREFETCH: the
+TAG: that row goes out as words tagged with the step (common._exchange's TAG) into 2 NPP
+slots, each thread waiting for its own words (common._settled), no counter; PREFETCH: the
 step's rows are loaded a step ahead (chain._fwd_kernel's).
 
 The planes hold, before step i, the ends [i, i + NP KQ); the row of end i (read at the
@@ -30,7 +30,7 @@ N, the rows' alpha and N); each program stores its own gamma row of the rows.
 import triton
 import triton.language as tl
 
-from .chain import (
+from .common import (
     NEG,
     _arrive_wait,
     _logaddexp,
@@ -112,7 +112,7 @@ def _fwd_end_split_kernel(
     tidx=None, SP: tl.constexpr = 0, wsp=None,
     PREFETCH: tl.constexpr = 0, TAG: tl.constexpr = 0,
 ):
-    """chain._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
+    """end._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
     PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
     the grid (B, NP): program (b, q) holds plane q (module docstring). xch (B, 2, CP)
     float32 and bar (B,) int32, zero at launch: alpha's row by step parity, and the step
@@ -202,7 +202,7 @@ def _fwd_end_split_kernel(
         # alpha[i + 1]: the row of end i + 1, stored by its plane's program alone (a
         # masked store, no reduction) into this step's half of the exchange, read by all
         half = xb + ((i - i0) % XS) * CP
-        if TAG:  # the row with its step as a tag (chain._exchange TAG), polled
+        if TAG:  # the row with its step as a tag (common._exchange TAG), polled
             tag = i - i0 + 1
             tl.store(half + us * 0 + cs, _pack(A, tag), mask=e == i + 1)
             alp = _unpack(_settled(tl.load(half + cs1, volatile=True), half + cs1, tag)) + per

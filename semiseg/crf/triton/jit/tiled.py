@@ -1,5 +1,5 @@
 """The periodic family's end-indexed forward chain with its ring in global memory, walked in
-tiles of TILE slots every step (chain._fwd_end_kernel keeps the whole (KP, CP) ring in
+tiles of TILE slots every step (end._fwd_end_kernel keeps the whole (KP, CP) ring in
 registers).
 
 Why: at the 1-bp gene model's shape (KP x CP = 256 x 64) the register ring, its residue
@@ -9,11 +9,11 @@ Here each program owns a (KP, CP) float32 scratch ring (`work`, L2-resident: B x
 the gene shape) and every step loads, updates and stores it TILE slots at a time, so a
 thread holds TILE x CP / threads ring values at once and nothing spills. The ring's
 values, the order of every floating-point operation on an element and the row read as
-alpha are those of chain._fwd_end_kernel, so the results are bitwise the same (tests).
+alpha are those of end._fwd_end_kernel, so the results are bitwise the same (tests).
 Its step is elementwise over the slots (insert, add the scores) plus one row read, so
 tiles cost no extra reductions, and it is tiled from 16,384 ring elements. The reversed
 chain and the wave backward reduce over every slot each step: tiled (an online
-logsumexp per residue over the tiles, chain._ring_tiles_res) they lost at the gene shape
+logsumexp per residue over the tiles, common._ring_tiles_res) they lost at the gene shape
 (each tile pays a cross-warp max and sum), so they keep register rings up to
 CHAIN_TILE_FROM / BWD_TILE_FROM (32,768) and are tiled beyond: benchmarks/KERNELS_NOTES.md.
 
@@ -25,19 +25,21 @@ in mid_bd / mid_bc, (B, KP, CP) int32, as its scratch: they are the kernel's out
 import triton
 import triton.language as tl
 
-from .chain import (
+from .common import (
     NEG,
     _column,
     _combine,
     _emission,
-    _end_insert,
-    _end_rows,
     _load_row,
     _logaddexp,
     _lse_last,
     _safe_max,
     _split,
     _trans3,
+)
+from .end import (
+    _end_insert,
+    _end_rows,
 )
 
 
@@ -57,7 +59,7 @@ def _fwd_end_tiled_kernel(
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
     tidx=None, SP: tl.constexpr = 0, wsp=None,
 ):
-    """chain._fwd_end_kernel (its docstring has the MODEs, PHASEs and WRITE_ROWS) with the ring in
+    """end._fwd_end_kernel (its docstring has the MODEs, PHASEs and WRITE_ROWS) with the ring in
     `work` (one (KP, CP) float32 ring per program: program (b, j) uses ring
     b * num_programs(1) + j)."""
     b = tl.program_id(0).to(tl.int64)

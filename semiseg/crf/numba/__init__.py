@@ -4,11 +4,11 @@ Same contract and semantics as the torch backend (reference.py; dispatch.py's do
 states the contract): exact log-space recursions in float64 for float32 and float64
 inputs, results in the dtype of `scores`. This module turns tensors into float64 numpy
 arrays in the layouts the kernels read and back; the recursions themselves are in
-cpu_kernels.py, one compiled function per pass over one sequence (it releases the GIL);
+kernels.py, one compiled function per pass over one sequence (it releases the GIL);
 the sequences of a batch run in parallel on a small thread pool, each writing only its
 own outputs, so results do not depend on the scheduling. Importing this module imports
 numba (dispatch.py imports it only when first needed); compiled code is cached on
-disk outside the package (cpu_kernels.cache_dir()), so only the first process compiles.
+disk outside the package (kernels.cache_dir()), so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
 O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per
@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from . import cpu_kernels as k
-from .inputs import CRFInputs, param_grads_wanted
+from ..inputs import CRFInputs, param_grads_wanted
+from . import kernels as k
 
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.

@@ -1,7 +1,7 @@
-"""The numba kernels of the compiled CPU backend (cpu.py is the torch-facing side).
+"""The numba kernels of the compiled CPU backend (the package semiseg.crf.numba is the torch-facing side).
 
 One compiled function per pass, each over one sequence, in float64; they release the
-GIL, and cpu.py runs the sequences of a batch on a thread pool. Notation as in
+GIL, and the package runs the sequences of a batch on a thread pool. Notation as in
 reference.py: boundary t = 0..L sits between positions; with chunk-relative prefix sums S,
 
     A_t(c) = S[t] + proj_end[t-1, c]      (closes a segment at t)
