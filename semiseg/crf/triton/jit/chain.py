@@ -87,7 +87,7 @@ def _fwd_kernel(
     PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False,
-    LEAVE_OUT: tl.constexpr = 0, GAMMA_ROWS: tl.constexpr = False,
+    GAMMA_ROWS: tl.constexpr = False,
     WRITE_ROWS: tl.constexpr = False, NP: tl.constexpr = 1, NPP: tl.constexpr = 1,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
     xch=None, bar=None, SPLIT: tl.constexpr = 1, KQ: tl.constexpr = 0,
@@ -98,8 +98,6 @@ def _fwd_kernel(
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
     `init`; step i reads position L - 1 - i, and "alpha" is beta_gamma, "gamma" beta_alpha).
 
-    LEAVE_OUT (timing only, wrong results): 1 skips the gamma step, 2 the ring's
-    logsumexp (alpha = one slot), 3 the duration-bias gather, 4 the shift.
     GAMMA_ROWS: `trans` is the (C, C) [src, dst] matrix and gamma reduces over its rows
     (measured faster at C = 39); else `trans` is the host's padded (CP, CP) transpose and
     gamma reduces over its columns (measured faster at C <= 24).
@@ -154,7 +152,7 @@ def _fwd_kernel(
     counter, each part a word tagged with its step (_exchange). PREFETCH: each step's
     emission, start and end rows are loaded one step ahead, off the step's critical path.
 
-    TILE > 0 (LEAVE_OUT 0): the ring lives in this program's (KP, CP) float32 slot of
+    TILE > 0: the ring lives in this program's (KP, CP) float32 slot of
     `work` (B, or B x W in MODE 1) instead of registers and each step walks it TILE slots
     at a time: insert and add the scores (stored back), then the logsumexp over the slots
     as an online one over the tiles (MODE 2: the max, and the shortest duration that
@@ -185,13 +183,12 @@ def _fwd_kernel(
         if NP > 1:  # periodic: residue plane g (below)
             tl.static_assert((MODE == 0) & (KQ > 0) & (SPLIT == NP))
         else:  # static: slots [g KS, (g + 1) KS)
-            tl.static_assert((MODE == 0) & (LEAVE_OUT == 0))
+            tl.static_assert(MODE == 0)
             g0 = g * KS
             if TILE == 0:  # its part of the ring in registers
                 js = g0 + tl.arange(0, KS)[:, None]
     tl.static_assert((PARTG == 0) | ((SPLIT > 1) & (NP > 1)))
     if TILE > 0:
-        tl.static_assert(LEAVE_OUT == 0)
         jt = g0 + tl.arange(0, TILE)[:, None]
         if MODE == 1:
             wp = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
@@ -208,7 +205,7 @@ def _fwd_kernel(
         r3 = rr[:, None, None]
         rr2 = rr[:, None]
         if KQ > 0:  # the ring as residue planes (NPP, KQ, CP)
-            tl.static_assert((MODE == 0) & (TILE == 0) & (LEAVE_OUT == 0) & (NP * KQ >= KP))
+            tl.static_assert((MODE == 0) & (TILE == 0) & (NP * KQ >= KP))
             u3 = tl.arange(0, KQ)[None, :, None]
             cs3 = tl.arange(0, CP)[None, None, :]
             if SPLIT > 1:  # this program's plane, (1, 1, 1)
@@ -347,10 +344,7 @@ def _fwd_kernel(
         elif TILE == 0:  # (else _ring_tiles below, over the ring in memory)
             R = tl.where(js == (i & (KP - 1)), ins[None, :], R - mprev) + f[None, :]
             d = ((i - js) & (KP - 1)) + 1  # duration of the segment in each slot, ending at p
-            if LEAVE_OUT == 3:
-                v = R + tl.where(d <= K, 0.0, NEG)
-            else:
-                v = R + tl.load(db + (d - 1) * CP + cs)
+            v = R + tl.load(db + (d - 1) * CP + cs)
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
             if TILE > 0:  # the same over the ring in memory, tile by tile
@@ -447,40 +441,32 @@ def _fwd_kernel(
             elif MODE == 2:
                 alp = tl.max(v, 0)
                 best_d = tl.min(tl.where(v == alp[None, :], d, KP + 1), 0)
-            elif LEAVE_OUT == 2:
-                alp = tl.sum(tl.where(js == 0, v, 0.0), 0)
             else:
                 alp = _lse0(v)
             alp = alp + per
-            if LEAVE_OUT == 4:
-                m = tl.zeros((), tl.float32)
-            else:
-                m = _safe_max(alp)
+            m = _safe_max(alp)
             alp = alp - m
             n = n + m.to(tl.float64)
             mprev = m
-            if LEAVE_OUT == 1:
-                gam = alp
-            else:
-                if GAMMA_ROWS:
-                    g2 = alp[:, None] + tr
-                    if MODE == 2:
-                        gam = tl.max(g2, 0)
-                        best_c = tl.argmax(g2, 0)
-                    else:
-                        gam = _lse0(g2)
-                else:
-                    g2 = tr + alp[None, :]
-                    if MODE == 2:
-                        gam = tl.max(g2, 1)
-                        best_c = tl.argmax(g2, 1)
-                    else:
-                        gam = _lse1(g2)
+            if GAMMA_ROWS:
+                g2 = alp[:, None] + tr
                 if MODE == 2:
-                    tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
-                             mask=cmask1)
-                    tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
-                             mask=cmask1)
+                    gam = tl.max(g2, 0)
+                    best_c = tl.argmax(g2, 0)
+                else:
+                    gam = _lse0(g2)
+            else:
+                g2 = tr + alp[None, :]
+                if MODE == 2:
+                    gam = tl.max(g2, 1)
+                    best_c = tl.argmax(g2, 1)
+                else:
+                    gam = _lse1(g2)
+            if MODE == 2:
+                tl.store(bp_d + seq + p * C + cs1, best_d.to(bp_d.dtype.element_ty),
+                         mask=cmask1)
+                tl.store(bp_c + seq + p * C + cs1, best_c.to(bp_c.dtype.element_ty),
+                         mask=cmask1)
     if LZ:
         alp = tl.where(i1 > i0, _lazy_alpha(a3c, i1 - 1, NP, NPP, PARTG != 0, XT), alp)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
