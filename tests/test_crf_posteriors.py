@@ -15,7 +15,7 @@ from semiseg.crf import (
     entropy,
     marginals,
     position_entropy,
-    reference,
+    reference_model,
     run_posteriors,
     sample,
     segment_posteriors,
@@ -65,7 +65,7 @@ def _all_segments(kw):
 @pytest.mark.parametrize("terms", TERMS, ids=["plain", "all-terms"])
 @pytest.mark.parametrize("chunk", [None, 2], ids=["chunk-auto", "chunk-2"])
 def test_segment_posteriors_match_bruteforce(form, terms, chunk, monkeypatch):
-    monkeypatch.setattr(reference, "CHUNK", chunk)
+    monkeypatch.setattr(reference_model, "CHUNK", chunk)
     kw = make(2, 5, 2, 3, dd=form, terms=terms, seed=11)
     args, rest = split(kw)
     rows = _all_segments(kw)

@@ -14,7 +14,7 @@ import bruteforce as bf
 import pytest
 import torch
 
-from semiseg.crf import log_partition, marginals, reference, viterbi
+from semiseg.crf import log_partition, marginals, reference, reference_backward, reference_model, viterbi
 
 F64 = torch.float64
 TOL = dict(atol=1e-10, rtol=1e-10)
@@ -24,7 +24,7 @@ NAMES = ("scores", "transition", "duration_bias", "start", "end", "proj_start", 
 
 @pytest.fixture(params=[None, 2], ids=["chunk-auto", "chunk-2"])
 def chunk(request, monkeypatch):
-    monkeypatch.setattr(reference, "CHUNK", request.param)
+    monkeypatch.setattr(reference_model, "CHUNK", request.param)
     return request.param
 
 
@@ -190,9 +190,9 @@ def test_matches_bruteforce_small_chunks(shape, dd, monkeypatch):
     kw = make(B, T, C, K, dd=dd, terms=TERMS["all"], seed=_seed(shape, dd, "chunks"))
     ring = B * (C + 1) * C * K if dd == "dur-trans" else B * 3 * C * K
     for size, group in ((1, None), (2, 1), (3, 2)):
-        monkeypatch.setattr(reference, "CHUNK", size)
+        monkeypatch.setattr(reference_model, "CHUNK", size)
         if group is not None:
-            monkeypatch.setattr(reference, "RECOMPUTE_RING", group * ring)
+            monkeypatch.setattr(reference_backward, "RECOMPUTE_RING", group * ring)
         check_against_bruteforce(kw, check_marginals=size == 2)
 
 
@@ -238,7 +238,7 @@ def test_all_minus_inf_end():
 
 @pytest.mark.parametrize("dd", FORMS)
 def test_gradcheck(dd, monkeypatch):
-    monkeypatch.setattr(reference, "CHUNK", 2)
+    monkeypatch.setattr(reference_model, "CHUNK", 2)
     kw = make(2, 5, 2, 3, dd=dd, terms=("start", "end", "proj", "allowed"), seed=11,
               allowed_p=0.1, lengths=[5, 3])
     names = list(float_inputs(kw))
@@ -438,8 +438,8 @@ def test_long_sequences_against_naive_dp(dd, chunking, monkeypatch):
     Viterbi score against the plain dynamic programme, with every optional term."""
     B, T, C, K = 2, 150, 3, 6
     if chunking == "small":
-        monkeypatch.setattr(reference, "CHUNK", 7)
-        monkeypatch.setattr(reference, "RECOMPUTE_RING", 3 * B * (C + 1) * C * K)
+        monkeypatch.setattr(reference_model, "CHUNK", 7)
+        monkeypatch.setattr(reference_backward, "RECOMPUTE_RING", 3 * B * (C + 1) * C * K)
     kw = make(B, T, C, K, dd=dd, terms=TERMS["all"], seed=21, allowed_p=0.03,
               lengths=[T, 97])
     kw["scores"] = kw["scores"] * 3

@@ -50,7 +50,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from . import reference
+from . import reference_model as reference
 from .dispatch import _backend
 from .inputs import FLOAT_FIELDS, CRFInputs, check_inputs
 
