@@ -75,7 +75,7 @@ def train_config():
     """The training config (with its `train_set`) when the pipeline trains, else None."""
     if config.get("model"):
         return None
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
 
     return load_config(config["train_config"], list(config.get("train_set") or []))
 

@@ -89,7 +89,7 @@ def random_checkpoint(config: str, fasta: str, path: str) -> None:
     """A checkpoint of the config's model, randomly initialised, for this FASTA."""
     from semiseg import __version__
     from semiseg.checkpoint import CHECKPOINT_FORMAT, build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.genome import Fasta, GenomeData, load_scheme
     from semiseg.model import model_hash
     from semiseg.train.data import feature_columns

@@ -62,7 +62,7 @@ def valid_block(cfg: dict) -> tuple[int, int]:
     fold), the block `semiseg train` held out, from the same function (split_regions)."""
     if cfg.get("windows", {}).get("valid_offset") is None:
         return VALID_START, SIZES["chrII"]
-    from semiseg.config import from_dict
+    from semiseg.config.load import from_dict
     from semiseg.train.data import split_regions
 
     _, valid = split_regions(from_dict(cfg), SIZES)

@@ -46,7 +46,7 @@ def _sync(dev) -> None:
 
 def setup(config: str, batch: int, window: int, dev):
     from semiseg.train import loop as tr
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
 
     cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}",
                                "train.seed=0"])

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from .config import Config, from_dict
+from .config.load import from_dict
+from .config.schema import Config
 from .errors import SemisegError
 
 CHECKPOINT_FORMAT = "semiseg.checkpoint/1"

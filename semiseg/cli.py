@@ -126,7 +126,7 @@ def train(
     quiet: bool = _QUIET,
 ) -> None:
     """Train a model; writes OUT/best.pt, OUT/last.pt, OUT/config.yaml, OUT/metrics.tsv."""
-    from .config import load_config
+    from .config.load import load_config
     from .train.loop import train as run
 
     _setup(quiet, threads)

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from . import ui
-from .config import Config, from_dict
+from .config.load import from_dict
+from .config.schema import Config
 from .errors import SemisegError
 
 DATA_FILES = ("chrI.fa", "chrII.fa", "yeast_chrI_chrII.gff3")

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .config import Config
+from .config.schema import Config
 from .crf import SemiCRF
 from .errors import SemisegError
 from .genemodel.orf import N_ORF, orf_features

@@ -30,7 +30,7 @@ from .errors import SemisegError
 if TYPE_CHECKING:
     import torch
 
-    from .config import Config
+    from .config.schema import Config
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -56,7 +56,7 @@ def test_the_argmax_model_swaps_strands_under_reverse_complement():
     pass swaps each stranded label's channel with its twin's, then A<->T, C<->G."""
     import pytest
 
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.errors import SemisegError
     from semiseg.genome import load_scheme
     from semiseg.model import Segmenter

@@ -81,7 +81,7 @@ def test_track_sheet_errors_name_the_line(tmp_path, text, message):
 
 
 def test_config_track_sheet_joins_tracks(tmp_path):
-    from semiseg.config import from_dict
+    from semiseg.config.load import from_dict
 
     base = {"inputs": {"chrom_sizes": str(EXAMPLE / "chrom.sizes"), "sequence": False,
                        "track_sheet": str(EXAMPLE / "tracks.tsv")}}
@@ -103,7 +103,7 @@ def test_config_track_sheet_joins_tracks(tmp_path):
     ({"sequence": False, "fasta": "g.fa"}, "give fasta or chrom_sizes, not both"),
 ])
 def test_chrom_sizes_only_without_sequence(tmp_path, inputs, message):
-    from semiseg.config import from_dict
+    from semiseg.config.load import from_dict
 
     data = {"inputs": {"chrom_sizes": "s.sizes", "tracks": {"a": "a.bw"}, **inputs}}
     with pytest.raises(SemisegError, match=message):
@@ -178,7 +178,7 @@ def test_holdout_and_subtraction_against_masks(tmp_path):
 
 
 def test_holdout_stays_out_of_training_validation_and_statistics(tmp_path):
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.data import make_windows, prepare
 
     cfg = load_config(CONFIG, ["windows.holdout=[chrC, 'chrA:100000-150000']",
@@ -230,7 +230,7 @@ def test_outside_gaps_against_a_brute_force():
 def trained(tmp_path_factory):
     """configs/chromatin.yaml as shipped, two epochs."""
     from semiseg import ui
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     out = tmp_path_factory.mktemp("chromatin") / "run"
@@ -360,7 +360,7 @@ def test_training_refuses_inputs_without_signal(tmp_path, logged):
     """An all-N FASTA with sequence: true and no tracks: refused (nothing to learn); the
     same FASTA for a tracks-only model: a warning that names it; tracks with values on
     some training windows only: a warning with their number."""
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.genome.synth import write_fasta
     from semiseg.train.data import check_fasta, check_signal
     from semiseg.train.loop import train

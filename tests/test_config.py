@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from semiseg.config import CHOICES, ON_OFF, Config, _get, apply_overrides, from_dict, load_config
+from semiseg.config.load import CHOICES, ON_OFF, _get, apply_overrides, from_dict, load_config
+from semiseg.config.schema import Config
 from semiseg.errors import SemisegError
 
 ROOT = Path(__file__).resolve().parent.parent

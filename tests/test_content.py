@@ -136,7 +136,7 @@ def test_reverse_complement_swaps_the_strands():
 
 def test_content_scores_need_the_gene_model():
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.errors import SemisegError
 
     cfg = load_config("configs/demo.yaml", ["crf.content_scores=true", "crf.head=argmax",

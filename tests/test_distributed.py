@@ -72,7 +72,7 @@ def task(tmp_path_factory):
 def _train_here(cfg, out, **kw):
     """One process, in this one (the oracle; saves a process start)."""
     from semiseg import ui
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     ui.set_quiet(True)

@@ -124,7 +124,7 @@ def test_set_from_the_command_line_or_the_model_config():
 
 
 def test_a_config_with_a_bad_motif_or_orf_length_is_refused_when_read():
-    from semiseg.config import from_dict
+    from semiseg.config.load import from_dict
 
     assert from_dict({"annotate": {"donor_motif": "GTANG"}}).annotate.donor_motif == "GTANG"
     with pytest.raises(SemisegError, match="annotate.donor_motif"):

@@ -283,7 +283,7 @@ def test_short_contigs_batched_equal_single(work, trained, annotated):
 def test_resume_equals_uninterrupted(work):
     """On CPU, stopping after epoch 1 and resuming gives bitwise the same model."""
     from semiseg import ui
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     ui.set_quiet(True)

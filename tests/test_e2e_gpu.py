@@ -27,7 +27,7 @@ def _task(B, T, device, gen):
 
 
 def test_amp_training_and_decoding_on_cuda():
-    from semiseg.config import from_dict
+    from semiseg.config.load import from_dict
     from semiseg.model import Segmenter
     from semiseg.train.loop import _forward
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from semiseg.config import from_dict
+from semiseg.config.load import from_dict
 from semiseg.errors import SemisegError
 
 

@@ -253,7 +253,7 @@ def test_error_config_value(tmp_path, monkeypatch, capsys, case):
 
 def test_result_branch_penalty_may_be_infinite():
     """The one float key where inf means something (a rule) still takes it."""
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
 
     assert load_config(DEMO_CFG, ["annotate.branch_penalty=inf"]).annotate.branch_penalty \
         == float("inf")

@@ -838,7 +838,7 @@ def tiny_cfg(tmp_path_factory):
 
 def _train(cfg_path, out, **kw):
     from semiseg import ui
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     ui.set_quiet(True)

@@ -578,7 +578,7 @@ def test_the_gene_model_needs_room_for_a_codon():
     import pytest
 
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.errors import SemisegError
 
     with pytest.raises(SemisegError, match="crf.max_duration.*at least 3"):

@@ -68,7 +68,7 @@ def test_validation_block_at_the_end_or_at_an_offset():
     """windows.valid_fraction holds out the last part of each chromosome; with
     windows.valid_offset the block starts there instead (cross-validation folds), the
     training regions are what is left on either side, and every base is in exactly one."""
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.data import split_regions
 
     sizes = {"a": 1000, "b": 400}

@@ -1,5 +1,6 @@
-"""The package's layout (DESIGN.md): imports point one way, jobs do not import jobs,
-crf/ and genome/ stay apart, and no module outside the kernels grows past ~600 lines.
+"""The package's layout (docs/layout.md): imports point one way, the jobs are packages
+that never import each other, crf/ and genome/ stay apart, the gene model has one
+package, and no module or function outside the kernels grows past a page or two.
 
 The import graph is read from the source with ast: every `import` and `from ... import`
 anywhere in a module (function-level imports included) that names a semiseg module.
@@ -14,8 +15,19 @@ from pathlib import Path
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "semiseg"
-JOBS = ("semiseg.train.loop", "semiseg.annotate.run", "semiseg.evaluate.run", "semiseg.evaluate.plot")
-MAX_LINES = 650  # "not much over 600"; the GPU and CPU kernels are exempt
+JOBS = ("semiseg.train", "semiseg.annotate", "semiseg.evaluate")  # each a package
+TOP_LEVEL = {"__init__", "cli", "config", "errors", "ui", "checkpoint", "runtime", "demo",
+             "model", "metrics"}
+MAX_LINES = 600
+MAX_FUNCTION_LINES = 100
+KERNELS = ("semiseg.crf.triton", "semiseg.crf.numba.kernels")  # exempt from both sizes
+# crf/ is being split by its owner (issue 45): these may not grow while that is under way;
+# delete an entry once it fits
+CRF_SPLIT_PENDING = {"semiseg.crf.reference": 640}
+CRF_FUNCTIONS_PENDING = {"semiseg.crf.inputs.check_inputs": 122,
+                         "semiseg.crf.posteriors.run_posteriors": 169,
+                         "semiseg.crf.reference._backward": 174,
+                         "semiseg.annotate.run.annotate": 223}  # next: options, Checkpoint
 
 
 @functools.cache
@@ -129,14 +141,36 @@ def find_cycle(graph) -> list[str] | None:
     return None
 
 
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _functions(path: Path):
+    """(qualified name, lines) of every function and method of a module."""
+    out = []
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + child.name, child.end_lineno - child.lineno + 1))
+                walk(child, prefix + child.name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, prefix + child.name + ".")
+
+    walk(ast.parse(path.read_text()), "")
+    return out
+
+
 def test_graph_reader_sees_relative_and_function_level_imports():
     graph = import_graph()
-    assert "semiseg.checkpoint" in graph["semiseg.annotate.run"]  # top-level, relative
+    assert "semiseg.checkpoint" in graph["semiseg.annotate.run"]  # `from ..checkpoint`
     assert "semiseg.model" in graph["semiseg.checkpoint"]  # inside a function
-    assert "semiseg.ui" in graph["semiseg.train.loop"]  # `from . import __version__, ui`
+    assert "semiseg.ui" in graph["semiseg.train.loop"]  # `from .. import ui`
+    assert "semiseg.annotate.batches" in graph["semiseg.annotate.run"]  # `from . import`
     assert "semiseg.genome.labels" in graph["semiseg.genome"]  # a package's __init__
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+    assert _in("semiseg.train.loop", "semiseg.train") and not _in("semiseg.trainer", "semiseg.train")
 
 
 def test_no_import_cycles():
@@ -144,29 +178,57 @@ def test_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def test_top_level_holds_only_the_house_modules():
+    """At most 10 modules at the top; everything else lives in a package named for what
+    it holds."""
+    top = {p.stem for p in PKG.glob("*.py")}
+    assert top <= TOP_LEVEL, sorted(top - TOP_LEVEL)
+    assert len(top) <= 10
+    packages = {p.parent.name for p in PKG.glob("*/__init__.py")}
+    assert {"annotate", "crf", "evaluate", "genemodel", "genome", "train"} <= packages
+
+
 @pytest.mark.parametrize("job", JOBS)
 def test_jobs_never_import_other_jobs(job):
-    reach = _reachable(import_graph(), job)
-    others = sorted(j for j in JOBS if j != job and j in reach)
-    assert not others, f"{job} imports {others}"
-
-
-def test_annotate_evaluate_plot_never_reach_train():
+    """No module of a job's package reaches a module of another job's package."""
     graph = import_graph()
-    for job in ("semiseg.annotate.run", "semiseg.evaluate.run", "semiseg.evaluate.plot"):
-        assert "semiseg.train.loop" not in _reachable(graph, job), job
+    mine = [m for m in graph if _in(m, job)]
+    assert mine
+    reach = set().union(*(_reachable(graph, m) for m in mine))
+    others = sorted(m for m in reach for j in JOBS if j != job and _in(m, j))
+    assert not others, f"{job} reaches {others}"
 
 
-def test_crf_and_genome_stay_apart():
+def test_annotate_and_evaluate_never_reach_train():
     graph = import_graph()
+    for job in ("semiseg.annotate", "semiseg.evaluate"):
+        for m in (m for m in graph if _in(m, job)):
+            assert not any(_in(d, "semiseg.train") for d in _reachable(graph, m)), m
+
+
+def test_crf_imports_nothing_of_semiseg_outside_crf():
+    for name, deps in import_graph().items():
+        if _in(name, "semiseg.crf"):
+            assert all(_in(d, "semiseg.crf") for d in deps), (name, deps)
+
+
+def test_genome_holds_files_and_labels_not_the_model():
+    """genome/ imports only genome/ and errors: never torch, the gene model, the jobs."""
     modules = _modules()
-    for name, deps in graph.items():
-        if name.startswith("semiseg.crf"):
-            assert all(d.startswith("semiseg.crf") for d in deps), (name, deps)
-        if name.startswith("semiseg.genome"):
-            assert all(d.startswith("semiseg.genome") or d in ("semiseg", "semiseg.errors")
-                       for d in deps), (name, deps)
+    for name, deps in import_graph().items():
+        if _in(name, "semiseg.genome"):
+            assert all(_in(d, "semiseg.genome") or d == "semiseg.errors" for d in deps), \
+                (name, deps)
             assert "torch" not in _external_imports(modules[name]), name
+
+
+def test_the_gene_model_is_one_package():
+    """genemodel/ uses the CRF, genome/ and the small shared modules, never a job."""
+    allowed = ("semiseg.genemodel", "semiseg.crf", "semiseg.genome", "semiseg.errors",
+               "semiseg.ui", "semiseg.config")
+    for name, deps in import_graph().items():
+        if _in(name, "semiseg.genemodel"):
+            assert all(any(_in(d, a) for a in allowed) for d in deps), (name, deps)
 
 
 def test_importing_semiseg_needs_no_bio_library():
@@ -179,9 +241,20 @@ def test_importing_semiseg_needs_no_bio_library():
 def test_modules_stay_small():
     big = {}
     for name, path in _modules().items():
-        if name.startswith(("semiseg.crf.triton.jit", "semiseg.crf.numba.kernels")):  # the kernels
+        if any(_in(name, k) for k in KERNELS):
             continue
         n = len(path.read_text().splitlines())
-        if n > MAX_LINES:
+        if n > CRF_SPLIT_PENDING.get(name, MAX_LINES):
             big[name] = n
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+def test_functions_stay_short():
+    long = {}
+    for name, path in _modules().items():
+        if any(_in(name, k) for k in KERNELS):
+            continue
+        for fn, n in _functions(path):
+            if n > CRF_FUNCTIONS_PENDING.get(f"{name}.{fn}", MAX_FUNCTION_LINES):
+                long[f"{name}.{fn}"] = n
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"

@@ -274,7 +274,7 @@ def test_a_start_codon_scores_the_length_of_its_own_gene(seed):
 
 def test_orf_length_scores_need_the_gene_model():
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.errors import SemisegError
 
     cfg = load_config("configs/demo.yaml", ["crf.orf_length_scores=true", "crf.head=argmax",

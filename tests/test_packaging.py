@@ -93,7 +93,7 @@ def test_installed_wheel_finds_its_demo_data(wheel, tmp_path):
                           check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     code = ("import semiseg, semiseg.demo as d\n"
-            "from semiseg.config import load_config\n"
+            "from semiseg.config.load import load_config\n"
             "from pathlib import Path\n"
             "pkg = Path(semiseg.__file__).parent\n"
             "print(pkg)\n"

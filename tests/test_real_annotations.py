@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from semiseg import ui
-from semiseg.config import from_dict, read_yaml
+from semiseg.config.load import from_dict, read_yaml
 from semiseg.errors import SemisegError
 from semiseg.genemodel.frames import INTRON_ANY, UNKNOWN
 from semiseg.genome import cleanup as cl

@@ -228,7 +228,7 @@ def test_reverse_complement_swaps_the_strands():
 
 def test_site_scores_need_the_gene_model():
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.errors import SemisegError
 
     cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "crf.head=argmax",
@@ -242,7 +242,7 @@ def test_training_counts_the_sites_into_the_head(tmp_path):
     the start codon and T at a stop codon's first base; matrices and weights travel with
     the model's state."""
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import _load_data
     from semiseg.train.tables import count_sites
 

@@ -94,7 +94,7 @@ def test_training_counts_the_yeast_splice_sites_into_the_model(tmp_path):
     """On the demo's chrII the counted matrices put GT at the donor and AG at the
     acceptor (every gold intron is GT..AG), and they travel in a checkpoint."""
     from semiseg.checkpoint import build_model
-    from semiseg.config import load_config
+    from semiseg.config.load import load_config
     from semiseg.train.loop import _load_data
     from semiseg.train.tables import count_sites
 

@@ -59,10 +59,6 @@ def merge(parts: list[str], out: str) -> list[str]:
     previous set."""
     import glob
 
-    import pyBigWig
-
-    from ..genome.zooms import add_zoom_levels
-
     if not parts:
         raise SemisegError("merge: no inputs")
     for p in parts:
@@ -94,40 +90,8 @@ def merge(parts: list[str], out: str) -> list[str]:
                             # older versions); the browser BED keeps the first track line
                             if not header or (i == 0 and suffix == "browser.bed"):
                                 fh.write(line)
-        heads, regions, body = [], [], []
-        for i, p in enumerate(parts):
-            with open(f"{p}.gff3") as src:
-                for line in src:
-                    if line.startswith("##sequence-region"):
-                        regions.append(line)
-                    elif line.startswith("#"):
-                        if i == 0 and line not in heads:
-                            heads.append(line)
-                    else:
-                        body.append(line)
-        gff_version = [h for h in heads if h.startswith("##gff-version")]
-        with open(target("gff3"), "w") as fh:
-            fh.writelines(gff_version + regions + [h for h in heads if h not in gff_version]
-                          + body)
-        counts: dict[str, list[int]] = {}
-        comment = ""
-        for p in parts:
-            with open(f"{p}.summary.tsv") as src:
-                for line in src:
-                    if line.startswith("#"):
-                        comment = comment or line
-                        continue
-                    f = line.rstrip("\n").split("\t")
-                    if f[0] == "label":
-                        continue
-                    c = counts.setdefault(f[0], [0, 0])
-                    c[0] += int(f[1])
-                    c[1] += int(f[2])
-        total = sum(c[1] for c in counts.values()) or 1
-        with open(target("summary.tsv"), "w") as fh:
-            fh.write(comment + "label\tsegments\tbp\tfraction\n")
-            fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
-                          for n, (segs, bp) in counts.items())
+        _merge_gff3(parts, target("gff3"))
+        _merge_summary(parts, target("summary.tsv"))
         extra = [s for s in ("entropy.bw", "boundary_entropy.bw")
                  if all(os.path.isfile(f"{p}.{s}") for p in parts)]
         if all(os.path.isfile(f"{p}.samples.bed") for p in parts):
@@ -147,28 +111,7 @@ def merge(parts: list[str], out: str) -> list[str]:
                             fh.writelines(ln for ln in src
                                           if i == 0 or not (header and ln.startswith(header)))
         for suffix in ["boundary.bw"] + extra + [f"posterior.{n}.bw" for n in labels]:
-            sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
-            try:
-                header, seen = [], set()
-                for s in sources:
-                    header += [(c, n) for c, n in s.chroms().items() if c not in seen]
-                    seen.update(s.chroms())
-                bw = pyBigWig.open(target(suffix), "w")
-                bw.addHeader(header)
-                for s in sources:
-                    for c in s.chroms():
-                        iv = s.intervals(c) or ()
-                        if iv:
-                            bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
-                                          ends=[b for _, b, _ in iv],
-                                          values=[float(v) for _, _, v in iv])
-                bw.close()
-                # zoom levels down to whole chromosomes, as annotate writes them (read
-                # back from the merged file; docs/outputs.md)
-                add_zoom_levels(tmp[f"{out}.{suffix}"], dict(header))
-            finally:
-                for s in sources:
-                    s.close()
+            _merge_bigwig(parts, suffix, target(suffix))
         if all(os.path.isfile(f"{p}.json") for p in parts):
             _sidecar(parts, target("json"), [f for f in tmp if not f.endswith(".json")])
     except BaseException:
@@ -176,6 +119,80 @@ def merge(parts: list[str], out: str) -> list[str]:
         raise
     outputs.__exit__(None, None, None)  # the set moves into place
     return list(tmp)
+
+
+def _merge_gff3(parts: list[str], path: str) -> None:
+    """The parts' GFF3: the first part's header lines, every part's sequence-region lines
+    after the gff-version line, then every part's features in order."""
+    heads, regions, body = [], [], []
+    for i, p in enumerate(parts):
+        with open(f"{p}.gff3") as src:
+            for line in src:
+                if line.startswith("##sequence-region"):
+                    regions.append(line)
+                elif line.startswith("#"):
+                    if i == 0 and line not in heads:
+                        heads.append(line)
+                else:
+                    body.append(line)
+    gff_version = [h for h in heads if h.startswith("##gff-version")]
+    with open(path, "w") as fh:
+        fh.writelines(gff_version + regions + [h for h in heads if h not in gff_version]
+                      + body)
+
+
+def _merge_summary(parts: list[str], path: str) -> None:
+    """The parts' summary.tsv: segments and bp per label added up, fractions anew."""
+    counts: dict[str, list[int]] = {}
+    comment = ""
+    for p in parts:
+        with open(f"{p}.summary.tsv") as src:
+            for line in src:
+                if line.startswith("#"):
+                    comment = comment or line
+                    continue
+                f = line.rstrip("\n").split("\t")
+                if f[0] == "label":
+                    continue
+                c = counts.setdefault(f[0], [0, 0])
+                c[0] += int(f[1])
+                c[1] += int(f[2])
+    total = sum(c[1] for c in counts.values()) or 1
+    with open(path, "w") as fh:
+        fh.write(comment + "label\tsegments\tbp\tfraction\n")
+        fh.writelines(f"{n}\t{segs}\t{bp}\t{bp / total:.6f}\n"
+                      for n, (segs, bp) in counts.items())
+
+
+def _merge_bigwig(parts: list[str], suffix: str, path: str) -> None:
+    """The parts' PART.SUFFIX bigWigs as one, chromosomes in the parts' order, with zoom
+    levels down to whole chromosomes as annotate writes them."""
+    import pyBigWig
+
+    from ..genome.zooms import add_zoom_levels
+
+    sources = [pyBigWig.open(f"{p}.{suffix}") for p in parts]
+    try:
+        header, seen = [], set()
+        for s in sources:
+            header += [(c, n) for c, n in s.chroms().items() if c not in seen]
+            seen.update(s.chroms())
+        bw = pyBigWig.open(path, "w")
+        bw.addHeader(header)
+        for s in sources:
+            for c in s.chroms():
+                iv = s.intervals(c) or ()
+                if iv:
+                    bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
+                                  ends=[b for _, b, _ in iv],
+                                  values=[float(v) for _, _, v in iv])
+        bw.close()
+        # zoom levels down to whole chromosomes, as annotate writes them (read
+        # back from the merged file; docs/outputs.md)
+        add_zoom_levels(path, dict(header))
+    finally:
+        for s in sources:
+            s.close()
 
 
 def _sidecar(parts: list[str], path: str, files: list[str]) -> None:

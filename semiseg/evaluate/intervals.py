@@ -79,7 +79,7 @@ def load_scheme_arg(scheme: str | None):
     if scheme is None:
         return None
     if str(scheme).endswith((".yaml", ".yml")) and os.path.isfile(scheme):
-        from ..config import load_config, read_yaml
+        from ..config.load import load_config, read_yaml
 
         # a semiseg training config has a labels section; a scheme YAML a list of labels
         if isinstance(read_yaml(scheme).get("labels"), dict):

@@ -129,21 +129,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         from ..genome import load_scheme
 
         scheme = load_scheme("gene_structure")  # as read_truth reads a GFF: its background too
-    if pred_gff:
-        from ..genome import annotation_extents
-
-        if not os.path.isfile(pred):
-            raise SemisegError(f"file not found: {pred}")
-        ext = annotation_extents(pred)
-        if not ext:
-            raise SemisegError(f"{pred}: no features")
-        p = None
-        chroms = list(ext)
-        scored: dict = {}
-    else:
-        p = read_segments(pred)
-        scored = calibration.read_scores(pred)
-        chroms = list(p.intervals)
+    p, ext, chroms, scored = _read_prediction(pred, pred_gff)
     cal = calibration.new_counts()
     if isinstance(regions, (str, os.PathLike)):
         regions = read_regions_bed(os.fspath(regions))
@@ -153,43 +139,11 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
             raise SemisegError(f"--regions: chromosome(s) {', '.join(missing)} not in the "
                                f"prediction {pred} ({', '.join(chroms)})")
         chroms = [c for c in chroms if c in regions]
-    genome = None
-    if fasta is not None:
-        from ..genome.sequence import Fasta
-
-        genome = Fasta(fasta)
-        missing = [c for c in chroms if c not in genome.chrom_sizes]
-        if missing:
-            raise SemisegError(f"--fasta: chromosome(s) {', '.join(missing)} of {pred} are "
-                               f"not in the FASTA ({', '.join(list(genome.chrom_sizes)[:8])})")
-        if sizes is None:
-            sizes = dict(genome.chrom_sizes)
-    if sizes is None:
-        if pred_gff:
-            from ..genome import annotation_extents
-
-            t_ext = annotation_extents(truth) if os.path.isfile(truth) else {}
-            sizes = {c: max(ext[c], t_ext.get(c, 0)) for c in chroms}
-        else:
-            sizes = {c: int(p.intervals[c][1].max()) for c in chroms}
-        for c, iv in (regions or {}).items():
-            if c in sizes:
-                sizes[c] = max(sizes[c], iv[-1][1])
-    else:
-        missing = [c for c in chroms if c not in sizes]
-        if missing:
-            raise SemisegError(f"{pred}: chromosome(s) {', '.join(missing)} not in the sizes "
-                               f"given ({', '.join(sizes)})")
-        sizes = {c: sizes[c] for c in chroms}
-        for c, iv in (regions or {}).items():
-            if c in sizes and iv[-1][1] > sizes[c]:
-                raise SemisegError(f"--regions: region {c}:{iv[-1][0]}-{iv[-1][1]} runs past "
-                                   f"the end of {c} ({sizes[c]:,} bp)")
+    genome = _open_fasta(fasta, chroms, pred) if fasta is not None else None
+    if genome is not None and sizes is None:
+        sizes = dict(genome.chrom_sizes)
+    sizes = _sizes(pred, truth, p, ext, chroms, sizes, regions)
     if pred_gff:
-        if scheme.kind != "gene_structure":
-            raise SemisegError(f"{pred}: a GFF3/GTF prediction is read as gene models, which "
-                               f"needs a gene-structure label scheme (not {scheme.name!r}); "
-                               "give a BED of labels instead")
         p = _track_from_models(pred, scheme, sizes)
     t = read_truth(truth, scheme, sizes)
     if not any(c in t.intervals and len(t.intervals[c][0]) for c in chroms):
@@ -198,17 +152,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
             f"truth has {', '.join(sorted(t.intervals)) or 'none'}")
     if background is None and scheme is not None and scheme.background is not None:
         background = scheme.names[scheme.background]
-    names: list[str] = []
-    for track in (t, p):
-        for c in chroms:
-            for n in (track.intervals.get(c, (None, None, []))[2]):
-                if n != GAP and n not in names:
-                    names.append(n)
-    if background is not None and background not in names:
-        names.append(background)
-    if scheme is not None:  # scheme order first, then anything else
-        names = [n for n in scheme.names if n in names] + [n for n in names
-                                                          if n not in scheme.names]
+    names = _label_names(t, p, chroms, background, scheme)
     index = {n: i for i, n in enumerate(names)}
     C = len(names)
     fill = index[background] if background is not None else -1
@@ -226,41 +170,152 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
         if genome is not None:
             genome.close()
     for chrom in chroms:
-        L = sizes[chrom]
-        ta_all = _fill(L, t, chrom, index, -2)
-        pa_all = _fill(L, p, chrom, index, -2)
-        t_fill, p_fill = ta_all == -2, pa_all == -2
-        ta_all[t_fill] = fill
-        pa_all[p_fill] = fill if fill_pred else -1
-        # a stop codon that a side keeps just after its CDS is CDS there too (background
-        # positions only)
-        for arr, side in ((ta_all, "truth"), (pa_all, "pred")):
-            for c, a, b, name in stops[side]:
-                if c == chrom and name in index:
-                    part = arr[a:b]
-                    part[part == fill] = index[name]
-        # with regions, each region is scored as a sequence of its own (its ends are no
-        # boundaries; truth segments outside it are not counted)
-        for lo, hi in (regions[chrom] if regions is not None else [(0, L)]):
-            ta, pa = ta_all[lo:hi], pa_all[lo:hi]
-            ok = (ta >= 0) & (pa >= 0)
-            conf += np.bincount(ta[ok] * C + pa[ok], minlength=C * C).reshape(C, C)
-            calls["truth_filled_bp"] += int((t_fill[lo:hi] & ok).sum())
-            calls["pred_filled_bp"] += int((p_fill[lo:hi] & ok).sum())
-            calls["pred_no_call_bp"] += int((pa < 0).sum())
-            calls["truth_no_call_bp"] += int(((ta < 0) & (pa >= 0)).sum())
-            # segments and boundaries per stretch scored on both sides (a stretch's ends
-            # are no boundaries; a truth segment where the prediction has no call is not
-            # missed)
-            edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
-            for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
-                add_segment_counts(seg, ta[a:b], pa[a:b], tolerance)
-            if chrom in scored:
-                st, en, nm, pr = scored[chrom]
-                sel = (st >= lo) & (en <= hi)
-                calibration.add_counts(cal, ta, (st[sel] - lo, en[sel] - lo,
-                                                 [n for n, k in zip(nm, sel) if k], pr[sel]),
-                                       index)
+        _score_chrom(chrom, sizes[chrom], t, p, index, fill, fill_pred, stops,
+                     regions[chrom] if regions is not None else [(0, sizes[chrom])],
+                     tolerance, conf, seg, calls, scored.get(chrom), cal)
+    total = conf.sum()
+    rows, macro = _label_rows(conf, seg, names)
+    from .. import __version__
+
+    return {
+        "semiseg_version": __version__,
+        "pred": str(pred), "truth": str(truth), "tolerance_bp": tolerance,
+        "chromosomes": {c: sizes[c] for c in chroms},
+        "regions": (None if regions is None else
+                    {c: [list(r) for r in regions[c]] for c in chroms}),
+        "bp_evaluated": int(total),
+        "calls": calls,
+        "accuracy": float(np.trace(conf) / total) if total else float("nan"),
+        "labels": rows, "macro": macro,
+        "confusion": {"labels": names, "truth_by_pred": conf.tolist()},
+        "calibration": calibration.summarise(cal, calibration.no_scores(pred)),
+        "genes": genes,
+    }
+
+
+def _read_prediction(pred: str, pred_gff: bool):
+    """(segments Track or None for gene models, their extents or None, chromosomes,
+    BED scores per chromosome) of a prediction."""
+    if pred_gff:
+        from ..genome import annotation_extents
+
+        if not os.path.isfile(pred):
+            raise SemisegError(f"file not found: {pred}")
+        ext = annotation_extents(pred)
+        if not ext:
+            raise SemisegError(f"{pred}: no features")
+        return None, ext, list(ext), {}
+    from . import calibration
+
+    p = read_segments(pred)
+    return p, None, list(p.intervals), calibration.read_scores(pred)
+
+
+def _open_fasta(fasta, chroms: list[str], pred: str):
+    """The genome for stop codons; every chromosome of the prediction must be in it."""
+    from ..genome.sequence import Fasta
+
+    genome = Fasta(fasta)
+    missing = [c for c in chroms if c not in genome.chrom_sizes]
+    if missing:
+        genome.close()
+        raise SemisegError(f"--fasta: chromosome(s) {', '.join(missing)} of {pred} are "
+                           f"not in the FASTA ({', '.join(list(genome.chrom_sizes)[:8])})")
+    return genome
+
+
+def _sizes(pred: str, truth: str, p, ext, chroms: list[str], sizes, regions) -> dict[str, int]:
+    """The lengths of the chromosomes scored: `sizes` (checked) or, without it, the
+    furthest end in the prediction (a GFF3/GTF prediction, `ext`: in either file) or the
+    regions."""
+    if sizes is None:
+        if ext is not None:
+            from ..genome import annotation_extents
+
+            t_ext = annotation_extents(truth) if os.path.isfile(truth) else {}
+            sizes = {c: max(ext[c], t_ext.get(c, 0)) for c in chroms}
+        else:
+            sizes = {c: int(p.intervals[c][1].max()) for c in chroms}
+        for c, iv in (regions or {}).items():
+            if c in sizes:
+                sizes[c] = max(sizes[c], iv[-1][1])
+        return sizes
+    missing = [c for c in chroms if c not in sizes]
+    if missing:
+        raise SemisegError(f"{pred}: chromosome(s) {', '.join(missing)} not in the sizes "
+                           f"given ({', '.join(sizes)})")
+    sizes = {c: sizes[c] for c in chroms}
+    for c, iv in (regions or {}).items():
+        if c in sizes and iv[-1][1] > sizes[c]:
+            raise SemisegError(f"--regions: region {c}:{iv[-1][0]}-{iv[-1][1]} runs past "
+                               f"the end of {c} ({sizes[c]:,} bp)")
+    return sizes
+
+
+def _label_names(t: Track, p: Track, chroms: list[str], background: str | None,
+                 scheme) -> list[str]:
+    """The labels scored: those of either side (gaps aside) and the background, in the
+    scheme's order first."""
+    names: list[str] = []
+    for track in (t, p):
+        for c in chroms:
+            for n in (track.intervals.get(c, (None, None, []))[2]):
+                if n != GAP and n not in names:
+                    names.append(n)
+    if background is not None and background not in names:
+        names.append(background)
+    if scheme is not None:  # scheme order first, then anything else
+        names = [n for n in scheme.names if n in names] + [n for n in names
+                                                          if n not in scheme.names]
+    return names
+
+
+def _score_chrom(chrom: str, L: int, t: Track, p: Track, index: dict[str, int], fill: int,
+                 fill_pred: bool, stops: dict, spans, tolerance: int, conf: np.ndarray,
+                 seg: dict, calls: dict, scores, cal: dict) -> None:
+    """Add one chromosome's counts (confusion, segments and boundaries, filled bp,
+    calibration) over `spans`, each scored as a sequence of its own."""
+    from . import calibration
+
+    C = len(conf)
+    ta_all = _fill(L, t, chrom, index, -2)
+    pa_all = _fill(L, p, chrom, index, -2)
+    t_fill, p_fill = ta_all == -2, pa_all == -2
+    ta_all[t_fill] = fill
+    pa_all[p_fill] = fill if fill_pred else -1
+    # a stop codon that a side keeps just after its CDS is CDS there too (background
+    # positions only)
+    for arr, side in ((ta_all, "truth"), (pa_all, "pred")):
+        for c, a, b, name in stops[side]:
+            if c == chrom and name in index:
+                part = arr[a:b]
+                part[part == fill] = index[name]
+    # with regions, each region is scored as a sequence of its own (its ends are no
+    # boundaries; truth segments outside it are not counted)
+    for lo, hi in spans:
+        ta, pa = ta_all[lo:hi], pa_all[lo:hi]
+        ok = (ta >= 0) & (pa >= 0)
+        conf += np.bincount(ta[ok] * C + pa[ok], minlength=C * C).reshape(C, C)
+        calls["truth_filled_bp"] += int((t_fill[lo:hi] & ok).sum())
+        calls["pred_filled_bp"] += int((p_fill[lo:hi] & ok).sum())
+        calls["pred_no_call_bp"] += int((pa < 0).sum())
+        calls["truth_no_call_bp"] += int(((ta < 0) & (pa >= 0)).sum())
+        # segments and boundaries per stretch scored on both sides (a stretch's ends
+        # are no boundaries; a truth segment where the prediction has no call is not
+        # missed)
+        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            add_segment_counts(seg, ta[a:b], pa[a:b], tolerance)
+        if scores is not None:
+            st, en, nm, pr = scores
+            sel = (st >= lo) & (en <= hi)
+            calibration.add_counts(cal, ta, (st[sel] - lo, en[sel] - lo,
+                                             [n for n, k in zip(nm, sel) if k], pr[sel]),
+                                   index)
+
+
+def _label_rows(conf: np.ndarray, seg: dict, names: list[str]) -> tuple[list[dict], dict]:
+    """Per-label rows (base, segment and boundary scores) and their macro averages."""
     total = conf.sum()
     rows = []
     for c, name in enumerate(names):
@@ -289,22 +344,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
                 "segment_f1_overlap50", "boundary_f1"):
         vals = [r[key] for r in rows if (r["bp_truth"] or r["bp_pred"]) and not math.isnan(r[key])]
         macro[key] = float(np.mean(vals)) if vals else float("nan")
-    from .. import __version__
-
-    return {
-        "semiseg_version": __version__,
-        "pred": str(pred), "truth": str(truth), "tolerance_bp": tolerance,
-        "chromosomes": {c: sizes[c] for c in chroms},
-        "regions": (None if regions is None else
-                    {c: [list(r) for r in regions[c]] for c in chroms}),
-        "bp_evaluated": int(total),
-        "calls": calls,
-        "accuracy": float(np.trace(conf) / total) if total else float("nan"),
-        "labels": rows, "macro": macro,
-        "confusion": {"labels": names, "truth_by_pred": conf.tolist()},
-        "calibration": calibration.summarise(cal, calibration.no_scores(pred)),
-        "genes": genes,
-    }
+    return rows, macro
 
 
 def _track_from_models(path: str, scheme, sizes: dict[str, int]) -> Track:
@@ -312,6 +352,11 @@ def _track_from_models(path: str, scheme, sizes: dict[str, int]) -> Track:
     rows per transcript, genelevel.read_gene_models; gaps between them >= the scheme's
     min_intron are introns, shorter ones CDS), painted by the scheme's priority."""
     from ..genome.labels import Annotation
+
+    if scheme.kind != "gene_structure":
+        raise SemisegError(f"{path}: a GFF3/GTF prediction is read as gene models, which "
+                           f"needs a gene-structure label scheme (not {scheme.name!r}); "
+                           "give a BED of labels instead")
     from . import genelevel
 
     iv: dict[str, list[tuple[int, int, int]]] = {}

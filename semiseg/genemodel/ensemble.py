@@ -21,7 +21,7 @@ import hashlib
 import torch
 from torch import Tensor, nn
 
-from ..config import from_dict
+from ..config.load import from_dict
 from ..errors import SemisegError
 from .head import SEQ, FrameHead
 

@@ -383,6 +383,31 @@ class GoldReport:
                 + (f"; {bad} left unknown in training ({why})" if bad else ""))
 
 
+def _not_a_gene(rna: str, blocks: list[tuple[int, int]], upper: str, strand: str,
+                min_intron: int) -> str | None:
+    """Why a coding transcript (its spliced CDS `rna`, its CDS `blocks`) is no gold gene
+    structure, or None when it is one."""
+    gaps = [b0 - a1 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])]
+    if gaps and min(gaps) < min_intron:
+        return "gap shorter than min_intron inside the CDS"
+    if len(rna) % 3:
+        return "CDS not a multiple of 3"
+    if not rna.startswith("ATG"):
+        return "no start codon"
+    if rna[-3:] not in STOPS["+"]:
+        return "no stop codon"
+    if any(rna[i:i + 3] in STOPS["+"] for i in range(0, len(rna) - 3, 3)):
+        return "in-frame stop codon inside"
+    if len(blocks) > 1 and min(blocks[0][1] - blocks[0][0],
+                               blocks[-1][1] - blocks[-1][0]) <= 3:
+        return "start or stop codon split by or next to an intron"
+    if any(upper[a1:a1 + 2] != SPLICE_LEFT[strand][1]
+           or upper[b0 - 2:b0] != SPLICE_RIGHT[strand][1]
+           for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])):
+        return "an intron not GT..AG"
+    return None
+
+
 def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq: str,
                min_intron: int = 20, report: GoldReport | None = None) -> np.ndarray:
     """Gold codes (int16, one per base) for one chromosome.
@@ -412,7 +437,6 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
         spliced = "".join(upper[a:b] for a, b in blocks)
         rna = spliced if t.strand == "+" else reverse_complement(spliced)
         span0, span1 = blocks[0][0], blocks[-1][1]
-        reason = None
         if rna[-3:] not in STOPS["+"]:
             nxt = (upper[span1:span1 + 3] if t.strand == "+"
                    else reverse_complement(upper[max(0, span0 - 3):span0]))
@@ -423,24 +447,7 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
                     blocks[0] = (span0 - 3, blocks[0][1])
                 rna += nxt
                 report.stop_added += 1
-        gaps = [b0 - a1 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])]
-        if gaps and min(gaps) < min_intron:
-            reason = "gap shorter than min_intron inside the CDS"
-        elif len(rna) % 3:
-            reason = "CDS not a multiple of 3"
-        elif not rna.startswith("ATG"):
-            reason = "no start codon"
-        elif rna[-3:] not in STOPS["+"]:
-            reason = "no stop codon"
-        elif any(rna[i:i + 3] in STOPS["+"] for i in range(0, len(rna) - 3, 3)):
-            reason = "in-frame stop codon inside"
-        elif len(blocks) > 1 and min(blocks[0][1] - blocks[0][0],
-                                     blocks[-1][1] - blocks[-1][0]) <= 3:
-            reason = "start or stop codon split by or next to an intron"
-        elif any(upper[a1:a1 + 2] != SPLICE_LEFT[t.strand][1]
-                 or upper[b0 - 2:b0] != SPLICE_RIGHT[t.strand][1]
-                 for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:])):
-            reason = "an intron not GT..AG"
+        reason = _not_a_gene(rna, blocks, upper, t.strand, min_intron)
         lo, hi = blocks[0][0], blocks[-1][1]
         if reason is not None:
             report.partial[reason] = report.partial.get(reason, 0) + 1

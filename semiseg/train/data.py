@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .. import ui
-from ..config import Config
+from ..config.schema import Config
 from ..errors import SemisegError
 from ..genome.scheme import strand_swap
 from ..genome.sequence import rc_columns

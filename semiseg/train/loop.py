@@ -43,7 +43,8 @@ import torch
 
 from .. import ui
 from ..checkpoint import load_checkpoint, save_checkpoint
-from ..config import Config, save_config
+from ..config.load import save_config
+from ..config.schema import Config
 from ..errors import SemisegError
 from ..metrics import (
     add_segment_counts,
@@ -444,6 +445,37 @@ def train(cfg: Config, out: str | Path, resume: bool = False, stop_after: int | 
     return result
 
 
+def _write_run_files(cfg: Config, out: Path, train_ds) -> None:
+    """OUT/config.yaml (the resolved config) and, where the annotation clean-up set
+    genes aside, OUT/annotation_masked.tsv (what, and why)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, out / "config.yaml")
+    except OSError as err:
+        (out / "config.yaml.tmp").unlink(missing_ok=True)
+        raise SemisegError(f"cannot write {out / 'config.yaml'}: {err.strerror}; "
+                           + _kept(out / "last.pt")) from None
+    if train_ds.cleanup is not None:
+        (out / "annotation_masked.tsv").write_text(train_ds.cleanup.tsv())
+
+
+def _save_epoch(ckpt_state: dict, state: RunState, names: list[str], out: Path,
+                improved: bool) -> None:
+    """An epoch's files: last.pt first (--resume needs it; _best_from_last mends a
+    best.pt missed after it), best.pt when it improved, metrics.tsv; signals are held
+    back over the writes."""
+    last_path = out / "last.pt"
+    with deferred():
+        _save(ckpt_state, last_path, last_path)
+        if improved:
+            _save(ckpt_state, out / "best.pt", last_path)
+        try:
+            _write_metrics(state.history, names, out / "metrics.tsv")
+        except OSError as err:
+            raise SemisegError(f"cannot write {out / 'metrics.tsv'}: "
+                               f"{err.strerror}; {_kept(last_path)}") from None
+
+
 def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
            threads: int | None, ctx: Context, overwrite: bool = False) -> dict:
     import dataclasses
@@ -487,15 +519,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     # every process starts from the same weights (the same seed; DDP also broadcasts)
     loss_fn = wrap(BatchLoss(model, device, amp), ctx)
     if ctx.main:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            save_config(cfg, out / "config.yaml")
-        except OSError as err:
-            (out / "config.yaml.tmp").unlink(missing_ok=True)
-            raise SemisegError(f"cannot write {out / 'config.yaml'}: {err.strerror}; "
-                               + _kept(last_path)) from None
-        if train_ds.cleanup is not None:  # what the annotation clean-up set aside, and why
-            (out / "annotation_masked.tsv").write_text(train_ds.cleanup.tsv())
+        _write_run_files(cfg, out, train_ds)
 
     done_here, stopped_early = 0, False
     try:
@@ -521,19 +545,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                 # the row is the same on every process (reduced), so is this decision
                 improved = state.record(row, cfg.train.select)
                 if ctx.main:
-                    ckpt_state = checkpoint_state(model, opt, state, schedule, cfg, scheme,
-                                                  data, columns)
-                    # last.pt first (--resume needs it; _best_from_last mends a best.pt
-                    # missed after it), with signals held back over the writes
-                    with deferred():
-                        _save(ckpt_state, last_path, last_path)
-                        if improved:
-                            _save(ckpt_state, best_path, last_path)
-                        try:
-                            _write_metrics(state.history, names, out / "metrics.tsv")
-                        except OSError as err:
-                            raise SemisegError(f"cannot write {out / 'metrics.tsv'}: "
-                                               f"{err.strerror}; {_kept(last_path)}") from None
+                    _save_epoch(checkpoint_state(model, opt, state, schedule, cfg, scheme,
+                                                 data, columns), state, names, out, improved)
                 done_here += 1
                 ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
                        f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "

@@ -12,7 +12,7 @@ import torch
 
 from .. import __version__
 from ..checkpoint import CHECKPOINT_FORMAT, load_checkpoint
-from ..config import Config
+from ..config.schema import Config
 from ..errors import SemisegError
 from ..runtime import Lock
 

@@ -9,7 +9,7 @@ import torch
 
 from .. import ui
 from ..checkpoint import build_model
-from ..config import Config
+from ..config.schema import Config
 from .data import Dataset
 
 
