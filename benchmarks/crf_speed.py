@@ -19,12 +19,14 @@ Sections (medians after a warm-up that also compiles):
   host:   wall clock of a small log_partition(...).sum().backward() at (32, 300, 30, 39)
           (issue 9: <= 1.5 ms); CUDA graphs as configured (SEMISEG_CUDA_GRAPHS=0: eager).
 Prints Markdown tables headed by date, GPU, commit and versions; --record appends them to
-benchmarks/RESULTS-log.md.
+benchmarks/RESULTS-log.md. Without a GPU, TRITON_INTERPRET=1 runs the kernels in Triton's
+interpreter on the CPU (wall clock): a check of the script at tiny shapes, not a timing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import lib
@@ -37,7 +39,20 @@ SHAPES = [(32, 300, 30, 39), (64, 1000, 100, 24), (8, 20000, 100, 24), (16, 2000
           (64, 20000, 256, 37)]
 DD_SHAPES = [(32, 300, 30, 12), (8, 2000, 32, 8), (4, 5000, 100, 6)]
 KS = (1000, 2000, 4000, 8192)
+VIT_SHAPES = [(32, 300, 30, 39), (64, 1000, 100, 24), (8, 20000, 100, 24), (16, 20000, 1000, 16)]
+HOST_SHAPE = (32, 300, 30, 39)
 kn = None  # the Triton backend (dispatch's, wherever its package lives), set by main
+DEV = "cuda"  # "cpu" under TRITON_INTERPRET=1 without a GPU
+
+
+def timed_ms(fn, reps):
+    """Median ms: CUDA events on a GPU, else wall clock."""
+    return lib.cuda_ms(fn, reps) if DEV == "cuda" else lib.wall_ms(fn, reps)
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
 
 
 def parse_shapes(text: str) -> list[tuple[int, ...]]:
@@ -46,8 +61,8 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
 
 def leaves(B, T, K, C, family="static", seed=0):
     """The float32 inputs of one call: a dict of the check_inputs arguments."""
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    r = lambda *s: torch.randn(*s, device="cuda", generator=g)
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    r = lambda *s: torch.randn(*s, device=DEV, generator=g)
     tr = r(C, C)
     if family == "periodic":
         tr = torch.stack([tr] * 3) + 0.1 * r(3, C, C)
@@ -89,13 +104,15 @@ def section_shapes(args):
             print(rows[-1], flush=True)
             continue
         reps = args.reps if B * T <= 400_000 else max(3, args.reps // 2)
-        t_f = lib.cuda_ms(lambda x=x: kn.forward(x), reps)
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        t_fb = lib.cuda_ms(lambda x=x: fwd_bwd(x), reps)
-        peak = (torch.cuda.max_memory_allocated() - base) / 2**20
-        t_v = lib.cuda_ms(lambda x=x: kn.viterbi(x), reps)
+        t_f = timed_ms(lambda x=x: kn.forward(x), reps)
+        cuda = DEV == "cuda"
+        sync()
+        base = torch.cuda.memory_allocated() if cuda else 0
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        t_fb = timed_ms(lambda x=x: fwd_bwd(x), reps)
+        peak = (torch.cuda.max_memory_allocated() - base) / 2**20 if cuda else float("nan")
+        t_v = timed_ms(lambda x=x: kn.viterbi(x), reps)
         rows.append(f"| {family} | {B}, {T}, {K}, {C} | {t_f:.2f} | {t_fb:.2f} | {t_v:.2f} | "
                     f"{t_f / T * 1e3:.2f} | {peak:.0f} | {B * T / t_fb * 1e3:.3g} | "
                     f"{logz_check(p):.1e} |")
@@ -108,14 +125,14 @@ def section_shapes(args):
 
 def section_kcliff(args):
     rows, prev = [], None
-    for K in KS:
-        B, T, C = 16, 20000, 13
+    for K in args.ks:
+        B, T, C = args.kcliff_btc
         t = {}
         for family in ("static", "periodic"):
             x = as_x(leaves(B, T, K, C, family))
             why = kn.supports(x)
             t[family] = (None, why) if why else (
-                lib.cuda_ms(lambda x=x: fwd_bwd(x), max(1, args.reps // 2)), None)
+                timed_ms(lambda x=x: fwd_bwd(x), max(1, args.reps // 2)), None)
         s, q = t["static"][0], t["periodic"][0]
         cell = lambda v, why: f"{v:.1f}" if v is not None else f"not run: {why}"
         ratio = f"{q / s:.2f}x" if s and q else "-"
@@ -131,12 +148,10 @@ def section_kcliff(args):
 
 def section_vit(args):
     rows = []
-    sync = torch.cuda.synchronize
-    for B, T, K, C in [(32, 300, 30, 39), (64, 1000, 100, 24), (8, 20000, 100, 24),
-                       (16, 20000, 1000, 16)]:
+    for B, T, K, C in args.vit_shapes:
         p = leaves(B, T, K, C)
         a = (p["scores"], p["transition"], p["duration_bias"])
-        kw = {"start": p["start"], "end": p["end"]}
+        kw = {"start": p["start"], "end": p["end"], "backend": "triton"}
         n = args.reps if B * T < 100_000 else max(3, args.reps // 2)
         t_f = lib.wall_ms(lambda a=a, kw=kw: log_partition(*a, **kw), n, 2, sync)
         t_l = lib.wall_ms(lambda a=a, kw=kw: viterbi(*a, **kw).labels, n, 2, sync)
@@ -150,17 +165,18 @@ def section_vit(args):
 
 
 def section_host(args):
-    p = leaves(32, 300, 30, 39)
+    B, T, K, C = args.host_shape
+    p = leaves(B, T, K, C)
     sc = p["scores"].clone().requires_grad_(True)
     req = {k: v.clone().requires_grad_(True) for k, v in p.items() if k != "scores"}
 
     def call():
         log_partition(sc, req["transition"], req["duration_bias"], start=req["start"],
-                      end=req["end"]).sum().backward()
+                      end=req["end"], backend="triton").sum().backward()
 
     reps = 30 * args.reps
-    wall = lib.wall_ms(call, reps, 3, torch.cuda.synchronize)
-    rows = [f"| 32, 300, 30, 39 | {wall:.3f} | {lib.cuda_ms(call, reps):.3f} |"]
+    wall = lib.wall_ms(call, reps, 3, sync)
+    rows = [f"| {B}, {T}, {K}, {C} | {wall:.3f} | {timed_ms(call, reps):.3f} |"]
     print(rows[-1], flush=True)
     head = ("| B, T, K, C | log_partition + backward, wall ms (goal <= 1.5) | GPU events ms "
             "|\n|---|---|---|")
@@ -181,15 +197,22 @@ def main() -> None:
                     help='static and periodic shapes, "B,T,K,C;..."')
     ap.add_argument("--dd-shapes", type=parse_shapes, default=DD_SHAPES,
                     help='duration-dependent shapes, "B,T,K,C;..."')
+    ap.add_argument("--vit-shapes", type=parse_shapes, default=VIT_SHAPES)
+    ap.add_argument("--host-shape", type=lambda t: parse_shapes(t)[0], default=HOST_SHAPE)
+    ap.add_argument("--ks", type=lambda t: tuple(int(k) for k in t.split(",")), default=KS)
+    ap.add_argument("--kcliff-btc", type=lambda t: tuple(int(v) for v in t.split(",")),
+                    default=(16, 20000, 13), help="B,T,C of the kcliff section")
     ap.add_argument("--record", action="store_true", help="append to RESULTS-log.md")
     args = ap.parse_args()
+    global kn, DEV
     if not torch.cuda.is_available():
-        print("crf_speed.py: needs a CUDA GPU (the CPU backend: cpu_backend.py)",
-              file=sys.stderr)
-        sys.exit(3)
-    global kn
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            print("crf_speed.py: needs a CUDA GPU, or TRITON_INTERPRET=1 to check the script "
+                  "on the CPU (the CPU backend: cpu_backend.py)", file=sys.stderr)
+            sys.exit(3)
+        DEV = "cpu"
     kn = dispatch._triton_module()
-    head = lib.header("benchmarks/crf_speed.py", "cuda",
+    head = lib.header("benchmarks/crf_speed.py", DEV,
                       "PYTHONPATH=. python " + " ".join(sys.argv))
     print(head, flush=True)
     tables = []
