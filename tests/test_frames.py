@@ -760,3 +760,55 @@ def test_the_decode_chains_short_segments_into_the_same_labels(min_intron):
     assert max(d for segs in short.segments for _, d, _ in segs) <= K2
     if K2 > 3:  # one step shorter: some intron run can no longer keep its one label
         assert bool((decode(K2 - 1).score < full.score - 1e-9).any())
+
+
+def test_window_edges_may_cut_deep_inside_an_intron():
+    """A window may begin or end inside an intron where both pieces keep at least the
+    shortest inside segment (m = min_intron - 2 = 58 bp; chrII's 128-bp intron at
+    170,679): oracle, the gold-masked log-partition of the windows on each side (their
+    other edges at safe cuts) is finite at every cut safe_cuts allows around the
+    intron, and -inf one base closer to either splice base, so the rule is exact."""
+    from semiseg.crf import log_partition
+    from semiseg.genemodel.frames import FrameGold
+    from semiseg.genome import Fasta, read_annotation
+    from semiseg.genome.gff import gff_transcripts, read_gff_rows
+    from semiseg.train.data import Window
+
+    sch = scheme(min_intron=60)
+    fa = Fasta(["data/yeast/chrII.fa"])
+    gff = "data/yeast/yeast_chrI_chrII.gff3"
+    sizes = {"chrI": 230208, "chrII": fa.chrom_sizes["chrII"]}
+    ann = read_annotation(gff, sch, sizes)
+    rows, gtf = read_gff_rows(gff, sizes)
+    tx = [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrII"]
+    gold = FrameGold(FrameLayout.from_scheme(sch), ann, tx, fa)
+    lay = gold.layout
+    tm = torch.tensor(lay.transition_mask())
+    dm = torch.tensor(lay.duration_mask(256))
+    cuts = gold.safe_cuts("chrII")
+
+    def finite(w):
+        al = sequence_allowed(lay, base_codes(fa.fetch("chrII", w.start, w.end)))
+        allowed = torch.as_tensor(al & lay.gold_mask(gold.labels("chrII", w.start, w.end)))
+        z = log_partition(torch.zeros(1, *allowed.shape, dtype=torch.float64), tm, dm,
+                          allowed=allowed[None])
+        return bool(torch.isfinite(z).all())
+
+    def near(q, step):
+        while not cuts[q]:
+            q += step
+        return q
+
+    def both_sides(p):
+        return (finite(Window("chrII", near(p - 300, -1), p)),
+                finite(Window("chrII", p, near(p + 300, 1))))
+
+    a, b = 170679, 170807  # donor base .. acceptor base + 1
+    assert gold.labels("chrII", a - 1, a + 1)[0] >= 0 > gold.labels("chrII", a + 1, a + 2)[0]
+    m = 58
+    inner = [p for p in range(a + 1, b) if cuts[p]]
+    assert inner == list(range(a + 1 + m, b - m))  # 10 cuts: the pieces keep >= m bp
+    for p in [q for q in range(a - 3, b + 4) if cuts[q]]:
+        assert both_sides(p) == (True, True), p
+    assert both_sides(a + m) == (False, True)  # one base short on the left piece
+    assert both_sides(b - m) == (True, False)  # ... and on the right

@@ -19,7 +19,7 @@ segment. Every other scheme label (intergenic, UTR, ncRNA) is one *outside* inte
 label. Introns exist inside the model even when the scheme has no intron label: they
 then collapse to the background label, as do their splice-site bases.
 
-Transitions are periodic with P = 3 (SPEC.md: `transition[(d-1) mod 3, src, dst]`, d the
+Transitions are periodic with P = 3 (docs/contract.md: `transition[(d-1) mod 3, src, dst]`, d the
 duration of the destination segment), which carries the frame through introns of any
 length: into a donor, intron or acceptor segment from CDS_f (or from another of the
 three with frame f) the new frame is g = f + d (mod 3); out of an intron into CDS the
@@ -57,7 +57,7 @@ INTRONIC = ("donor", "intron", "acceptor")
 SPLICE_LEFT = {"+": ("donor", "GT"), "-": ("acceptor", "CT")}
 SPLICE_RIGHT = {"+": ("acceptor", "AG"), "-": ("donor", "AC")}
 # a start or stop codon may begin only at a position of its frame: elsewhere its
-# segments get this boundary score (proj_start), finite as SPEC.md asks, and far below
+# segments get this boundary score (proj_start), finite as docs/contract.md asks, and far below
 # any score a real segmentation reaches
 MISALIGNED = -1.0e4
 BASES = "ACGT"  # base codes 0..3; 4 = anything else (N)
@@ -520,9 +520,10 @@ class FrameGold:
     def safe_cuts(self, chrom: str) -> np.ndarray:
         """(L + 1,) bool: whether a window may begin or end at boundary p of the
         chromosome (between bases p - 1 and p): not inside a start or stop codon, and not
-        inside an intron or next to its splice bases. A window edge there leaves a piece
-        shorter than the label's fixed or minimum duration, or a splice base without its
-        dinucleotide, which no segmentation of the window can hold."""
+        inside an intron within the shortest inside segment of its splice bases. A window
+        edge there leaves a piece shorter than the label's fixed or minimum duration, or
+        a splice base without its dinucleotide, which no segmentation of the window can
+        hold; deeper inside an intron each window holds a partial intron."""
         codes = self._chrom(chrom)
         lay = self.layout
         C = len(lay)
@@ -542,6 +543,17 @@ class FrameGold:
         group = table[codes.astype(np.int64) - lo]
         ok = np.ones(len(codes) + 1, bool)
         ok[1:-1] = ~((group[1:] == group[:-1]) & (group[1:] >= 0))
+        # ...except inside a long intron: a cut leaving at least m bases of the inside on
+        # both sides (m the shortest inside segment; the splice bases keep their
+        # dinucleotide) is a partial intron at each window's end, which the grammar
+        # holds. Without this no training window held a piece of an intron longer than
+        # the window, so the model never saw a long intron.
+        m = max(2, lay.min_intron - 2)
+        intronic = group >= C
+        edge = np.flatnonzero(np.diff(np.r_[False, intronic, False].astype(np.int8)))
+        for a, b in zip(edge[::2], edge[1::2]):  # the intron is [a, b), splice bases too
+            if np.unique(group[a:b]).size == 1:  # one intron (not two strands' overlap)
+                ok[a + 1 + m:b - m] = True
         return ok
 
     def labels(self, chrom: str, start: int = 0, end: int | None = None,

@@ -267,8 +267,9 @@ def frame_gold_for(cfg: Config, scheme, annotation, data):
 
 
 def clear_of_rigid(gold, windows: list[Window]) -> tuple[list[Window], int]:
-    """The gene model's windows with every edge inside a start or stop codon or an
-    intron moved inwards to the nearest safe boundary (FrameGold.safe_cuts): a window
+    """The gene model's windows with every edge inside a start or stop codon, or in an
+    intron too near its splice bases, moved inwards to the nearest safe boundary
+    (FrameGold.safe_cuts; deep inside a long intron an edge stays): a window
     only shrinks, so it never reaches into a neighbouring region (the validation block).
     Returns (windows, edges moved); a window left empty is dropped."""
     out, moved, cuts = [], 0, {}
