@@ -4,11 +4,12 @@ Same contract and semantics as the torch backend (reference.py; dispatch.py's do
 states the contract): exact log-space recursions in float64 for float32 and float64
 inputs, results in the dtype of `scores`. This module turns tensors into float64 numpy
 arrays in the layouts the kernels read and back; the recursions themselves are in
-kernels.py, one compiled function per pass over one sequence (it releases the GIL);
+fac.py, dd.py and sweep.py (core.py: what they share), one compiled function per pass
+over one sequence (it releases the GIL);
 the sequences of a batch run in parallel on a small thread pool, each writing only its
 own outputs, so results do not depend on the scheduling. Importing this module imports
 numba (dispatch.py imports it only when first needed); compiled code is cached on
-disk outside the package (kernels.cache_dir()), so only the first process compiles.
+disk outside the package (core.cache_dir()), so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
 O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per
@@ -28,7 +29,7 @@ import torch
 from torch import Tensor
 
 from ..inputs import CRFInputs, param_grads_wanted
-from . import kernels as k
+from . import dd, fac, sweep
 
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
@@ -133,12 +134,12 @@ def forward(x: CRFInputs, keep: bool = False):
     ck_lo = np.empty((B, a.n_chunks, C), np.int64)
     if a.dd:
         ck = (np.empty((B, a.n_chunks, K, C)), np.empty((B, a.n_chunks, C, K)))
-        log_z = _each(B, lambda b: k.dd_forward(
+        log_z = _each(B, lambda b: dd.dd_forward(
             *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, ck[0][b], ck[1][b],
             ck_lo[b], alpha_end[b]))
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
-        log_z = _each(B, lambda b: k.fac_forward(
+        log_z = _each(B, lambda b: fac.fac_forward(
             *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
             a.n, ck[0][b], ck_lo[b], alpha_end[b]))
     log_z = np.array(log_z, dtype=np.float64)
@@ -167,11 +168,11 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             return  # zero gradient
         grads = (g_ps[b], g_pe[b], g_sc[b], g_tr[b], g_db[b], g_start[b], g_end[b])
         if a.dd:
-            k.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
+            sweep.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
                           a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
                           *grads)
         else:
-            k.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
+            sweep.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
                            a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
                            ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads, params)
 
@@ -219,12 +220,12 @@ def viterbi(x: CRFInputs):
     bp_d = np.zeros((B, T + 1, C), idx)
     if a.dd:
         bp_c = np.zeros((B, T + 1, 1, C), idx)
-        score = _each(B, lambda b: k.dd_viterbi(
+        score = _each(B, lambda b: dd.dd_viterbi(
             *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
             labels[b], seg_start[b]))
     else:
         bp_c = np.zeros((B, T + 1, a.tr.shape[0], C), idx)
-        score = _each(B, lambda b: k.fac_viterbi(
+        score = _each(B, lambda b: fac.fac_viterbi(
             *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
             labels[b], seg_start[b]))
     score = np.array(score, dtype=np.float64)

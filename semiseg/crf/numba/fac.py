@@ -1,0 +1,306 @@
+"""The factorised form's numba kernels (static, Q = 1, and periodic, Q = P < K;
+core.py's docstring has the recursions): the forward pass, the pieces of its backward
+(sweep.py runs it) and the Viterbi, O(L (Q C^2 + K C)) per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .core import (
+    FM,
+    HEADROOM,
+    NEG,
+    TINY,
+    _advance,
+    _argmax2,
+    _lse2,
+    _lse_add,
+    _push_ring,
+    _rebase,
+    _terms,
+    _traceback,
+    fexp,
+    restore_cache_dir,
+    use_cache_dir,
+)
+
+_USER_CACHE_DIR = use_cache_dir()
+
+
+@njit(cache=True, fastmath=FM)
+def _dot(x, ox, y, oy, n):
+    """sum_{i < n} x[ox + i] * y[oy + i]."""
+    s = 0.0
+    for i in range(n):
+        s += x[ox + i] * y[oy + i]
+    return s
+
+
+@njit(cache=True)
+def _relinearise(ring, lring, R):
+    """lring = exp(ring - R) per label, R[c] the largest finite entry of label c."""
+    C = R.shape[0]
+    flat = ring.reshape(C, -1)
+    lflat = lring.reshape(C, -1)
+    for c in range(C):
+        m = NEG
+        for i in range(flat.shape[1]):
+            m = max(m, flat[c, i])
+        R[c] = m if m > NEG else 0.0
+        for i in range(flat.shape[1]):
+            lflat[c, i] = fexp(flat[c, i] - R[c])
+
+
+@njit(cache=True)
+def _lin_write(lring_c, R, c, v, idx):
+    """Write exp(v - R[c]) at the flat positions idx of label c's linear ring, first
+    moving R[c] up to v when v passes it by more than HEADROOM (rescaling the ring)."""
+    if v > R[c] + HEADROOM:
+        f = fexp(R[c] - v)
+        for i in range(lring_c.shape[0]):
+            lring_c[i] *= f
+        R[c] = v
+    e = fexp(v - R[c])
+    for i in idx:
+        lring_c[i] = e
+
+
+@njit(cache=True)
+def _gammas(alpha, trT, etrT, trm, ea, gam):
+    """gam[r, c] = lse_c' alpha[c'] + transition[r, c', c], in linear space
+    (etrT = exp(trT - trm), ea = exp(alpha - max alpha)) unless that sum is below TINY."""
+    Q, C = gam.shape
+    am = NEG
+    for k in range(C):
+        am = max(am, alpha[k])
+    if am == NEG:
+        for r in range(Q):
+            for c in range(C):
+                gam[r, c] = NEG
+        return
+    for k in range(C):
+        ea[k] = fexp(alpha[k] - am)
+    for r in range(Q):
+        for c in range(C):
+            sm = _dot(ea, 0, etrT[r, c], 0, C)
+            if sm >= TINY:
+                gam[r, c] = am + trm[r, c] + math.log(sm)
+            else:
+                gam[r, c] = _lse2(alpha, 0, trT[r, c], 0, C)
+
+
+@njit(cache=True)
+def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
+             dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
+    """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
+    S = 0). Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those
+    have rows (the backward pass); returns alpha at the last boundary processed.
+
+    The window sums run in linear space: lring = exp(ring - R[c]) (entries at most
+    exp(HEADROOM)), edb_rev = exp(db_rev - dbm[c]); where such a sum is below TINY the
+    terms it lost to underflow might matter, and the exact log-space sum is used."""
+    C, Q, K2 = ring.shape
+    K = K2 // 2
+    A = np.empty(C)
+    P = np.empty(C)
+    alpha = np.full(C, NEG)
+    gam = np.empty((Q, C))
+    keep = alphas.shape[0] > 0
+    idx = np.empty(2, np.int64)
+    ea = np.empty(C)
+    for t in range(t0, t1):
+        if t > t0:
+            _advance(f, alw, has_alw, S, lo, t)
+        _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
+        if t > 0:
+            j, q = t % K, t % Q
+            for c in range(C):
+                dmax = min(K, t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
+                sm = _dot(lring[c, q], j + K - dmax, edb_rev[c], K - dmax, dmax)
+                if sm >= TINY:
+                    alpha[c] = A[c] + R[c] + dbm[c] + math.log(sm)
+                else:
+                    alpha[c] = A[c] + _lse2(ring[c, q], j + K - dmax, db_rev[c], K - dmax,
+                                            dmax)
+        if keep:
+            for c in range(C):
+                alphas[t - t0, c] = alpha[c]
+                Ss[t - t0, c] = S[c]
+        if t == L:
+            break
+        if t == 0:
+            for r in range(Q):
+                for c in range(C):
+                    gam[r, c] = start[c]
+        else:
+            _gammas(alpha, trT, etrT, trm, ea, gam)
+        j = t % K
+        for c in range(C):
+            lr = lring[c].reshape(Q * K2)
+            for q in range(Q):
+                v = gam[(q - t - 1) % Q, c] + P[c]
+                ring[c, q, j] = v
+                ring[c, q, j + K] = v
+                idx[0] = q * K2 + j
+                idx[1] = q * K2 + j + K
+                _lin_write(lr, R, c, v, idx)
+        if keep:
+            for r in range(Q):
+                for c in range(C):
+                    opens[t - t0, r, c] = gam[r, c] + P[c]
+    return alpha
+
+
+@njit(cache=True, nogil=True)
+def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                edb_rev, dbm, start, end, n, ck_ring, ck_lo, alpha_end):
+    """log Z of one sequence; fills the checkpoints and alpha_L."""
+    C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
+    ring = np.full((C, Q, 2 * K), NEG)
+    lring = np.zeros((C, Q, 2 * K))
+    R = np.zeros(C)
+    lo = np.zeros(C, np.int64)
+    S = np.zeros(C)
+    none = np.empty((0, C))
+    alpha = np.full(C, NEG)
+    for k in range((L + n) // n):  # chunks of boundaries [k n, min(k n + n, L + 1))
+        t0 = k * n
+        if t0 > 0:
+            _advance(f, alw, has_alw, S, lo, t0)
+            for c in range(C):
+                R[c] += S[c]
+            _rebase(ring, S)
+        for c in range(C):
+            ck_lo[k, c] = lo[c]
+            for q in range(Q):
+                for i in range(K):
+                    ck_ring[k, c, q, i] = ring[c, q, i]
+        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                         edb_rev, dbm, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
+                         none.reshape(0, 1, C), none)
+    z = NEG
+    for c in range(C):
+        alpha_end[c] = alpha[c]
+        z = _lse_add(z, alpha[c] + end[c])
+    return z
+
+
+@njit(cache=True, fastmath=FM)
+def _close_max(hr, j, dbt, r, dmax, Q):
+    """max over d - 1 = r, r + Q, ... < dmax of h_{s+d} + duration_bias[d-1]."""
+    m = NEG
+    if Q == 1:
+        for d0 in range(dmax):
+            m = max(m, hr[j + d0] + dbt[d0])
+    else:
+        for d0 in range(r, dmax, Q):
+            m = max(m, hr[j + d0] + dbt[d0])
+    return m
+
+
+@njit(cache=True, fastmath=FM)
+def _close_sum(hr, j, dbt, gdb, r, dmax, Q, m, fr):
+    """sum of exp(h_{s+d} + duration_bias[d-1] - m) over the durations of residue r, and
+    gdb[d-1] += that exponential * fr (the segment marginals)."""
+    tot = 0.0
+    if Q == 1:
+        for d0 in range(dmax):
+            e = fexp(hr[j + d0] + dbt[d0] - m)
+            tot += e
+            gdb[d0] += e * fr
+    else:
+        for d0 in range(r, dmax, Q):
+            e = fexp(hr[j + d0] + dbt[d0] - m)
+            tot += e
+            gdb[d0] += e * fr
+    return tot
+
+
+@njit(cache=True, fastmath=FM)
+def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta, params):
+    """beta_s(c') = lse_{r, c} transition[r, c', c] + beta_gamma^r_s(c), and (params) the
+    transition marginals at s into g_tr[c', (r, c)] (trq is transition as (c', (r, c)),
+    etrq = exp(trq - trqm)): in linear space, or exactly where that sum is below TINY."""
+    C, QC = trq.shape
+    bm = NEG
+    for k in range(QC):
+        bm = max(bm, bg[k])
+    if bm == NEG:
+        for c0 in range(C):
+            beta[c0] = NEG
+        return
+    for k in range(QC):
+        eb[k] = fexp(bg[k] - bm)
+    for c0 in range(C):
+        sm = 0.0
+        for k in range(QC):
+            sm += etrq[c0, k] * eb[k]
+        if sm >= TINY:
+            beta[c0] = bm + trqm[c0] + math.log(sm)
+            if params:
+                # sum of these marginals = ft * sm <= w, so ft cannot overflow
+                ft = w * fexp(alphas_i[c0] + trqm[c0] + bm - z)
+                for k in range(QC):
+                    g_tr[c0, k] += ft * (etrq[c0, k] * eb[k])
+            continue
+        m = NEG
+        for k in range(QC):
+            m = max(m, trq[c0, k] + bg[k])
+        if m == NEG:
+            beta[c0] = NEG
+            continue
+        ft = w * fexp(alphas_i[c0] + m - z)
+        sm = 0.0
+        for k in range(QC):
+            e = fexp(trq[c0, k] + bg[k] - m)
+            sm += e
+            if params:
+                g_tr[c0, k] += e * ft
+        beta[c0] = m + math.log(sm)
+
+
+@njit(cache=True, nogil=True)
+def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, db_rev, start, end,
+                n, bp_d, bp_c, labels, seg_start):
+    """Best score of one sequence; fills its labels and segment starts."""
+    C, Q = bp_c.shape[2], bp_c.shape[1]
+    K = db_rev.shape[1]
+    ring = np.full((C, Q, 2 * K), NEG)
+    lo = np.zeros(C, np.int64)
+    S = np.zeros(C)
+    A = np.empty(C)
+    P = np.empty(C)
+    alpha = np.full(C, NEG)
+    gam = np.empty((Q, C))
+    for t in range(L + 1):
+        if t > 0:
+            _advance(f, alw, has_alw, S, lo, t)
+            if t % n == 0:
+                _rebase(ring, S)
+        _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
+        if t > 0:
+            j, q = t % K, t % Q
+            for c in range(C):
+                dmax = min(K, t - lo[c])
+                m, i = _argmax2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
+                alpha[c] = A[c] + m
+                bp_d[t, c] = dmax - i
+        if t == L:
+            break
+        for r in range(Q):
+            for c in range(C):
+                if t == 0:
+                    gam[r, c] = start[c]
+                else:
+                    m, i = _argmax2(alpha, 0, trT[r, c], 0, C)
+                    gam[r, c] = m
+                    bp_c[t, r, c] = i
+        _push_ring(ring, gam, P, t % K, t, K)
+    return _traceback(alpha, end, bp_d, bp_c, L, Q, labels, seg_start, False)
+
+
+restore_cache_dir(_USER_CACHE_DIR)
