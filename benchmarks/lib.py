@@ -19,10 +19,16 @@ LOG = os.path.join(HERE, "RESULTS-log.md")
 
 
 def commit() -> str:
-    """The checkout's short commit; $COMMIT where there is no git (the GPU machine)."""
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                         check=False, text=True, cwd=HERE).stdout.strip()
-    return out or os.environ.get("COMMIT", "unknown")
+    """$COMMIT when set (a copy's own git may be stale: the GPU machine), else the
+    checkout's short commit, marked when the working tree differs from it."""
+    if os.environ.get("COMMIT"):
+        return os.environ["COMMIT"]
+    git = lambda *a: subprocess.run(["git", *a], capture_output=True, check=False, text=True,
+                                    cwd=HERE).stdout.strip()
+    out = git("rev-parse", "--short", "HEAD")
+    if out and git("status", "--porcelain", "--untracked-files=no"):
+        out += " (working tree differs)"
+    return out or "unknown"
 
 
 def device_name(device: str = "cuda") -> str:
