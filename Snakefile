@@ -102,9 +102,9 @@ def model_scheme():
     also gives the genes' CDS and protein FASTA), read when the Snakefile is: from `model`
     when given, else from the training config."""
     if config.get("model"):
-        from semiseg.checkpoint import checkpoint_scheme, load_checkpoint
+        from semiseg.checkpoint import load_checkpoint
 
-        return checkpoint_scheme(load_checkpoint(model_file()))
+        return load_checkpoint(model_file()).scheme
     from semiseg.genome.scheme import load_scheme
 
     return load_scheme(TRAIN_CONFIG.labels.scheme)

@@ -27,13 +27,19 @@ whole stem where that part is taken). A path that exists always wins over a name
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from .config.load import from_dict
 from .config.schema import Config
 from .errors import SemisegError
+
+if TYPE_CHECKING:
+    from .genome.scheme import LabelScheme
 
 CHECKPOINT_FORMAT = "semiseg.checkpoint/1"
 # how `content_hash` is computed (stored beside it, so that a later change of the rule
@@ -132,10 +138,45 @@ def save_checkpoint(state: dict, path: str | Path) -> None:
         raise
 
 
-def load_checkpoint(path: str | Path) -> dict:
+@dataclass(eq=False)
+class Checkpoint:
+    """A checkpoint as load_checkpoint read it: `data` as stored (the model's state dict
+    or an ensemble's members, the tables, a training run's optimiser and history), its
+    Config and LabelScheme parsed once, on first use, and handed on from there."""
+
+    path: str
+    data: dict = field(repr=False)
+
+    @cached_property
+    def config(self) -> Config:
+        """The validated Config the model was trained with."""
+        return from_dict(self.data["config"])
+
+    @cached_property
+    def scheme(self) -> LabelScheme:
+        from .genome.scheme import LabelScheme
+
+        return LabelScheme.from_dict(self.data["labels"])
+
+    @property
+    def model_hash(self) -> str:
+        return self.data["model_hash"]
+
+    @property
+    def genome(self) -> dict:
+        """GenomeData.config() of the training genome: inputs, track statistics."""
+        return self.data["genome"]
+
+    @property
+    def members(self) -> int:
+        """How many models an ensemble holds (0: a single model)."""
+        return len(self.data.get("members", ()))
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
     """A checkpoint (a run folder means its best.pt), read with weights_only=True (no
-    code runs); every problem is a one-line SemisegError. A shipped model's name
-    (`semiseg models`) stands for its file."""
+    code runs) and verified; every problem is a one-line SemisegError. A shipped model's
+    name (`semiseg models`) stands for its file."""
     path = Path(resolve_model(path))
     if path.is_dir():
         path = path / "best.pt"
@@ -161,58 +202,53 @@ def load_checkpoint(path: str | Path) -> dict:
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise SemisegError(f"{path}: not a semiseg checkpoint (format {CHECKPOINT_FORMAT})")
     verify_checkpoint(ckpt, path)
-    return ckpt
+    return Checkpoint(str(path), ckpt)
 
 
-def checkpoint_config(ckpt: dict) -> Config:
-    """The validated Config a checkpoint was trained with."""
-    return from_dict(ckpt["config"])
-
-
-def checkpoint_scheme(ckpt: dict):
-    """The LabelScheme a checkpoint was trained with."""
-    from .genome import LabelScheme
-
-    return LabelScheme.from_dict(ckpt["labels"])
-
-
-def build_model(ckpt_or_cfg: dict | Config, n_features: int | None = None,
+def build_model(source: Checkpoint | Config, n_features: int | None = None,
                 num_labels: int | None = None):
-    """(model, cfg): a Segmenter from a checkpoint (weights loaded), or a new one from
-    (cfg, n_features, num_labels)."""
+    """(model, cfg): the Segmenter (or Ensemble) of a Checkpoint with its weights loaded,
+    or a new Segmenter from (cfg, n_features, num_labels)."""
     from .genome import load_scheme
     from .model import Segmenter
 
-    if isinstance(ckpt_or_cfg, dict) and "members" in ckpt_or_cfg:
-        from .genemodel.ensemble import build_ensemble
+    if isinstance(source, Config):
+        cfg = source
+        scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
+        return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg
+    ckpt = source
+    if ckpt.members:
+        from .genemodel.ensemble import Ensemble
 
-        return build_ensemble(ckpt_or_cfg, build_model)
-    if isinstance(ckpt_or_cfg, dict):
-        ckpt = ckpt_or_cfg
-        cfg = checkpoint_config(ckpt)
-        scheme = checkpoint_scheme(ckpt) if cfg.crf.frames else None
-        model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
-                          scheme=scheme)
-        try:
-            model.load_state_dict(ckpt["model"])
-        except RuntimeError as e:
-            first = str(e).strip().splitlines()[1].strip() if "\n" in str(e) else str(e)
-            raise SemisegError(
-                f"the model's parameters do not fit this semiseg "
-                f"(checkpoint made by semiseg {ckpt.get('semiseg_version', '?')}; "
-                f"{first.rstrip('.')}): the model's layout changed since, retrain it "
-                "with `semiseg train`") from None
-        return model, cfg
-    cfg = ckpt_or_cfg
-    scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
-    return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg
+        return Ensemble([_segmenter(ckpt, state) for state in ckpt.data["members"]]), \
+            ckpt.config
+    return _segmenter(ckpt, ckpt.data["model"]), ckpt.config
+
+
+def _segmenter(ckpt: Checkpoint, state: dict):
+    """A Segmenter of the checkpoint's config and scheme with the weights `state`."""
+    from .model import Segmenter
+
+    cfg = ckpt.config
+    model = Segmenter(ckpt.data["n_features"], len(ckpt.data["labels"]["labels"]), cfg,
+                      scheme=ckpt.scheme if cfg.crf.frames else None)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[1].strip() if "\n" in str(e) else str(e)
+        raise SemisegError(
+            f"the model's parameters do not fit this semiseg "
+            f"(checkpoint made by semiseg {ckpt.data.get('semiseg_version', '?')}; "
+            f"{first.rstrip('.')}): the model's layout changed since, retrain it "
+            "with `semiseg train`") from None
+    return model
 
 
 def write_ensemble(paths: list[str], out: str) -> str:
     """Read single-model checkpoints, write their ensemble to `out`; returns `out`."""
     from .genemodel.ensemble import make_ensemble
 
-    ckpt = make_ensemble([load_checkpoint(p) for p in paths], paths)
+    ckpt = make_ensemble([load_checkpoint(p).data for p in paths], paths)
     if os.path.isdir(out):
         raise SemisegError(f"--out: {out} is a folder; give the checkpoint file to write")
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -127,14 +127,14 @@ def train(
 ) -> None:
     """Train a model; writes OUT/best.pt, OUT/last.pt, OUT/config.yaml, OUT/metrics.tsv."""
     from .config.load import load_config
-    from .train.loop import train as run
+    from .train.loop import train as train_job
 
     _setup(quiet, threads)
     overrides = list(set_)
     overrides += [f"train.seed={seed}"] if seed is not None else []
     overrides += [f"train.epochs={epochs}"] if epochs is not None else []
     overrides += [f"device={device}"] if device is not None else []
-    run(load_config(config, overrides), out, resume=resume, overwrite=overwrite)
+    train_job(load_config(config, overrides), out, resume=resume, overwrite=overwrite)
 
 
 @app.command(epilog=_EXAMPLES["annotate"])
@@ -210,23 +210,24 @@ def annotate(
 ) -> None:
     """Segment a genome: PREFIX.bed, .browser.bed, .gff3, .posterior.LABEL.bw, .boundary.bw,
     .entropy.bw, .boundary_entropy.bw, .summary.tsv (and .samples.bed with --samples)."""
-    from .annotate.run import annotate as run
+    from .annotate.run import AnnotateOptions
+    from .annotate.run import annotate as annotate_job
+    from .checkpoint import resolve_model
 
     _setup(quiet, threads)
     names = [c for item in chroms for c in item.split(",") if c]
-    from .checkpoint import resolve_model
-
-    run(resolve_model(model), str(fasta) if fasta else None, out, tracks=track,
-        regions=str(regions) if regions else None,
-        chroms=names or None, device=device or "auto", window=window, context=context,
+    options = AnnotateOptions(
+        chrom_sizes=str(chrom_sizes) if chrom_sizes else None, tracks=track,
+        track_sheet=str(track_sheet) if track_sheet else None,
+        regions=str(regions) if regions else None, chroms=names or None,
+        device=device or "auto", bf16=bf16, window=window, context=context,
         max_decode_steps=max_decode_steps, batch_steps=batch_steps,
-        reverse_complement=reverse_complement, intron_penalty=intron_penalty, intron_rate=intron_rate,
-        branch_penalty=branch_penalty, signal_precision=signal_precision, samples=samples,
-        seed=seed, first_atg=first_atg, long_orfs=long_orfs, donor_motif=donor_motif,
-        genetic_code=genetic_code,
-        decode_overlap=decode_overlap, bf16=bf16, certified_seams=certified_seams,
-        chrom_sizes=str(chrom_sizes) if chrom_sizes else None,
-        track_sheet=str(track_sheet) if track_sheet else None)
+        decode_overlap=decode_overlap, reverse_complement=reverse_complement,
+        certified_seams=certified_seams, intron_penalty=intron_penalty,
+        intron_rate=intron_rate, branch_penalty=branch_penalty, first_atg=first_atg,
+        long_orfs=long_orfs, donor_motif=donor_motif, samples=samples, seed=seed,
+        signal_precision=signal_precision, genetic_code=genetic_code)
+    annotate_job(resolve_model(model), str(fasta) if fasta else None, out, options)
 
 
 @app.command(epilog=_EXAMPLES["ensemble"])
@@ -253,10 +254,10 @@ def merge(
 ) -> None:
     """Join per-chromosome annotations (from annotate --chroms) into one set of files."""
     from . import ui
-    from .annotate.merge import merge as run
+    from .annotate.merge import merge as merge_job
 
     ui.set_quiet(quiet)
-    for path in run(parts, out):
+    for path in merge_job(parts, out):
         ui.log(f"wrote {path}")
 
 
@@ -316,11 +317,11 @@ def evaluate(
     GFF3/GTF truth also exon- and gene-level sensitivity, precision and F1."""
     from . import ui
     from .evaluate.intervals import scheme_for
-    from .evaluate.run import evaluate as run
+    from .evaluate.run import evaluate as evaluate_job
     from .evaluate.run import render_gene_table, render_table, write_report
 
     ui.set_quiet(quiet)
-    result = run(str(pred), str(truth), scheme=scheme_for(str(pred), model, scheme, str(truth)),
+    result = evaluate_job(str(pred), str(truth), scheme=scheme_for(str(pred), model, scheme, str(truth)),
                  tolerance=tolerance,
                  regions=str(regions) if regions else None,
                  fasta=str(fasta) if fasta else None)
@@ -353,10 +354,10 @@ def demo(
 ) -> None:
     """Annotate yeast chrI with the shipped gene model (or one trained on chrII with
     --train) and evaluate it against the SGD annotation at the exact base."""
-    from .demo import run
+    from .demo import run as demo_job
 
     _setup(quiet, threads)
-    run(outdir, data=data, device=device, epochs=epochs, train_model=train)
+    demo_job(outdir, data=data, device=device, epochs=epochs, train_model=train)
 
 
 @app.command(epilog=_EXAMPLES["models"])
@@ -367,7 +368,7 @@ def models(
     training provenance."""
     from .checkpoint import describe, load_checkpoint, registry
 
-    rows = [describe(name, path, load_checkpoint(path)) for name, path in registry().items()]
+    rows = [describe(name, path, load_checkpoint(path).data) for name, path in registry().items()]
     if as_json:
         import json
 

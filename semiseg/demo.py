@@ -110,7 +110,7 @@ SHIPPED_MODEL = Path(__file__).resolve().parent / "models" / "yeast_cds_frames.p
 def run(outdir: str | os.PathLike, data=None, device: str | None = None,
         epochs: int | None = None, train_model: bool = False) -> dict:
     """The whole demo; returns the evaluation result."""
-    from .annotate.run import annotate
+    from .annotate.run import AnnotateOptions, annotate
     from .evaluate.plot import plot_region
     from .evaluate.run import evaluate, render_table, write_report
     from .genome import LabelScheme
@@ -144,12 +144,11 @@ def run(outdir: str | os.PathLike, data=None, device: str | None = None,
     t1 = time.perf_counter()
     ui.log("step 2/3: annotate chrI at 1 bp")
     prefix = str(out / "annotation")
-    annotate(str(model_path), str(data_dir / "chrI.fa"), prefix,
-             device=cfg.device, intron_penalty=cfg.annotate.intron_penalty,
-             branch_penalty=cfg.annotate.branch_penalty,
-             reverse_complement=cfg.annotate.reverse_complement,
-             first_atg=cfg.annotate.first_atg, long_orfs=cfg.annotate.long_orfs,
-             donor_motif=cfg.annotate.donor_motif)
+    a = cfg.annotate
+    annotate(str(model_path), str(data_dir / "chrI.fa"), prefix, AnnotateOptions(
+        device=cfg.device, intron_penalty=a.intron_penalty, branch_penalty=a.branch_penalty,
+        reverse_complement=a.reverse_complement, first_atg=a.first_atg,
+        long_orfs=a.long_orfs, donor_motif=a.donor_motif))
     t2 = time.perf_counter()
     ui.log("step 3/3: evaluate against the SGD annotation of chrI")
     scheme = LabelScheme.from_dict(SCHEME)

@@ -85,20 +85,20 @@ def test_a_configured_intron_penalty_is_ignored_by_the_argmax_head(tmp_path):
     import pytest
 
     from semiseg.annotate.run import annotate
-    from semiseg.checkpoint import checkpoint_config, load_checkpoint, save_checkpoint
+    from semiseg.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
     from semiseg.errors import SemisegError
     from semiseg.genome import Fasta
 
     root = os.path.join(os.path.dirname(__file__), "..")
     ckpt = load_checkpoint(os.path.join(root, "semiseg", "models", "yeast_cds_frames.pt"))
-    ckpt = copy.deepcopy(ckpt)
+    ckpt = copy.deepcopy(ckpt.data)
     ckpt["config"]["crf"].update(head="argmax", site_scores=False, orf_length_scores=False)
     ckpt["config"]["annotate"]["intron_penalty"] = 2.0
     ckpt["config"]["annotate"]["branch_penalty"] = 2.0
     from semiseg.genome import load_scheme
     from semiseg.model import Segmenter
 
-    cfg = checkpoint_config(ckpt)
+    cfg = Checkpoint("argmax", ckpt).config
     torch.manual_seed(0)
     model = Segmenter(ckpt["n_features"], len(ckpt["labels"]["labels"]), cfg,
                       scheme=load_scheme(cfg.labels.scheme))

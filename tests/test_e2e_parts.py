@@ -272,7 +272,7 @@ def test_annotate_emissions_over_both_strands_against_the_reverse_complement():
 
     ckpt = load_checkpoint(SHIPPED_MODEL)
     with Fasta(f"{ROOT}/data/yeast/chrI.fa") as fa:
-        data = GenomeData.from_config(ckpt["genome"], fa)
+        data = GenomeData.from_config(ckpt.genome, fa)
         seqs = [fa.fetch("chrI", 30000, 31500), fa.fetch("chrI", 40000, 41237)]
         ann = Annotator(ckpt, data, torch.device("cpu"), 100000, 5000, 10**9, 10**9,
                         reverse_complement=True)

@@ -17,7 +17,13 @@ import pytest
 import torch
 from seqs import ROOT, SHIPPED_MODEL, chrI_piece
 
-from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint, write_ensemble
+from semiseg.checkpoint import (
+    Checkpoint,
+    build_model,
+    load_checkpoint,
+    save_checkpoint,
+    write_ensemble,
+)
 from semiseg.errors import SemisegError
 from semiseg.genemodel.ensemble import make_ensemble
 from semiseg.model import model_hash
@@ -35,7 +41,7 @@ def perturbed(ckpt: dict, seed: int) -> dict:
 
 @pytest.fixture(scope="module")
 def shipped():
-    return load_checkpoint(SHIPPED_MODEL)
+    return load_checkpoint(SHIPPED_MODEL).data
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +51,9 @@ def piece(tmp_path_factory):
 
 def test_terms_are_the_members_mean(shipped):
     a, b = shipped, perturbed(shipped, 1)
-    ens, _ = build_model(make_ensemble([a, b], ["a", "b"]))
-    ma, _ = build_model(a)
-    mb, _ = build_model(b)
+    ens, _ = build_model(Checkpoint("ab", make_ensemble([a, b], ["a", "b"])))
+    ma, _ = build_model(Checkpoint("a", a))
+    mb, _ = build_model(Checkpoint("b", b))
     for m in (ens, ma, mb):
         m.eval()
     g = torch.Generator().manual_seed(0)
@@ -102,8 +108,9 @@ def test_cli_writes_an_ensemble_that_annotates(shipped, piece, tmp_path):
     run = subprocess.run([sys.executable, "-m", "semiseg.cli", "ensemble", SHIPPED_MODEL, str(b),
                           "-o", str(ens)], check=False, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
-    ck = load_checkpoint(ens)
-    assert ck["member_hashes"] == [shipped["model_hash"], model_hash(load_checkpoint(b)["model"])]
+    ck = load_checkpoint(ens).data
+    assert ck["member_hashes"] == [shipped["model_hash"],
+                                   model_hash(load_checkpoint(b).data["model"])]
     assert ck["model_hash"] not in ck["member_hashes"]
     assert "optimizer" not in ck
     run = subprocess.run([sys.executable, "-m", "semiseg.cli", "annotate", "--model", str(ens),
@@ -162,6 +169,6 @@ def test_a_member_comes_back_out(shipped):
     ens = make_ensemble([shipped, b], ["a", "b"])
     back = member_checkpoint(ens, 1)
     assert back["model_hash"] == b["model_hash"] and "members" not in back
-    model, _ = build_model(back)
+    model, _ = build_model(Checkpoint("member 1", back))
     assert model_hash(model.state_dict()) == b["model_hash"]
     assert member_checkpoint(shipped) is shipped

@@ -106,14 +106,14 @@ def painted(rows, length: int) -> np.ndarray:
 def shipped():
     from semiseg.checkpoint import load_checkpoint
 
-    return load_checkpoint(SHIPPED)
+    return load_checkpoint(SHIPPED).data
 
 
 @pytest.fixture(scope="session")
 def scheme(shipped):
-    from semiseg.checkpoint import checkpoint_scheme
+    from semiseg.checkpoint import Checkpoint
 
-    return checkpoint_scheme(shipped)
+    return Checkpoint(str(SHIPPED), shipped).scheme
 
 
 @pytest.fixture(scope="session")
@@ -399,7 +399,7 @@ def test_result_checkpoint_resaved_loads(tmp_path, shipped):
 
     ck = dict(shipped, epoch=99)
     save_checkpoint(ck, tmp_path / "x.pt")
-    assert load_checkpoint(tmp_path / "x.pt")["epoch"] == 99
+    assert load_checkpoint(tmp_path / "x.pt").data["epoch"] == 99
 
 
 def test_error_checkpoint_runs_no_code(tmp_path, monkeypatch, capsys, small_fa):

@@ -235,7 +235,7 @@ def test_second_run_on_a_held_prefix_is_refused(signalled):
 
 INTERRUPT_SCRIPT = """
 import os, signal, sys, time
-from semiseg import interrupt
+from semiseg import runtime as interrupt
 interrupt.install()
 first, second, deferred = sys.argv[1], sys.argv[2], sys.argv[3] == "deferred"
 try:
@@ -518,7 +518,7 @@ def test_annotate_real_disk_full(disk, tiny_fa, monkeypatch, leave):
     about 100 KB), with the free-space margin off so the writes themselves hit ENOSPC
     (and libBigWig's guard is exact): a one-line error, no file added, the previous set
     and the filler unchanged, and no crash (libBigWig aborts or hangs on a full disk)."""
-    import semiseg.annotate.outputset as O
+    import semiseg.genome.diskspace as O  # where the margin is read
 
     monkeypatch.setattr(O, "SPACE_MARGIN", 0)
     out = disk / "o"

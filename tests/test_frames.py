@@ -518,7 +518,7 @@ def test_a_checkpoint_of_another_layout_is_a_clear_error():
 
     ckpt = load_checkpoint(SHIPPED_MODEL)
     build_model(ckpt)  # the shipped model fits
-    ckpt["model"]["crf.start"] = torch.zeros(9)  # as in a model with 9 kinds
+    ckpt.data["model"]["crf.start"] = torch.zeros(9)  # as in a model with 9 kinds
     with pytest.raises(SemisegError, match="retrain"):
         build_model(ckpt)
 

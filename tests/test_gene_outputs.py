@@ -216,10 +216,10 @@ def test_gff3_hierarchy_codons_and_validator(annotated):
     # rows (start_codon, stop_codon) change nothing there
     import torch
 
-    from semiseg.checkpoint import checkpoint_scheme
+    from semiseg.checkpoint import Checkpoint
     from semiseg.genome import read_annotation
 
-    scheme = checkpoint_scheme(torch.load(MODEL, map_location="cpu", weights_only=False))
+    scheme = Checkpoint(MODEL, torch.load(MODEL, map_location="cpu", weights_only=False)).scheme
     back = read_annotation(tmp / "out.gff3", scheme, {"piece": len(seq)}).labels("piece")
     want = np.full(len(seq), -1)
     for ln in _lines(tmp / "out.bed"):

@@ -191,19 +191,19 @@ def test_gene_decode_equals_whole_posterior_decode():
 
     from semiseg.annotate.annotator import Annotator, Item
     from semiseg.annotate.seams import gene_decode
-    from semiseg.checkpoint import checkpoint_config, load_checkpoint
+    from semiseg.checkpoint import load_checkpoint
     from semiseg.genemodel.generules import set_donor_motif
     from semiseg.genome import Fasta, GenomeData
 
     root = Path(__file__).resolve().parent.parent
     ck = load_checkpoint(SHIPPED_MODEL)
     with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
-        data = GenomeData.from_config(ck["genome"], fa)
+        data = GenomeData.from_config(ck.genome, fa)
         ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
         em, _ = ann.emissions(Item("chrI", 30000, 45000))
     crf = ann.model.crf
     crf.branch_penalty = float("inf")  # as annotate sets them from the checkpoint
-    set_donor_motif(crf, checkpoint_config(ck).annotate.donor_motif, None)
+    set_donor_motif(crf, ck.config.annotate.donor_motif, None)
     seg, post, bnd = crf.decode_with_marginals(em[None], torch.tensor([em.shape[0]]))
     want = seg.labels[0].numpy()
     assert len(set(want.tolist())) >= 3

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..checkpoint import build_model, checkpoint_scheme
+from ..checkpoint import Checkpoint, build_model
 from ..genome._util import runs
 from ..genome.scheme import strand_swap
 from ..genome.sequence import rc_columns
@@ -46,14 +46,14 @@ def _reverse_rows(x: torch.Tensor, end: torch.Tensor, length: torch.Tensor,
 class Annotator:
     """A trained model ready to annotate: encoder windows, decoding, posteriors."""
 
-    def __init__(self, ckpt: dict, data, device: torch.device, window: int, context: int,
+    def __init__(self, ckpt: Checkpoint, data, device: torch.device, window: int, context: int,
                  max_decode_steps: int, batch_steps: int, reverse_complement: bool = False,
                  samples: int = 0, seed: int = 0, decode_overlap: int = 0,
                  bf16: bool = False, certified_seams: bool = False):
         self.model, self.cfg = build_model(ckpt)
         self.model.to(device).eval()
         self.data = data
-        self.columns = ckpt["columns"]
+        self.columns = ckpt.data["columns"]
         self.device = device
         self.res = self.cfg.model.resolution
         self.bin = self.cfg.inputs.bin_size
@@ -85,8 +85,8 @@ class Annotator:
         self.rc = None
         if reverse_complement:
             swap = (self.model.channel_swap if getattr(self.model, "frames", False) else
-                    torch.as_tensor(strand_swap(checkpoint_scheme(ckpt))))
-            self.rc = (rc_columns(ckpt["feature_names"]), swap.to(device))
+                    torch.as_tensor(strand_swap(ckpt.scheme)))
+            self.rc = (rc_columns(ckpt.data["feature_names"]), swap.to(device))
 
     def _load(self, chrom: str, start: int, end: int) -> np.ndarray:
         with self.io_lock:

@@ -30,16 +30,18 @@ semiseg/annotate/uncertainty.py says how each is defined with windowed decoding.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .. import __version__, ui
-from ..checkpoint import checkpoint_config, checkpoint_scheme, load_checkpoint
+from ..checkpoint import Checkpoint, load_checkpoint
 from ..errors import SemisegError
 from ..genemodel.generules import gene_rules, set_donor_motif
 from ..runtime import pick_device
@@ -155,84 +157,152 @@ def track_paths(pairs: list[str], sheet: str | None, trained: list[dict]) -> dic
     return given
 
 
-def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
-             regions: str | None = None, chroms: list[str] | None = None,
-             device: str = "auto", window: int | None = None, context: int | None = None,
-             max_decode_steps: int | None = None, batch_steps: int | None = None,
-             alias: dict | None = None, threads: int | None = None,
-             reverse_complement: str | None = None, samples: int = 0,
-             seed: int = 0, intron_penalty: float | None = None,
-             intron_rate: float | None = None,
-             branch_penalty: float | None = None,
-             signal_precision: float | None = None,
-             first_atg: bool | None = None, long_orfs: int | None = None,
-             donor_motif: str | None = None, genetic_code: int = 1,
-             decode_overlap: int | None = None, bf16: bool = False,
-             certified_seams: bool = True,
-             chrom_sizes: str | None = None, track_sheet: str | None = None) -> list[str]:
-    """Annotate `fasta` with the model checkpoint `model`; returns the files written.
+@dataclass(frozen=True)
+class AnnotateOptions:
+    """Every setting of `semiseg annotate` but the model, the FASTA and the output prefix.
+    None: the model's own setting (its config's `annotate` section)."""
 
-    chrom_sizes: instead of `fasta` (None), a chrom-sizes file or .fai naming the
-    chromosomes to annotate, for a model that reads no sequence (docs/chromatin.md);
-    track_sheet: a TSV of track name and path, with or instead of `tracks`.
+    # what to annotate
+    chrom_sizes: str | None = None  # instead of a FASTA: a chrom-sizes file or .fai, for
+    # a model that reads no sequence (docs/chromatin.md)
+    tracks: tuple[str, ...] | list[str] = ()  # NAME=PATH per track of the model
+    track_sheet: str | None = None  # a TSV of track name and path, with or instead of tracks
+    alias: dict | None = None  # {name in a track file: name in the FASTA}
+    regions: str | None = None  # a BED of regions (default: everything)
+    chroms: list[str] | None = None
+    # where it runs
+    device: str = "auto"
+    threads: int | None = None
+    bf16: bool = False
+    # windows
+    window: int | None = None
+    context: int | None = None
+    max_decode_steps: int | None = None
+    batch_steps: int | None = None
+    decode_overlap: int | None = None  # 0: batches.default_overlap
+    reverse_complement: str | None = None  # auto, on or off
+    certified_seams: bool = True
+    # the gene model (genemodel/: firstatg, orffill, generules; docs/gene_model.md)
+    intron_penalty: float | None = None  # log-score taken from each intron
+    intron_rate: float | None = None
+    branch_penalty: float | None = None  # ... from each intron without a branch point
+    first_atg: bool | None = None  # start codons at the first ATG of their ORF
+    long_orfs: int | None = None  # intergenic ORFs of this many codons called genes (0: off)
+    donor_motif: str | None = None  # introns begin with this IUPAC motif ("": any GT)
+    # outputs
+    samples: int = 0  # exact posterior samples per sequence (PREFIX.samples.bed)
+    seed: int = 0
+    signal_precision: float | None = None  # bigWig values rounded to multiples of this
+    genetic_code: int = 1  # NCBI table of PREFIX.proteins.fa
 
-    samples: draw this many exact posterior samples per sequence (PREFIX.samples.bed);
-    seed: their random seed (the same seed gives the same samples); intron_penalty: the
-    gene model's log-score taken from each intron (None: annotate.intron_penalty);
-    branch_penalty: the same from each intron without a near-consensus branch point
-    (None: annotate.branch_penalty); first_atg: move each gene's start codon to the first
-    ATG of its open reading frame (genemodel/firstatg.py; None: annotate.first_atg); long_orfs:
-    call intergenic ORFs of at least this many codons genes (genemodel/orffill.py; 0: off; None:
-    annotate.long_orfs); donor_motif: introns must begin with this IUPAC motif (None:
-    annotate.donor_motif; "": any GT); decode_overlap: steps by which decoding windows
-    of long sequences overlap (None: annotate.decode_overlap; 0: batches.default_overlap);
-    signal_precision: bigWig values rounded to multiples of this, equal neighbours as one
-    entry (None: annotate.signal_precision; 0: every step's exact value); genetic_code:
-    the NCBI translation table of PREFIX.proteins.fa (gene models; docs/outputs.md)."""
-    options = dict(locals())  # as given, for the provenance (PREFIX.json)
-    from ..genome import Fasta, GenomeData, check_chroms
+
+def annotate(model: str | Checkpoint, fasta: str | None, out: str,
+             options: AnnotateOptions | None = None, **settings) -> list[str]:
+    """Annotate `fasta` with `model` (a Checkpoint, or a checkpoint's path, run folder or
+    shipped name) into the files PREFIX.* of `out`; returns the files written.
+
+    `options` (AnnotateOptions), or its fields as keywords (`device="cpu"`), hold every
+    other setting."""
+    opts = options if options is not None else AnnotateOptions(**settings)
+    if options is not None and settings:
+        raise TypeError("annotate: give options or keyword settings, not both")
+    ckpt = model if isinstance(model, Checkpoint) else None
+    model = ckpt.path if ckpt is not None else model
+    # as given, for the provenance (PREFIX.json)
+    given_options = {"model": model, "fasta": fasta, "out": out, **dataclasses.asdict(opts)}
     from ..genome.codes import genetic_code as genetic_code_table
+
+    code = genetic_code_table(opts.genetic_code)  # a bad table number fails before any work
+    if opts.threads:
+        torch.set_num_threads(opts.threads)
+    if (fasta is None) == (opts.chrom_sizes is None):
+        raise SemisegError("give --fasta FILE or --chrom-sizes FILE (one of them)")
+    ckpt = ckpt or load_checkpoint(model)
+    dev = pick_device(opts.device)
+    fa, data, given = _open_genome(ckpt, fasta, opts)
+    sizes = dict(fa.chrom_sizes)
+    res = ckpt.config.model.resolution
+    items = _items(fa, sizes, res, opts, fasta or opts.chrom_sizes)
+    per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:
+    out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
+    if not _reads_sequence(ckpt.config) and opts.chrom_sizes is None:
+        _warn_all_n(fa, out_sizes)
+    given_items, given_bp = len(items), sum(it.end - it.start for it in items)
+    # N runs written as gap rows are not encoded or decoded: the pieces between them are
+    # annotated as sequences of their own (annotate/gaps.py); a chromosome may have none left
+    items = gaps.cut(items, fa, res)
+    ann = _annotator(ckpt, data, dev, opts)
+    rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
+    if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
+        raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
+                           f"multiples of the resolution ({res} bp), window > 2 * context")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    prov = provenance.collect(given_options, version=__version__, model=model,
+                              model_hash=ckpt.model_hash, fasta=fasta, tracks=given,
+                              regions=opts.regions, scheme=ckpt.scheme.name, resolution=res,
+                              genetic_code=code,
+                              extra_inputs={"chrom_sizes": opts.chrom_sizes,
+                                            "track_sheet": opts.track_sheet})
+    prov["options_in_effect"] = _in_effect(ann, rules, precision, opts)
+    _log_start(model, ckpt, ann, rules, given_items, len(out_sizes), dev)
+    total_bp = sum(it.end - it.start for it in items)
+    if total_bp < given_bp:
+        ui.log(f"{given_bp - total_bp:,} bp in N runs of {gaps.gap_min(res)}+ bp cut out "
+               f"(gap rows, not decoded): {len(items)} piece(s) of {total_bp:,} bp to "
+               "annotate")
+    writer_args = {"prefix": out, "scheme": ckpt.scheme, "chrom_sizes": out_sizes,
+                   "resolution": res, "version": __version__,
+                   "model_hash": ckpt.model_hash, "entropy": True,
+                   "signal_precision": precision, "genetic_code": opts.genetic_code,
+                   "proteins": fasta is not None, "stranded_bed": True,
+                   "provenance": provenance.header_fields(prov)}
+    return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov, opts,
+                  given_bp)
+
+
+def _reads_sequence(cfg) -> bool:
+    return cfg.inputs.sequence or cfg.inputs.softmask or cfg.crf.frames
+
+
+def _open_genome(ckpt: Checkpoint, fasta: str | None, opts: AnnotateOptions):
+    """(the FASTA or chrom sizes, GenomeData of the model's inputs, {track: path})."""
+    from ..genome import Fasta, GenomeData, check_chroms
+    from ..genome.escapes import check_bed_names
     from ..genome.windows import ChromSizes
 
-    code = genetic_code_table(genetic_code)  # a bad table number fails before any work
-    if threads:
-        torch.set_num_threads(threads)
-    if (fasta is None) == (chrom_sizes is None):
-        raise SemisegError("give --fasta FILE or --chrom-sizes FILE (one of them)")
-    ckpt = load_checkpoint(model)
-    dev = pick_device(device)
-    mcfg = checkpoint_config(ckpt)
-    reads_sequence = mcfg.inputs.sequence or mcfg.inputs.softmask or mcfg.crf.frames
-    if chrom_sizes is not None:
-        if reads_sequence:
+    if opts.chrom_sizes is not None:
+        if _reads_sequence(ckpt.config):
             raise SemisegError("--chrom-sizes: the model reads the sequence; give --fasta")
-        if not os.path.isfile(chrom_sizes):
-            raise SemisegError(f"--chrom-sizes: file not found: {chrom_sizes}")
+        if not os.path.isfile(opts.chrom_sizes):
+            raise SemisegError(f"--chrom-sizes: file not found: {opts.chrom_sizes}")
     elif not os.path.isfile(fasta):
         raise SemisegError(f"--fasta: file not found: {fasta}")
-    scheme = checkpoint_scheme(ckpt)
-    given = track_paths(list(tracks), track_sheet, ckpt["genome"].get("tracks", []))
-    trained = [t["name"] for t in ckpt["genome"].get("tracks", [])]
+    given = track_paths(list(opts.tracks), opts.track_sheet, ckpt.genome.get("tracks", []))
+    trained = [t["name"] for t in ckpt.genome.get("tracks", [])]
     if sorted(given) != sorted(trained):
         raise SemisegError(
             f"the model was trained with tracks [{', '.join(trained) or 'none'}] but "
             f"[{', '.join(given) or 'none'}] were given (use --track NAME=PATH for each, "
             "or --track-sheet FILE)")
-    fa = ChromSizes(chrom_sizes) if chrom_sizes is not None else Fasta(fasta)
-    data = GenomeData.from_config(ckpt["genome"], fa, track_paths=given or None, alias=alias)
+    fa = ChromSizes(opts.chrom_sizes) if opts.chrom_sizes is not None else Fasta(fasta)
+    data = GenomeData.from_config(ckpt.genome, fa, track_paths=given or None,
+                                  alias=opts.alias)
     sizes = dict(fa.chrom_sizes)
-    check_chroms(chroms, sizes, fasta or chrom_sizes)
-    from ..genome.escapes import check_bed_names  # before any work: names BED cannot hold
+    check_chroms(opts.chroms, sizes, fasta or opts.chrom_sizes)
+    # before any work: names BED cannot hold
+    check_bed_names(sizes, fasta or opts.chrom_sizes, set(opts.chroms) if opts.chroms else None)
+    return fa, data, given
 
-    check_bed_names(sizes, fasta or chrom_sizes, set(chroms) if chroms else None)
-    res = mcfg.model.resolution
-    wanted = set(chroms or ())
-    if regions:
-        items = read_regions(regions, sizes, res)
-        if chroms:
+
+def _items(fa, sizes: dict[str, int], res: int, opts: AnnotateOptions, source: str) -> list:
+    """The sequences to annotate (--regions, --chroms; empty records left out)."""
+    wanted = set(opts.chroms or ())
+    if opts.regions:
+        items = read_regions(opts.regions, sizes, res)
+        if opts.chroms:
             items = [it for it in items if it.chrom in wanted]
     else:
-        items = [Item(c, 0, L) for c, L in sizes.items() if not chroms or c in wanted]
+        items = [Item(c, 0, L) for c, L in sizes.items() if not opts.chroms or c in wanted]
     empty = [it.chrom for it in items if it.end <= it.start]
     if empty:  # an empty FASTA record has nothing to annotate; it is left out of every file
         ui.log(f"{len(empty)} empty sequence(s) left out: {', '.join(empty[:5])}"
@@ -240,79 +310,81 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
         items = [it for it in items if it.end > it.start]
     if not items:
         raise SemisegError("nothing to annotate (no chromosome left after --chroms/--regions)")
-    per_chrom = Counter(it.chrom for it in items)  # items per chromosome (linear time:
-    out_sizes = {c: sizes[c] for c in sizes if c in per_chrom}  # 10^5 scaffolds are fine)
-    if not reads_sequence and chrom_sizes is None:
-        _warn_all_n(fa, out_sizes)
-    given_items, given_bp = len(items), sum(it.end - it.start for it in items)
-    # N runs written as gap rows are not encoded or decoded: the pieces between them are
-    # annotated as sequences of their own (annotate/gaps.py); a chromosome may have none left
-    items = gaps.cut(items, fa, res)
+    return items
 
-    acfg = mcfg.annotate
-    rc_mode = reverse_complement or acfg.reverse_complement
+
+def _annotator(ckpt: Checkpoint, data, dev, opts: AnnotateOptions) -> Annotator:
+    """The model on `dev` with the windows of the options, else of the model's config."""
+    acfg = ckpt.config.annotate
+    rc_mode = opts.reverse_complement or acfg.reverse_complement
     if rc_mode not in ("auto", "on", "off"):
         raise SemisegError(f"--reverse-complement: expected auto, on or off, got {rc_mode!r}")
-    use_rc = rc_mode == "on" or (rc_mode == "auto" and mcfg.train.reverse_complement)
-    ann = Annotator(ckpt, data, dev, window or acfg.window, acfg.context if context is None
-                    else context, max_decode_steps or acfg.max_decode_steps,
-                    batch_steps or acfg.batch_steps, reverse_complement=use_rc,
-                    samples=samples, seed=seed,
-                    decode_overlap=(acfg.decode_overlap if decode_overlap is None
-                                    else decode_overlap), bf16=bf16,
-                    certified_seams=certified_seams)
+    use_rc = rc_mode == "on" or (rc_mode == "auto" and ckpt.config.train.reverse_complement)
+    ann = Annotator(ckpt, data, dev, opts.window or acfg.window,
+                    acfg.context if opts.context is None else opts.context,
+                    opts.max_decode_steps or acfg.max_decode_steps,
+                    opts.batch_steps or acfg.batch_steps, reverse_complement=use_rc,
+                    samples=opts.samples, seed=opts.seed,
+                    decode_overlap=(acfg.decode_overlap if opts.decode_overlap is None
+                                    else opts.decode_overlap), bf16=opts.bf16,
+                    certified_seams=opts.certified_seams)
     if ann.overlap < 0 or ann.overlap >= ann.max_steps:
         raise SemisegError(f"--decode-overlap: expected 0 (automatic) or a "
                            f"number of steps below --max-decode-steps ({ann.max_steps}), "
                            f"got {ann.overlap}")
-    if samples < 0:
-        raise SemisegError(f"--samples: expected a number >= 0, got {samples}")
-    crf = ann.model.crf
-    _set_penalty(crf, "intron_penalty", acfg.intron_penalty, intron_penalty,
+    if opts.samples < 0:
+        raise SemisegError(f"--samples: expected a number >= 0, got {opts.samples}")
+    return ann
+
+
+def _gene_model_settings(crf, ckpt: Checkpoint, opts: AnnotateOptions):
+    """Set the gene model's annotate-time penalties and donor motif on its head `crf`;
+    returns (its gene rules or None, the bigWig precision)."""
+    acfg = ckpt.config.annotate
+    _set_penalty(crf, "intron_penalty", acfg.intron_penalty, opts.intron_penalty,
                  hasattr(crf, "intron_penalty"),
                  "only the gene model (crf.frames with the semi-CRF head) has introns to "
                  "penalise")
-    _set_penalty(crf, "intron_rate", acfg.intron_rate, intron_rate,
+    _set_penalty(crf, "intron_rate", acfg.intron_rate, opts.intron_rate,
                  hasattr(crf, "intron_rate"),
                  "only the gene model (crf.frames with the semi-CRF head) has introns")
-    _set_penalty(crf, "branch_penalty", acfg.branch_penalty, branch_penalty,
+    _set_penalty(crf, "branch_penalty", acfg.branch_penalty, opts.branch_penalty,
                  getattr(crf, "sites", None) is not None,
                  "only the gene model trained with crf.site_scores: true has a "
                  "branch-point matrix", infinite=True)
-    set_donor_motif(crf, acfg.donor_motif, donor_motif)
-    rules = gene_rules(scheme, res, acfg.first_atg, first_atg, acfg.long_orfs, long_orfs)
+    set_donor_motif(crf, acfg.donor_motif, opts.donor_motif)
+    rules = gene_rules(ckpt.scheme, ckpt.config.model.resolution, acfg.first_atg,
+                       opts.first_atg, acfg.long_orfs, opts.long_orfs)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
-                               if signal_precision is None else signal_precision)
-    sample_rows: list = []
-    if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
-        raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
-                           f"multiples of the resolution ({res} bp), window > 2 * context")
-    names = list(scheme.names)
-    counts = {n: {"segments": 0, "bp": 0} for n in names}
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    meta = {"version": __version__, "model_hash": ckpt["model_hash"], "resolution": res}
-    prov = provenance.collect(options, version=__version__, model=model,
-                              model_hash=ckpt["model_hash"], fasta=fasta, tracks=given,
-                              regions=regions, scheme=scheme.name, resolution=res,
-                              genetic_code=code,
-                              extra_inputs={"chrom_sizes": chrom_sizes,
-                                            "track_sheet": track_sheet})
-    prov["options_in_effect"] = provenance._plain({  # None above: the model's setting
+                               if opts.signal_precision is None else opts.signal_precision)
+    return rules, precision
+
+
+def _in_effect(ann: Annotator, rules, precision: float, opts: AnnotateOptions) -> dict:
+    """The settings the run used (where an option was None: the model's)."""
+    crf = ann.model.crf
+    return provenance._plain({
         "window": ann.window, "context": ann.context, "max_decode_steps": ann.max_steps,
         "batch_steps": ann.batch_steps, "decode_overlap": ann.overlap,
-        "reverse_complement": use_rc, "signal_precision": precision,
+        "reverse_complement": ann.rc is not None, "signal_precision": precision,
         "intron_penalty": getattr(crf, "intron_penalty", None),
         "intron_rate": getattr(crf, "intron_rate", None),
         "branch_penalty": getattr(crf, "branch_penalty", None),
         "donor_motif": getattr(crf, "donor_motif", None),
         "first_atg": bool(rules and rules.first_atg),
-        "long_orfs": rules.long_orfs if rules else 0, "samples": samples, "seed": seed})
-    members = len(ckpt.get("members", ()))
-    ui.log(f"model {model} ({ckpt['model_hash']}"
-           + (f", an ensemble of {members} models" if members else "")
-           + f"), {given_items} sequence(s) on "
-           f"{len(out_sizes)} chromosome(s), resolution {res} bp, device {dev.type}"
-           + ("; emissions averaged over both strands" if use_rc else "")
+        "long_orfs": rules.long_orfs if rules else 0, "samples": opts.samples,
+        "seed": opts.seed})
+
+
+def _log_start(model: str, ckpt: Checkpoint, ann: Annotator, rules, n_items: int,
+               n_chroms: int, dev) -> None:
+    crf = ann.model.crf
+    ui.log(f"model {model} ({ckpt.model_hash}"
+           + (f", an ensemble of {ckpt.members} models" if ckpt.members else "")
+           + f"), {n_items} sequence(s) on "
+           f"{n_chroms} chromosome(s), resolution {ckpt.config.model.resolution} bp, "
+           f"device {dev.type}"
+           + ("; emissions averaged over both strands" if ann.rc is not None else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
                      for attr in ("intron_penalty", "intron_rate", "branch_penalty")
                      if 0 < getattr(crf, attr, 0) < math.inf)
@@ -323,24 +395,24 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
               if rules and rules.first_atg else "")
            + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"
               if rules and rules.long_orfs else ""))
+
+
+def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
+           out_sizes: dict[str, int], writer_args: dict, rules, prov: dict,
+           opts: AnnotateOptions, given_bp: int) -> list[str]:
+    """Decode `items` and write the whole set PREFIX.* (staged, moved into place at the
+    end replacing the prefix's previous set: annotate/outputset.py); returns its files."""
+    res = writer_args["resolution"]
+    names = list(writer_args["scheme"].names)
+    counts = {n: {"segments": 0, "bp": 0} for n in names}
+    meta = {"version": __version__, "model_hash": writer_args["model_hash"], "resolution": res}
     total_bp = sum(it.end - it.start for it in items)
-    if total_bp < given_bp:
-        ui.log(f"{given_bp - total_bp:,} bp in N runs of {gaps.gap_min(res)}+ bp cut out "
-               f"(gap rows, not decoded): {len(items)} piece(s) of {total_bp:,} bp to "
-               "annotate")
+    sample_rows: list = []
     t0 = time.perf_counter()
     by_chrom: dict[str, list] = {}
     pieces = Counter(it.chrom for it in items)
     pending = {c: pieces[c] for c in out_sizes}  # 0: all N, written as gap rows
-    writer_args = {"prefix": out, "scheme": scheme, "chrom_sizes": out_sizes,
-                   "resolution": res, "version": __version__,
-                   "model_hash": ckpt["model_hash"], "entropy": True,
-                   "signal_precision": precision, "genetic_code": genetic_code,
-                   "proteins": fasta is not None, "stranded_bed": True,
-                   "provenance": provenance.header_fields(prov)}
-    mode = WRITER or ("thread" if dev.type == "cuda" else "inline")
-    # the whole set is written into a staging folder and moved into place at the end of
-    # this block, replacing the prefix's previous set (annotate/outputset.py)
+    mode = WRITER or ("thread" if ann.device.type == "cuda" else "inline")
     with OutputSet(out, legacy=ANNOTATION_FILES) as outputs:
         stage = outputs.prefix
         sink = LocalWriter(dict(writer_args, prefix=stage), fa, ann.io_lock, res, names,
@@ -364,9 +436,9 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
             finally:
                 loaded.close()
             write_summary(f"{stage}.summary.tsv", names, counts, meta)
-            if samples:
+            if opts.samples:
                 uncertainty.write_samples(f"{stage}.samples.bed", sample_rows, names,
-                                          list(scheme.colors), res)
+                                          list(writer_args["scheme"].colors), res)
         secs = time.perf_counter() - t0
         ui.log(f"annotated {total_bp:,} bp in {secs:.1f} s "
                f"({total_bp / max(secs, 1e-9):,.0f} bp/s)"
@@ -376,8 +448,7 @@ def annotate(model: str, fasta: str | None, out: str, tracks: list[str] = (),
             ui.log(ann.seam_stats.line() + "; " + ann.seam_stats.posterior_line())
         # PREFIX.json: the provenance and every file of the set
         provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
-    written = outputs.files
-    return written
+    return outputs.files
 
 
 def _warn_all_n(fa, sizes: dict[str, int]) -> None:

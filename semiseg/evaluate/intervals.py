@@ -89,9 +89,9 @@ def load_scheme_arg(scheme: str | None):
 
 def scheme_from_checkpoint(path: str):
     """The LabelScheme a model was trained with."""
-    from ..checkpoint import checkpoint_scheme, load_checkpoint
+    from ..checkpoint import load_checkpoint
 
-    return checkpoint_scheme(load_checkpoint(path))
+    return load_checkpoint(path).scheme
 
 
 def pick_scheme(model: str | os.PathLike | None = None, scheme: str | None = None):

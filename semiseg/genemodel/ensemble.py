@@ -75,17 +75,6 @@ class Ensemble(nn.Module):
         return torch.cat([o[0] for o in outs], dim=-1), None, outs[0][2]
 
 
-def build_ensemble(ckpt: dict, build_member) -> tuple[Ensemble, object]:
-    """(Ensemble, cfg) from an ensemble checkpoint; `build_member(ckpt)` builds one
-    member model from a single-model checkpoint dict."""
-    members, cfg = [], None
-    single = {k: v for k, v in ckpt.items() if k != "members"}
-    for state in ckpt["members"]:
-        model, cfg = build_member(dict(single, model=state))
-        members.append(model)
-    return Ensemble(members), cfg
-
-
 def _shared(ckpt: dict, key: str):
     """ckpt[key], with the genome's file paths left out (the same features may have been
     read from copies in other folders; annotate reads the files it is given)."""

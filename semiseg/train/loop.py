@@ -319,7 +319,7 @@ def _best_from_last(ckpt: dict, best_path: Path) -> None:
         return
     if best_path.is_file():
         try:
-            if load_checkpoint(best_path)["epoch"] == ckpt["epoch"]:
+            if load_checkpoint(best_path).data["epoch"] == ckpt["epoch"]:
                 return
         except SemisegError:
             pass  # a damaged best.pt: replaced below

@@ -51,7 +51,7 @@ def open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> d
         raise SemisegError(f"--resume: no checkpoint to resume from ({last_path} is "
                            "missing); run without --resume to start a new run")
     try:
-        ckpt = load_checkpoint(last_path)
+        ckpt = load_checkpoint(last_path).data
     except SemisegError as err:
         raise SemisegError(f"--resume: {err}; start the run again with --overwrite or "
                            "choose another --out") from None
