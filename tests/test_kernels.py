@@ -405,7 +405,7 @@ PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", 
 @pytest.mark.parametrize("case,seg_len", PER_PARAMS)
 def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     """ring: kernels.DEFAULT.ring_tile (None: by shape, registers at these sizes; 2: the
-    end-indexed chain's ring in global memory in tiles of 2 slots, tiled.py). The cases
+    end-indexed chain's ring in global memory in tiles of 2 slots, end._fwd_end_kernel TILE). The cases
     with a checkpoint spacing (seg_len) run the backward in waves of recomputed rows
     (kernels.DEFAULT.full_rows False); the others with the rows the forward chains wrote."""
     tuned(monkeypatch, ring_tile=ring)
@@ -610,7 +610,7 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
 def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
-    """The end-indexed chain with its ring in global memory (tiled.py, any tile size)
+    """The end-indexed chain with its ring in global memory (end._fwd_end_kernel TILE, any tile size)
     gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
     same float32 operations on every ring element, only in tiles."""
     tuned(monkeypatch, segment=9)
@@ -786,9 +786,9 @@ def test_every_function_of_the_kernel_modules_is_a_triton_function():
     a Triton function."""
     import inspect
 
-    from semiseg.crf.triton.jit import chain, common, dd, end, split_end, tiled
+    from semiseg.crf.triton.jit import chain, common, dd, end, split_end
 
-    for mod in (chain, common, dd, end, split_end, tiled):
+    for mod in (chain, common, dd, end, split_end):
         plain = [n for n, f in vars(mod).items()
                  if inspect.isfunction(f) and f.__module__ == mod.__name__]
         assert not plain, (mod.__name__, plain)

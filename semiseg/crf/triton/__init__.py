@@ -11,7 +11,7 @@ Static (C, C) transitions (static.py; jit/chain.py's docstring has the schedule 
 Periodic (P, C, C) transitions with P < K run the periodic family (chain.py's section on
 it): the same two-direction schedule with an end-indexed forward chain, the wave backward;
 from KP x CP = 16384 the end-indexed chain keeps its ring in global memory, walked in
-tiles (tiled.py; _ring_tile), bitwise the same results; from CHAIN_TILE_FROM /
+tiles (jit/end.py TILE; Tuning.end_tile), bitwise the same results; from CHAIN_TILE_FROM /
 BWD_TILE_FROM the reversed chain, the joins and the backward do too, as the static ones.
 Fully duration-dependent (K, C, C) transitions run the *_dd kernels: one forward chain,
 then segment by segment from the end (recompute beside the reversed chain, _Overlap).
@@ -31,7 +31,7 @@ graphs for small calls: graphs.py); schedule.py holds `Tuning`, every launch set
 the rules that read them; static.py, periodic.py and dd.py launch each family's kernels;
 host.py holds their shared host pieces; jit/ holds the Triton source (chain.py: the
 start-indexed chain, its joins and backward; end.py: the periodic end-indexed chain;
-dd.py; tiled.py and split_end.py: the end-indexed chain's ring in tiles or split over
+dd.py; split_end.py: the end-indexed chain split over
 programs; common.py: the helpers they share). docs/kernels.md describes the family.
 """
 

@@ -1,5 +1,5 @@
 """Periodic (P, C, C) transitions with P < K (jit/end.py's section has the schedule): the
-end-indexed forward chain (in registers, in tiles of global memory: jit/tiled.py, or split
+end-indexed forward chain (in registers or in tiles of global memory: jit/end.py, or split
 over residue planes: jit/split_end.py) beside the start-indexed reversed chain
 (jit/chain.py with NP > 1), the join, the wave backward, and the Viterbi; dense or sparse
 transition tables.
@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..inputs import CRFInputs, param_grads_wanted
 from .host import _Both, _chain_state, _common, _db_table, _gradients
-from .jit import chain, split_end, tiled
+from .jit import chain, split_end
 from .jit import end as jit_end
 from .schedule import Tuning, _exchange_buffers, _pow2, _shape
 
@@ -25,8 +25,8 @@ def _period(x: CRFInputs):
 
 def _end_chain(t: Tuning, grid: tuple, args: tuple, nw: int, **kw) -> None:
     """jit_end._fwd_end_kernel[grid](*args, **kw), or split_end._fwd_end_split_kernel over
-    (B, NP) programs where end_programs asks for it (MODE 0), or tiled._fwd_end_tiled_kernel
-    with a scratch ring per program where end_tile asks for it (same results, bitwise)."""
+    (B, NP) programs where end_programs asks for it (MODE 0); with TILE > 0 and a scratch
+    ring per program where end_tile asks for it (same results, bitwise)."""
     KP, CP, NP = kw["KP"], kw["CP"], kw["NP"]
     dev = args[0].device
     if kw["MODE"] == 0 and len(grid) == 1 and t.end_programs(grid[0], KP, CP, NP, dev) > 1:
@@ -46,8 +46,8 @@ def _end_chain(t: Tuning, grid: tuple, args: tuple, nw: int, **kw) -> None:
         jit_end._fwd_end_kernel[grid](*args, num_warps=nw, **kw)
         return
     work = torch.empty(math.prod(grid), KP, CP, device=args[0].device, dtype=torch.float32)
-    tiled._fwd_end_tiled_kernel[grid](*args[:-6], work, *args[-6:], TILE=tile,
-                                      num_warps=t.tile_warps or min(nw, 16), **kw)
+    jit_end._fwd_end_kernel[grid](*args, work=work, TILE=tile,
+                                  num_warps=t.tile_warps or min(nw, 16), **kw)
 
 
 def _per_transition(tr: Tensor, CP: int, NPP: int, transpose: bool) -> Tensor:

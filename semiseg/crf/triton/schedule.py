@@ -436,7 +436,7 @@ class Tuning:
         return max(1, min(nseg, self.budget(x.scores.device) // (x.batch * P * row_bytes)))
 
     def end_tile(self, KP: int, CP: int) -> int:
-        """Slots per tile of the end-indexed chain's ring in global memory (tiled.py), or 0
+        """Slots per tile of the end-indexed chain's ring in global memory (jit/end.py TILE), or 0
         for the ring in registers. Tiled from KP x CP = 16384 ring elements, where the
         register ring spills: on an H100, 64-slot tiles at 16 warps ran the periodic Viterbi
         1.57x and the posterior pass 1.13x faster at the gene shape (256 x 64) and the

@@ -1,4 +1,4 @@
-"""The Triton helpers the kernel families share (chain.py, end.py, dd.py, tiled.py,
+"""The Triton helpers the kernel families share (chain.py, end.py, dd.py,
 split_end.py): log-sum-exp reductions, sparse transition products, the rows a step reads,
 residue planes, split chains' exchanges, rings in tiles, and the joins' crossing sums.
 """

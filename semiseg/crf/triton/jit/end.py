@@ -92,7 +92,7 @@ def _fwd_end_kernel(
     MODE: tl.constexpr, PHASE: tl.constexpr = 0,
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
-    tidx=None, SP: tl.constexpr = 0, wsp=None,
+    tidx=None, SP: tl.constexpr = 0, wsp=None, work=None, TILE: tl.constexpr = 0,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
@@ -105,11 +105,29 @@ def _fwd_end_kernel(
     (gamma^r (NPP, CP), alpha, N) of checkpoint segment seg0 + program id 1; 2 Viterbi over
     [0, M) (M = ceil(L / 2)): bp_d[p, 0, c] / bp_c[p, 0, c] = the duration of / the label
     before the best segment of c ending at p + 1 (B, T, NPP, C), and at M the ring with the
-    best duration and predecessor of every slot -> mid_*."""
+    best duration and predecessor of every slot -> mid_*.
+
+    TILE = 0: the (KP, CP) ring is a register tensor. TILE > 0: it lives in `work`, one
+    (KP, CP) float32 ring per program (program (b, j) uses ring b * num_programs(1) + j),
+    and every step loads, updates and stores it TILE slots at a time, so a thread holds
+    TILE x CP / threads ring values at once. Why: at the 1-bp gene model's shape (KP x CP
+    = 256 x 64) the register ring, its residue select and the step's temporaries do not
+    fit in a thread's registers, so ptxas spilled ~1.4 KB per thread to local memory and
+    every step streamed it (benchmarks/KERNELS_NOTES.md); the scratch ring is L2-resident
+    (B x 64 KB there). The step is elementwise over the slots (insert, add the scores)
+    plus one row read, so tiles cost no extra reductions. The ring's values, the order of
+    every floating-point operation on an element and the row read as alpha are the same
+    either way, so the results are bitwise the same (tests). A barrier ends each tiled
+    step (the next step's alpha row and tiles are read by other threads than wrote them);
+    tiled MODE 2 keeps the best duration and predecessor of each slot in mid_bd / mid_bc,
+    (B, KP, CP) int32, as its scratch: they are the kernel's output there."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
     M = _split(L, P)
-    js = tl.arange(0, KP)[:, None]
+    if TILE == 0:
+        js = tl.arange(0, KP)[:, None]
+    else:
+        jt = tl.arange(0, TILE)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cmask1 = cs1 < C
@@ -123,17 +141,27 @@ def _fwd_end_kernel(
     ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
     seq = b * T * C
     ck = b * NCK
+    if TILE > 0:
+        wk = work + (b * tl.num_programs(1) + tl.program_id(1)) * KP * CP
+        bd = mid_bd + b * KP * CP
+        bcw = mid_bc + b * KP * CP
     if MODE == 1:
         seg = seg0 + tl.program_id(1)
         i0 = seg * P
         i1 = tl.minimum(i0 + P, L)
-        A = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        if TILE == 0:
+            A = tl.load(ck_ring + ((ck + seg) * KP + js) * CP + cs)
+        else:
+            src = ck_ring + (ck + seg) * KP * CP
         alp = tl.load(ck_alp + (ck + seg) * CP + cs1)
         n = tl.load(ck_n + ck + seg)
     elif PHASE == 1:
         i0 = M
         i1 = L
-        A = tl.load(mid_ring + (b * KP + js) * CP + cs)
+        if TILE == 0:
+            A = tl.load(mid_ring + (b * KP + js) * CP + cs)
+        else:
+            src = mid_ring + b * KP * CP
         alp = tl.load(mid_alp + b * CP + cs1)
         n = tl.load(mid_n + b)
     else:
@@ -142,14 +170,29 @@ def _fwd_end_kernel(
             i1 = _split(L, 1)
         else:
             i1 = M
-        A = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)  # empty (see _fwd_kernel)
+        if TILE == 0:  # empty (see _fwd_kernel)
+            A = tl.load(mid_ring + (b * KP + js) * CP + cs, mask=(js + cs) < 0, other=NEG)
+        else:
+            src = mid_ring  # not read
         alp = tl.full((CP,), NEG, tl.float32)
         n = tl.zeros((), tl.float64)
+    if TILE > 0:  # the ring into this program's scratch, tile by tile
+        for t0 in range(0, KP, TILE):
+            at = (t0 + jt) * CP + cs
+            if MODE == 1 or PHASE == 1:
+                tl.store(wk + at, tl.load(src + at))
+            else:
+                tl.store(wk + at, tl.full((TILE, CP), NEG, tl.float32))
+            if MODE == 2:
+                tl.store(bd + at, tl.full((TILE, CP), 1, tl.int32))
+                tl.store(bcw + at, tl.zeros((TILE, CP), tl.int32))
+        tl.debug_barrier()
     # gamma^r at the first boundary: `start` at 0, else from alpha
     gam3 = tl.where(i0 == 0, ini3, _lse_last(_combine(tr3, ti3, alp[None, :], SP, wsp, CP)))
     if MODE == 2:
-        BD = tl.full((KP, CP), 1, tl.int32)
-        BC = tl.zeros((KP, CP), tl.int32)
+        if TILE == 0:
+            BD = tl.full((KP, CP), 1, tl.int32)
+            BC = tl.zeros((KP, CP), tl.int32)
         bc3 = tl.zeros((NPP, CP), tl.int32)
     mprev = tl.zeros((), tl.float32)
     for i in range(i0, i1):
@@ -157,34 +200,68 @@ def _fwd_end_kernel(
         f = _emission(scores + seq, allowed + seq, p, C, cs1, cmask1, HAS_ALLOWED)
         psr = _load_row(ps + seq, p, C, cs1, cmask1, HAS_PS)
         per = _load_row(pe + seq, p, C, cs1, cmask1, HAS_PE)
+        k = i // P
         if MODE == 0:  # noqa: SIM102 (a constexpr test, then a runtime one)
             if i % P == 0:
-                k = i // P
-                tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, A - mprev)
+                if TILE == 0:  # (tiled: the ring's tiles below)
+                    tl.store(ck_ring + ((ck + k) * KP + js) * CP + cs, A - mprev)
                 tl.store(ck_alp + (ck + k) * CP + cs1, alp)
                 tl.store(ck_n + ck + k, n)
         if MODE == 1 or WRITE_ROWS:
             _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, cs,
                       cs1, CP, NPP, MODE)
-        # the segments [i, i + d) go into the slots of their ends, with gamma^{(d-1) mod NP}
-        d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
-        A = A - mprev
-        if MODE == 2:
-            up = own | (x > A)
-            A = tl.where(up, x, A)
-            BD = tl.where(up, d, BD)
-            BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
+        if TILE == 0:
+            # the segments [i, i + d) go into the slots of their ends, gamma^{(d-1) mod NP}
+            d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
+            A = A - mprev
+            if MODE == 2:
+                up = own | (x > A)
+                A = tl.where(up, x, A)
+                BD = tl.where(up, d, BD)
+                BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
+            else:
+                A = tl.where(own, x, _logaddexp(A, x))
+            A = A + f[None, :]
+            nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
+            alp = tl.max(tl.where(nxt, A, NEG), 0) + per
+            if MODE == 2:
+                bpb = (b * T + p) * NPP * C
+                tl.store(bp_d + bpb + cs1,
+                         tl.max(tl.where(nxt, BD, 0), 0).to(bp_d.dtype.element_ty),
+                         mask=cmask1)
+                tl.store(bp_c + bpb + cs1,
+                         tl.max(tl.where(nxt, BC, 0), 0).to(bp_c.dtype.element_ty),
+                         mask=cmask1)
         else:
-            A = tl.where(own, x, _logaddexp(A, x))
-        A = A + f[None, :]
-        nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
-        alp = tl.max(tl.where(nxt, A, NEG), 0) + per
-        if MODE == 2:
-            bpb = (b * T + p) * NPP * C
-            tl.store(bp_d + bpb + cs1,
-                     tl.max(tl.where(nxt, BD, 0), 0).to(bp_d.dtype.element_ty), mask=cmask1)
-            tl.store(bp_c + bpb + cs1,
-                     tl.max(tl.where(nxt, BC, 0), 0).to(bp_c.dtype.element_ty), mask=cmask1)
+            for t0 in range(0, KP, TILE):  # the same, tile by tile over the scratch ring
+                js = t0 + jt
+                at = js * CP + cs
+                A = tl.load(wk + at)
+                if MODE == 0:  # noqa: SIM102
+                    if i % P == 0:
+                        tl.store(ck_ring + (ck + k) * KP * CP + at, A - mprev)
+                d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
+                A = A - mprev
+                if MODE == 2:
+                    BD = tl.load(bd + at)
+                    BC = tl.load(bcw + at)
+                    up = own | (x > A)
+                    A = tl.where(up, x, A)
+                    tl.store(bd + at, tl.where(up, d, BD))
+                    tl.store(bcw + at,
+                             tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC))
+                else:
+                    A = tl.where(own, x, _logaddexp(A, x))
+                tl.store(wk + at, A + f[None, :])
+            tl.debug_barrier()
+            nxt = ((i + 1) & (KP - 1)) * CP  # the row of end i + 1
+            alp = tl.load(wk + nxt + cs1) + per
+            if MODE == 2:
+                bpb = (b * T + p) * NPP * C
+                tl.store(bp_d + bpb + cs1, tl.load(bd + nxt + cs1).to(bp_d.dtype.element_ty),
+                         mask=cmask1)
+                tl.store(bp_c + bpb + cs1,
+                         tl.load(bcw + nxt + cs1).to(bp_c.dtype.element_ty), mask=cmask1)
         m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
@@ -196,10 +273,15 @@ def _fwd_end_kernel(
         else:
             gam3 = _lse_last(g3)
     if MODE == 2 or (MODE == 0 and PHASE == 0):
-        tl.store(mid_ring + (b * KP + js) * CP + cs, A - mprev)
+        if TILE == 0:
+            tl.store(mid_ring + (b * KP + js) * CP + cs, A - mprev)
+        else:
+            for t0 in range(0, KP, TILE):
+                at = (t0 + jt) * CP + cs
+                tl.store(mid_ring + b * KP * CP + at, tl.load(wk + at) - mprev)
         tl.store(mid_alp + b * CP + cs1, alp)
         tl.store(mid_n + b, n)
-    if MODE == 2:
+    if MODE == 2 and TILE == 0:
         tl.store(mid_bd + (b * KP + js) * CP + cs, BD)
         tl.store(mid_bc + (b * KP + js) * CP + cs, BC)
     if MODE == 0 and PHASE == 1:
