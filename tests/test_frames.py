@@ -677,7 +677,7 @@ def test_window_edges_are_moved_out_of_codons_and_introns():
     """A training window whose edge cuts a stop codon or an intron (chrII's own genes,
     min_intron 60, K = 256) has a gold labelling no segmentation can hold (log Z of the
     gold-masked model is -inf: training stopped with an infinite loss); after
-    trainingdata.clear_of_rigid every such window is representable, and each window
+    train.data.clear_of_rigid every such window is representable, and each window
     only shrank, by less than the piece it left."""
     from semiseg.crf import log_partition
     from semiseg.genemodel.frames import FrameGold

@@ -1,4 +1,4 @@
-"""Shipped models by name: `semiseg models` and `--model NAME` (semiseg/shipped.py)."""
+"""Shipped models by name: `semiseg models` and `--model NAME` (semiseg/checkpoint.py)."""
 
 from __future__ import annotations
 

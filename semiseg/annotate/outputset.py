@@ -15,7 +15,7 @@
   the new files are moved into place and the set's list is recorded in .NAME.outputs
   (which says what the next run replaces); the previous set is deleted only then. If a
   move fails, what was moved is moved back: the previous set stays as it was. Signals are
-  held back during these renames (interrupt.deferred).
+  held back during these renames (runtime.deferred).
 - On any error or interrupt the staging folder is removed: no temporary files remain, the
   previous set is untouched. An OSError (disk full, permission, ...) becomes one line,
   SemisegError (exit code 2).

@@ -35,7 +35,7 @@ would need the coalescence for every entry state as well: K x C forward passes p
 window (4,329 for the yeast gene model's posterior decode); docs/decoding.md.
 
 Posterior seams (the gene model): its decode is a max-sum over internal-label
-posteriors under the grammar's masks (framehead.FrameHead._decode_posteriors), so the
+posteriors under the grammar's masks (genemodel/head.FrameHead._decode_posteriors), so the
 Viterbi above certifies that decode's seams over stitched posteriors. The posteriors
 themselves come from overlapping windows, each keeping its centre; at every seam the
 two windows' posteriors are compared over the middle half of their overlap and must

@@ -131,7 +131,7 @@ class _Checker:
 
 def check_gold_paths(gold, datasets, cleanup: Cleanup | None, max_duration: int,
                      device: str | torch.device = "cpu", batch: int = 16) -> dict:
-    """Check (and repair) every window of `datasets` (trainingdata.Dataset with gold
+    """Check (and repair) every window of `datasets` (train.data.Dataset with gold
     frame codes from `gold`, a frames.FrameGold); updates the Datasets' labels, drops
     windows that cannot be repaired, records both in `cleanup` and returns
     {"windows", "failed", "masked", "dropped", "bases" (run through the log-partition),

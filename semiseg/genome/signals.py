@@ -20,7 +20,7 @@ class SignalWriter:
     def _room(self, entries: int, strict: bool = True) -> bool:
         """Whether the disk has room for `entries` more bigWig entries and for closing
         every bigWig (OSError ENOSPC if not, when `strict`): libBigWig aborts the process
-        or loops forever on a full disk instead of reporting it (outputset.check_space).
+        or loops forever on a full disk instead of reporting it (diskspace.check_space).
         Measured with pyBigWig: a closed file holds 5-8 bytes per entry, close itself
         writes about 1.7 (zoom levels and index); allowed: 12 per new entry, 4 per entry
         for close, two 4 KiB blocks per file."""

@@ -69,7 +69,7 @@ def open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> d
 @contextmanager
 def folder_lock(out: Path, main: bool):
     """OUT/train.lock while this run writes OUT (the main process only): a second train
-    on the same folder is refused (outputset.Lock). A folder made here for a run that
+    on the same folder is refused (runtime.Lock). A folder made here for a run that
     stops before writing anything is removed again."""
     if not main:
         yield
