@@ -1,8 +1,8 @@
-"""The compiled CPU backend (numba, semiseg/crf/cpu.py) against the torch backend, side by
+"""The compiled CPU backend (numba, semiseg/crf/numba/) against the torch backend, side by
 side in one run.
 
-    python benchmarks/cpu_backend.py            # full table; appends to RESULTS.md
-    python benchmarks/cpu_backend.py --quick    # fewer runs, printed only
+    python benchmarks/cpu_backend.py [--record]  # full table; --record: to RESULTS-log.md
+    python benchmarks/cpu_backend.py --quick     # fewer runs
 
 Shape B=4, T=10,000, K=64, C=8, float32 scores ~ N(0, 3^2): fwd+bwd (log Z and every
 gradient) and Viterbi for static, periodic P=3 and fully duration-dependent (K, C, C)
@@ -27,12 +27,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import torch  # noqa: E402
+import lib
+import torch
 
-from semiseg.crf import log_partition, viterbi  # noqa: E402
-
-DEVICE = "2-core CPU, this machine"
-DATE = "2026-11-23"
+from semiseg.crf import log_partition, viterbi
 
 
 def inputs(B, T, K, C, form, seed=0):
@@ -86,18 +84,13 @@ def compile_times():
         return out
 
 
-def commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "?"
-
-
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="fewer runs")
+    ap.add_argument("--record", action="store_true", help="append to RESULTS-log.md")
     args = ap.parse_args()
+    head = lib.header("benchmarks/cpu_backend.py", "cpu", "python " + " ".join(sys.argv))
+    load = os.getloadavg()[0]
     runs_np, runs_t = (3, 1) if args.quick else (7, 3)
     B, T, K, C = 4, 10_000, 64, 8
     T_dd = 1_000  # the torch backend's duration-dependent pass is ~1 ms per step
@@ -105,15 +98,15 @@ def main():
     for form in ("static", "periodic", "dur-dependent"):
         for what, fn in (("fwd+bwd", fwd_bwd), ("Viterbi", vit)):
             x = inputs(B, T, K, C, form)
-            t_np = median_time(lambda: fn("numba", *x), runs_np)
+            t_np = median_time(lambda fn=fn, x=x: fn("numba", *x), runs_np)
             if form == "dur-dependent":
                 xs = inputs(B, T_dd, K, C, form)
-                t_t = median_time(lambda: fn("torch", *xs), runs_t)
-                t_np_small = median_time(lambda: fn("numba", *xs), runs_np)
+                t_t = median_time(lambda fn=fn, xs=xs: fn("torch", *xs), runs_t)
+                t_np_small = median_time(lambda fn=fn, xs=xs: fn("numba", *xs), runs_np)
                 rows.append((form, what, T_dd, t_t, t_np_small))
                 rows.append((form, what, T, None, t_np))
             else:
-                t_t = median_time(lambda: fn("torch", *x), runs_t)
+                t_t = median_time(lambda fn=fn, x=x: fn("torch", *x), runs_t)
                 rows.append((form, what, T, t_t, t_np))
             print(rows[-1], flush=True)
     first, cached = compile_times()
@@ -124,12 +117,11 @@ def main():
     print("gene", t_gene, flush=True)
 
     lines = [
-        f"\n## Compiled CPU backend (numba) vs torch backend — {DEVICE}, {DATE}, "
-        f"commit {commit()}\n",
-        "benchmarks/cpu_backend.py; float32 scores ~ N(0, 3^2), K=64, C=8, B=4; median of "
-        f"{runs_np} (numba) / {runs_t} (torch) runs after a warm-up; wall clock; both backends "
-        "ran in the same process, one after the other (other load on the machine is not "
-        "controlled: note it with the figures).\n",
+        ("float32 scores ~ N(0, 3^2), K=64, C=8, B=4; median of "
+         f"{runs_np} (numba) / {runs_t} (torch) runs after a warm-up; wall clock; both "
+         "backends ran in the same process, one after the other (other load on the machine "
+         f"is not controlled: load average {load:.1f} at the start, "
+         f"{os.getloadavg()[0]:.1f} at the end).\n"),
         "| transitions | pass | T | torch backend | numba backend | speed-up |",
         "|---|---|---|---|---|---|",
     ]
@@ -141,20 +133,20 @@ def main():
     pe = {w: t for f, w, _, _, t in rows if f == "periodic"}
     lines += [
         "",
-        f"- periodic P=3 / static (numba): fwd+bwd {pe['fwd+bwd'] / st['fwd+bwd']:.2f}x, "
-        f"Viterbi {pe['Viterbi'] / st['Viterbi']:.2f}x",
-        f"- compile: first fwd+bwd+Viterbi of all three forms in a fresh process with an "
-        f"empty numba cache {first:.1f} s (import included); a second process reading the "
-        f"cache {cached:.1f} s",
-        f"- gene-model-like shape B=1, T=230,000, K=256, C=25, periodic P=3, fwd+bwd "
-        f"(one sequence: one core): {t_gene:.2f} s",
+        (f"- periodic P=3 / static (numba): fwd+bwd {pe['fwd+bwd'] / st['fwd+bwd']:.2f}x, "
+         f"Viterbi {pe['Viterbi'] / st['Viterbi']:.2f}x"),
+        ("- compile: first fwd+bwd+Viterbi of all three forms in a fresh process with an "
+         f"empty numba cache {first:.1f} s (import included); a second process reading the "
+         f"cache {cached:.1f} s"),
+        ("- gene-model-like shape B=1, T=230,000, K=256, C=25, periodic P=3, fwd+bwd "
+         f"(one sequence: one core): {t_gene:.2f} s"),
         "",
     ]
     text = "\n".join(lines)
-    print(text)
-    if not args.quick:
-        with open(os.path.join(ROOT, "benchmarks", "RESULTS.md"), "a") as f:
-            f.write(text)
+    print(head + "\n\n" + text)
+    if args.record:
+        lib.append("Compiled CPU backend (numba) vs torch backend (benchmarks/cpu_backend.py)",
+                   head, [text])
     print(json.dumps({"rows": rows, "compile": [first, cached], "gene": t_gene}))
 
 
