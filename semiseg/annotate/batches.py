@@ -36,7 +36,7 @@ def default_overlap(max_steps: int, K: int) -> int:
     window's kept centre then has 4 K of context on each side), at most a quarter of a
     window. On yeast chrI and chrII the gene model (K = 256) decoded in windows of 20,000
     steps overlapping by 1,000 or 2,000 steps gave the whole-chromosome labels at every
-    base; by 500, 47 bases differed (benchmarks/RESULTS.md, "Annotation on one H100:
+    base; by 500, 47 bases differed (benchmarks/RESULTS-log.md, "Annotation on one H100:
     decoding windows ...")."""
     return max(1, min(max_steps // 4, 8 * K))
 
@@ -94,7 +94,7 @@ def windows_per_call(k: int, sms: int | None) -> int:
     SM count (rounded down). The kernels run one program per sequence and direction, so a
     batch that is a multiple of the SMs fills every round of programs: on an H100 (132
     SMs) the gene model's decode of 132 windows of 20,000 steps ran 1.52 M steps/s
-    against 1.26 M for 100 windows (benchmarks/RESULTS.md, "Annotation on one H100:
+    against 1.26 M for 100 windows (benchmarks/RESULTS-log.md, "Annotation on one H100:
     decoding windows ...")."""
     if sms and k >= sms:
         return k // sms * sms

@@ -3,7 +3,7 @@ to the OutputWriter (`write_chrom`), in the caller's thread or in one background
 (`LocalWriter`; on a GPU the decoder mostly waits on the device, so each chromosome's
 files are written while the next is decoded).
 
-A writer process instead of the thread was built and measured on one H100 (RESULTS.md,
+A writer process instead of the thread was built and measured on one H100 (RESULTS-log.md,
 "annotate's writer on a fragmented assembly"): no faster on 4,000 contigs (33.8 s against 33.3 s), slower on 24 Mb
 (24.4 s against 23.0 s: the arrays cross a socket). The writer's own work per sequence
 is the bound there (4.2 ms per contig on that host, benchmarks/writer_cost.py), not

@@ -10,7 +10,7 @@ sequence and are annotated through, as before. So what is written as a gap is wh
 not decoded (up to the grid, below), and the encoder's and the decoder's time and memory
 follow the bases that are not N: 1 Mb of N is one gap row with no encoder or semi-CRF
 work (benchmarks/gaps.py). The writer's arrays still span the whole chromosome (about
-33 bytes per bp of N: benchmarks/RESULTS.md).
+33 bytes per bp of N: benchmarks/RESULTS-log.md).
 
 A piece's ends are on the model's resolution grid (piece starts rounded down, ends
 rounded up to a multiple of `res`, the chromosome's end excepted), so a step that holds

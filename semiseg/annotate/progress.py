@@ -25,7 +25,7 @@ from .. import ui
 # share of a long sequence's bp counted while its encoder chunks run (the rest while it
 # is decoded): on the 2-core CPU (loaded, load average 9-10) with the shipped yeast model
 # the encoder took 17% of Annotator.run_long on 200 kb of chrII (3.1 of 17.8 s) and 14%
-# on 400 kb (5.6 of 40.4 s); on a GPU its share is smaller (benchmarks/RESULTS.md,
+# on 400 kb (5.6 of 40.4 s); on a GPU its share is smaller (benchmarks/RESULTS-log.md,
 # "annotate on one H100, stage by stage": encoder 2%), so there the bar runs ahead
 # during encoding and its time left is too short until the first decoding call returns.
 ENCODE_SHARE = 0.15

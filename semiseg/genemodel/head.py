@@ -308,7 +308,7 @@ class FrameHead(nn.Module):
         end = (g_sc * self.ends[r]).sum(-1)
         bnd = begin.clone()
         bnd[:, 1:] += end[:, :-1]
-        bnd[:, 0] = 1.0  # a sequence's first base always begins a segment (SPEC.md)
+        bnd[:, 0] = 1.0  # a sequence's first base always begins a segment (docs/contract.md)
         if lengths is not None:
             pad = torch.arange(T, device=bnd.device)[None, :] >= lengths[:, None].to(bnd.device)
             bnd = bnd.masked_fill(pad, 0.0)
