@@ -1,6 +1,6 @@
 """The torch backend (semiseg/crf/reference.py) against brute-force enumeration.
 
-Every case runs in float64 (the SPEC's 1e-10 bound) and with several chunk sizes, so
+Every case runs in float64 (docs/contract.md: 1e-10) and with several chunk sizes, so
 that the checkpoints, the ring rebasing between chunks and the recomputation in the
 backward pass are all exercised at tiny T.
 """
@@ -147,7 +147,7 @@ def check_backend(kw, want, backend="torch"):
     if want["marginals"] is not None:
         lab, bnd = marginals(*args_d, **opts_d, backend=backend)
         lab_w, bnd_w = want["marginals"]
-        # the oracle's softmax over only -inf paths is NaN; the SPEC says 0 there
+        # the oracle's softmax over only -inf paths is NaN; the contract says 0 there
         lab_w = torch.where(fin[:, None, None], lab_w, torch.zeros_like(lab_w))
         bnd_w = torch.where(fin[:, None], bnd_w, torch.zeros_like(bnd_w))
         torch.testing.assert_close(lab, lab_w, **TOL)
@@ -325,7 +325,7 @@ def _path_scores64(segments, kw):
 
 
 def check_long_float32_accuracy(backend: str, form: str = "static", K: int = 4):
-    """T = 20,000 in float32 against a float64 evaluation, at the SPEC's bounds; the
+    """T = 20,000 in float32 against a float64 evaluation, at the contract's bounds; the
     Viterbi path's own score (static form: summed here in float64) equals the score."""
     g = torch.Generator().manual_seed(0)
     B, T, C = 2, 20_000, 3

@@ -79,7 +79,7 @@ def test_the_head_keeps_only_introns_that_begin_with_the_motif():
     for strand in "+-":
         ch = lay.channels.index(f"donor{strand}")
         no = ~torch.tensor(oracle(seq, motif, strand))
-        R2[0, no, ch] = -1e4  # (scores must be finite: SPEC; exp(-1e4) is 0 in float64)
+        R2[0, no, ch] = -1e4  # (scores must be finite: contract; exp(-1e4) is 0 in float64)
     head.donor_motif = ""
     want_z = head.log_partition(torch.cat([R2, onehot], -1), lengths, backend="torch")
     head.donor_motif = motif

@@ -118,7 +118,7 @@ def test_split_chains_against_float64(split, elems, reg, monkeypatch):
 
 
 def check_against_float64(kn, p, extra, *, deterministic=False):
-    """The kernels on float32 inputs against the torch backend in float64 (SPEC bounds):
+    """The kernels on float32 inputs against the torch backend in float64 (docs/contract.md bounds):
     log Z, every gradient, Viterbi score and the returned path's own score; with
     deterministic, also bitwise-equal log Z and gradients over two runs."""
     x64, x32 = inputs(p, extra, torch.float64), inputs(p, extra, torch.float32)

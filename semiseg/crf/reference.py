@@ -8,7 +8,7 @@ so we carry two per-step terms
     A_t(c) = S[t] + proj_end[t-1, c]          (closes a segment at t)
     P_s(c) = proj_start[s, c] - S[s]          (opens a segment at s)
 
-Static (C, C) and periodic (Q, C, C) transitions, Q < K (Q is SPEC's P; here P is the
+Static (C, C) and periodic (Q, C, C) transitions, Q < K (Q is the contract's P; here P is the
 opening term below), O(T (Q C^2 + K C)); static is Q = 1 with transition[None]:
 
     gamma^r_0(c) = start[c]                    (no phantom predecessor)
