@@ -33,8 +33,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
 
 def source_bases(path: str | None) -> np.ndarray | None:
@@ -144,8 +144,8 @@ def main() -> None:
     ap.add_argument("--no-record", action="store_true", help="print only")
     args = ap.parse_args()
 
-    from semiseg import ui
     import semiseg.annotate.run as annotate_module
+    from semiseg import ui
     from semiseg.annotate.run import annotate
 
     ui.set_quiet(True)
@@ -188,9 +188,9 @@ def main() -> None:
         rows.append((bs, prec, wb, med, total / med, times, gpu_mb))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "?"
+                            capture_output=True, text=True, check=False).stdout.strip() or "?"
     dev = device_name(args.device)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = (f"## annotate throughput (benchmarks/annotate_throughput.py) - {now}, commit "
             f"{commit}\n{dev}; model "
             f"{args.model or os.path.relpath(args.config, ROOT) + ' (random init)'}; genome "
@@ -200,8 +200,8 @@ def main() -> None:
             f"{args.repeats} runs after a warm-up, all outputs written; peak RSS "
             f"{rss:,.0f} MB; command: `PYTHONPATH=. python benchmarks/annotate_throughput.py "
             f"{' '.join(sys.argv[1:])}`\n")
-    table = ["| batch_steps | signal precision | writer | median s | bp/s | runs s | "
-             "peak GPU MB |", "|---|---|---|---|---|---|---|"]
+    table = [("| batch_steps | signal precision | writer | median s | bp/s | runs s | "
+              "peak GPU MB |"), "|---|---|---|---|---|---|---|"]
     for bs, prec, wb, med, bps, times, gpu_mb in rows:
         table.append(f"| {bs:,} | {prec:g} | {wb} | {med:.2f} | {bps:,.0f} | "
                      f"{', '.join(f'{x:.2f}' for x in times)} | "

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gene_metrics import (  # noqa: E402
+from gene_metrics import (
     TRUTH,
     append_results,
     commit,
@@ -46,9 +46,9 @@ from gene_metrics import (  # noqa: E402
     read_gff_genes,
 )
 
-from semiseg.evaluate.run import _fill  # noqa: E402
-from semiseg.evaluate.intervals import read_segments, read_truth  # noqa: E402
-from semiseg.metrics import add_segment_counts, new_segment_counts, prf  # noqa: E402
+from semiseg.evaluate.intervals import read_segments, read_truth
+from semiseg.evaluate.run import _fill
+from semiseg.metrics import add_segment_counts, new_segment_counts, prf
 
 YEAST = os.path.join(ROOT, "data", "yeast")
 SCHEME = os.path.join(ROOT, "configs", "demo.yaml")

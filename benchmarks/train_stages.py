@@ -45,8 +45,8 @@ def _sync(dev) -> None:
 
 
 def setup(config: str, batch: int, window: int, dev):
-    from semiseg.train import loop as tr
     from semiseg.config.load import load_config
+    from semiseg.train import loop as tr
 
     cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}",
                                "train.seed=0"])
