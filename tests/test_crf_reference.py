@@ -14,7 +14,14 @@ import bruteforce as bf
 import pytest
 import torch
 
-from semiseg.crf import log_partition, marginals, reference, reference_backward, reference_model, viterbi
+from semiseg.crf import (
+    log_partition,
+    marginals,
+    reference,
+    reference_backward,
+    reference_model,
+    viterbi,
+)
 
 F64 = torch.float64
 TOL = dict(atol=1e-10, rtol=1e-10)

@@ -405,7 +405,8 @@ PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", 
 @pytest.mark.parametrize("case,seg_len", PER_PARAMS)
 def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     """ring: kernels.DEFAULT.ring_tile (None: by shape, registers at these sizes; 2: the
-    end-indexed chain's ring in global memory in tiles of 2 slots, end._fwd_end_kernel TILE). The cases
+    end-indexed chain's ring in global memory in tiles of 2 slots, end._fwd_end_kernel
+    TILE). The cases
     with a checkpoint spacing (seg_len) run the backward in waves of recomputed rows
     (kernels.DEFAULT.full_rows False); the others with the rows the forward chains wrote."""
     tuned(monkeypatch, ring_tile=ring)
@@ -610,7 +611,8 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
 def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
-    """The end-indexed chain with its ring in global memory (end._fwd_end_kernel TILE, any tile size)
+    """The end-indexed chain with its ring in global memory (end._fwd_end_kernel TILE, any
+    tile size)
     gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
     same float32 operations on every ring element, only in tiles."""
     tuned(monkeypatch, segment=9)

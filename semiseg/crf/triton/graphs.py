@@ -63,7 +63,8 @@ class _Instance:
                               for n, v in _tensors(x).items()})
         self.graph = None  # the forward's or the Viterbi's
         self.out = None  # its outputs, in the graph's memory
-        self.backward = {}  # (wanted, settings: the Tuning) -> (graph, grad_log_z tensor, gradient dict)
+        # (wanted, settings: the Tuning) -> (graph, grad_log_z tensor, gradient dict)
+        self.backward = {}
         self.held = False
 
     def load(self, x: CRFInputs):

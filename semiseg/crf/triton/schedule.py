@@ -230,7 +230,8 @@ class Tuning:
             return 8
         return 16
 
-    def wave_warps(self, KP: int, CP: int, kernel: str, params: bool = True, sparse: bool = False) -> int:
+    def wave_warps(self, KP: int, CP: int, kernel: str, params: bool = True,
+                   sparse: bool = False) -> int:
         """Warps of the periodic backward's wave kernels (`kernel`: "recompute", the
         end-indexed chain's MODE 1, or "bwd", _bwd_kernel END; `params`: whether it forms
         the duration-bias and transition sums). At the 1-bp gene model's shape (KP x CP =
@@ -255,7 +256,7 @@ class Tuning:
 
     def viterbi_warps(self, KP: int, CP: int) -> int:
         """Warps of the static Viterbi (both chains and the join): chain_warps' rule, at most 8,
-        and 32 from self.big_viterbi (where the chains are tiled and take chain_opts' warps). On
+        and 32 from big_viterbi (where the chains are tiled and take chain_opts' warps). On
         an H100 8 warps ran it 1.20x, 1.22x and 1.36x faster than 16 at (16, 20000, 1000,
         16), (16, 20000, 512, 32) and (64, 20000, 256, 37), with the same labels; 4 ran 8-16x
         slower (RESULTS-log.md, "Warps of the periodic reversed chain")."""
@@ -273,7 +274,7 @@ class Tuning:
 
     def db_global(self, KP: int, CP: int, params: bool) -> bool:
         """Whether _bwd_kernel sums the duration-bias gradient in global memory (DB_GLOBAL):
-        for long rings (KP x CP >= self.db_global_from at CP <= 32), where a second register array
+        for long rings (KP x CP >= db_global_from at CP <= 32), where a second register array
         of the ring's size made the backward spill. On an H100 (benchmarks/db_global_probe.py)
         forward+backward ran 4.9x faster at (16, 20000, 2000, 13), 1.76x at (4, 20000, 1000,
         24), 1.43x at (16, 20000, 1000, 16) and 1.23x there with periodic transitions, equal
@@ -283,7 +284,7 @@ class Tuning:
 
     def bwd_tile(self, KP: int, CP: int) -> int:
         """Slots per tile of the static backward's ring in memory (chain._bwd_kernel TILE),
-        or 0 for the ring in registers: from KP x CP = self.bwd_tile_from, where the whole-ring
+        or 0 for the ring in registers: from KP x CP = bwd_tile_from, where the whole-ring
         step spilled. On an H100 (benchmarks/bwd_tiles_probe.py; RESULTS-log.md, "The static
         backward's ring in tiles") forward+backward at (16, 20000, K, 13) went 835 -> 333 ms
         at K = 2000 and 3812 -> 1170 ms at K = 4000, and K = 8192 runs (3.8 s); at 1000 x 16
@@ -291,9 +292,10 @@ class Tuning:
         2048 / 4096 / 8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096)."""
         return _tile_slots(KP, CP, self.bwd_tile_from, self.bwd_tile_elems)
 
-    def bwd_opts(self, KP: int, CP: int, nw: int, params: bool, programs: int, dummy: Tensor) -> dict:
+    def bwd_opts(self, KP: int, CP: int, nw: int, params: bool, programs: int,
+                 dummy: Tensor) -> dict:
         """Launch options of _bwd_kernel (static or periodic): TILE (bwd_tile) with each of
-        `programs` segments' ring in `work` and self.bwd_tile_warps, else the caller's warps nw; the
+        `programs` segments' ring in `work` and bwd_tile_warps, else the caller's warps nw; the
         duration-bias sum in g_db where tiled or db_global asks for it."""
         tile = self.bwd_tile(KP, CP)
         return {"TILE": tile, "work": _work(tile, programs, KP, CP, dummy), "PARAM_GRADS": params,
@@ -302,7 +304,7 @@ class Tuning:
 
     def chain_opts(self, KP: int, CP: int, nw: int) -> dict:
         """Launch options (TILE, num_warps) of a static _fwd_kernel chain or the join: tiled
-        from KP x CP = self.chain_tile_from (chain._fwd_kernel's docstring;
+        from KP x CP = chain_tile_from (chain._fwd_kernel's docstring;
         benchmarks/KERNELS_NOTES.md, session 16), else the caller's warps nw."""
         tile = _tile_slots(KP, CP, self.chain_tile_from, self.chain_tile_elems)
         return {"TILE": tile, "num_warps": (self.chain_tile_warps or 16) if tile else nw}
@@ -312,10 +314,10 @@ class Tuning:
         over SPLIT programs per sequence: on a GPU, for tiled chains only, the largest power of
         two G with 2 B G <= SMs (both directions' launches run side by side and every program
         of a split chain must be resident at once: it waits for the others every step) and at
-        least self.split_min_elems ring elements per program (self.chain_split forces G, within the
-        SMs). Each program holds KP / G slots: in registers up to self.split_reg_elems ring
+        least split_min_elems ring elements per program (chain_split forces G, within the
+        SMs). Each program holds KP / G slots: in registers up to split_reg_elems ring
         elements (TILE 0), else in memory, walked in tiles of at most that; at 4 warps up to
-        2,048 ring elements, 8 up to 4,096, else 16 (self.chain_tile_warps forces them). On an
+        2,048 ring elements, 8 up to 4,096, else 16 (chain_tile_warps forces them). On an
         H100 at B = 1, T = 1e6, K = 1000, C = 24 fwd+bwd went 8.71 s -> 3.76 s by this rule
         with the parts in memory (G = 32, 4 warps; benchmarks/split_chains.py; RESULTS-log.md,
         "Static chains split over programs") and 3.74 -> 3.27 s with them in registers; at
@@ -343,8 +345,8 @@ class Tuning:
         return dict(kw, TILE=tile, SPLIT=G, num_warps=nw, **_exchange_buffers(B, 4 * G * CP, dev))
 
     def join_parts(self, B: int, KP: int, CP: int, dummy: Tensor) -> tuple[int, int, Tensor | None]:
-        """The static join's crossing sum split into tiles of self.join_tile_elems ring elements,
-        one program each (chain._cross_part_kernel), for rings from self.join_parts_from: (tiles
+        """The static join's crossing sum split into tiles of join_tile_elems ring elements,
+        one program each (chain._cross_part_kernel), for rings from join_parts_from: (tiles
         NT, slots per tile, the (B, NT, CP) parts buffer); (0, 0, None) below it (the join
         sums them itself, as before).
         The join is one program per sequence after both chains, so its O(K^2 C) sum is wall
@@ -374,10 +376,11 @@ class Tuning:
         """Checkpoint spacing P. ~sqrt(T K) balances checkpoints ((T/P) K C) against one
         segment's rows (P C). On a GPU the backward runs every segment of every sequence at
         once (its depth is ~2P steps plus a join of ~K), so P shrinks until there are at
-        most segment_programs x SMs programs (B x ceil(T/P)), but not below self.min_segment
+        most segment_programs x SMs programs (B x ceil(T/P)), but not below min_segment
         positions. At most, not about: with the segments per sequence rounded up,
         (32, 300, 30, 39) had 32 x 9 = 288 backward programs for the 264 an H100 holds at
-        once, and the last 24 ran as a second wave (RESULTS-log.md, "The small call met"). The field `segment` forces P."""
+        once, and the last 24 ran as a second wave (RESULTS-log.md, "The small call met").
+        The field `segment` forces P."""
         if self.segment is not None:
             return self.segment
         P = math.ceil(math.sqrt(T * min(K, T)))
@@ -414,7 +417,7 @@ class Tuning:
         return out
 
     def budget(self, device) -> int:
-        """self.rows_budget, or by device: 1/16 of a GPU's memory within [256 MB, 4 GB] (256 MB
+        """rows_budget, or by device: 1/16 of a GPU's memory within [256 MB, 4 GB] (256 MB
         elsewhere). More rows per wave means fewer, fuller waves: at the gene model's
         posterior shape (66 x 20000, K 256, 37 labels, P = 3) 4 GB ran 1.32 the speed of
         256 MB on an H100 (RESULTS-log.md, "Annotation on one H100: decoding windows ...")."""
@@ -427,7 +430,7 @@ class Tuning:
 
     def rows_fit(self, x: CRFInputs, row_bytes: int) -> bool:
         """Whether the forward rows of every position of every sequence fit the rows budget
-        (self.full_rows False: never)."""
+        (full_rows False: never)."""
         return (x.batch * x.T * row_bytes <= self.budget(x.scores.device)
                 and self.full_rows is not False)
 
@@ -450,24 +453,24 @@ class Tuning:
 
     def rev_opts(self, KP: int, CP: int, nw: int, B: int, dummy: Tensor, NP: int = 1) -> dict:
         """Launch options of the periodic family's reversed chain: chain_opts' tiles (with
-        their `work` rings) from self.chain_tile_from, else the register ring at rev_chain_warps; for
-        the logsumexp chains (NP given, > 1) at CP <= self.res_planes_max_cp that ring as NP
+        their `work` rings) from chain_tile_from, else the register ring at rev_chain_warps; for
+        the logsumexp chains (NP given, > 1) at CP <= res_planes_max_cp that ring as NP
         residue planes of KQ = pow2(ceil(KP / NP)) rows (chain._fwd_kernel's docstring). On an
         H100 the planes ran forward+backward 128.2 -> 119.7 ms at (8, 20000, 100, 24) and
         238.8 -> 217.1 ms at (16, 20000, 1000, 16), the same bits (sha1 of log Z and every
         gradient), but the forward 3% slower at the 1-bp gene shape's CP = 64 in an earlier
         run (133.3 -> 138.2 ms; RESULTS-log.md, "The periodic reversed chain's ring as residue
         planes"). On a GPU with B (NP + 1) <= SMs (the other direction's B programs beside
-        it; self.rev_split forces it either way) the planes are split over NP programs per
+        it; rev_split forces it either way) the planes are split over NP programs per
         sequence, one plane each, exchanging their parts every step. Up to 2,048 plane
         elements (KQ x CP) each program forms its residue's part of gamma (PARTG; 4 warps),
-        beyond it all of gamma from the exchanged planes (8 warps; self.rev_part_gamma,
-        self.rev_split_warps force them). On an H200 the reversed chain's kernel time went 110.8 ->
+        beyond it all of gamma from the exchanged planes (8 warps; rev_part_gamma,
+        rev_split_warps force them). On an H200 the reversed chain's kernel time went 110.8 ->
         64.5 ms at (8, 20000, 100, 24) and 172.2 -> 83.6 ms at (16, 20000, 1000, 16), where
         the parts took 122.9 (RESULTS-log.md, "The periodic chains' residue planes split over
-        programs"). Where the parts are formed, the exchange is tagged (self.rev_tag; label-major
-        with self.lazy_alpha) and the split programs load their rows a step ahead (self.prefetch): with
-        self.lazy_alpha the chain went 64.5 -> 45.9 ms at (8, 20000, 100, 24); all of gamma per
+        programs"). Where the parts are formed, the exchange is tagged (rev_tag; label-major
+        with lazy_alpha) and the split programs load their rows a step ahead (prefetch): with
+        lazy_alpha the chain went 64.5 -> 45.9 ms at (8, 20000, 100, 24); all of gamma per
         program (8 warps) ran 4% slower tagged (RESULTS-log.md, "Tagged exchanges")."""
         kw = self.chain_opts(KP, CP, self.rev_chain_warps(nw))
         planes = NP > 1 and not kw["TILE"] and CP <= self.res_planes_max_cp
@@ -484,7 +487,8 @@ class Tuning:
         tag = part if self.rev_tag is None else bool(self.rev_tag)
         xt = int(tag and part and bool(self.lazy_alpha))
         return dict(kw, SPLIT=NP, PARTG=int(part), num_warps=nw, XT=xt, TAG=int(tag),
-                    PREFETCH=int(bool(self.prefetch)), **_exchange_buffers(B, 4 * _pow2(NP) * CP, dev, tag))
+                    PREFETCH=int(bool(self.prefetch)),
+                    **_exchange_buffers(B, 4 * _pow2(NP) * CP, dev, tag))
 
     def rev_chain_warps(self, nw: int) -> int:
         """Warps of the periodic family's reversed chain (_fwd_kernel NP > 1), given its
@@ -497,14 +501,14 @@ class Tuning:
 
     def end_programs(self, B: int, KP: int, CP: int, NP: int, dev) -> int:
         """Programs per sequence of the end-indexed forward chain (MODE 0): NP (split_end.py)
-        on a GPU at CP <= self.res_planes_max_cp (where the reversed chain's planes are on) with
+        on a GPU at CP <= res_planes_max_cp (where the reversed chain's planes are on) with
         2 B NP <= SMs (both directions split, side by side; every program of a split chain
         waits for the others each step, so all must be resident), else 1. On an H200 that
         chain's kernel time went 68.5 -> 49.2 ms at (8, 20000, 100, 24) (8 warps) and 141.4
         -> 76.1 ms at (16, 20000, 1000, 16) (16 warps; at 8, fwd+bwd 151.5 against 143.4
         before alpha's row became a masked store; RESULTS-log.md, "The periodic chains' residue
-        planes split over programs"); with alpha's row as a tagged word (self.end_tag) and the
-        rows loaded a step ahead (self.prefetch), 47.3 -> 46.6 and 80.9 -> 69.5 ms (RESULTS-log.md,
+        planes split over programs"); with alpha's row as a tagged word (end_tag) and the
+        rows loaded a step ahead (prefetch), 47.3 -> 46.6 and 80.9 -> 69.5 ms (RESULTS-log.md,
         "Tagged exchanges")."""
         if NP < 2 or CP > self.res_planes_max_cp or dev.type != "cuda" or B * NP > _sm_count(dev):
             return 1
@@ -514,7 +518,7 @@ class Tuning:
     def sparse_width(self, x: CRFInputs) -> int:
         """SP of the sparse transition tables (a power of two >= 2 and >= the most finite
         entries into or out of a label at one residue), or 0 for the dense tables: not
-        periodic, CP < self.sparse_from_cp, or SP > self.sparse_below x CP. Reads the transition's
+        periodic, CP < sparse_from_cp, or SP > sparse_below x CP. Reads the transition's
         finite pattern on the host (one synchronisation), so the caller runs it outside CUDA
         graph capture and a captured graph's key holds it."""
         if not x.periodic or x.duration_dependent:
