@@ -90,3 +90,16 @@ def test_no_launch_setting_is_a_module_global():
                                               1 if v is None else v + 1})
         assert other != base and hash(other) != hash(base), f.name
         assert {base: 0}.get(other) is None, f.name
+
+
+def test_tuning_from_the_environment():
+    """SEMISEG_TRITON_TUNING's "field=value,..." (Tuning.from_env): ints, floats,
+    true/false/none, names in any case; an unknown field is an error naming it."""
+    from semiseg.crf.triton import Tuning
+
+    t = Tuning.from_env("warps=8, sparse_below=0.5,END_TAG=false,rev_split=none,segment=3")
+    assert (t.warps, t.sparse_below, t.end_tag, t.rev_split, t.segment) == (8, 0.5, False,
+                                                                            None, 3)
+    assert Tuning.from_env("") == Tuning() == Tuning.from_env(None)
+    with pytest.raises(ValueError, match="'nope'"):
+        Tuning.from_env("nope=1")
