@@ -3,65 +3,32 @@ import itertools
 import pytest
 
 from semiseg.errors import SemisegError
-from semiseg.genome import Fasta, Window, make_windows, parse_region, split_windows
-from semiseg.genome.synth import write_fasta
+from semiseg.genome import parse_region
 
 SIZES = {"a": 25, "b": 10, "c": 0}
 
 
 def test_tiling_with_overlap_and_partial_last():
-    w = make_windows(SIZES, size=10, overlap=3)
-    assert [(x.chrom, x.start, x.end, x.length) for x in w] == [
-        ("a", 0, 10, 10), ("a", 7, 17, 10), ("a", 14, 24, 10), ("a", 21, 25, 4),
-        ("b", 0, 10, 10),
-    ]
-    # windows cover every position; consecutive windows overlap by exactly `overlap`
-    for x, y in zip(w[:3], w[1:4]):
-        assert x.end - y.start == 3
-    assert make_windows(SIZES, 30, chroms=["a"]) == [Window("a", 0, 25, 25)]
+    """train.data.tile (the one tiler; genome's unused make_windows is gone): windows of
+    `size` bp with stride size - overlap, the last of a region shorter, windows under
+    min_length dropped (oracle: the windows written out by hand)."""
+    from semiseg.train.data import tile
 
-
-def test_regions_and_errors():
-    w = make_windows(SIZES, 4, regions=[("a", 3, 12), ("b", 8, 10)])
+    w = tile([("a", 0, 25), ("b", 0, 10)], 10, 3, 1)
+    assert [(x.chrom, x.start, x.end) for x in w] == [
+        ("a", 0, 10), ("a", 7, 17), ("a", 14, 24), ("a", 21, 25), ("b", 0, 10)]
+    w = tile([("a", 3, 12), ("b", 8, 10)], 4, 0, 1)
     assert [(x.chrom, x.start, x.end) for x in w] == [
         ("a", 3, 7), ("a", 7, 11), ("a", 11, 12), ("b", 8, 10)]
-    with pytest.raises(SemisegError, match="outside a"):
-        make_windows(SIZES, 4, regions=[("a", 3, 40)])
-    with pytest.raises(SemisegError, match="chromosome x is not in the FASTA"):
-        make_windows(SIZES, 4, regions=[("x", 0, 4)])
-    with pytest.raises(SemisegError, match="not in the FASTA"):
-        make_windows(SIZES, 4, chroms=["chrA"])
-    with pytest.raises(ValueError):
-        make_windows(SIZES, 4, overlap=4)
+    w = tile([("a", 0, 25)], 10, 0, 6)  # the last piece, 5 bp, is under min_length
+    assert [(x.start, x.end) for x in w] == [(0, 10), (10, 20)]
+
+
+def test_parse_region():
     assert parse_region("chr1:1,000-2,000") == ("chr1", 1000, 2000)
+    assert parse_region("chr1") == ("chr1", 0, -1)
     with pytest.raises(SemisegError):
         parse_region("chr1:x-y")
-
-
-def test_all_n_windows_skipped(tmp_path):
-    seq = "ACGT" * 3 + "N" * 20 + "nnAC" + "N" * 6
-    path = write_fasta(tmp_path / "g.fa", {"x": seq})
-    with Fasta(path) as fa:
-        w = make_windows(fa.chrom_sizes, 8, fasta=fa)
-    # windows: 0-8 ok, 8-16 mixed, 16-24 all N (skipped), 24-32 (N+nn) skipped,
-    # 32-40 has AC at 34-36, 40-42 all N skipped
-    assert [(x.start, x.end) for x in w] == [(0, 8), (8, 16), (32, 40)]
-
-
-def test_split_by_chrom_and_region():
-    w = make_windows({"a": 40, "b": 20, "c": 20}, 10)
-    s = split_windows(w, valid=["b"], test=["c"])
-    assert {x.chrom for x in s["train"]} == {"a"} and len(s["valid"]) == 2 and len(s["test"]) == 2
-    with pytest.raises(SemisegError, match="both valid and test"):
-        split_windows(w, valid=["b"], test=["b"])
-    with pytest.raises(SemisegError, match="have no windows"):
-        split_windows(w, valid=["z"])
-    r = split_windows(w, valid=[("a", 10, 20)], test=[("a", 25, 40)], by="region")
-    assert [(x.start, x.end) for x in r["valid"]] == [(10, 20)]
-    assert [(x.start, x.end) for x in r["test"]] == [(30, 40)]
-    # window 20-30 straddles the test region: dropped, not leaked into train
-    assert [(x.chrom, x.start) for x in r["train"]] == [("a", 0), ("b", 0), ("b", 10),
-                                                         ("c", 0), ("c", 10)]
 
 
 def test_validation_block_at_the_end_or_at_an_offset():

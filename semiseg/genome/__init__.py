@@ -116,16 +116,9 @@ the GFF3/GTF gene model that labels.py uses (imports point that way only).
   ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.ncrna``,
   ``.strand``, ``.type``, ``.id``) and ``transcript_parts(t) -> [(start, end, role)]``: the gene model itself.
 
-windows.py (windows, splits and the loader)
--------------------------------------------
-``Window(chrom, start, end, length)`` (a NamedTuple): ``length = end - start`` real bp;
-  windows are ``size`` bp except possibly the last of a chromosome/region (callers pad).
+windows.py (the loader; training windows are train/data.py's)
+--------------------------------------------------------------
 ``parse_region("chr1:1,000-2,000") -> ("chr1", 1000, 2000)`` (no range -> end -1).
-``make_windows(chrom_sizes, size, overlap=0, chroms=None, regions=None, fasta=None)
-  -> list[Window]``: ``regions`` = list of (chrom, start, end); windows entirely N are
-  skipped when ``fasta`` is given.
-``split_windows(windows, valid=..., test=..., by="chrom"|"region") -> dict[str, list[Window]]``
-  with keys ``"train"``, ``"valid"``, ``"test"``.
 ``ChromSizes(path)``: a genome known by a chrom-sizes file or ``.fai`` alone, in place of a
   ``Fasta`` for models that read no sequence (``.chrom_sizes``; one-hot all zero, no N
   runs, ``fetch`` raises); ``GenomeData`` takes it and records it in ``config()``.
@@ -206,7 +199,7 @@ from .readback import read_bedgraph, read_bigwig, read_prediction
 from .scheme import GAP, LabelScheme, load_scheme
 from .sequence import Fasta, check_chroms, onehot, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
-from .windows import GenomeData, Window, make_windows, parse_region, split_windows
+from .windows import GenomeData, parse_region
 from .write import OutputWriter, labels_to_segments, write_outputs
 
 __all__ = [
@@ -221,7 +214,6 @@ __all__ = [
     "TrackSpec",
     "TrackStats",
     "Transcript",
-    "Window",
     "annotation_extents",
     "bed_rows",
     "fit_track_stats",
@@ -229,7 +221,6 @@ __all__ = [
     "is_gff",
     "labels_to_segments",
     "load_scheme",
-    "make_windows",
     "onehot",
     "open_text",
     "parse_region",
@@ -242,7 +233,6 @@ __all__ = [
     "read_gff_rows",
     "read_prediction",
     "sizes_with_extras",
-    "split_windows",
     "transcript_parts",
     "transform",
     "write_outputs",

@@ -1,4 +1,4 @@
-"""Windows over the genome, train/valid/test splits, and the region loader.
+"""The region loader, holdout regions and the chrom-sizes stand-in for a FASTA.
 
 ``GenomeData.load(chrom, start, end)`` is the one call the trainer and annotator need:
 features ``(T, F) float32`` and labels ``(T,) int64`` at the model's resolution.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -17,36 +16,6 @@ from ._util import bin_mean, check_region, show_names
 from .labels import Annotation, bed_rows
 from .sequence import Fasta, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
-
-
-class Window(NamedTuple):
-    """``[start, end)`` of ``chrom``; ``length = end - start`` real bp (the last window of
-    a chromosome or region may be shorter than the window size; callers pad it)."""
-
-    chrom: str
-    start: int
-    end: int
-    length: int
-
-
-def _check_regions(regions, chrom_sizes: Mapping[str, int]) -> list[tuple[str, int, int]]:
-    out = []
-    for r in regions:
-        try:
-            chrom, start, end = r[0], int(r[1]), int(r[2])
-        except (TypeError, ValueError, IndexError):
-            raise SemisegError(f"region {r!r}: expected (chrom, start, end)") from None
-        if chrom not in chrom_sizes:
-            raise SemisegError(
-                f"region {chrom}:{start}-{end}: chromosome {chrom} is not in the FASTA "
-                f"({show_names(chrom_sizes)})"
-            )
-        if not 0 <= start < end <= chrom_sizes[chrom]:
-            raise SemisegError(
-                f"region {chrom}:{start}-{end} is empty or outside {chrom} (0-{chrom_sizes[chrom]})"
-            )
-        out.append((chrom, start, end))
-    return out
 
 
 def parse_region(text: str) -> tuple[str, int, int]:
@@ -177,98 +146,6 @@ def subtract_regions(regions: Iterable[tuple[str, int, int]],
                     nxt.append((b, e))
             pieces = nxt
         out += [(chrom, s, e) for s, e in pieces]
-    return out
-
-
-def make_windows(chrom_sizes: Mapping[str, int], size: int, overlap: int = 0,
-                 chroms: Iterable[str] | None = None,
-                 regions: Iterable[tuple[str, int, int]] | None = None,
-                 fasta: Fasta | None = None) -> list[Window]:
-    """Tile chromosomes (or regions) with windows of ``size`` bp overlapping by ``overlap``.
-
-    Args:
-        chrom_sizes: FASTA chromosome sizes.
-        size: window length in bp (> 0).
-        overlap: bp shared by consecutive windows (0 <= overlap < size).
-        chroms: chromosomes to tile (default: all); ignored when ``regions`` is given.
-        regions: (chrom, start, end) ranges to tile instead of whole chromosomes.
-        fasta: if given, windows made only of N are skipped.
-
-    Returns:
-        Windows in chromosome/region order; the last of each range may be shorter.
-    """
-    if size <= 0 or not 0 <= overlap < size:
-        raise ValueError(f"need size > 0 and 0 <= overlap < size, got {size}, {overlap}")
-    if regions is not None:
-        ranges = _check_regions(regions, chrom_sizes)
-    else:
-        names = list(chrom_sizes) if chroms is None else list(chroms)
-        missing = [c for c in names if c not in chrom_sizes]
-        if missing:
-            raise SemisegError(
-                f"chromosomes {show_names(missing)} are not in the FASTA ({show_names(chrom_sizes)})"
-            )
-        ranges = [(c, 0, chrom_sizes[c]) for c in names if chrom_sizes[c] > 0]
-    step = size - overlap
-    out: list[Window] = []
-    for chrom, lo, hi in ranges:
-        starts = np.arange(lo, hi, step, dtype=np.int64)
-        ends = np.minimum(starts + size, hi)
-        # stop after the first window that reaches the end
-        last = int(np.argmax(ends >= hi))
-        starts, ends = starts[:last + 1], ends[:last + 1]
-        if fasta is not None:
-            runs = fasta.n_runs(chrom)
-            if len(runs):
-                i = np.searchsorted(runs[:, 1], starts, side="right")
-                inside = i < len(runs)
-                j = np.minimum(i, len(runs) - 1)
-                all_n = inside & (runs[j, 0] <= starts) & (runs[j, 1] >= ends)
-                starts, ends = starts[~all_n], ends[~all_n]
-        out.extend(Window(chrom, int(s), int(e), int(e - s)) for s, e in zip(starts, ends))
-    return out
-
-
-def split_windows(windows: Sequence[Window], valid: Iterable = (), test: Iterable = (),
-                  by: str = "chrom") -> dict[str, list[Window]]:
-    """Split windows into ``train`` / ``valid`` / ``test``.
-
-    Args:
-        windows: from :func:`make_windows`.
-        valid, test: chromosome names (``by="chrom"``) or (chrom, start, end) regions
-            (``by="region"``).
-        by: ``"chrom"``: a window goes where its chromosome is listed, else to train.
-            ``"region"``: a window inside a listed region goes there; a window that only
-            partly overlaps a held-out region is dropped (no leakage); others go to train.
-    """
-    out: dict[str, list[Window]] = {"train": [], "valid": [], "test": []}
-    if by == "chrom":
-        valid, test = set(valid), set(test)
-        both = valid & test
-        if both:
-            raise SemisegError(f"chromosomes {show_names(sorted(both))} are in both valid and test")
-        known = {w.chrom for w in windows}
-        unknown = (valid | test) - known
-        if unknown:
-            raise SemisegError(
-                f"split chromosomes {show_names(sorted(unknown))} have no windows "
-                f"(windows are on {show_names(sorted(known))})"
-            )
-        for w in windows:
-            out["valid" if w.chrom in valid else "test" if w.chrom in test else "train"].append(w)
-        return out
-    if by != "region":
-        raise ValueError(f"by must be 'chrom' or 'region', got {by!r}")
-    held = [("valid", tuple(r)) for r in valid] + [("test", tuple(r)) for r in test]
-    for w in windows:
-        dest = "train"
-        for name, (c, s, e) in held:
-            if c != w.chrom or w.end <= s or w.start >= e:
-                continue
-            dest = name if (s <= w.start and w.end <= e) else None
-            break
-        if dest is not None:
-            out[dest].append(w)
     return out
 
 
