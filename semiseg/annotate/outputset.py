@@ -25,9 +25,10 @@ existed, the files matching `legacy` (patterns of suffixes, e.g. "posterior.*.bw
 Files of the prefix that belong to neither (an input named like PREFIX.fa) are never
 touched.
 
-`check_space` and `SpaceGuard` (genome/diskspace.py) guard libBigWig, which on a full disk aborts the process (a double free)
-or loops forever instead of reporting the error (measured with pyBigWig on a 1 MiB
-tmpfs): the writer asks for the room an addEntries or close may need first.
+`check_space` and `SpaceGuard` (genome/diskspace.py) guard libBigWig, which on a full
+disk aborts the process (a double free) or loops forever instead of reporting the error
+(measured with pyBigWig on a 1 MiB tmpfs): the writer asks for the room an addEntries or
+close may need first.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ PREFIX.boundary.bw, PREFIX.entropy.bw, PREFIX.boundary_entropy.bw (written by
 semiseg.genome's OutputWriter), PREFIX.summary.tsv (segments and bp per label) and, with
 `--samples N`, PREFIX.samples.bed: a whole set or nothing (written into a staging folder,
 moved into place at the end replacing the prefix's previous set, under a lock file:
-annotate/outputset.py). The BED and GFF3 scores are exact run posteriors, the entropy tracks come from the
-stitched marginals, and samples are exact posterior samples of each decoded sequence;
-semiseg/annotate/uncertainty.py says how each is defined with windowed decoding.
+annotate/outputset.py). The BED and GFF3 scores are exact run posteriors, the entropy
+tracks come from the stitched marginals, and samples are exact posterior samples of each
+decoded sequence; semiseg/annotate/uncertainty.py says how each is defined with windowed
+decoding.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def read_gene_models(path: str | os.PathLike, chroms: Iterable[str] | None = Non
 
 
 def models_from_segments(intervals: Mapping[str, tuple], scheme) -> list[GeneModel]:
-    """Gene models of a segmentation: {chrom: (starts, ends, names)} as `intervals.Track`
+    """Gene models of a segmentation: {chrom: (starts, ends, names)} as `intervals.Intervals`
     holds it (semiseg's PREFIX.bed), label names mapped to roles by the gene_structure
     `scheme` (module doc). A run without CDS (UTR or introns alone) is no gene model."""
     index = {n: i for i, n in enumerate(scheme.names)}

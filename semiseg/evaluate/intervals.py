@@ -16,13 +16,13 @@ from ..genome.origin import prediction_labels, prediction_origin, same_scheme
 
 
 @dataclass
-class Track:
+class Intervals:
     """Labelled intervals per chromosome: {chrom: (starts, ends, names)}."""
 
     intervals: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
 
 
-def read_segments(path: str) -> Track:
+def read_segments(path: str) -> Intervals:
     """Intervals and names of a BED file (name column = label; needs >= 4 columns)."""
     if not os.path.isfile(path):
         raise SemisegError(f"file not found: {path}")
@@ -43,11 +43,11 @@ def read_segments(path: str) -> Track:
         names.append(f[3])
     if not data:
         raise SemisegError(f"{path}: no intervals")
-    return Track({c: (np.asarray(s, np.int64), np.asarray(e, np.int64), nm)
+    return Intervals({c: (np.asarray(s, np.int64), np.asarray(e, np.int64), nm)
                   for c, (s, e, nm) in data.items()})
 
 
-def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
+def read_truth(path: str, scheme, sizes: dict[str, int]) -> Intervals:
     """Truth intervals: a BED (names as they are, or via `scheme`), or a GFF3/GTF (scheme;
     default gene_structure), on the chromosomes of `sizes` (others are ignored)."""
     from ..genome import read_annotation, sizes_with_extras
@@ -63,15 +63,15 @@ def read_truth(path: str, scheme, sizes: dict[str, int]) -> Track:
     return annotation_track(read_annotation(path, scheme, all_sizes), scheme, sizes)
 
 
-def annotation_track(ann, scheme, sizes: dict[str, int]) -> Track:
-    """The labelled intervals of an Annotation on the chromosomes of `sizes`, as a Track
+def annotation_track(ann, scheme, sizes: dict[str, int]) -> Intervals:
+    """The labelled intervals of an Annotation on the chromosomes of `sizes`, as Intervals
     (label names; unlabelled stretches left out)."""
     out = {}
     for chrom in sizes:
         s, e, lab = ann.intervals(chrom)
         keep = lab >= 0
         out[chrom] = (s[keep], e[keep], [scheme.names[i] for i in lab[keep]])
-    return Track(out)
+    return Intervals(out)
 
 
 def load_scheme_arg(scheme: str | None):

@@ -48,10 +48,10 @@ import numpy as np
 from ..errors import SemisegError
 from ..genome import GAP
 from ..metrics import add_segment_counts, new_segment_counts, prf
-from .intervals import Track, annotation_track, read_segments, read_truth
+from .intervals import Intervals, annotation_track, read_segments, read_truth
 
 
-def _fill(length: int, track: Track, chrom: str, index: dict[str, int], fill: int):
+def _fill(length: int, track: Intervals, chrom: str, index: dict[str, int], fill: int):
     arr = np.full(length, fill, dtype=np.int32)
     if chrom in track.intervals:
         starts, ends, names = track.intervals[chrom]
@@ -194,7 +194,7 @@ def evaluate(pred: str, truth: str, scheme=None, tolerance: int = 10,
 
 
 def _read_prediction(pred: str, pred_gff: bool):
-    """(segments Track or None for gene models, their extents or None, chromosomes,
+    """(segments Intervals or None for gene models, their extents or None, chromosomes,
     BED scores per chromosome) of a prediction."""
     if pred_gff:
         from ..genome import annotation_extents
@@ -252,7 +252,7 @@ def _sizes(pred: str, truth: str, p, ext, chroms: list[str], sizes, regions) -> 
     return sizes
 
 
-def _label_names(t: Track, p: Track, chroms: list[str], background: str | None,
+def _label_names(t: Intervals, p: Intervals, chroms: list[str], background: str | None,
                  scheme) -> list[str]:
     """The labels scored: those of either side (gaps aside) and the background, in the
     scheme's order first."""
@@ -270,7 +270,7 @@ def _label_names(t: Track, p: Track, chroms: list[str], background: str | None,
     return names
 
 
-def _score_chrom(chrom: str, L: int, t: Track, p: Track, index: dict[str, int], fill: int,
+def _score_chrom(chrom: str, L: int, t: Intervals, p: Intervals, index: dict[str, int], fill: int,
                  fill_pred: bool, stops: dict, spans, tolerance: int, conf: np.ndarray,
                  seg: dict, calls: dict, scores, cal: dict) -> None:
     """Add one chromosome's counts (confusion, segments and boundaries, filled bp,
@@ -347,7 +347,7 @@ def _label_rows(conf: np.ndarray, seg: dict, names: list[str]) -> tuple[list[dic
     return rows, macro
 
 
-def _track_from_models(path: str, scheme, sizes: dict[str, int]) -> Track:
+def _track_from_models(path: str, scheme, sizes: dict[str, int]) -> Intervals:
     """The labels of a GFF3/GTF prediction: its coding structures only (CDS and stop_codon
     rows per transcript, genelevel.read_gene_models; gaps between them >= the scheme's
     min_intron are introns, shorter ones CDS), painted by the scheme's priority."""

@@ -9,9 +9,10 @@ plain BED9 with no header (pyranges and other readers take a first line for colu
 names), so for a ``PREFIX.bed`` the headers are read from ``PREFIX.gff3`` or
 ``PREFIX.browser.bed`` beside it.
 
-`evaluate` and `plot` take the label scheme from here (evaluate/intervals.scheme_for): a `--model` or
-`--scheme` that differs from the prediction's is refused, as is a prediction whose
-labels are not in the scheme; `merge` refuses parts of different origins.
+`evaluate` and `plot` take the label scheme from here (evaluate/intervals.scheme_for): a
+`--model` or `--scheme` that differs from the prediction's is refused, as is a
+prediction whose labels are not in the scheme; `merge` refuses parts of different
+origins.
 """
 
 from __future__ import annotations
