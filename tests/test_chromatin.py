@@ -114,7 +114,7 @@ def test_chrom_sizes_genome_gives_the_fasta_genomes_track_features(tmp_path):
     """GenomeData on a .fai (sizes only) = GenomeData on the FASTA, track columns
     included; the sequence columns read as N; no N runs; fetch refuses."""
     from semiseg.genome import Fasta, GenomeData, TrackSpec
-    from semiseg.genome.synth import write_fasta
+    from synth import write_fasta
     from semiseg.genome.windows import ChromSizes
 
     rng = np.random.default_rng(3)
@@ -323,7 +323,7 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
     model: annotate says so, writes chrC as one gap row, and summary.tsv counts exactly
     the labelled rows of the BED (it used to count the segments under the gap)."""
     from semiseg.annotate.run import annotate
-    from semiseg.genome.synth import write_fasta
+    from synth import write_fasta
 
     rng = np.random.default_rng(5)
     seq_b = "".join(rng.choice(list("ACGT"), SIZES["chrB"]))
@@ -361,7 +361,7 @@ def test_training_refuses_inputs_without_signal(tmp_path, logged):
     same FASTA for a tracks-only model: a warning that names it; tracks with values on
     some training windows only: a warning with their number."""
     from semiseg.config.load import load_config
-    from semiseg.genome.synth import write_fasta
+    from synth import write_fasta
     from semiseg.train.data import check_fasta, check_signal
     from semiseg.train.loop import train
 

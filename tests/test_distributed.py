@@ -50,7 +50,7 @@ def _train(cfg, out, *extra, nproc: int = 1, check: bool = True):
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    from semiseg.genome.synth import gc_island_task
+    from synth import gc_island_task
 
     d = tmp_path_factory.mktemp("ddp")
     cfg = {

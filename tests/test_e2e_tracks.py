@@ -24,7 +24,7 @@ def cli(*args):
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
-    from semiseg.genome.synth import write_bigwig, write_fasta
+    from synth import write_bigwig, write_fasta
 
     d = tmp_path_factory.mktemp("tracks")
     rng = np.random.default_rng(7)

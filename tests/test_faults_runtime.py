@@ -818,11 +818,11 @@ def test_space_guard_asks_rarely_and_in_time(monkeypatch):
 # ===================================================================== train
 @pytest.fixture(scope="module")
 def tiny_cfg(tmp_path_factory):
-    """A synthetic task (GC islands, genome/synth.py) and a tiny model: a run of two
+    """A synthetic task (GC islands, tests/synth.py) and a tiny model: a run of two
     epochs takes a second or two."""
     import yaml
 
-    from semiseg.genome.synth import gc_island_task
+    from synth import gc_island_task
 
     d = tmp_path_factory.mktemp("train")
     cfg = {**gc_island_task(d, np.random.default_rng(1), {"a": 8000, "b": 4000}),

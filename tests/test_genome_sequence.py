@@ -5,7 +5,7 @@ import pytest
 
 from semiseg.errors import SemisegError
 from semiseg.genome import Fasta, onehot, read_chrom_sizes
-from semiseg.genome.synth import write_fasta
+from synth import write_fasta
 
 YEAST = os.path.join(os.path.dirname(__file__), "..", "data", "yeast")
 

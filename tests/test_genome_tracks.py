@@ -11,7 +11,7 @@ from semiseg.genome import (
     TrackStats,
     fit_track_stats,
 )
-from semiseg.genome.synth import (
+from synth import (
     bedgraph_rows,
     write_bam,
     write_bedgraph,

@@ -104,7 +104,7 @@ def fragmented(tmp_path_factory):
     of 200-3,000 bp."""
     from semiseg import ui
     from semiseg.config.load import load_config
-    from semiseg.genome.synth import gc_island_genome, gc_island_task, write_fasta
+    from synth import gc_island_genome, gc_island_task, write_fasta
     from semiseg.train.loop import train
 
     d = tmp_path_factory.mktemp("shards")

@@ -17,7 +17,7 @@ def test_the_head_moves_scale_times_further_in_the_first_step(tmp_path, scale):
     from semiseg import ui
     from semiseg.checkpoint import build_model
     from semiseg.config.load import load_config
-    from semiseg.genome.synth import gc_island_task
+    from synth import gc_island_task
     from semiseg.train.loop import RunState, Schedule, _load_data, _optimizer, train_epoch
 
     cfg = {**gc_island_task(tmp_path, np.random.default_rng(1), {"a": 4000}),

@@ -176,11 +176,6 @@ readback.py
   path) as a PyRanges, for notebooks.
 ``read_bigwig(path, chrom, start, end) -> (T,) float32`` (NaN where no data) and
   ``read_bedgraph(path, chrom_sizes, chrom, start, end)`` for round trips.
-
-synth.py
---------
-``write_fasta``, ``write_bigwig``, ``write_bedgraph``, ``bedgraph_rows``, ``write_bam``:
-small files from numpy data, for tests, benchmarks and demos.
 """
 
 from ._util import open_text

@@ -406,11 +406,3 @@ def _per_base(e: _Entry, lo: int, hi: int, seq: str | None) -> np.ndarray:
         out[p[sel] - lo] = 1 + cs[sel] % 3 + 3 * minus
         done += b - a
     return out
-
-
-def mask_array(cleanup: Cleanup, chrom: str, n: int) -> np.ndarray:
-    """(n,) bool: the positions of `chrom` the clean-up masks."""
-    m = np.zeros(n, bool)
-    for a, b in cleanup.masks.get(chrom, []):
-        m[a:b] = True
-    return m

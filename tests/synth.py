@@ -1,6 +1,6 @@
-"""Write small genomic files (FASTA, bigWig, bedGraph, BAM) from numpy data.
-
-Used by the tests, the I/O benchmark and demos to make inputs whose content is known.
+"""Write small genomic files (FASTA, bigWig, bedGraph, BAM) from numpy data, and small
+synthetic tasks (GC islands): inputs whose content the tests know. (It lived in
+semiseg/genome/ until issue 45; nothing but the tests used it.)
 """
 
 from __future__ import annotations
