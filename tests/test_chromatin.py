@@ -113,8 +113,9 @@ def test_chrom_sizes_only_without_sequence(tmp_path, inputs, message):
 def test_chrom_sizes_genome_gives_the_fasta_genomes_track_features(tmp_path):
     """GenomeData on a .fai (sizes only) = GenomeData on the FASTA, track columns
     included; the sequence columns read as N; no N runs; fetch refuses."""
-    from semiseg.genome import Fasta, GenomeData, TrackSpec
     from synth import write_fasta
+
+    from semiseg.genome import Fasta, GenomeData, TrackSpec
     from semiseg.genome.windows import ChromSizes
 
     rng = np.random.default_rng(3)
@@ -322,8 +323,9 @@ def test_all_n_fasta_is_named_and_the_summary_matches_the_rows(trained, tmp_path
     """A FASTA that is all N on chrC and has an N run on chrB, given to a tracks-only
     model: annotate says so, writes chrC as one gap row, and summary.tsv counts exactly
     the labelled rows of the BED (it used to count the segments under the gap)."""
-    from semiseg.annotate.run import annotate
     from synth import write_fasta
+
+    from semiseg.annotate.run import annotate
 
     rng = np.random.default_rng(5)
     seq_b = "".join(rng.choice(list("ACGT"), SIZES["chrB"]))
@@ -360,8 +362,9 @@ def test_training_refuses_inputs_without_signal(tmp_path, logged):
     """An all-N FASTA with sequence: true and no tracks: refused (nothing to learn); the
     same FASTA for a tracks-only model: a warning that names it; tracks with values on
     some training windows only: a warning with their number."""
-    from semiseg.config.load import load_config
     from synth import write_fasta
+
+    from semiseg.config.load import load_config
     from semiseg.train.data import check_fasta, check_signal
     from semiseg.train.loop import train
 

@@ -821,7 +821,6 @@ def tiny_cfg(tmp_path_factory):
     """A synthetic task (GC islands, tests/synth.py) and a tiny model: a run of two
     epochs takes a second or two."""
     import yaml
-
     from synth import gc_island_task
 
     d = tmp_path_factory.mktemp("train")

@@ -567,7 +567,7 @@ def test_intron_penalty_is_a_score_taken_from_each_intron():
     names = [lay.kind_names[lay.kind[c]] for _, _, c in seg.segments[0]]
     assert not {"donor+", "acceptor-"} & set(names)  # no intron begins in the sequence
     # (one cut by the sequence's left end has no left splice base to penalise)
-    first_exon = next(i for i, n in enumerate(names) if not n[:-1] in ("intron", "acceptor",
+    first_exon = next(i for i, n in enumerate(names) if n[:-1] not in ("intron", "acceptor",
                                                                        "donor"))
     assert not [n for n in names[first_exon:] if n[:-1] in ("intron", "acceptor", "donor")]
 

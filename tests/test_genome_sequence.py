@@ -2,10 +2,10 @@ import os
 
 import numpy as np
 import pytest
+from synth import write_fasta
 
 from semiseg.errors import SemisegError
 from semiseg.genome import Fasta, onehot, read_chrom_sizes
-from synth import write_fasta
 
 YEAST = os.path.join(os.path.dirname(__file__), "..", "data", "yeast")
 

@@ -1,5 +1,12 @@
 import numpy as np
 import pytest
+from synth import (
+    bedgraph_rows,
+    write_bam,
+    write_bedgraph,
+    write_bigwig,
+    write_fasta,
+)
 
 from semiseg.errors import SemisegError
 from semiseg.genome import (
@@ -10,13 +17,6 @@ from semiseg.genome import (
     TrackSpec,
     TrackStats,
     fit_track_stats,
-)
-from synth import (
-    bedgraph_rows,
-    write_bam,
-    write_bedgraph,
-    write_bigwig,
-    write_fasta,
 )
 
 SIZES = {"c1": 300, "c2": 120}

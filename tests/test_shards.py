@@ -102,9 +102,10 @@ def cli(*args, check=True):
 def fragmented(tmp_path_factory):
     """A tiny model (GC-rich 'on' segments, 50-bp steps) and a genome of 2,500 contigs
     of 200-3,000 bp."""
+    from synth import gc_island_genome, gc_island_task, write_fasta
+
     from semiseg import ui
     from semiseg.config.load import load_config
-    from synth import gc_island_genome, gc_island_task, write_fasta
     from semiseg.train.loop import train
 
     d = tmp_path_factory.mktemp("shards")

@@ -14,10 +14,11 @@ import yaml
 
 @pytest.mark.parametrize("scale", [1.0, 25.0])
 def test_the_head_moves_scale_times_further_in_the_first_step(tmp_path, scale):
+    from synth import gc_island_task
+
     from semiseg import ui
     from semiseg.checkpoint import build_model
     from semiseg.config.load import load_config
-    from synth import gc_island_task
     from semiseg.train.loop import RunState, Schedule, _load_data, _optimizer, train_epoch
 
     cfg = {**gc_island_task(tmp_path, np.random.default_rng(1), {"a": 4000}),

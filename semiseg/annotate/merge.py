@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC
 from pathlib import Path
 
 from ..errors import SemisegError
@@ -201,7 +202,7 @@ def _sidecar(parts: list[str], path: str, files: list[str]) -> None:
     import json
     import shlex
     import sys
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from .. import __version__
 
@@ -213,7 +214,7 @@ def _sidecar(parts: list[str], path: str, files: list[str]) -> None:
             except (json.JSONDecodeError, TypeError):
                 why = "not a provenance sidecar (a JSON object)"
                 raise SemisegError(f"merge: {p}.json is {why}") from None
-    doc = {"command": shlex.join(sys.argv), "date": datetime.now(timezone.utc).isoformat(
+    doc = {"command": shlex.join(sys.argv), "date": datetime.now(UTC).isoformat(
         timespec="seconds"), "version": __version__, "merged": docs,
         "files": [os.path.basename(f) for f in files]}
     with open(path, "w") as fh:

@@ -73,7 +73,7 @@ class CRFInputs:
         """A (P, C, C) transition with P < K: P gamma vectors per position."""
         return self.transition.dim() == 3 and self.transition.shape[0] < self.K
 
-    def replace(self, **changes) -> "CRFInputs":
+    def replace(self, **changes) -> CRFInputs:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(changes)
         return CRFInputs(**values)

@@ -22,7 +22,7 @@ def open_text(path: str | os.PathLike) -> IO[str]:
         raise SemisegError(f"cannot read {path}: {err.strerror}") from None
     if magic == b"\x1f\x8b":
         return gzip.open(path, "rt")
-    return open(path, "rt")
+    return open(path)
 
 
 def show_names(names: Iterable[str], limit: int = 8) -> str:
@@ -160,10 +160,12 @@ def coords(path: str, lineno: int, fields: list[str], chrom: str,
         ) from None
     if one_based:
         if start < 1 or end < start:
-            raise SemisegError(f"{path}:{lineno}: bad coordinates {start}..{end} (1-based, start <= end)")
+            raise SemisegError(f"{path}:{lineno}: bad coordinates {start}..{end} "
+                               "(1-based, start <= end)")
         start -= 1
     elif start < 0 or end < start:
-        raise SemisegError(f"{path}:{lineno}: bad coordinates {start}-{end} (need 0 <= start <= end)")
+        raise SemisegError(f"{path}:{lineno}: bad coordinates {start}-{end} "
+                           "(need 0 <= start <= end)")
     if end > sizes[chrom]:
         raise SemisegError(
             f"{path}:{lineno}: end {end} is past the end of {chrom} ({sizes[chrom]} bp)"
