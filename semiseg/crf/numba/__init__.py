@@ -4,7 +4,7 @@ Same contract and semantics as the torch backend (reference.py; dispatch.py's do
 states the contract): exact log-space recursions in float64 for float32 and float64
 inputs, results in the dtype of `scores`. This module turns tensors into float64 numpy
 arrays in the layouts the kernels read and back; the recursions themselves are in
-fac.py, dd.py and sweep.py (core.py: what they share), one compiled function per pass
+fac.py and dd.py (core.py: what they share), one compiled function per pass
 over one sequence (it releases the GIL);
 the sequences of a batch run in parallel on a small thread pool, each writing only its
 own outputs, so results do not depend on the scheduling. Importing this module imports
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from ..inputs import CRFInputs, param_grads_wanted
-from . import dd, fac, sweep
+from . import dd, fac
 
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
@@ -168,13 +168,13 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             return  # zero gradient
         grads = (g_ps[b], g_pe[b], g_sc[b], g_tr[b], g_db[b], g_start[b], g_end[b])
         if a.dd:
-            sweep.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
-                          a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
-                          *grads)
+            dd.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
+                           a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
+                           *grads)
         else:
-            sweep.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
-                           a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
-                           ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads, params)
+            fac.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
+                             a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
+                             ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads, params)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)

@@ -1,5 +1,5 @@
 """The numba kernels of the compiled CPU backend: what both forms share (the package
-semiseg.crf.numba is the torch-facing side; fac.py, dd.py and sweep.py the passes).
+semiseg.crf.numba is the torch-facing side; fac.py and dd.py the passes).
 
 One compiled function per pass, each over one sequence, in float64; they release the
 GIL, and the package runs the sequences of a batch on a thread pool. Notation as in

@@ -1,6 +1,5 @@
 """The fully duration-dependent form's numba kernels (Q >= K; core.py's docstring has the
-recursions): the forward pass, the beta step of its backward (sweep.py runs it)
-and the Viterbi, O(L K C^2) per sequence.
+recursions): the forward pass, its backward and the Viterbi, O(L K C^2) per sequence.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from .core import (
     FM,
     NEG,
     _advance,
+    _label_marginals,
     _lse_add,
     _rebase,
     _terms,
@@ -153,6 +153,88 @@ def _dd_segments(trp, u, alpha_s, z, w, g_tr, seg, beta, nk):
             g_tr[c0, k] += e * ft
             seg[k] += e * ft
         beta[c0] = m + math.log(sm)
+
+
+@njit(cache=True, nogil=True)
+def dd_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trp, tr_rev, db, db_rev,
+                start, end, n, ck_a, ck_p, ck_lo, alpha_end, z, w,
+                g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end):
+    """Gradients of w * log Z of one sequence (trp, g_tr as (c', (d-1, c)), g_db (d-1, c))."""
+    K, C = ck_a.shape[1], ck_a.shape[2]
+    for c in range(C):
+        g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
+    aring = np.empty((2 * K, C))
+    pring = np.empty((C, 2 * K))
+    hring = np.full((2 * K, C), NEG)  # h_{s+d}, d = 1..K at rows [(s+1) mod K, ... + K)
+    lo = np.empty(C, np.int64)
+    hi = np.full(C, L, np.int64)
+    S = np.zeros(C)
+    alphas = np.empty((n, C))
+    Ss = np.empty((n, C))
+    beta = np.empty(C)
+    u = np.empty(K * C)
+    seg = np.empty(K * C)
+    g_dbf = g_db.reshape(K * C)
+    for k in range((L + n) // n - 1, -1, -1):
+        t0 = k * n
+        t1 = min(t0 + n, L + 1)
+        for i in range(K):
+            for c in range(C):
+                aring[i, c] = ck_a[k, i, c]
+                aring[i + K, c] = ck_a[k, i, c]
+                pring[c, i] = ck_p[k, c, i]
+                pring[c, i + K] = ck_p[k, c, i]
+        for c in range(C):
+            lo[c] = ck_lo[k, c]
+        _dd_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, tr_rev, db_rev, start,
+                aring, pring, lo, S, t0, t1, alphas, Ss)
+        if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+            for i in range(2 * K):
+                for c in range(C):
+                    hring[i, c] += Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
+        for c in range(C):
+            S[c] = 0.0
+        for s in range(t1 - 1, t0 - 1, -1):
+            i = s - t0
+            if s == L:
+                for c in range(C):
+                    beta[c] = end[c]
+            else:
+                if has_alw:
+                    for c in range(C):
+                        if not alw[s, c]:
+                            hi[c] = s
+                j = (s + 1) % K
+                dtop = min(K, L - s)
+                nk = dtop * C
+                for d0 in range(dtop):
+                    for c in range(C):
+                        P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
+                        ok = d0 < hi[c] - s
+                        u[d0 * C + c] = P + db[d0, c] + hring[j + d0, c] if ok else NEG
+                        seg[d0 * C + c] = 0.0
+                if s == 0:  # the first segment: start in place of a predecessor
+                    for d0 in range(dtop):
+                        for c in range(C):
+                            seg[d0 * C + c] = w * fexp(start[c] + u[d0 * C + c] - z)
+                else:
+                    _dd_segments(trp, u, alphas[i], z, w, g_tr, seg, beta, nk)
+                for c in range(C):
+                    g_ps[s, c] = 0.0
+                for k2 in range(nk):
+                    g_dbf[k2] += seg[k2]
+                    g_ps[s, k2 % C] += seg[k2]
+                if s == 0:
+                    for c in range(C):
+                        g_start[c] = g_ps[0, c]
+                    break
+            jj = s % K
+            for c in range(C):
+                g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
+                h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
+                hring[jj, c] = h
+                hring[jj + K, c] = h
+    _label_marginals(g_ps, g_pe, g_sc, L)
 
 
 @njit(cache=True, nogil=True)
