@@ -12,10 +12,11 @@ or `--config` randomly initialised (default configs/gene_structure.yaml: the 1-b
 reading-frame gene model). The decoder's work does not depend on training, but the
 output's does: a trained model's posteriors are near 0 or 1 over long runs, which the
 bigWigs store as one entry per run (annotate.signal_precision), while a random model's
-change at every base (the worst case for writing). For each `--batch-steps` value (compared in one run) the whole genome is
-annotated `--repeats` times after a warm-up on the first chromosome, all outputs written
-(BED, GFF3, bigWigs); the table gives the median bp/s and the peak memory. Rows are
-appended to benchmarks/RESULTS.md with the date, commit and device unless --no-record.
+change at every base (the worst case for writing). For each `--batch-steps` value
+(compared in one run) the whole genome is annotated `--repeats` times after a warm-up on
+the first chromosome, all outputs written (BED, GFF3, bigWigs); the table gives the median
+bp/s and the peak memory. Rows are appended to benchmarks/RESULTS.md with the date, commit
+and device unless --no-record.
 """
 
 from __future__ import annotations

@@ -62,7 +62,10 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
 def leaves(B, T, K, C, family="static", seed=0):
     """The float32 inputs of one call: a dict of the check_inputs arguments."""
     g = torch.Generator(device=DEV).manual_seed(seed)
-    r = lambda *s: torch.randn(*s, device=DEV, generator=g)
+
+    def r(*s):
+        return torch.randn(*s, device=DEV, generator=g)
+
     tr = r(C, C)
     if family == "periodic":
         tr = torch.stack([tr] * 3) + 0.1 * r(3, C, C)
@@ -134,7 +137,10 @@ def section_kcliff(args):
             t[family] = (None, why) if why else (
                 timed_ms(lambda x=x: fwd_bwd(x), max(1, args.reps // 2)), None)
         s, q = t["static"][0], t["periodic"][0]
-        cell = lambda v, why: f"{v:.1f}" if v is not None else f"not run: {why}"
+
+        def cell(v, why):
+            return f"{v:.1f}" if v is not None else f"not run: {why}"
+
         ratio = f"{q / s:.2f}x" if s and q else "-"
         dbl = f"{s / prev:.2f}x" if s and prev else "-"
         rows.append(f"| {B}, {T}, {K}, {C} | {cell(*t['static'])} | {cell(*t['periodic'])} | "

@@ -131,8 +131,10 @@ def table(rows: list[list], head: list[str], markdown: bool) -> str:
         return "\n".join(out)
     w = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
          for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w[i]) if i == 0 else x.rjust(w[i])
-                               for i, x in enumerate(r))
+
+    def line(r):
+        return "  ".join(x.ljust(w[i]) if i == 0 else x.rjust(w[i]) for i, x in enumerate(r))
+
     return "\n".join([line(head), line(["-" * n for n in w])] + [line(r) for r in rows])
 
 
@@ -150,8 +152,10 @@ def main(argv=None) -> int:
     cases = run(files, extra)
     took = (datetime.datetime.now(datetime.UTC) - started).total_seconds()
 
-    print(f"fault suite (issue 43): {started:%Y-%m-%d %H:%M} UTC, commit {_git('rev-parse', '--short', 'HEAD')}"
-          f"{' (working tree differs)' if _git('status', '--porcelain', '--', *files, 'semiseg') else ''}, "
+    sha = _git("rev-parse", "--short", "HEAD")
+    differs = _git("status", "--porcelain", "--", *files, "semiseg")
+    print(f"fault suite (issue 43): {started:%Y-%m-%d %H:%M} UTC, commit {sha}"
+          f"{' (working tree differs)' if differs else ''}, "
           f"{took:.0f} s")
     print(f"machine: {machine()}")
     if missing:

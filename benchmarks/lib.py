@@ -23,8 +23,11 @@ def commit() -> str:
     checkout's short commit, marked when the working tree differs from it."""
     if os.environ.get("COMMIT"):
         return os.environ["COMMIT"]
-    git = lambda *a: subprocess.run(["git", *a], capture_output=True, check=False, text=True,
-                                    cwd=HERE).stdout.strip()
+
+    def git(*a):
+        return subprocess.run(["git", *a], capture_output=True, check=False, text=True,
+                              cwd=HERE).stdout.strip()
+
     out = git("rev-parse", "--short", "HEAD")
     if out and git("status", "--porcelain", "--untracked-files=no"):
         out += " (working tree differs)"

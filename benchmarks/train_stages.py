@@ -129,7 +129,8 @@ def main() -> None:
     print(table)
     if args.out:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=False).stdout.strip() or "unknown"
+                             capture_output=True, text=True,
+                             check=False).stdout.strip() or "unknown"
         name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         with open(args.out, "w") as fh:

@@ -321,10 +321,11 @@ def evaluate(
     from .evaluate.run import render_gene_table, render_table, write_report
 
     ui.set_quiet(quiet)
-    result = evaluate_job(str(pred), str(truth), scheme=scheme_for(str(pred), model, scheme, str(truth)),
-                 tolerance=tolerance,
-                 regions=str(regions) if regions else None,
-                 fasta=str(fasta) if fasta else None)
+    result = evaluate_job(str(pred), str(truth),
+                          scheme=scheme_for(str(pred), model, scheme, str(truth)),
+                          tolerance=tolerance,
+                          regions=str(regions) if regions else None,
+                          fasta=str(fasta) if fasta else None)
     if out:
         write_report(result, out)
     ui.result_console().print(render_table(result, title=f"{pred} vs {truth}"))
@@ -386,7 +387,8 @@ def models(
         t = r["training"]
         on = ", ".join(t["fasta"]) + (f" + {t['annotation']}" if t["annotation"] else "")
         on += f" (windows on {', '.join(t['chroms'])})" if t.get("chroms") else ""
-        table.add_row(r["name"], f"semiseg/models/{Path(r['file']).name}", f"{r['scheme']} ({len(r['labels'])} labels)",
+        table.add_row(r["name"], f"semiseg/models/{Path(r['file']).name}",
+                      f"{r['scheme']} ({len(r['labels'])} labels)",
                       f"{r['resolution']} bp", on,
                       f"{t['epochs_run']} of {t['epochs']} ({t['best_epoch']}), seed "
                       f"{t['seed']}",

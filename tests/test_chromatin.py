@@ -505,7 +505,8 @@ def test_bundled_example_matches_its_generator(tmp_path):
     assert (gzip.decompress((tmp_path / "H3K4me1.bedgraph.gz").read_bytes())
             == gzip.decompress((EXAMPLE / "H3K4me1.bedgraph.gz").read_bytes()))
     for mark in ("H3K4me3", "H3K27ac", "H3K36me3", "H3K27me3"):
-        a, b = pyBigWig.open(str(tmp_path / f"{mark}.bw")), pyBigWig.open(str(EXAMPLE / f"{mark}.bw"))
+        a = pyBigWig.open(str(tmp_path / f"{mark}.bw"))
+        b = pyBigWig.open(str(EXAMPLE / f"{mark}.bw"))
         for c, n in SIZES.items():
             assert np.array_equal(a.values(c, 0, n, numpy=True), b.values(c, 0, n, numpy=True))
         a.close()

@@ -160,7 +160,8 @@ def test_annotation_outputs_valid(work, annotated):
             total[c] += v
         bw.close()
     for c in sizes:
-        np.testing.assert_allclose(total[c], 1.0, atol=1e-3, err_msg=f"{c}: posteriors do not sum to 1")
+        np.testing.assert_allclose(total[c], 1.0, atol=1e-3,
+                                   err_msg=f"{c}: posteriors do not sum to 1")
     bw = pyBigWig.open(f"{annotated}.boundary.bw")
     assert bw.chroms() == sizes
     b = np.asarray(bw.values("chrI", 0, TEST_BP))

@@ -128,7 +128,7 @@ def signalled(tmp_path_factory):
         out = {}
         for key, proc in runs.items():
             folder = d / f"{key[0]}-{key[1]}"
-            reached = _wait_for(lambda: _staging(folder), proc)
+            reached = _wait_for(lambda folder=folder: _staging(folder), proc)
             proc.send_signal(getattr(signal, key[0]))
             _, err = proc.communicate(timeout=120)
             out[key] = {"rc": proc.returncode, "err": err, "reached": reached,

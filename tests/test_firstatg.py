@@ -67,7 +67,8 @@ def random_case(rng: random.Random, n: int = 900):
         seq = seq[:pos] + g + seq[pos + len(g):]
         labels[pos:pos + len(g)] = [CP if strand == "+" else CM] * len(g)
         if rng.random() < 0.3:  # another label just upstream or downstream
-            k = pos - rng.randint(1, 20) if rng.random() < 0.5 else pos + len(g) + rng.randint(0, 20)
+            k = (pos - rng.randint(1, 20) if rng.random() < 0.5
+                 else pos + len(g) + rng.randint(0, 20))
             labels[max(0, k):max(0, k) + 2] = [OTHER, OTHER]
         pos += len(g) + rng.randint(1, 120)
     return seq, labels

@@ -334,7 +334,8 @@ def test_gold_codes_of_genes_on_both_strands_and_through_an_intron():
 
 
 def test_gold_reports_and_leaves_unknown_what_it_cannot_use():
-    seq = "CC" + "ATGAAACCC" + "CC" + "ATGTAAAAATAG" + "CC" + "ATGAAAC" + "CCCCC" + "ATGAAA" + "TGA" + "CC"
+    seq = ("CC" + "ATGAAACCC" + "CC" + "ATGTAAAAATAG" + "CC" + "ATGAAAC" + "CCCCC" + "ATGAAA"
+           + "TGA" + "CC")
     i1 = 2                       # no stop codon at the end (and none after it): unknown
     i2 = i1 + 9 + 2              # in-frame stop inside
     i3 = i2 + 12 + 2             # not a multiple of 3

@@ -88,7 +88,7 @@ def test_orfs_and_selection_match_brute_force(seed):
         # least as long
         for a, b in itertools.pairwise(kept):
             assert a[1] <= b[0]
-        for s, e, strand in set(want) - set(kept):
+        for s, e, _strand in set(want) - set(kept):
             assert any(ks < e and s < ke and ke - ks >= e - s for ks, ke, _ in kept)
 
 

@@ -486,5 +486,5 @@ def test_slurm_profile_resources():
         assert set(res) <= known, set(res) - known
         assert "--gres" not in str(res.get("slurm_extra", "")), res
         assert "--gpus" not in str(res.get("slurm_extra", "")), res
-    for rule, res in (prof.get("set-resources") or {}).items():
+    for rule in prof.get("set-resources") or {}:
         assert rule in {"train", "shard", "annotate", "merge", "evaluate"}, rule

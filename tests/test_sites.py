@@ -232,7 +232,8 @@ def test_site_scores_need_the_gene_model():
     from semiseg.errors import SemisegError
 
     cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "crf.head=argmax",
-                                            "crf.orf_length_scores=false", "crf.content_scores=false"])
+                                            "crf.orf_length_scores=false",
+                                            "crf.content_scores=false"])
     with pytest.raises(SemisegError, match="site_scores"):
         build_model(cfg, 4, 5)
 

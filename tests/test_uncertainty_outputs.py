@@ -1,5 +1,6 @@
 """Run-posterior scores, entropy tracks and samples in the outputs (write.py,
-annotate/uncertainty.py) and the calibration table of `semiseg evaluate` (evaluate/calibration.py)."""
+annotate/uncertainty.py) and the calibration table of `semiseg evaluate`
+(evaluate/calibration.py)."""
 
 from __future__ import annotations
 

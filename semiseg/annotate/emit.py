@@ -4,10 +4,10 @@ to the OutputWriter (`write_chrom`), in the caller's thread or in one background
 files are written while the next is decoded).
 
 A writer process instead of the thread was built and measured on one H100 (RESULTS-log.md,
-"annotate's writer on a fragmented assembly"): no faster on 4,000 contigs (33.8 s against 33.3 s), slower on 24 Mb
-(24.4 s against 23.0 s: the arrays cross a socket). The writer's own work per sequence
-is the bound there (4.2 ms per contig on that host, benchmarks/writer_cost.py), not
-the GIL it shares with the decoder; so it stays a thread.
+"annotate's writer on a fragmented assembly"): no faster on 4,000 contigs (33.8 s against
+33.3 s), slower on 24 Mb (24.4 s against 23.0 s: the arrays cross a socket). The writer's
+own work per sequence is the bound there (4.2 ms per contig on that host,
+benchmarks/writer_cost.py), not the GIL it shares with the decoder; so it stays a thread.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     signals, run posteriors) per decoded region, in bp and steps) and hand it to
     `writer`; positions outside the decoded regions are written as gaps. `rules`
     (GeneRules or None): genes' start codons moved to the first ATG of their ORF
-    (genemodel/firstatg.py), then long intergenic ORFs called genes (genemodel/orffill.py); a gene so changed
-    or added has no run posterior (NaN: no BED score). `counts` gains the segments and bp
-    per label; `io_lock` guards `fa` (a Fasta shared with a reader thread).
+    (genemodel/firstatg.py), then long intergenic ORFs called genes (genemodel/orffill.py);
+    a gene so changed or added has no run posterior (NaN: no BED score). `counts` gains the
+    segments and bp per label; `io_lock` guards `fa` (a Fasta shared with a reader thread).
     `run_scores` False (a model without run posteriors, e.g. the gene model): the rows'
     scores are their labels' mean posteriors, not 0; the writer's proteins get the
     chromosome's sequence."""
@@ -58,7 +58,8 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
             seq = fa.fetch(chrom)
     if rules is not None and parts:  # (no part: all gap, no gene or background to change)
         apply_rules(rules, lab, seq, runp)
-    with io_lock:  # gap rows: N runs of gap_min(res)+ bp, the runs annotate cuts out (annotate/gaps.py)
+    # gap rows: N runs of gap_min(res)+ bp, the runs annotate cuts out (annotate/gaps.py)
+    with io_lock:
         n_runs = fa.n_runs(chrom, min_length=gap_min(res))
     all_gaps = np.asarray(gaps, np.int64).reshape(-1, 2)
     if len(n_runs):

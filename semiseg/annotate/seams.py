@@ -399,7 +399,8 @@ def _stitch(head, em, wins, cache, per_call, backend, progress, ext=None):
     for i, (cs, ce, _, _) in enumerate(wins):
         ws = ext[i][0]
         gi, ai, pi = cache[i]
-        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[cs - ws:ce - ws], ai[cs - ws:ce - ws], pi[cs - ws:ce - ws]
+        a, b = cs - ws, ce - ws
+        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[a:b], ai[a:b], pi[a:b]
     return g, ok, ps
 
 

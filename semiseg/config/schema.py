@@ -148,17 +148,19 @@ class CRFConfig:
                   classifying each base on its own, no CRF; a baseline)
     site_scores:  the gene model's head adds position-weight-matrix scores of splice
                   donors and acceptors, start and stop codons (counted at the training
-                  genes, semiseg/genemodel/sites.py), times a learned weight per site, to those
-                  labels' emissions
+                  genes, semiseg/genemodel/sites.py), times a learned weight per site, to
+                  those labels' emissions
     content_scores: the gene model's head adds to coding labels the log-odds of a
                   three-periodic 5th-order Markov chain of coding sequence against one of
-                  sequence outside genes, counted at the training genes (semiseg/genemodel/content.py)
+                  sequence outside genes, counted at the training genes
+                  (semiseg/genemodel/content.py)
     orf_length_scores: the gene model's head adds learned scores of ORF length to start
                   codons (the ORF each opens) and stop codons (the longest ORF each can
                   close), semiseg/genemodel/orflength.py
     upstream_start_scores: the gene model's head adds to each start codon a learned
                   score of how many in-frame start codons lie upstream of it in its ORF
-                  (0, 1, 2, 3+: a ribosome mostly starts at the first), semiseg/genemodel/orflength.py
+                  (0, 1, 2, 3+: a ribosome mostly starts at the first),
+                  semiseg/genemodel/orflength.py
     tie_noncoding: the gene model's intron labels take the background label's emission
                   plus a learned constant per strand, so the encoder cannot tell an
                   intron's inside from intergenic sequence by local content: where an
@@ -260,12 +262,13 @@ class AnnotateConfig:
              previous stop), over intergenic bases only (semiseg/genemodel/firstatg.py)
     long_orfs: the gene model at 1 bp only: after first_atg, call every open reading frame
              of at least this many codons (stop included; first ATG to stop) that lies
-             wholly in intergenic sequence a gene, the longest first (semiseg/genemodel/orffill.py;
-             0: off). SGD's convention for yeast is 100
+             wholly in intergenic sequence a gene, the longest first
+             (semiseg/genemodel/orffill.py; 0: off). SGD's convention for yeast is 100
     learn_rules: the gene model at 1 bp only: `semiseg train` sets donor_motif,
              branch_penalty, first_atg and long_orfs from the training annotation,
-             each turned on only where the training genes obey it (semiseg/genemodel/learnedrules.py;
-             the values learned replace the four above in the run's config)
+             each turned on only where the training genes obey it
+             (semiseg/genemodel/learnedrules.py; the values learned replace the four above in
+             the run's config)
     signal_precision: bigWig/bedGraph values (posteriors, boundary, entropy) are rounded
              to a multiple of this and equal neighbours written as one entry, which keeps
              1-bp tracks small and fast to write; 0: every step's exact float32 value

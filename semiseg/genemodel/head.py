@@ -116,8 +116,8 @@ class FrameHead(nn.Module):
         self.register_buffer("ends", ((last & (frames == (r - 2) % 3)) | right).float(),
                              persistent=False)
         self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
-        self.register_buffer("tmask", torch.as_tensor(layout.transition_mask(), dtype=torch.float32),
-                             persistent=False)
+        tmask = torch.as_tensor(layout.transition_mask(), dtype=torch.float32)
+        self.register_buffer("tmask", tmask, persistent=False)
         self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
                              persistent=False)
         # the posterior decode's durations: only the masks score it, so chains of segments

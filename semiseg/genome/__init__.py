@@ -114,7 +114,8 @@ the GFF3/GTF gene model that labels.py uses (imports point that way only).
 ``read_gff_rows(path, chrom_sizes, alias=None) -> (rows, is_gtf)``,
 ``gff_transcripts(rows, is_gtf, scheme) -> list[Transcript]`` (``.cds``, ``.exons``,
   ``.utrs``, ``.introns``, ``.short_gaps``: (n, 2) int64; ``.coding``, ``.ncrna``,
-  ``.strand``, ``.type``, ``.id``) and ``transcript_parts(t) -> [(start, end, role)]``: the gene model itself.
+  ``.strand``, ``.type``, ``.id``) and ``transcript_parts(t) -> [(start, end, role)]``:
+  the gene model itself.
 
 windows.py (the loader; training windows are train/data.py's)
 --------------------------------------------------------------
@@ -145,7 +146,8 @@ write.py
   rows ``[start, end, label]`` in bp, adjacent equal labels merged; ``end`` clips the
   last bin at the chromosome end.
 ``OutputWriter(prefix, scheme, chrom_sizes, resolution=1, formats=("bed", "gff3",
-  "bigwig"), version="unknown" (annotate passes its own), model_hash=None, fasta=None, gap_min=100)``:
+  "bigwig"), version="unknown" (annotate passes its own), model_hash=None, fasta=None,
+  gap_min=100)``:
   context manager; everything goes to temporary names and is renamed on a clean
   ``close()``/exit (removed on error). With ``fasta``, N runs >= gap_min are ``gap``
   wherever ``add`` gets no ``gaps``. ``chrom_sizes`` is also the bigWig header.

@@ -154,7 +154,8 @@ def read_bed_labels(path: str | os.PathLike, scheme: LabelScheme, chrom_sizes: M
     if unknown:
         name, line = next(iter(unknown.items()))
         raise SemisegError(
-            f"{path}:{line}: unknown label {name!r} (also: {', '.join(list(unknown)[1:6]) or 'none'}); "
+            f"{path}:{line}: unknown label {name!r} "
+            f"(also: {', '.join(list(unknown)[1:6]) or 'none'}); "
             f"the scheme has {', '.join(scheme.names)}"
         )
     return Annotation({c: tuple(np.array(v, np.int64).T) for c, v in rows.items()},

@@ -96,7 +96,7 @@ class LabelScheme:
 
     def _lookup(self) -> dict[str, int]:
         table: dict[str, int] = {}
-        for i, (n, al) in enumerate(zip(self.names, self.aliases)):
+        for i, (_n, al) in enumerate(zip(self.names, self.aliases)):
             for a in al:
                 table.setdefault(a, i)
         for i, n in enumerate(self.names):
@@ -143,7 +143,8 @@ class LabelScheme:
             raise SemisegError(f"{where}: expected a mapping with a 'labels' list")
         unknown = set(d) - _SCHEME_KEYS
         if unknown:
-            raise SemisegError(f"{where}: unknown keys {sorted(unknown)}; allowed {sorted(_SCHEME_KEYS)}")
+            raise SemisegError(f"{where}: unknown keys {sorted(unknown)}; "
+                               f"allowed {sorted(_SCHEME_KEYS)}")
         kind = d.get("kind", "bed")
         if kind not in ("bed", "gene_structure"):
             raise SemisegError(f"{where}: kind must be 'bed' or 'gene_structure', got {kind!r}")
@@ -194,7 +195,8 @@ class LabelScheme:
         given = d.get("gff") or {}
         bad = set(given) - _GFF_KEYS
         if bad:
-            raise SemisegError(f"{where}: gff: unknown keys {sorted(bad)}; allowed {sorted(_GFF_KEYS)}")
+            raise SemisegError(f"{where}: gff: unknown keys {sorted(bad)}; "
+                               f"allowed {sorted(_GFF_KEYS)}")
         gff.update({k: [str(x) for x in v] for k, v in given.items()})
         min_intron = d.get("min_intron", 20)
         if not isinstance(min_intron, int) or min_intron < 1:

@@ -99,7 +99,8 @@ class OutputWriter(SignalWriter):
                  provenance: Mapping | None = None, stranded_bed: bool = False):
         bad = set(formats) - set(FORMATS)
         if bad:
-            raise SemisegError(f"unknown output formats {sorted(bad)}; choose from {', '.join(FORMATS)}")
+            raise SemisegError(f"unknown output formats {sorted(bad)}; "
+                               f"choose from {', '.join(FORMATS)}")
         if resolution < 1:
             raise ValueError("resolution must be >= 1")
         if not (signal_precision >= 0 and np.isfinite(signal_precision)):
@@ -308,7 +309,8 @@ class OutputWriter(SignalWriter):
             posteriors = np.asarray(posteriors, dtype=np.float32)
             if posteriors.shape != (t, len(self.scheme)):
                 raise ValueError(f"posteriors must be ({t}, {len(self.scheme)}) for {chrom}:"
-                                 f"{lo}-{hi} at resolution {self.resolution}, got {posteriors.shape}")
+                                 f"{lo}-{hi} at resolution {self.resolution}, "
+                                 f"got {posteriors.shape}")
         if boundary is not None:
             boundary = np.asarray(boundary, dtype=np.float32)
             if boundary.shape != (t,):
@@ -317,8 +319,7 @@ class OutputWriter(SignalWriter):
             gaps = (self.fasta.n_runs(chrom, self.gap_min) if self.fasta is not None
                     else np.zeros((0, 2), np.int64))
         gaps = np.asarray(gaps, dtype=np.int64).reshape(-1, 2)
-        gaps = gaps[(gaps[:, 1] > lo) & (gaps[:, 0] < hi)]
-        gaps = np.clip(gaps, lo, hi)
+        gaps = np.clip(gaps[(gaps[:, 1] > lo) & (gaps[:, 0] < hi)], lo, hi)
         return seg, lo, hi, posteriors, boundary, gaps
 
     # ---------------------------------------------------------------- add
@@ -355,8 +356,7 @@ class OutputWriter(SignalWriter):
         self._last = self.order[chrom]
         # gaps (label -1) override segments; equal neighbours merge
         n = len(self.scheme)
-        rank = {i: 0 for i in range(n)}
-        rank[-1] = 1
+        rank = dict.fromkeys(range(n), 0) | {-1: 1}
         s, e, lab = _resolve(np.concatenate([seg[:, 0], gaps[:, 0]]),
                              np.concatenate([seg[:, 1], gaps[:, 1]]),
                              np.concatenate([seg[:, 2], np.full(len(gaps), -1)]), rank)
@@ -365,8 +365,7 @@ class OutputWriter(SignalWriter):
         mean = np.full(len(s), np.nan)
         if post is not None:
             # per segment (no (T, C) float64 copy: posteriors may be a whole chromosome)
-            j0 = (s - lo) // r
-            j1 = -(-(e - lo) // r)
+            j0, j1 = (s - lo) // r, -(-(e - lo) // r)
             ok = lab >= 0
             for i in np.flatnonzero(ok).tolist():
                 mean[i] = post[j0[i]:j1[i], lab[i]].mean(dtype=np.float64)
@@ -379,8 +378,8 @@ class OutputWriter(SignalWriter):
         if run_posteriors is not None:
             rp = np.asarray(run_posteriors, dtype=np.float64).reshape(-1, 3)
             table = {(int(a), int(b)): float(v) for a, b, v in rp.tolist()}
-            exact = np.array([table.get((a, b), np.nan) if l >= 0 else np.nan
-                              for a, b, l in zip(s.tolist(), e.tolist(), lab.tolist())])
+            exact = np.array([table.get((a, b), np.nan) if lb >= 0 else np.nan
+                              for a, b, lb in zip(s.tolist(), e.tolist(), lab.tolist())])
             score = np.where(np.isnan(exact), 0,
                              np.clip(np.rint(1000 * np.nan_to_num(exact)), 0, 1000)
                              ).astype(np.int64)
@@ -408,11 +407,11 @@ class OutputWriter(SignalWriter):
     def _write_bed(self, chrom, s, e, lab, score) -> None:
         sc = self.scheme
         lines = []
-        for a, b, l, v in zip(s.tolist(), e.tolist(), lab.tolist(), score.tolist()):
-            if l < 0:
+        for a, b, lb, v in zip(s.tolist(), e.tolist(), lab.tolist(), score.tolist()):
+            if lb < 0:
                 name, strand, rgb = GAP, ".", GAP_COLOR
             else:
-                name, strand, rgb = sc.names[l], sc.strands[l], sc.colors[l]
+                name, strand, rgb = sc.names[lb], sc.strands[lb], sc.colors[lb]
             lines.append(f"{chrom}\t{a}\t{b}\t{name}\t{v}\t{strand}\t{a}\t{b}\t"
                          f"{rgb[0]},{rgb[1]},{rgb[2]}\n")
         text = "".join(lines)
@@ -451,16 +450,17 @@ class OutputWriter(SignalWriter):
                     attrs = list(attrs) + [("mean_posterior", m)]
             attr = ";".join(f"{k}={','.join(map(_esc, v)) if isinstance(v, tuple) else _esc(v)}"
                             for k, v in attrs)  # a tuple: several values
-            lines.append(f"{seqid}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t{phase}\t{attr}\n")
+            lines.append(f"{seqid}\tsemiseg\t{ftype}\t{a + 1}\t{b}\t{sc_}\t{strand}\t"
+                         f"{phase}\t{attr}\n")
 
-        roles = [sc.roles[l] if l >= 0 else None for l in lab.tolist()]
+        roles = [sc.roles[lb] if lb >= 0 else None for lb in lab.tolist()]
         labs = lab.tolist()
         k = 0
         single = 0
         gene_mode = sc.kind == "gene_structure"
         while k < len(labs):
-            l, role = labs[k], roles[k]
-            if l < 0:
+            lb, role = labs[k], roles[k]
+            if lb < 0:
                 single += 1
                 row("gap", s[k], e[k], ".", [("ID", f"{chrom}:gap{single}"), ("Name", GAP)])
                 k += 1
@@ -468,7 +468,7 @@ class OutputWriter(SignalWriter):
             if gene_mode and role in ("CDS", "UTR", "ncRNA"):
                 coding = role != "ncRNA"
                 exonic = ("CDS", "UTR") if coding else ("ncRNA",)
-                strand = sc.strands[l]
+                strand = sc.strands[lb]
                 j = last = k
                 while j + 1 < len(labs):
                     l2, r2 = labs[j + 1], roles[j + 1]
@@ -487,17 +487,17 @@ class OutputWriter(SignalWriter):
                            coding, score, cut, mean)
                 k = last + 1
                 continue
-            if gene_mode and (role == "intron" or l == sc.background):
+            if gene_mode and (role == "intron" or lb == sc.background):
                 if role == "intron":
                     single += 1
-                    row("intron", s[k], e[k], sc.strands[l],
-                        [("ID", f"{chrom}:intron{single}"), ("Name", sc.names[l])], score(k))
+                    row("intron", s[k], e[k], sc.strands[lb],
+                        [("ID", f"{chrom}:intron{single}"), ("Name", sc.names[lb])], score(k))
                 k += 1
                 continue
             single += 1
-            row(sc.gff_types[l], s[k], e[k], sc.strands[l],
-                [("ID", f"{chrom}:{sc.names[l]}{single}"), ("Name", sc.names[l]),
-                 ("label", sc.names[l])], score(k))
+            row(sc.gff_types[lb], s[k], e[k], sc.strands[lb],
+                [("ID", f"{chrom}:{sc.names[lb]}{single}"), ("Name", sc.names[lb]),
+                 ("label", sc.names[lb])], score(k))
             k += 1
         out.write("".join(lines))
 
