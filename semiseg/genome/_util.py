@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import signal
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from typing import IO
 
 import numpy as np
@@ -182,3 +184,17 @@ def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.concatenate([[0], change])
     ends = np.concatenate([change, [arr.size]])
     return starts, ends, arr[starts]
+
+
+@contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM held back in this thread while libBigWig writes, and delivered
+    when the block ends: a signal that lands inside the C library's write makes it fail
+    (EINTR), after which libBigWig prints its own error to stderr on close. With the
+    signals deferred an interrupt still stops the run, a moment later, cleanly."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

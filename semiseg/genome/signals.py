@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._util import deferred_signals
+from .diskspace import detach
+from .zooms import add_zoom_levels
+
 
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
@@ -44,12 +48,34 @@ class SignalWriter:
         writer's time); a series with NaNs goes alone, over its own runs. The entries are
         the same either way."""
         clean = {k: np.asarray(v) for k, v in series.items()}
-        for key in list(clean):
-            nan = np.isnan(clean[key])
-            if nan.any():
-                self._entries([key], chrom, lo, hi, [clean.pop(key)], valid & ~nan)
-        if clean:
-            self._entries(list(clean), chrom, lo, hi, list(clean.values()), valid)
+        with deferred_signals():  # no signal inside libBigWig's writes
+            for key in list(clean):
+                nan = np.isnan(clean[key])
+                if nan.any():
+                    self._entries([key], chrom, lo, hi, [clean.pop(key)], valid & ~nan)
+            if clean:
+                self._entries(list(clean), chrom, lo, hi, list(clean.values()), valid)
+
+    def _finish_bigwigs(self) -> None:
+        """Close every bigWig (signals deferred) and add its zoom levels (zooms.py)."""
+        with deferred_signals():
+            for bw in self._bw.values():
+                bw.close()
+        for s in self._bw:  # zoom levels down to whole chromosomes
+            add_zoom_levels(self._tmp[f"{self.prefix}.{s}.bw"], self.chrom_sizes,
+                            self.resolution, self._zoom[s])
+
+    def _abort_bigwigs(self) -> None:
+        """Close every bigWig of an aborted set (the files are removed after)."""
+        low = not self._room(0, strict=False)
+        with deferred_signals():
+            for s, bw in self._bw.items():
+                if low:  # libBigWig's close on a full disk aborts the process: in memory
+                    detach(self._tmp.get(f"{self.prefix}.{s}.bw", ""))
+                try:
+                    bw.close()
+                except RuntimeError:
+                    pass
 
     def _entries(self, keys, chrom, lo, hi, values, ok) -> None:
         """Entries of the series `keys` (their steps `values`) over the runs of `ok`."""

@@ -15,12 +15,12 @@ import numpy as np
 from ..errors import SemisegError
 from ._util import paint, tmp_name
 from .codes import genetic_code as genetic_code_table
-from .diskspace import SpaceGuard, detach
+from .diskspace import SpaceGuard
 from .escapes import _esc, check_bed_names, gff3_seqid
 from .geneseq import fasta_record, gene_seq
 from .labels import GAP, LabelScheme, _resolve
 from .signals import SignalWriter
-from .zooms import ZoomBins, add_zoom_levels
+from .zooms import ZoomBins
 
 FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
 GAP_COLOR = (0, 0, 0)
@@ -235,14 +235,7 @@ class OutputWriter(SignalWriter):
         """Close and remove every temporary file; no output appears."""
         for fh in self._fh.values():
             fh.close()
-        low = not self._room(0, strict=False)
-        for s, bw in self._bw.items():
-            if low:  # libBigWig's close on a full disk aborts the process: close in memory
-                detach(self._tmp.get(f"{self.prefix}.{s}.bw", ""))
-            try:
-                bw.close()
-            except RuntimeError:
-                pass
+        self._abort_bigwigs()
         self._fh, self._bw = {}, {}
         body = tmp_name(f"{self.prefix}.gff3.body")
         for path in list(self._tmp.values()) + [body]:
@@ -271,11 +264,7 @@ class OutputWriter(SignalWriter):
                 fh.close()
             if self._bw:  # room for libBigWig's close, asked afresh
                 self._space.check(0, 4 * self._bw_entries + 8192 * len(self._bw), fresh=True)
-            for bw in self._bw.values():
-                bw.close()
-            for s in self._bw:  # zoom levels down to whole chromosomes (zooms.py)
-                add_zoom_levels(self._tmp[f"{self.prefix}.{s}.bw"], self.chrom_sizes,
-                                self.resolution, self._zoom[s])
+            self._finish_bigwigs()
             self._fh, self._bw = {}, {}
         except BaseException:
             self.abort()
