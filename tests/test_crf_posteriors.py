@@ -123,7 +123,7 @@ def test_run_posterior_of_arbitrary_labels_and_checks():
     spans = [(0, 0, 2), (0, 2, 5), (0, 5, 6)]
     got = run_posteriors(*args, labels=labels, spans=spans, **rest)
     probs = _probs(kw)[0]
-    for (b, s, e), g in zip(spans, got.tolist()):
+    for (_b, s, e), g in zip(spans, got.tolist()):
         t = labels[0, s:e].tolist()
         want = sum(p for seg, p in probs if _labels(seg, 6)[s:e] == t
                    and (s == 0 or _labels(seg, 6)[s - 1] != t[0])

@@ -35,7 +35,10 @@ def _kn():
 def problem(B, T, K, C, *, seed, lengths=None, allowed=False, proj=True, device="cuda",
             dd=False, period=None):
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+
+    def r(*s):
+        return torch.randn(*s, generator=g, dtype=torch.float64)
+
     tr = r(K, C, C) if dd else (r(period, C, C) if period else r(C, C))
     p = {"scores": 3 * r(B, T, C), "transition": tr,
          "duration_bias": r(K, C), "start": r(C), "end": r(C)}
@@ -69,8 +72,8 @@ def test_realistic_against_float64(B, T, K, C, waves, monkeypatch):
     (two segments per wave) instead of the chains writing them."""
     kn = _kn()
     if waves:
-        tuned(monkeypatch, rows_budget=2 * B * kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
-                            * (2 * 8 * 4 + 8))
+        seg = kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
+        tuned(monkeypatch, rows_budget=2 * B * seg * (2 * 8 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K, lengths=[T] + [T - 7 * i for i in range(1, B)],
                        allowed=True)
     check_against_float64(kn, p, extra)
@@ -87,8 +90,8 @@ def test_static_rings_in_tiles_against_float64(B, T, K, C, waves, monkeypatch):
     tuned(monkeypatch, chain_tile_elems=1024)
     tuned(monkeypatch, bwd_tile_elems=1024)
     if waves:
-        tuned(monkeypatch, rows_budget=2 * B * kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
-                            * (2 * 32 * 4 + 8))
+        seg = kn.DEFAULT.segment_length(T, K, B, torch.device("cuda"), C)
+        tuned(monkeypatch, rows_budget=2 * B * seg * (2 * 32 * 4 + 8))
     p, extra = problem(B, T, K, C, seed=B * T + K + 1,
                        lengths=[T] + [T - 7 * i for i in range(1, B)], allowed=True)
     check_against_float64(kn, p, extra, deterministic=True)
@@ -109,7 +112,8 @@ def test_split_chains_against_float64(split, elems, reg, monkeypatch):
     tuned(monkeypatch, chain_split=split)
     tuned(monkeypatch, split_reg_elems=reg)
     B, T, K, C = 2, 3000, 500, 24
-    opts = kn.DEFAULT.split_opts(B, 512, 32, kn.DEFAULT.chain_opts(512, 32, 4), torch.empty(1, device="cuda"))
+    opts = kn.DEFAULT.split_opts(B, 512, 32, kn.DEFAULT.chain_opts(512, 32, 4),
+                                 torch.empty(1, device="cuda"))
     got = opts.get("SPLIT", 1)
     assert got == split if split else got > 1
     assert (opts["TILE"] == 0) == (512 * 32 // got <= reg)
@@ -361,7 +365,8 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, tagged
     p["transition"][1, 0, C - 1] = float("-inf")
     x = inputs(p, extra, torch.float32)
     KP, CP = kn._shape(x)
-    rk = kn.DEFAULT.rev_opts(KP, CP, kn.DEFAULT.chain_warps(KP, CP), B, torch.empty(1, device="cuda"), 3)
+    rk = kn.DEFAULT.rev_opts(KP, CP, kn.DEFAULT.chain_warps(KP, CP), B,
+                             torch.empty(1, device="cuda"), 3)
     assert rk["KQ"] > 0 and rk["SPLIT"] == (3 if split else 1)
     assert rk.get("PARTG", 0) == (split and (sparse or K == 100))
     assert rk.get("TAG", 0) == (split and tagged and rk["PARTG"])
@@ -537,7 +542,8 @@ def test_cuda_graphs_bitwise_equal_to_eager(form, monkeypatch):
         x = inputs(p, extra, torch.float32)
         assert graphs.eligible(x, 64)
         KP, CP = kn._shape(x)
-        assert (kn.DEFAULT.end_programs(6, KP, CP, 3, x.scores.device) > 1) == (form == "periodic_split")
+        assert ((kn.DEFAULT.end_programs(6, KP, CP, 3, x.scores.device) > 1)
+                == (form == "periodic_split"))
         assert (kn.DEFAULT.sparse_width(x) == 4) == (form == "periodic_sparse")
         for wanted in (None, ("scores", "proj_start")):
             graphed, eager = _graphed_and_eager(kn, x, monkeypatch, wanted)

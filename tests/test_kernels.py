@@ -3,6 +3,8 @@
 Without CUDA the kernels run in Triton's interpreter (TRITON_INTERPRET=1, set here before
 triton is first imported); with CUDA they run compiled on the GPU.
 """
+# ruff: noqa: E402  (TRITON_INTERPRET must be set, and triton found via importorskip, before
+# triton and the kernel modules are imported: the import order below is required)
 
 import math
 import os
@@ -48,7 +50,10 @@ def make(B, T, K, C, *, seed, lengths=None, optional=True, allowed=False, neg_in
     """Random float64 problem (dict of leaves) with scores ~ N(0, 3^2); dd: (K, C, C)
     duration-dependent transitions; period: (period, C, C) periodic ones."""
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
+
+    def r(*s):
+        return torch.randn(*s, generator=g, dtype=torch.float64)
+
     tr = r(K, C, C) if dd else (r(period, C, C) if period else r(C, C))
     p = {"scores": 3 * r(B, T, C), "transition": tr, "duration_bias": r(K, C)}
     if optional:
@@ -120,7 +125,8 @@ CASES = {
     "no_optional": {"B": 2, "T": 5, "K": 2, "C": 3, "optional": False},
     "K1": {"B": 2, "T": 4, "K": 1, "C": 3, "lengths": [4, 2]},
     "K_gt_T": {"B": 2, "T": 4, "K": 7, "C": 2, "lengths": [4, 3]},
-    "allowed_neginf": {"B": 3, "T": 6, "K": 3, "C": 3, "lengths": [6, 5, 3], "allowed": True, "neg_inf": True},
+    "allowed_neginf": {"B": 3, "T": 6, "K": 3, "C": 3, "lengths": [6, 5, 3], "allowed": True,
+                       "neg_inf": True},
     "C1": {"B": 2, "T": 5, "K": 3, "C": 1, "lengths": [5, 2]},
     "T1": {"B": 2, "T": 1, "K": 3, "C": 2},
     "all_length_1": {"B": 3, "T": 3, "K": 2, "C": 2, "lengths": [1, 1, 1]},
@@ -193,7 +199,7 @@ def check_against_brute(p, extra, keep_too=False):
 
     score, labels, seg_start = kn.viterbi(x)
     lengths = x.lengths.cpu()
-    for b, (best, paths) in enumerate(vit_ref):
+    for b, (best, _paths) in enumerate(vit_ref):
         if best == NEG:
             assert score[b].item() == NEG
             continue

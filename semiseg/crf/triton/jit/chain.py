@@ -161,10 +161,11 @@ def _fwd_kernel(
     session 16). The same terms, reduced in another order: not bitwise the register ring's
     results (tests compare both with float64); a barrier ends each step.
 
-    SPLIT > 1 (static, MODE 0; kernels._split_opts; periodic: the planes above): SPLIT programs (program id 1 = g)
-    share one sequence's chain, program g holding slots [g KP/SPLIT, (g+1) KP/SPLIT) of
-    the ring (in registers when TILE = 0, else walked in tiles); each step they exchange
-    their partial logsumexps (max, sum) through `xch` (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
+    SPLIT > 1 (static, MODE 0; kernels._split_opts; periodic: the planes above): SPLIT
+    programs (program id 1 = g) share one sequence's chain, program g holding slots
+    [g KP/SPLIT, (g+1) KP/SPLIT) of the ring (in registers when TILE = 0, else walked in
+    tiles); each step they exchange their partial logsumexps (max, sum) through `xch`
+    (B, 2, SPLIT, 2, CP) float32, by step parity, and wait for each other at
     a counter in `bar` (B,) int32, zero at launch (_split_lse); then each combines the
     SPLIT parts in the same order, so all hold the same alpha and gamma, and program 0
     alone stores the rows, checkpoints and states other than the ring's. Every program of

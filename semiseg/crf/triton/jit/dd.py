@@ -34,7 +34,8 @@ from .common import (
 # The reversed chain keeps the static kernel's start-indexed ring (H_d[p, c] = the
 # segment [p, p+d) with everything after it, slot by slot) and forms
 #     beta_alpha[p, c'] = logsumexp_{d, c} trans[d-1, c', c] + H_d[p, c]
-#     P(c' ends at p, c starts at p with duration d) = exp(alpha[p,c'] + trans[d-1,c',c] + H_d[p,c] - log Z)
+#     P(c' ends at p, c starts at p with duration d)
+#         = exp(alpha[p,c'] + trans[d-1,c',c] + H_d[p,c] - log Z)
 # whose sum over c' is P(p, d, c) (p > 0; at p = 0 it is exp(start[c] + H_d[0, c] - log Z)).
 # The transition gradient goes straight into the program's own float64 rows g_tr
 # (B, KP, C, C) (no atomics; each slot is a distinct duration).
