@@ -124,6 +124,52 @@ def check_inputs(
     are checked before returning either way (lengths bound every kernel's memory
     accesses).
     """
+    B, T, C, dtype = _check_shapes(scores, transition, duration_bias, start, end,
+                                   proj_start, proj_end, allowed)
+    device = scores.device
+    lengths = _check_lengths(lengths, B, T, device)
+
+    values = dict(
+        scores=scores,
+        transition=transition,
+        duration_bias=duration_bias,
+        start=start,
+        end=end,
+        proj_start=proj_start,
+        proj_end=proj_end,
+    )
+    names = [name for name, v in values.items() if v is not None]
+    for name in names:
+        if values[name].dtype != dtype:
+            values[name] = values[name].to(dtype)
+    x = CRFInputs(lengths=lengths, allowed=allowed, **values)
+    if not (deferred and scores.is_cuda):
+        _verdict(_value_stats(names, values).tolist(), names, values)  # one host sync
+        return (x, lambda: None) if deferred else x
+    # the inputs are ready at this point of the caller's stream: the test reads them from
+    # here on a stream of its own, queued when verdict() is called (after the caller's
+    # kernels), so that neither waits for the other's launches
+    ready = torch.cuda.Event()
+    ready.record(torch.cuda.current_stream(scores.device))
+
+    def verdict():
+        side = _test_stream(scores.device)
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            stats = _value_stats(names, values)
+            host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
+            host.copy_(stats, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(side)
+        done.synchronize()
+        _verdict(host.tolist(), names, values)
+
+    return x, verdict
+
+
+def _check_shapes(scores, transition, duration_bias, start, end, proj_start, proj_end,
+                  allowed) -> tuple[int, int, int, torch.dtype]:
+    """check_inputs' types, devices and shapes: (B, T, C, the computation's dtype)."""
     if not isinstance(scores, Tensor):
         raise ValueError(f"scores: expected a torch.Tensor, got {type(scores).__name__}")
     if scores.dim() != 3:
@@ -170,7 +216,11 @@ def check_inputs(
             raise ValueError(f"allowed: on device {allowed.device}, but scores are on {device}")
         if tuple(allowed.shape) != (B, T, C):
             raise ValueError(f"allowed: expected shape ({B}, {T}, {C}), got {tuple(allowed.shape)}")
+    return B, T, C, dtype
 
+
+def _check_lengths(lengths, B: int, T: int, device) -> Tensor:
+    """check_inputs' lengths: (B,) int64 on `device`, each in [1, T] (all T if None)."""
     if lengths is None:
         lengths = torch.full((B,), T, dtype=torch.int64, device=device)
     else:
@@ -184,43 +234,7 @@ def check_inputs(
         lo, hi = torch.stack(torch.aminmax(lengths)).tolist()  # one host sync
         if lo < 1 or hi > T:
             raise ValueError(f"lengths: every length must lie in [1, {T}], got min {lo}, max {hi}")
-
-    values = dict(
-        scores=scores,
-        transition=transition,
-        duration_bias=duration_bias,
-        start=start,
-        end=end,
-        proj_start=proj_start,
-        proj_end=proj_end,
-    )
-    names = [name for name, v in values.items() if v is not None]
-    for name in names:
-        if values[name].dtype != dtype:
-            values[name] = values[name].to(dtype)
-    x = CRFInputs(lengths=lengths, allowed=allowed, **values)
-    if not (deferred and scores.is_cuda):
-        _verdict(_value_stats(names, values).tolist(), names, values)  # one host sync
-        return (x, lambda: None) if deferred else x
-    # the inputs are ready at this point of the caller's stream: the test reads them from
-    # here on a stream of its own, queued when verdict() is called (after the caller's
-    # kernels), so that neither waits for the other's launches
-    ready = torch.cuda.Event()
-    ready.record(torch.cuda.current_stream(scores.device))
-
-    def verdict():
-        side = _test_stream(scores.device)
-        side.wait_event(ready)
-        with torch.cuda.stream(side):
-            stats = _value_stats(names, values)
-            host = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
-            host.copy_(stats, non_blocking=True)
-            done = torch.cuda.Event()
-            done.record(side)
-        done.synchronize()
-        _verdict(host.tolist(), names, values)
-
-    return x, verdict
+    return lengths
 
 
 def _value_stats(names: list, values: dict) -> Tensor:

@@ -240,60 +240,19 @@ def run_posteriors(scores, transition, duration_bias, lengths=None, *, labels, s
     N = q.shape[0]
     if N == 0:
         return torch.zeros(0, dtype=x.scores.dtype, device=dev)
-    Ls = x.lengths.cpu()
-    order = sorted(range(N), key=lambda i: (int(q[i, 0]), int(q[i, 1])))
-    prev = (-1, 0)
-    for i in order:
-        b, s, e = (int(v) for v in q[i])
-        if not (0 <= b < B and 0 <= s < e <= int(Ls[b])):
-            raise ValueError(f"spans: ({b}, {s}, {e}) is not a span 0 <= start < end <= L_b "
-                             "of a sequence b")
-        if b == prev[0] and s < prev[1]:
-            raise ValueError(f"spans: ({b}, {s}, {e}) overlaps another span of sequence {b}")
-        seg_lab = labels[b, s:e]
-        if bool(((seg_lab < 0) | (seg_lab >= C)).any()):
-            raise ValueError(f"labels: span ({b}, {s}, {e}) has labels outside [0, {C})")
-        prev = (b, e)
+    _check_spans(q, labels, x.lengths.cpu(), B, C)
 
-    # per boundary/position tables (CPU construction, then the device)
-    span_of = torch.full((B, T + 1), -1, dtype=torch.int64)  # span id of position t
-    run_start = torch.zeros(B, T, dtype=torch.int64)  # first position of t's run in its span
-    is_first = torch.zeros(B, T + 1, dtype=torch.bool)  # t is a span start
-    for i in range(N):
-        b, s, e = (int(v) for v in q[i])
-        span_of[b, s:e] = i
-        is_first[b, s] = True
-        lab = labels[b, s:e]
-        new = torch.ones(e - s, dtype=torch.bool)
-        new[1:] = lab[1:] != lab[:-1]
-        first = torch.nonzero(new).flatten()
-        rs = torch.zeros(e - s, dtype=torch.int64)
-        rs[first] = first
-        run_start[b, s:e] = torch.cummax(rs, 0).values + s
-    need = torch.zeros(T + 1, dtype=torch.bool)
-    for i in range(N):
-        b, s, e = (int(v) for v in q[i])
-        need[s] = True
-        need[e:min(e + K, T) + 1] = True
+    span_of, run_start, is_first, need = _span_tables(q, labels, B, T, K)
     slot, alpha, _ = _alphas(x, need)
     E, _, _ = _end_marginals(x, backend)
 
     lab = labels.clamp(0, C - 1).to(dev)  # (B, T)
     span_of, run_start, is_first = span_of.to(dev), run_start.to(dev), is_first.to(dev)
     in_span = span_of[:, :T] >= 0  # (B, T)
-    f = x.scores.to(WORK)
-    G = torch.zeros(B, T + 1, dtype=WORK, device=dev)  # prefix sums along the given labels
-    torch.cumsum(f.gather(2, lab[:, :, None])[:, :, 0], 1, out=G[:, 1:])
-    ps = _proj(x, "proj_start").gather(2, lab[:, :, None])[:, :, 0]  # (B, T)
-    pe = _proj(x, "proj_end").gather(2, lab[:, :, None])[:, :, 0]
+    G, ps, pe, cnt = _label_sums(x, lab)
     db = x.duration_bias.to(WORK)[:K]  # (K, C)
     trd = _trd(x, K)  # (K, C, C)
     st, _ = _start_end(x)
-    cnt = None
-    if x.allowed is not None:
-        bad = ~x.allowed.gather(2, lab[:, :, None])[:, :, 0]
-        cnt = torch.zeros(B, T + 1, dtype=torch.int32, device=dev)
-        torch.cumsum(bad.to(torch.int32), 1, out=cnt[:, 1:])
     not_same = ~torch.eye(C, dtype=torch.bool, device=dev)  # entry: c' != c
 
     # u sweep: u_t (B,) for boundaries t inside or at the end of a span. The ring holds,
@@ -303,8 +262,6 @@ def run_posteriors(scores, transition, duration_bias, lengths=None, *, labels, s
     ks = torch.arange(K, device=dev)
     rows = torch.arange(B, device=dev)
     u_end = torch.full((N,), NEG, dtype=WORK, device=dev)
-    span_e = q[:, 2].to(dev)
-    span_b = q[:, 0].to(dev)
     ends_at: dict[int, list[int]] = {}
     for i in range(N):
         ends_at.setdefault(int(q[i, 2]), []).append(i)
@@ -349,7 +306,84 @@ def run_posteriors(scores, transition, duration_bias, lengths=None, *, labels, s
             R = opened + db[:, c].T + (ps[:, t] - G[:, t])[:, None]  # (B, K)
             ring[rows[:, None], (t + 1 + ks[None, :]) % K, ks[None, :]] = R
 
-    # exits
+    p = _exits(x, q, lab, alpha, slot, E, u_end, trd, db, not_same, K)
+    return p.to(x.scores.dtype)
+
+
+def _check_spans(q: Tensor, labels: Tensor, Ls: Tensor, B: int, C: int) -> None:
+    """run_posteriors' spans: each inside its sequence, none overlapping another of the
+    same sequence, labels in [0, C) (ValueError naming the span otherwise)."""
+    N = q.shape[0]
+    order = sorted(range(N), key=lambda i: (int(q[i, 0]), int(q[i, 1])))
+    prev = (-1, 0)
+    for i in order:
+        b, s, e = (int(v) for v in q[i])
+        if not (0 <= b < B and 0 <= s < e <= int(Ls[b])):
+            raise ValueError(f"spans: ({b}, {s}, {e}) is not a span 0 <= start < end <= L_b "
+                             "of a sequence b")
+        if b == prev[0] and s < prev[1]:
+            raise ValueError(f"spans: ({b}, {s}, {e}) overlaps another span of sequence {b}")
+        seg_lab = labels[b, s:e]
+        if bool(((seg_lab < 0) | (seg_lab >= C)).any()):
+            raise ValueError(f"labels: span ({b}, {s}, {e}) has labels outside [0, {C})")
+        prev = (b, e)
+
+
+def _span_tables(q: Tensor, labels: Tensor, B: int, T: int, K: int):
+    """Per position: the span holding it (-1: none), the first position of its run of one
+    label inside the span, whether a span starts there; and the boundaries whose
+    forward values run_posteriors needs (span starts, K past each span's end)."""
+    N = q.shape[0]
+    span_of = torch.full((B, T + 1), -1, dtype=torch.int64)  # span id of position t
+    run_start = torch.zeros(B, T, dtype=torch.int64)  # first position of t's run in its span
+    is_first = torch.zeros(B, T + 1, dtype=torch.bool)  # t is a span start
+    for i in range(N):
+        b, s, e = (int(v) for v in q[i])
+        span_of[b, s:e] = i
+        is_first[b, s] = True
+        lab = labels[b, s:e]
+        new = torch.ones(e - s, dtype=torch.bool)
+        new[1:] = lab[1:] != lab[:-1]
+        first = torch.nonzero(new).flatten()
+        rs = torch.zeros(e - s, dtype=torch.int64)
+        rs[first] = first
+        run_start[b, s:e] = torch.cummax(rs, 0).values + s
+    need = torch.zeros(T + 1, dtype=torch.bool)
+    for i in range(N):
+        b, s, e = (int(v) for v in q[i])
+        need[s] = True
+        need[e:min(e + K, T) + 1] = True
+    return span_of, run_start, is_first, need
+
+
+def _label_sums(x: CRFInputs, lab: Tensor):
+    """Along the given labels: prefix sums G of the scores, the projections at each
+    position (ps, pe), and prefix counts of disallowed positions (None without a mask)."""
+    B, T = lab.shape
+    dev = lab.device
+    f = x.scores.to(WORK)
+    G = torch.zeros(B, T + 1, dtype=WORK, device=dev)  # prefix sums along the given labels
+    torch.cumsum(f.gather(2, lab[:, :, None])[:, :, 0], 1, out=G[:, 1:])
+    ps = _proj(x, "proj_start").gather(2, lab[:, :, None])[:, :, 0]  # (B, T)
+    pe = _proj(x, "proj_end").gather(2, lab[:, :, None])[:, :, 0]
+    cnt = None
+    if x.allowed is not None:
+        bad = ~x.allowed.gather(2, lab[:, :, None])[:, :, 0]
+        cnt = torch.zeros(B, T + 1, dtype=torch.int32, device=dev)
+        torch.cumsum(bad.to(torch.int32), 1, out=cnt[:, 1:])
+    return G, ps, pe, cnt
+
+
+def _exits(x: CRFInputs, q: Tensor, lab: Tensor, alpha, slot, E, u_end, trd, db, not_same,
+           K: int) -> Tensor:
+    """P(the span's labels are right and its run ends at the span's end), from u at each
+    span's end: at a sequence's end the end marginal, elsewhere summed over the segment
+    of another label that opens there."""
+    T = x.T
+    dev = lab.device
+    span_e = q[:, 2].to(dev)
+    span_b = q[:, 0].to(dev)
+    ks = torch.arange(K, device=dev)
     L = x.lengths
     c_last = lab[span_b, span_e - 1]
     at_end = span_e == L[span_b]
@@ -376,7 +410,7 @@ def run_posteriors(scores, transition, duration_bias, lengths=None, *, labels, s
     w = E[span_b[:, None], tgt_c] * cond
     w = torch.where(valid[:, :, None] & not_same[c_last][:, None, :], w, torch.zeros_like(w))
     p = torch.where(at_end, p_end, w.sum((1, 2)))
-    return p.to(x.scores.dtype)
+    return p
 
 
 # ---------------------------------------------------------------- entropies
