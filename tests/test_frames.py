@@ -674,17 +674,11 @@ def test_infinite_branch_penalty_is_a_rule():
         assert not weak[kind[-1]][s], (s, kind)
 
 
-def test_window_edges_are_moved_out_of_codons_and_introns():
-    """A training window whose edge cuts a stop codon or an intron (chrII's own genes,
-    min_intron 60, K = 256) has a gold labelling no segmentation can hold (log Z of the
-    gold-masked model is -inf: training stopped with an infinite loss); after
-    train.data.clear_of_rigid every such window is representable, and each window
-    only shrank, by less than the piece it left."""
-    from semiseg.crf import log_partition
+def _chrii_gold():
+    """chrII's FASTA, transcripts and FrameGold (min_intron 60)."""
     from semiseg.genemodel.frames import FrameGold
     from semiseg.genome import Fasta, read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
-    from semiseg.train.data import Window, clear_of_rigid
 
     sch = scheme(min_intron=60)
     fa = Fasta(["data/yeast/chrII.fa"])
@@ -694,8 +688,32 @@ def test_window_edges_are_moved_out_of_codons_and_introns():
     rows, gtf = read_gff_rows(gff, sizes)
     tx = [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrII"]
     gold = FrameGold(FrameLayout.from_scheme(sch), ann, tx, fa)
-    tx = [t for t in tx if len(t.cds)]
+    return fa, tx, gold
+
+
+def _gold_log_z(fa, gold, w, K: int = 256) -> float:
+    """log Z of the grammar alone (zero scores, float64), masked to window w's gold
+    labels: -inf exactly when no segmentation of the window holds its gold labelling."""
+    from semiseg.crf import log_partition
+
     lay = gold.layout
+    al = sequence_allowed(lay, base_codes(fa.fetch(w.chrom, w.start, w.end)))
+    allowed = torch.as_tensor(al & lay.gold_mask(gold.labels(w.chrom, w.start, w.end)))
+    return float(log_partition(torch.zeros(1, *allowed.shape, dtype=torch.float64),
+                               torch.tensor(lay.transition_mask()),
+                               torch.tensor(lay.duration_mask(K)), allowed=allowed[None]))
+
+
+def test_window_edges_are_moved_out_of_codons_and_introns():
+    """A training window whose edge cuts a stop codon or an intron (chrII's own genes,
+    min_intron 60, K = 256) has a gold labelling no segmentation can hold (log Z of the
+    gold-masked model is -inf: training stopped with an infinite loss); after
+    train.data.clear_of_rigid every such window is representable, and each window
+    only shrank, by less than the piece it left."""
+    from semiseg.train.data import Window, clear_of_rigid
+
+    fa, tx, gold = _chrii_gold()
+    tx = [t for t in tx if len(t.cds)]
     edges = []  # the middle of every intron, and the middle base of 12 stop codons
     for t in tx:
         cds = sorted(map(tuple, t.cds.tolist()))
@@ -704,21 +722,11 @@ def test_window_edges_are_moved_out_of_codons_and_introns():
         cds = t.cds.tolist()
         edges.append(max(e for _, e in cds) - 2 if t.strand == "+"
                      else min(s for s, _ in cds) + 1)
-    L = sizes["chrII"]
+    L = fa.chrom_sizes["chrII"]
     windows = [w for p in edges for w in (Window("chrII", max(0, p - 1500), p),
                                           Window("chrII", p, min(L, p + 1500)))]
-    K = 256
-    tm = torch.tensor(lay.transition_mask())
-    dm = torch.tensor(lay.duration_mask(K))
-
     def log_z(ws):
-        out = []
-        for w in ws:
-            al = sequence_allowed(lay, base_codes(fa.fetch("chrII", w.start, w.end)))
-            allowed = torch.as_tensor(al & lay.gold_mask(gold.labels("chrII", w.start, w.end)))
-            out.append(float(log_partition(torch.zeros(1, *allowed.shape, dtype=torch.float64),
-                                           tm, dm, allowed=allowed[None])))
-        return np.array(out)
+        return np.array([_gold_log_z(fa, gold, w) for w in ws])
 
     assert np.isinf(log_z(windows)).sum() >= len(edges)  # each edge breaks a window
     moved, n = clear_of_rigid(gold, windows)
@@ -769,31 +777,13 @@ def test_window_edges_may_cut_deep_inside_an_intron():
     170,679): oracle, the gold-masked log-partition of the windows on each side (their
     other edges at safe cuts) is finite at every cut safe_cuts allows around the
     intron, and -inf one base closer to either splice base, so the rule is exact."""
-    from semiseg.crf import log_partition
-    from semiseg.genemodel.frames import FrameGold
-    from semiseg.genome import Fasta, read_annotation
-    from semiseg.genome.gff import gff_transcripts, read_gff_rows
     from semiseg.train.data import Window
 
-    sch = scheme(min_intron=60)
-    fa = Fasta(["data/yeast/chrII.fa"])
-    gff = "data/yeast/yeast_chrI_chrII.gff3"
-    sizes = {"chrI": 230208, "chrII": fa.chrom_sizes["chrII"]}
-    ann = read_annotation(gff, sch, sizes)
-    rows, gtf = read_gff_rows(gff, sizes)
-    tx = [t for t in gff_transcripts(rows, gtf, sch) if t.chrom == "chrII"]
-    gold = FrameGold(FrameLayout.from_scheme(sch), ann, tx, fa)
-    lay = gold.layout
-    tm = torch.tensor(lay.transition_mask())
-    dm = torch.tensor(lay.duration_mask(256))
+    fa, _, gold = _chrii_gold()
     cuts = gold.safe_cuts("chrII")
 
     def finite(w):
-        al = sequence_allowed(lay, base_codes(fa.fetch("chrII", w.start, w.end)))
-        allowed = torch.as_tensor(al & lay.gold_mask(gold.labels("chrII", w.start, w.end)))
-        z = log_partition(torch.zeros(1, *allowed.shape, dtype=torch.float64), tm, dm,
-                          allowed=allowed[None])
-        return bool(torch.isfinite(z).all())
+        return bool(np.isfinite(_gold_log_z(fa, gold, w)))
 
     def near(q, step):
         while not cuts[q]:
