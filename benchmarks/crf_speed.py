@@ -15,7 +15,8 @@ Sections (medians after a warm-up that also compiles):
   kcliff: static and periodic forward+backward at (16, 20000, K, 13), K = 1000 ... 8192:
           periodic / static (issue 42: <= 1.3x) and each K doubling (issue 9: <= 2.2x).
   vit:    the public API's wall clock: semiseg.crf.viterbi with `.segments` read, against
-          semiseg.crf.log_partition (issue 42: <= 1.2x).
+          semiseg.crf.log_partition (issue 42: <= 1.2x); also with every sequence's
+          segments read as arrays (SegmentList.arrays) and walked as Python tuples.
   host:   wall clock of a small log_partition(...).sum().backward() at (32, 300, 30, 39)
           (issue 9: <= 1.5 ms); CUDA graphs as configured (SEMISEG_CUDA_GRAPHS=0: eager).
 Prints Markdown tables headed by date, GPU, commit and versions; --record appends them to
@@ -162,11 +163,17 @@ def section_vit(args):
         t_f = lib.wall_ms(lambda a=a, kw=kw: log_partition(*a, **kw), n, 2, sync)
         t_l = lib.wall_ms(lambda a=a, kw=kw: viterbi(*a, **kw).labels, n, 2, sync)
         t_s = lib.wall_ms(lambda a=a, kw=kw: viterbi(*a, **kw).segments, n, 2, sync)
+        # the segments on the host as arrays (what .segments holds), and as Python tuples
+        t_a = lib.wall_ms(lambda a=a, kw=kw: [sl.arrays() for sl in
+                                              viterbi(*a, **kw).segments], n, 2, sync)
+        t_t = lib.wall_ms(lambda a=a, kw=kw: [list(sl) for sl in
+                                              viterbi(*a, **kw).segments], n, 2, sync)
         rows.append(f"| {B}, {T}, {K}, {C} | {t_f:.2f} | {t_l:.2f} | {t_s:.2f} | "
-                    f"{t_s / t_f:.2f}x |")
+                    f"{t_s / t_f:.2f}x | {t_a:.2f} | {t_t:.2f} |")
         print(rows[-1], flush=True)
     head = ("| B, T, K, C | log_partition ms | viterbi().labels ms | viterbi().segments ms | "
-            "segments / forward (goal <= 1.2x) |\n|---|---|---|---|---|")
+            "segments / forward (goal <= 1.2x) | every sequence's arrays() ms | every "
+            "segment as a tuple ms |\n|---|---|---|---|---|---|---|")
     return head, rows
 
 

@@ -44,11 +44,11 @@ def _sync(dev) -> None:
         torch.cuda.synchronize(dev)
 
 
-def setup(config: str, batch: int, window: int, dev):
+def setup(config: str, batch: int, window: int, dev, sets=()):
     from semiseg.config.load import load_config
     from semiseg.train import loop as tr
 
-    cfg = load_config(config, [f"windows.size={window}", f"train.batch_size={batch}",
+    cfg = load_config(config, [*sets, f"windows.size={window}", f"train.batch_size={batch}",
                                "train.seed=0"])
     _, scheme, columns, train_ds, _ = tr._load_data(cfg)
     model = tr.new_model(cfg, scheme, columns, train_ds)
@@ -81,19 +81,27 @@ def step(model, opt, ds, idx, dev, amp: bool):
     return [b - a for a, b in itertools.pairwise(t)]
 
 
-def kernel_share(model, opt, ds, idx, dev, amp: bool) -> float:
+def kernel_share(model, opt, ds, idx, dev, amp: bool, top: int = 0) -> float:
+    """The share of device time in the Triton CRF kernels over 3 steps; with `top`, also
+    prints the `top` kernels by device time (ms per step)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(3):
             step(model, opt, ds, idx, dev, amp)
     total = crf = 0.0
+    per = []
     for e in prof.key_averages():
         t = getattr(e, "self_device_time_total", None)
         t = getattr(e, "self_cuda_time_total", 0.0) if t is None else t
         total += t
+        per.append((t, e.key, e.count))
         if e.key.endswith("_kernel") and e.key.startswith("_"):
             crf += t
+    for t, key, count in sorted(per, reverse=True)[:top]:
+        print(f"  {t / 3e3:8.2f} ms/step  {count // 3:5d} calls/step  {key[:90]}")
+    if top:
+        print(f"  {total / 3e3:8.2f} ms/step device time in all")
     return crf / total if total else float("nan")
 
 
@@ -104,19 +112,24 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override, as `semiseg train --set` (repeatable)")
+    ap.add_argument("--top", type=int, default=0,
+                    help="also print the TOP kernels by device time per step")
     args = ap.parse_args()
     dev = torch.device(args.device)
     amp = dev.type == "cuda"
     rows = []
     for shape in args.shapes.split(","):
         batch, window = (int(v) for v in shape.lower().split("x"))
-        _, model, opt, ds = setup(args.config, batch, window, dev)
+        _, model, opt, ds = setup(args.config, batch, window, dev, args.sets)
         idx = list(range(min(batch, len(ds))))
         step(model, opt, ds, idx, dev, amp)  # warm-up, compiles
         times = [step(model, opt, ds, idx, dev, amp) for _ in range(args.reps)]
         med = [statistics.median(ts[i] for ts in times) * 1e3 for i in range(len(STAGES))]
         total = statistics.median(sum(ts) for ts in times) * 1e3
-        share = kernel_share(model, opt, ds, idx, dev, amp) if dev.type == "cuda" else None
+        share = (kernel_share(model, opt, ds, idx, dev, amp, args.top)
+                 if dev.type == "cuda" else None)
         bp = len(idx) * window
         rows.append(f"| {len(idx)} x {window:,} | " + " | ".join(f"{m:.1f}" for m in med)
                     + f" | {total:.1f} | {bp / total / 1e3:.3f} | "

@@ -34,11 +34,12 @@ installed, and the torch backend otherwise.
 
 from __future__ import annotations
 
-import gc
 import os
 import warnings
+from collections.abc import Sequence
 from types import ModuleType
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -51,10 +52,12 @@ class Segmentation:
     """The best segmentation of each sequence.
 
     score:    (B,) tensor, the score of the best segmentation (-inf where none is allowed)
-    segments: list (one per sequence) of (start, duration, label) tuples of Python ints,
-              in order, covering [0, L_b); empty where no segmentation is allowed.
-              Built on first read (one device-to-host copy of four flat tensors, no
-              per-segment tensor work) when the Segmentation came from `viterbi`.
+    segments: list (one per sequence) of sequences of (start, duration, label) tuples of
+              Python ints, in order, covering [0, L_b); empty where no segmentation is
+              allowed. From `viterbi` each is a `SegmentList` (read-only, equal to the
+              list of the same tuples), built on first read by one device-to-host copy
+              into one int64 array; its tuples are made as they are read, so a
+              sequence's segments cost host time only when a caller walks them.
     labels:   (B, T) int64, the label of each position, -1 at t >= L_b
 
     `segment_tensors()` gives the segments as flat tensors on the device of `labels`:
@@ -222,24 +225,59 @@ def _segment_tensors(labels: Tensor, seg_start: Tensor, lengths: Tensor):
     return b, s, end - s, labels[b, s]
 
 
+class SegmentList(Sequence):
+    """One sequence's best segmentation: a read-only sequence of (start, duration,
+    label) tuples of Python ints, held as one (3, n) int64 array on the host. It equals
+    (==) any sequence of the same tuples (a list of tuples, another SegmentList);
+    `arrays()` gives the starts, durations and labels as numpy arrays without making
+    tuples."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, rows: np.ndarray):
+        self._a = rows  # (3, n): starts, durations, labels
+
+    def __len__(self) -> int:
+        return self._a.shape[1]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return SegmentList(self._a[:, i])
+        s, d, c = self._a[:, i].tolist()
+        return (s, d, c)
+
+    def __iter__(self):
+        return zip(*self._a.tolist())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(starts, durations, labels), int64 numpy arrays (views, read-only)."""
+        return self._a[0], self._a[1], self._a[2]
+
+    def __eq__(self, other):
+        if isinstance(other, SegmentList):
+            return self._a.shape == other._a.shape and bool((self._a == other._a).all())
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(
+                tuple(a) == tuple(b) for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # mutable-looking sequences are not hashed (as list)
+
+    def __repr__(self):
+        return f"SegmentList({list(self)!r})"
+
+
 def _segment_lists(b: Tensor, s: Tensor, d: Tensor, c: Tensor, batch: int):
-    """The per-sequence lists of (start, duration, label) tuples from the flat tensors:
-    one host copy, then plain Python over ints."""
+    """The per-sequence SegmentLists from the flat tensors: one host copy of one
+    (4, n) tensor, then numpy views (no per-segment Python objects)."""
+    n = len(s)
     counts = torch.bincount(b, minlength=batch)
-    flat = torch.cat([counts, s, d, c]).cpu().tolist()
-    counts, n = flat[:batch], len(s)
-    ss, dd, cc = flat[batch:batch + n], flat[batch + n:batch + 2 * n], flat[batch + 2 * n:]
-    out, i = [], 0
-    enabled = gc.isenabled()
-    gc.disable()  # many small tuples: the collector would rescan them over and over
-    try:
-        for k in counts:
-            out.append(list(zip(ss[i:i + k], dd[i:i + k], cc[i:i + k])))
-            i += k
-    finally:
-        if enabled:
-            gc.enable()
-    return out
+    flat = torch.cat([counts, s, d, c]).cpu().numpy()
+    rows = flat[batch:].reshape(3, n)
+    rows.flags.writeable = False
+    ends = np.cumsum(flat[:batch])
+    return [SegmentList(rows[:, e - k:e]) for k, e in zip(flat[:batch].tolist(),
+                                                           ends.tolist())]
 
 
 def viterbi(
