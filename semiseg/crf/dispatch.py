@@ -84,7 +84,7 @@ class Segmentation:
     @property
     def segments(self) -> list[list[tuple[int, int, int]]]:
         if self._segments is None:
-            self._segments = _segment_lists(*self.segment_tensors(), self.score.shape[0])
+            self._segments = _segment_lists(self.labels, self._starts, self._lengths)
         return self._segments
 
     @segments.setter
@@ -267,17 +267,28 @@ class SegmentList(Sequence):
         return f"SegmentList({list(self)!r})"
 
 
-def _segment_lists(b: Tensor, s: Tensor, d: Tensor, c: Tensor, batch: int):
-    """The per-sequence SegmentLists from the flat tensors: one host copy of one
-    (4, n) tensor, then numpy views (no per-segment Python objects)."""
-    n = len(s)
-    counts = torch.bincount(b, minlength=batch)
-    flat = torch.cat([counts, s, d, c]).cpu().numpy()
-    rows = flat[batch:].reshape(3, n)
-    rows.flags.writeable = False
-    ends = np.cumsum(flat[:batch])
-    return [SegmentList(rows[:, e - k:e]) for k, e in zip(flat[:batch].tolist(),
-                                                           ends.tolist())]
+def _segment_lists(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> list[SegmentList]:
+    """The per-sequence SegmentLists of a Viterbi result: labels and starts packed into
+    one tensor by one elementwise op (a label c >= 0 where a segment starts, -2 - c
+    inside a segment, -1 past the sequence), one host copy, then numpy: no per-segment
+    Python objects and no device round trips for sizes."""
+    B, T = labels.shape
+    packed = torch.where(seg_start, labels, -2 - labels).cpu().numpy()
+    n = lengths.cpu().numpy() if lengths is not None else np.full(B, T)
+    out = []
+    for b in range(B):
+        row = packed[b]
+        s = np.flatnonzero(row >= 0)
+        if not len(s):
+            out.append(SegmentList(np.zeros((3, 0), np.int64)))
+            continue
+        ends = np.empty_like(s)
+        ends[:-1] = s[1:]
+        ends[-1] = n[b]
+        rows = np.stack([s, ends - s, row[s]])
+        rows.flags.writeable = False
+        out.append(SegmentList(rows))
+    return out
 
 
 def viterbi(

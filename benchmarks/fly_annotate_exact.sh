@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 42's headline: `semiseg annotate --model fly` on the 4 Mb fly sequence with the
+# defaults (certified windows of annotate.max_decode_steps) against the whole-sequence
+# decode (--max-decode-steps above the sequence length), on one device: wall clock,
+# bp/s, whether the BED and GFF3 rows are identical, the seam counts of the log.
+#   bash benchmarks/fly_annotate_exact.sh [DEVICE]     (DEVICE: auto, cuda, cpu)
+# Prints a Markdown table with the date, device and commit.
+set -uo pipefail
+dev=${1:-auto}
+fa=data/fly/chr2R_2M_6M.fa
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+bp=$(awk '!/^>/{n += length($0)} END{print n}' "$fa")
+python -m semiseg.cli annotate --model fly --fasta "$fa" --regions <(printf 'chr2R_2M_6M\t0\t200000\n') \
+    --out "$tmp/warm" --device "$dev" --quiet >/dev/null 2>&1  # warm-up: kernels compiled
+run() {  # name, extra args
+  local t0 t1
+  t0=$(date +%s.%N)
+  python -m semiseg.cli annotate --model fly --fasta "$fa" --out "$tmp/$1" --device "$dev" \
+      "${@:2}" > "$tmp/$1.log" 2>&1
+  echo "rc=$? $1" >> "$tmp/rc"
+  t1=$(date +%s.%N)
+  echo "$t0 $t1" > "$tmp/$1.t"
+}
+run certified
+run whole --max-decode-steps 8000000
+rows() { grep -v '^#' "$1" | sort; }
+same_bed=$(cmp -s <(rows "$tmp/certified.bed") <(rows "$tmp/whole.bed") && echo yes || echo no)
+same_gff=$(cmp -s <(rows "$tmp/certified.gff3") <(rows "$tmp/whole.gff3") && echo yes || echo no)
+dev_name=$(python -c "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() and '$dev' != 'cpu' else 'CPU')")
+echo "fly_annotate_exact: $(date -u '+%Y-%m-%d %H:%M UTC'), $dev_name, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $bp bp"
+cat "$tmp/rc"
+echo
+echo "| decode | wall s | bp/s | BED rows | same BED as whole | same GFF3 rows as whole |"
+echo "|---|---|---|---|---|---|"
+for n in certified whole; do
+  read -r t0 t1 < "$tmp/$n.t"
+  w=$(python -c "print(f'{$t1 - $t0:.1f}')")
+  r=$(python -c "print(f'{$bp / ($t1 - $t0):,.0f}')")
+  echo "| $n | $w | $r | $(grep -vc '^#' "$tmp/$n.bed") | $same_bed | $same_gff |"
+done
+echo
+grep -h "seams:" "$tmp/certified.log" || echo "(no seam line in the log)"
+if [ "$same_bed" = no ]; then
+  diff <(rows "$tmp/certified.bed") <(rows "$tmp/whole.bed") | head -20
+fi
