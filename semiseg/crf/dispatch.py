@@ -34,6 +34,7 @@ installed, and the torch backend otherwise.
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Sequence
@@ -270,25 +271,22 @@ class SegmentList(Sequence):
 def _segment_lists(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> list[SegmentList]:
     """The per-sequence SegmentLists of a Viterbi result: labels and starts packed into
     one tensor by one elementwise op (a label c >= 0 where a segment starts, -2 - c
-    inside a segment, -1 past the sequence), one host copy, then numpy: no per-segment
-    Python objects and no device round trips for sizes."""
+    inside a segment, -1 past the sequence), one host copy, then whole-batch numpy
+    (no per-segment Python objects, no per-sequence numpy calls but a view each)."""
     B, T = labels.shape
-    packed = torch.where(seg_start, labels, -2 - labels).cpu().numpy()
+    flat = torch.where(seg_start, labels, -2 - labels).cpu().numpy().ravel()
     n = lengths.cpu().numpy() if lengths is not None else np.full(B, T)
-    out = []
-    for b in range(B):
-        row = packed[b]
-        s = np.flatnonzero(row >= 0)
-        if not len(s):
-            out.append(SegmentList(np.zeros((3, 0), np.int64)))
-            continue
-        ends = np.empty_like(s)
-        ends[:-1] = s[1:]
-        ends[-1] = n[b]
-        rows = np.stack([s, ends - s, row[s]])
-        rows.flags.writeable = False
-        out.append(SegmentList(rows))
-    return out
+    at = np.flatnonzero(flat >= 0)
+    b, s = np.divmod(at, T)
+    ends = np.empty_like(s)
+    ends[:-1] = s[1:]
+    last = np.ones(len(s), bool)
+    last[:-1] = b[1:] != b[:-1]
+    ends[last] = n[b[last]]
+    rows = np.stack([s, ends - s, flat[at]])
+    rows.flags.writeable = False
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(b, minlength=B))]).tolist()
+    return [SegmentList(rows[:, lo:hi]) for lo, hi in itertools.pairwise(bounds)]
 
 
 def viterbi(
