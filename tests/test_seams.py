@@ -214,3 +214,35 @@ def test_gene_decode_equals_whole_posterior_decode():
     assert float((b2 - bnd[0]).abs().max()) < 1e-5
     assert st.first + st.widened + st.whole >= 3  # 15,000 steps in windows of 4,000
     assert st.post_first + st.post_widened + st.post_whole == 4  # 5 posterior windows
+
+
+def test_far_seam_goes_whole_at_once(monkeypatch):
+    """A posterior seam that differs by more than `far` at the first width skips the
+    widenings: one round of windows, then the whole sequence (2 rounds of posterior
+    work, not 1 + 3 widenings + whole), and the posteriors are the whole sequence's."""
+    from seqs import SHIPPED_MODEL
+
+    from semiseg.annotate import seams
+    from semiseg.annotate.annotator import Annotator, Item
+    from semiseg.checkpoint import load_checkpoint
+    from semiseg.genome import Fasta, GenomeData
+
+    root = Path(__file__).resolve().parent.parent
+    ck = load_checkpoint(SHIPPED_MODEL)
+    with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
+        data = GenomeData.from_config(ck.genome, fa)
+        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
+        em, _ = ann.emissions(Item("chrI", 30000, 39000))
+    crf = ann.model.crf
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    calls = []
+    real = seams._compute
+    monkeypatch.setattr(seams, "_compute", lambda *a: (calls.append(len(a[4])), real(*a)))
+    # tol = -1: no seam can agree, so each one is a failure of the size of its difference
+    for far, rounds in ((float("inf"), 5), (0.0, 2)):
+        calls.clear()
+        st = SeamStats()
+        g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, 4, tol=-1.0, far=far,
+                                            stats=st)
+        assert len(calls) == rounds and st.post_whole == 2  # 3 windows, 2 seams
+        assert float((g - whole).abs().max()) < 1e-6  # float32 noise of the batching

@@ -61,6 +61,14 @@ except ImportError:  # pragma: no cover - numba is a dependency of the CPU backe
 
 NEG = -np.inf
 POSTERIOR_TOL = 1e-5  # the agreement asked of two windows' posteriors at a seam
+# A seam whose two windows differ by more than this at the first width is a dependence
+# reaching far past the overlap, not rounding: the sequence's posteriors are computed
+# whole at once instead of after max_widen doublings that would not close it. Only the
+# time depends on it (either way the result is the whole-sequence one or agrees within
+# POSTERIOR_TOL). Measured (docs/decoding.md): yeast chrII's first-width failures were
+# at most 3.5e-3 and closed on widening; fly's reached 0.4-0.87 and stayed above 0.05
+# at 4x the overlap (16,384 steps).
+POSTERIOR_FAR = 0.05
 
 
 @dataclass
@@ -85,9 +93,11 @@ class SeamStats:
                 f"widened, {self.whole} decoded whole")
 
     def posterior_line(self, tol: float = POSTERIOR_TOL) -> str:
+        first = max(self.post_first_diffs, default=0.0)
         return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
                 f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
-                f"(largest difference {self.post_max_diff:.2g})")
+                f"(largest difference {self.post_max_diff:.2g}; at the first width "
+                f"{first:.2g})")
 
     def add(self, other: SeamStats) -> None:
         for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole"):
@@ -310,14 +320,15 @@ def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
 def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                         tol: float = POSTERIOR_TOL, max_widen: int = 3,
                         stats: SeamStats | None = None, backend: str = "auto",
-                        progress=None):
+                        progress=None, far: float = POSTERIOR_FAR):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows (module
     docstring), each window's centre kept. Every seam is checked: its two windows must
     agree within `tol` over the middle half of their overlap. Where a seam does not, the
     overlap at that seam is doubled (both windows reach further across it) and the two
     windows are computed again; past `max_widen` doublings the whole sequence is one
-    window."""
+    window; at once where a seam differs by more than `far` at the first width
+    (POSTERIOR_FAR)."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     wins = posterior_windows(S, W, overlap, period=3)
@@ -344,6 +355,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             failed_first = set(bad)
             stats.post_first += len(diffs) - len(bad)
             stats.post_first_diffs += diffs
+            if any(not diffs[b] <= far for b in bad):  # a widening would not close it
+                break
         if not bad:
             stats.post_widened += len(failed_first)
             stats.post_max_diff = max([stats.post_max_diff, *diffs])
