@@ -218,8 +218,8 @@ def test_gene_decode_equals_whole_posterior_decode():
 
 def test_far_seam_goes_whole_at_once(monkeypatch):
     """A posterior seam that differs by more than `far` at the first width skips the
-    widenings: one round of windows, then the whole sequence (2 rounds of posterior
-    work, not 1 + 3 widenings + whole), and the posteriors are the whole sequence's."""
+    widenings and the windows after it: the whole sequence next (not 3 widenings, then
+    the whole), and the posteriors are the whole sequence's."""
     from seqs import SHIPPED_MODEL
 
     from semiseg.annotate import seams
@@ -239,10 +239,13 @@ def test_far_seam_goes_whole_at_once(monkeypatch):
     real = seams._compute
     monkeypatch.setattr(seams, "_compute", lambda *a: (calls.append(len(a[4])), real(*a)))
     # tol = -1: no seam can agree, so each one is a failure of the size of its difference
-    for far, rounds in ((float("inf"), 5), (0.0, 2)):
+    # per_call 4: the 3 windows in one call; per_call 1: the first seam's two windows,
+    # then the whole sequence (the third window is never computed)
+    for far, per_call, computed in ((float("inf"), 4, [3, 3, 3, 3, 1]), (0.0, 4, [3, 1]),
+                                    (0.0, 1, [1, 1, 1])):
         calls.clear()
         st = SeamStats()
-        g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, 4, tol=-1.0, far=far,
-                                            stats=st)
-        assert len(calls) == rounds and st.post_whole == 2  # 3 windows, 2 seams
+        g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, per_call, tol=-1.0,
+                                            far=far, stats=st)
+        assert calls == computed and st.post_whole == 2  # 3 windows, 2 seams
         assert float((g - whole).abs().max()) < 1e-6  # float32 noise of the batching
