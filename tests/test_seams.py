@@ -183,16 +183,13 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
         assert rows[0] == rows[1] and len(rows[0]) > 20
 
 
-def test_gene_decode_equals_whole_posterior_decode():
-    """The yeast gene model's posterior decode of 15 kb of chrI in certified windows of
-    4,000 steps: the whole-sequence decode's labels, label marginals within 1e-5, and
-    every seam accounted for."""
+def _chri_emissions(start: int, end: int):
+    """(the shipped yeast model's checkpoint, its gene-model CRF head, the emissions of
+    chrI[start:end]) on the CPU."""
     from seqs import SHIPPED_MODEL
 
     from semiseg.annotate.annotator import Annotator, Item
-    from semiseg.annotate.seams import gene_decode
     from semiseg.checkpoint import load_checkpoint
-    from semiseg.genemodel.generules import set_donor_motif
     from semiseg.genome import Fasta, GenomeData
 
     root = Path(__file__).resolve().parent.parent
@@ -200,8 +197,18 @@ def test_gene_decode_equals_whole_posterior_decode():
     with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
         data = GenomeData.from_config(ck.genome, fa)
         ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
-        em, _ = ann.emissions(Item("chrI", 30000, 45000))
-    crf = ann.model.crf
+        em, _ = ann.emissions(Item("chrI", start, end))
+    return ck, ann.model.crf, em
+
+
+def test_gene_decode_equals_whole_posterior_decode():
+    """The yeast gene model's posterior decode of 15 kb of chrI in certified windows of
+    4,000 steps: the whole-sequence decode's labels, label marginals within 1e-5, and
+    every seam accounted for."""
+    from semiseg.annotate.seams import gene_decode
+    from semiseg.genemodel.generules import set_donor_motif
+
+    ck, crf, em = _chri_emissions(30000, 45000)
     crf.branch_penalty = float("inf")  # as annotate sets them from the checkpoint
     set_donor_motif(crf, ck.config.annotate.donor_motif, None)
     seg, post, bnd = crf.decode_with_marginals(em[None], torch.tensor([em.shape[0]]))
@@ -220,20 +227,9 @@ def test_far_seam_goes_whole_at_once(monkeypatch):
     """A posterior seam that differs by more than `far` at the first width skips the
     widenings and the windows after it: the whole sequence next (not 3 widenings, then
     the whole), and the posteriors are the whole sequence's."""
-    from seqs import SHIPPED_MODEL
-
     from semiseg.annotate import seams
-    from semiseg.annotate.annotator import Annotator, Item
-    from semiseg.checkpoint import load_checkpoint
-    from semiseg.genome import Fasta, GenomeData
 
-    root = Path(__file__).resolve().parent.parent
-    ck = load_checkpoint(SHIPPED_MODEL)
-    with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
-        data = GenomeData.from_config(ck.genome, fa)
-        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
-        em, _ = ann.emissions(Item("chrI", 30000, 39000))
-    crf = ann.model.crf
+    _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
     calls = []
     real = seams._compute
