@@ -2,6 +2,8 @@
 lists of (start, duration, label) tuples (the contract), checked against segments rebuilt
 in plain Python from the per-position labels and segment starts."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -54,6 +56,7 @@ def test_segment_list_is_read_only_and_compares_by_value():
     a = SegmentList(rows)
     assert a == [(0, 3, 1), (3, 2, 0)] and a != [(0, 3, 1)] and a != [(0, 3, 1), (3, 2, 1)]
     assert a == SegmentList(rows.copy()) and SegmentList(rows[:, :0]) == []
+    assert json.loads(json.dumps(a.tolist())) == [[0, 3, 1], [3, 2, 0]]
     with pytest.raises(ValueError):
         a.arrays()[0][0] = 5
     with pytest.raises(TypeError):

@@ -250,6 +250,10 @@ class SegmentList(Sequence):
     def __iter__(self):
         return zip(*self._a.tolist())
 
+    def tolist(self) -> list[tuple[int, int, int]]:
+        """The segments as a plain list of tuples (e.g. for json or pickle-free storage)."""
+        return list(self)
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(starts, durations, labels), int64 numpy arrays (views, read-only)."""
         return self._a[0], self._a[1], self._a[2]
