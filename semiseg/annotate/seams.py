@@ -340,7 +340,15 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     failed_first: set = set()
     dirty: set = set()  # the windows a widening changed
 
+    diff_at: dict = {}  # (seam, its two windows' extents) -> difference, computed once
+
     def seam_diff(b):  # the largest difference of windows b, b + 1 at their seam
+        key = (b, *ext[b], *ext[b + 1])
+        if key not in diff_at:
+            diff_at[key] = _seam_diff(b)
+        return diff_at[key]
+
+    def _seam_diff(b):
         m = wins[b + 1][0]  # the seam: the right window's first kept step
         half = min(ext[b][1] - m, m - ext[b + 1][0]) // 2
         gl, (wl, _) = cache[b][0], ext[b]
