@@ -332,3 +332,21 @@ def test_writer_argument_checks(tmp_path, call, msg):
         with OutputWriter(tmp_path / "a", SCHEME, SIZES, formats=("bed",)) as w:
             call(w)
     assert _files(tmp_path) == []
+
+
+def test_silenced_stderr_hides_only_the_block(capfd):
+    """What C code writes to file descriptor 2 inside the block (libBigWig's close of an
+    aborted set) is gone; what is written before and after reaches stderr, and fd 2 is
+    the same file after."""
+    import os
+
+    from semiseg.genome._util import silenced_stderr
+
+    before = os.fstat(2)
+    os.write(2, b"before\n")
+    with silenced_stderr():
+        os.write(2, b"[bwClose] There was an error\n")
+    os.write(2, b"after\n")
+    after = os.fstat(2)
+    assert capfd.readouterr().err == "before\nafter\n"
+    assert (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)

@@ -198,3 +198,27 @@ def deferred_signals():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextmanager
+def silenced_stderr():
+    """File descriptor 2 pointed at /dev/null for the block: for closing the bigWigs of an
+    aborted set, whose files are removed after. libBigWig prints its own error to stderr
+    when such a close fails (e.g. a write cut short by the interrupt that aborted the
+    set), and the user's one line must stay `semiseg: interrupted`."""
+    import sys
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    saved = os.dup(2)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 2)
+        finally:
+            os.close(null)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

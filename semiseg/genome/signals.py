@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._util import deferred_signals
+from ._util import deferred_signals, silenced_stderr
 from .diskspace import detach
 from .zooms import add_zoom_levels
 
@@ -68,7 +68,7 @@ class SignalWriter:
     def _abort_bigwigs(self) -> None:
         """Close every bigWig of an aborted set (the files are removed after)."""
         low = not self._room(0, strict=False)
-        with deferred_signals():
+        with deferred_signals(), silenced_stderr():
             for s, bw in self._bw.items():
                 if low:  # libBigWig's close on a full disk aborts the process: in memory
                     detach(self._tmp.get(f"{self.prefix}.{s}.bw", ""))
