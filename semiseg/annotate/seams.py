@@ -458,7 +458,8 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
 
     g, ok, ps = stitched_posteriors(head, em, W, overlap, per_call, tol, stats=stats,
                                     backend=backend, progress=part(0.0, 0.8))
-    lab, _ = certified_viterbi(g, head.tmask, head.decode_dmask, allowed=ok, proj_start=ps,
+    lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
+                               head.decode_dmask, allowed=ok, proj_start=ps,
                                window=W, overlap=overlap, stats=stats,
                                progress=part(0.8, 1.0))
     lab_t = torch.from_numpy(lab)

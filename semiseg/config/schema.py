@@ -167,6 +167,13 @@ class CRFConfig:
                   intron begins and ends is left to the splice sites, the exons and the
                   gene grammar (the way a classical gene finder's intron and intergenic
                   states share a content model), not to a guess from kilobases away
+    run_tails:    the gene model gives each run of an outside label (intergenic, UTR,
+                  ncRNA) and each intron inside one segmentation: pieces of a fixed
+                  length (a "tail" label of their own) and then one last piece, so that
+                  a long run scores a learned amount per tail piece (a geometric length
+                  tail, as a classical gene finder's intron and intergenic length
+                  models) and not the count of its many segmentations, which per base
+                  differs between labels (semiseg/genemodel/frames.py, add_tails)
     """
 
     max_duration: int = 64
@@ -182,6 +189,7 @@ class CRFConfig:
     upstream_start_scores: bool = False
     content_scores: bool = False
     tie_noncoding: bool = False
+    run_tails: bool = False
 
 
 @dataclass

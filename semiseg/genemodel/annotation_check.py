@@ -130,15 +130,23 @@ class _Checker:
 
 
 def check_gold_paths(gold, datasets, cleanup: Cleanup | None, max_duration: int,
-                     device: str | torch.device = "cpu", batch: int = 16) -> dict:
+                     device: str | torch.device = "cpu", batch: int = 16,
+                     tails: bool = False) -> dict:
     """Check (and repair) every window of `datasets` (train.data.Dataset with gold
     frame codes from `gold`, a frames.FrameGold); updates the Datasets' labels, drops
     windows that cannot be repaired, records both in `cleanup` and returns
     {"windows", "failed", "masked", "dropped", "bases" (run through the log-partition),
-    "seconds", "cpu_seconds"}."""
+    "seconds", "cpu_seconds"}. `tails`: check under the grammar with run tails
+    (crf.run_tails), the one such a model's loss uses."""
     t0, c0 = time.perf_counter(), time.process_time()
     device = torch.device(device)
-    head = fresh_head(gold.layout, max_duration).to(device)
+    layout = gold.layout
+    if tails:  # the model's own grammar (crf.run_tails): the gold codes are the same
+        import copy
+
+        layout = copy.deepcopy(layout)
+        layout.add_tails()
+    head = fresh_head(layout, max_duration).to(device)
     chk = _Checker(head, device, batch)
     cleanup = cleanup if cleanup is not None else Cleanup()
     n_windows = sum(len(ds) for ds in datasets)

@@ -89,9 +89,12 @@ class FrameLayout:
     channels: list[str] = field(default_factory=list)
     strands: list[str] = field(default_factory=list)
     min_intron: int = 1
+    # run tails (crf.run_tails): per internal label, the label whose run it continues
+    # (itself for every other label); see add_tails
+    base: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_scheme(cls, scheme) -> FrameLayout:
+    def from_scheme(cls, scheme, tails: bool = False) -> FrameLayout:
         if scheme.kind != "gene_structure":
             raise SemisegError(f"crf.frames: reading frames need a gene_structure label "
                                f"scheme; {scheme.name!r} is of kind {scheme.kind!r}")
@@ -124,14 +127,70 @@ class FrameLayout:
                              intron if kname in INTRONIC else cds)
             lay.channels += [f"CDS{s}.codon{j}" for j in range(3)]
             lay.channels += [f"{k}{s}" for k in KINDS if k != "CDS"]
+        if tails:
+            lay.add_tails()
         return lay
 
-    def _add(self, name, kind, frame, strand, scheme_label):
+    def _add(self, name, kind, frame, strand, scheme_label, base=None):
+        self.base.append(len(self.names) if base is None else base)
         self.names.append(name)
         self.kind.append(kind)
         self.frame.append(frame)
         self.strand.append(strand)
         self.scheme_label.append(scheme_label)
+
+    # ------------------------------------------------------------ run tails
+    def add_tails(self) -> None:
+        """One segmentation per labelling for the runs that chain (outside labels, coding
+        bases and intron insides): each such label X gets a tail label ``X~`` (kind
+        ``outside~:N``, ``CDS~S`` or ``intron~S``) whose segments last exactly
+        `tail_duration` bp. A run of X is
+        then tails only, then one piece of X of its own length range: a run of L bp has
+        exactly one segmentation, and its score over long lengths is the learned score
+        of one tail piece per `tail_duration` bp, a geometric length tail, instead of a
+        count of the many ways to chain pieces (whose log, per base, differs by label).
+        Tail labels are appended after every other label, so the others keep their
+        indices (gold codes never name a tail: gold_mask allows a label's tail wherever
+        it allows the label)."""
+        if self.has_tails:
+            return
+        for c in range(len(self.names)):
+            kname = self.kind_names[self.kind[c]]
+            if not (kname.startswith("outside:") or kname[:-1] in ("intron", "CDS")):
+                continue
+            tail = kname.replace("outside:", "outside~:") if kname.startswith(
+                "outside:") else f"{kname[:-1]}~{kname[-1]}"
+            if tail not in self.kind_names:
+                self.kind_names.append(tail)
+            self._add(self.names[c] + "~", self.kind_names.index(tail), self.frame[c],
+                      self.strand[c], self.scheme_label[c], base=c)
+
+    @property
+    def has_tails(self) -> bool:
+        return any(b != c for c, b in enumerate(self.base))
+
+    def is_tail(self) -> np.ndarray:
+        return np.asarray(self.base) != np.arange(len(self))
+
+    def end_mask(self) -> np.ndarray:
+        """(C,) float: -inf for run tails (a run ends with its own label's piece, also
+        at a sequence's end: else a run reaching the end would have two segmentations),
+        0 elsewhere; added to the last segment's `end` score."""
+        return np.where(self.is_tail(), -np.inf, 0.0)
+
+    def _min_piece(self, c: int, K: int) -> int:
+        """The shortest segment of chaining label c (its tail's base)."""
+        kname = self.kind_names[self.kind[self.base[c]]]
+        return self._intron_inside(K) if kname[:-1] == "intron" else 1
+
+    def tail_duration(self, c: int, K: int) -> int:
+        """The one duration of tail label c: K - m + 1, m the shortest piece of its base
+        (so that n tails and a last piece of m..K bp give each length once)."""
+        return K - self._min_piece(c, K) + 1
+
+    def _run_kind(self) -> list[int]:
+        """Per label, the kind of its base (a tail and its label are one run kind)."""
+        return [self.kind[b] for b in self.base]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -159,7 +218,7 @@ class FrameLayout:
         ch = {n: i for i, n in enumerate(self.channels)}
         em = np.zeros((3, C), np.int64)
         for c in range(C):
-            kname = self.kind_names[self.kind[c]]
+            kname = self.kind_names[self.kind[self.base[c]]]  # a tail scores as its label
             f, s = self.frame[c], self.strand[c]
             for r in range(3):
                 if kname.startswith("outside:"):
@@ -187,12 +246,34 @@ class FrameLayout:
         return m
 
     # ------------------------------------------------------------ structure
-    def transition_mask(self) -> np.ndarray:
+    def transition_mask(self, tails: bool = True) -> np.ndarray:
         """(3, C, C) float: 0 where `transition[(d-1) % 3, src, dst]` is allowed, -inf
-        where the gene structure forbids it."""
+        where the gene structure forbids it. With run tails (add_tails) a run of a
+        chaining label is tails, then its one last piece: tail -> tail or last piece of
+        the same run, with the rule between the two labels; nothing else leaves a tail;
+        a last piece does not chain. `tails=False`: the grammar without tails (tails
+        forbidden, labels chain freely), for decodes scored by posteriors alone."""
+        base_m = self._base_transition_mask()
+        b = np.asarray(self.base)
+        m = base_m[:, b][:, :, b]
+        if not self.has_tails:
+            return m
+        tail = self.is_tail()
+        if not tails:
+            m[:, tail, :] = -np.inf
+            m[:, :, tail] = -np.inf
+            return m
+        run = np.asarray(self._run_kind())
+        chaining = np.isin(run, run[tail])
+        same = run[:, None] == run[None, :]
+        m[:, tail[:, None] & ~same] = -np.inf  # a tail goes on in its run only
+        m[:, ~tail[:, None] & same & chaining[:, None]] = -np.inf  # a last piece ends it
+        return m
+
+    def _base_transition_mask(self) -> np.ndarray:
         C = len(self)
         m = np.full((3, C, C), -np.inf)
-        kn = [self.kind_names[k] for k in self.kind]
+        kn = [self.kind_names[k] for k in self._run_kind()]  # a tail as its label
         for a in range(C):
             for b in range(C):
                 ka, kb = kn[a], kn[b]
@@ -234,6 +315,10 @@ class FrameLayout:
         m = np.zeros((K, len(self)))
         inside = self._intron_inside(K)
         for c, k in enumerate(self.kind):
+            if self.base[c] != c:  # a run tail: exactly tail_duration
+                m[:, c] = -np.inf
+                m[self.tail_duration(c, K) - 1, c] = 0.0
+                continue
             kname = self.kind_names[k][:-1]
             if kname == "intron":
                 m[:inside - 1, c] = -np.inf
@@ -324,10 +409,13 @@ class FrameLayout:
         C = len(self)
         m = codes[..., None] == np.arange(C)
         m |= (codes == UNKNOWN)[..., None]
+        run = np.asarray(self._run_kind())
         for s, code in INTRON_ANY.items():
             if s in self.strands:
                 ks = self.kind_of(f"intron{s}")
-                m |= (codes == code)[..., None] & (np.asarray(self.kind) == ks)
+                m |= (codes == code)[..., None] & (run == ks)
+        if self.has_tails:  # a tail wherever its label is allowed
+            m |= m[..., self.base]
         return m
 
     def collapse(self, codes: np.ndarray) -> np.ndarray:
@@ -423,7 +511,8 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
     """
     report = report if report is not None else GoldReport()
     n = len(scheme_labels)
-    outside = {layout.scheme_label[c]: c for c in range(len(layout)) if layout.frame[c] < 0}
+    outside = {layout.scheme_label[c]: c for c in range(len(layout))
+               if layout.frame[c] < 0 and layout.base[c] == c}  # gold names no run tail
     codes = np.full(n, UNKNOWN, np.int16)
     for lab, c in outside.items():
         codes[scheme_labels == lab] = c

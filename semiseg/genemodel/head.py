@@ -57,6 +57,11 @@ class FrameHead(nn.Module):
             counts the table) to the CDS labels.
         tie_noncoding: each strand's intron channel is the background label's channel
             plus a learned constant (`noncoding_bias`), not an encoder output of its own.
+
+    With run tails in the layout (crf.run_tails, FrameLayout.add_tails) each run of an
+    outside label, coding bases or an intron inside has one segmentation, and its long-run score is
+    the learned score of the tail pieces (their own kind's duration, transition and
+    start / end entries).
     """
 
     # set by annotate on the head it decodes with (an ensemble passes them on)
@@ -120,11 +125,21 @@ class FrameHead(nn.Module):
         self.register_buffer("tmask", tmask, persistent=False)
         self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
                              persistent=False)
-        # the posterior decode's durations: only the masks score it, so chains of segments
-        # of at most chain_duration(K) bp give the same label sequences (genemodel/frames.py)
-        self.register_buffer("decode_dmask", torch.as_tensor(
-            layout.duration_mask(layout.chain_duration(K)), dtype=torch.float32),
-            persistent=False)
+        # the posterior decode's grammar: only the masks score it, so chains of segments
+        # of at most chain_duration(K) bp give the same label sequences (genemodel/frames.py);
+        # run tails (crf.run_tails) are left out of it, their posteriors added to their
+        # labels' (decode_posteriors): it finds the same scheme-label sequences
+        kc = layout.chain_duration(K)
+        dd = layout.duration_mask(kc)
+        dd[:, layout.is_tail()] = -math.inf
+        self.register_buffer("decode_tmask", torch.as_tensor(
+            layout.transition_mask(tails=False), dtype=torch.float32), persistent=False)
+        self.register_buffer("decode_dmask", torch.as_tensor(dd, dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("base_idx", torch.as_tensor(layout.base), persistent=False)
+        self.register_buffer("tail_end", torch.as_tensor(layout.end_mask(),
+                                                         dtype=torch.float32), persistent=False)
+        self.has_tails = layout.has_tails
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
@@ -134,8 +149,8 @@ class FrameHead(nn.Module):
         # annotating (per bp: a 10 kb intron gains 10,000 x rate); training leaves it at 0
         self.intron_rate = 0.0
         self.register_buffer("intron_inside", torch.tensor(
-            [layout.kind_names[k] in ("intron+", "intron-") for k in layout.kind]),
-            persistent=False)
+            [layout.kind_names[layout.kind[b]] in ("intron+", "intron-")
+             for b in layout.base]), persistent=False)
         # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
         # no branch point near the consensus (sites.SiteScores.weak_branch); inf: such
         # acceptors are masked out (no intron may end there)
@@ -187,6 +202,8 @@ class FrameHead(nn.Module):
             else:
                 scores = scores - self.branch_penalty * weak.to(scores.dtype)
 
+        if self.has_tails:  # a run tail scores (and is allowed) as its label
+            scores, allowed = scores[..., self.base_idx], allowed[..., self.base_idx]
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask
         if self.intron_penalty:
@@ -194,8 +211,16 @@ class FrameHead(nn.Module):
         db = self.duration[:, k] + self.dmask
         return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
                     start=None if self.start is None else self.start[k],
-                    end=None if self.end is None else self.end[k],
+                    end=self._end(k),
                     proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
+
+    def _end(self, k: Tensor) -> Tensor | None:
+        """The last segment's score per internal label: the learned one, and no run
+        tail (FrameLayout.end_mask)."""
+        if not self.has_tails:
+            return None if self.end is None else self.end[k]
+        end = self.tail_end if self.end is None else self.end[k] + self.tail_end
+        return end
 
     # ------------------------------------------------------------------ methods
     def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
@@ -278,9 +303,17 @@ class FrameHead(nn.Module):
         return Segmentation(score=seg.score, labels=out, seg_start=change & (out >= 0),
                             lengths=seg.lengths)
 
+    def decode_posteriors(self, post: Tensor) -> Tensor:
+        """Internal-label posteriors as the posterior decode scores them: each run
+        tail's added to its label's (the tail's own column then 0)."""
+        if not self.has_tails:
+            return post
+        return torch.zeros_like(post).index_add_(-1, self.base_idx, post)
+
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():
-            return viterbi(post, self.tmask, self.decode_dmask, t["lengths"],
+            return viterbi(self.decode_posteriors(post), self.decode_tmask,
+                           self.decode_dmask, t["lengths"],
                            allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
 
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):

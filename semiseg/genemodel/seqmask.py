@@ -53,7 +53,7 @@ def sequence_allowed(layout: FrameLayout, codes):
     out = torch.ones(codes.shape + (len(layout),), dtype=torch.bool, device=dev)
     for c in range(len(layout)):
         f = layout.frame[c]
-        kname = layout.kind_names[layout.kind[c]]
+        kname = layout.kind_names[layout.kind[layout.base[c]]]  # a run tail: its label's
         kind, s = kname[:-1], kname[-1]
         if f < 0 or kind == "intron":
             continue

@@ -330,7 +330,8 @@ def check_windows(cfg: Config, gold, annotation, datasets) -> dict:
         annotation.cleanup = Cleanup()
     cleanup = annotation.cleanup
     before = len(cleanup.removed)
-    stats = check_gold_paths(gold, datasets, cleanup, cfg.crf.max_duration)
+    stats = check_gold_paths(gold, datasets, cleanup, cfg.crf.max_duration,
+                             tails=cfg.crf.run_tails)
     report(stats, cleanup)
     for line in _named(cleanup, before):
         ui.log(line)
