@@ -109,7 +109,7 @@ def cmd_balance(args) -> None:
     torch.set_grad_enabled(False)
     model = build_model(load_checkpoint(args.model))[0]
     head = model.crf
-    names, kind = head.layout.kind_names, head.layout.kind
+    names, kind = head.layout.kind_names, head.layout._run_kind()  # a run tail as its label
     T, C = 6000, len(kind)
     dummy = torch.zeros(1, 16, head.n_channels + 4)
     t = head._terms(dummy, torch.tensor([16]))
@@ -117,12 +117,18 @@ def cmd_balance(args) -> None:
     print(f"noncoding_bias (per intron base, per strand): {bias}")
     for label in ("outside:intergenic", "intron+", "intron-"):
         cols = [c for c in range(C) if names[kind[c]] == label]
-        allowed = torch.zeros(1, T, C, dtype=torch.bool)
+        # with run tails the two lengths differ by whole tail pieces (the last piece the
+        # same length), so the difference is exactly the tails' score per base
+        tails = [c for c in cols if head.layout.base[c] != c]
+        step = head.layout.tail_duration(tails[0], head.max_duration) if tails else 1
+        n0 = T // 2
+        n1 = n0 + step * -(-n0 // step)
+        allowed = torch.zeros(1, n1, C, dtype=torch.bool)
         allowed[..., cols] = True
         z = [float(log_partition(torch.zeros(1, n, C), t["transition"], t["duration_bias"],
-                                 allowed=allowed[:, :n])) for n in (T // 2, T)]
+                                 allowed=allowed[:, :n])) for n in (n0, n1)]
         print(f"{label}: log-partition per base of a long run, scores 0: "
-              f"{(z[1] - z[0]) / (T // 2):.4f}")
+              f"{(z[1] - z[0]) / (n1 - n0):.5f}")
 
 
 def cmd_revcomp(args) -> None:
