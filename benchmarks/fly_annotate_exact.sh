@@ -30,6 +30,9 @@ same_gff=$(cmp -s <(rows "$tmp/certified.gff3") <(rows "$tmp/whole.gff3") && ech
 dev_name=$(python -c "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() and '$dev' != 'cpu' else 'CPU')")
 echo "fly_annotate_exact: $(date -u '+%Y-%m-%d %H:%M UTC'), $dev_name, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $bp bp"
 cat "$tmp/rc"
+for n in certified whole; do  # a failed run's own words
+  grep -q "^rc=0 $n$" "$tmp/rc" || { echo "--- $n failed, its log:"; grep -v "━" "$tmp/$n.log" | tail -15; }
+done
 echo
 echo "| decode | wall s | bp/s | BED rows | same BED as whole | same GFF3 rows as whole |"
 echo "|---|---|---|---|---|---|"
