@@ -223,6 +223,31 @@ def test_gene_decode_equals_whole_posterior_decode():
     assert st.post_first + st.post_widened + st.post_whole == 4  # 5 posterior windows
 
 
+def test_gene_decode_with_run_tails_equals_whole_posterior_decode():
+    """The shipped fly model (crf.run_tails: its tails' posteriors are added to their
+    labels' before the decode) on 20 kb of fly in certified windows of 6,000 steps: the
+    whole-sequence decode's labels and marginals."""
+    from semiseg.annotate.annotator import Annotator, Item
+    from semiseg.annotate.seams import gene_decode
+    from semiseg.checkpoint import load_checkpoint, resolve_model
+    from semiseg.genome import Fasta, GenomeData
+
+    root = Path(__file__).resolve().parent.parent
+    ck = load_checkpoint(resolve_model("fly"))
+    assert ck.config.crf.run_tails
+    with Fasta(str(root / "data" / "fly" / "chr2R_2M_6M.fa")) as fa:
+        data = GenomeData.from_config(ck.genome, fa)
+        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
+        em, _ = ann.emissions(Item("chr2R_2M_6M", 3_100_000, 3_120_000))
+    crf = ann.model.crf
+    seg, post, bnd = crf.decode_with_marginals(em[None], torch.tensor([em.shape[0]]))
+    want = seg.labels[0].numpy()
+    assert len(set(want.tolist())) >= 3
+    lab, p2, b2 = gene_decode(crf, em, 6000, 1000, 2, stats=SeamStats())
+    np.testing.assert_array_equal(lab, want)
+    assert float((p2 - post[0]).abs().max()) < 1e-5
+
+
 def test_far_seam_goes_whole_at_once(monkeypatch):
     """A posterior seam that differs by more than `far` at the first width skips the
     widenings and the windows after it: the whole sequence next (not 3 widenings, then

@@ -308,7 +308,8 @@ class FrameHead(nn.Module):
         tail's added to its label's (the tail's own column then 0)."""
         if not self.has_tails:
             return post
-        return torch.zeros_like(post).index_add_(-1, self.base_idx, post)
+        # the certified decode hands the stitched posteriors over on the host
+        return torch.zeros_like(post).index_add_(-1, self.base_idx.to(post.device), post)
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():
