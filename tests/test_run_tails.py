@@ -126,8 +126,8 @@ def _gold_log_z(tails: bool, K: int) -> float:
     """The grammar's log-partition (scores 0, float64) masked to the gold labelling of
     intergenic sequence around a plus-strand gene with one 300 bp intron."""
     from semiseg.crf import log_partition
-    from semiseg.genemodel.seqmask import sequence_allowed
     from semiseg.genemodel.frames import base_codes
+    from semiseg.genemodel.seqmask import sequence_allowed
 
     rng = random.Random(3)
     intron = "GT" + "".join(rng.choice("AC") for _ in range(296)) + "AG"
