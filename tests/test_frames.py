@@ -20,11 +20,10 @@ from semiseg.genemodel.frames import (
     INTRON_ANY,
     UNKNOWN,
     FrameLayout,
-    GoldReport,
     base_codes,
-    frame_gold,
     merge_runs,
 )
+from semiseg.genemodel.gold import GoldReport, frame_gold
 from semiseg.genemodel.seqmask import sequence_allowed as _sequence_allowed
 from semiseg.genome import LabelScheme
 from semiseg.genome.gff import Transcript
@@ -439,7 +438,7 @@ def test_of_overlapping_genes_the_longest_is_kept():
 def test_the_yeast_annotation_is_representable():
     """Every gold window of the real chrI is a segmentation the model allows."""
     from semiseg.crf import log_partition
-    from semiseg.genemodel.frames import FrameGold
+    from semiseg.genemodel.gold import FrameGold
     from semiseg.genome import Fasta, read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
 
@@ -676,7 +675,7 @@ def test_infinite_branch_penalty_is_a_rule():
 
 def _chrii_gold():
     """chrII's FASTA, transcripts and FrameGold (min_intron 60)."""
-    from semiseg.genemodel.frames import FrameGold
+    from semiseg.genemodel.gold import FrameGold
     from semiseg.genome import Fasta, read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
 

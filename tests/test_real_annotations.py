@@ -156,7 +156,8 @@ def _loss_gold_inf(gold, fasta, chrom, windows, K=256) -> list[bool]:
 def test_named_windows_inf_before_finite_after(tmp_path, logs):
     """The issue's two windows: the loss is infinite with the annotation as it is and
     finite after the clean-up (the loss itself, not the check, is the oracle)."""
-    from semiseg.genemodel.frames import FrameGold, FrameLayout
+    from semiseg.genemodel.frames import FrameLayout
+    from semiseg.genemodel.gold import FrameGold
     from semiseg.genome import Fasta, load_scheme, read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
 
@@ -467,7 +468,8 @@ def test_window_dropped_when_no_gene_can_be_blamed(tmp_path, logs):
     exactly the windows whose loss is infinite (FrameHead.nll, the oracle) are dropped,
     named, and the rest keep their labels."""
     from semiseg.genemodel.annotation_check import check_gold_paths
-    from semiseg.genemodel.frames import FrameGold, FrameLayout
+    from semiseg.genemodel.frames import FrameLayout
+    from semiseg.genemodel.gold import FrameGold
     from semiseg.genome import read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
     from semiseg.train.data import Dataset, clear_of_rigid, prepare, tile
@@ -521,7 +523,8 @@ def test_gene_pieces_decide_as_whole_windows(tmp_path, size):
     strands, it says exactly what the whole windows say (gold_log_z over each window,
     itself the loss's log Z(gold))."""
     from semiseg.genemodel.annotation_check import _Checker, fresh_head, gene_pieces, gold_log_z
-    from semiseg.genemodel.frames import FrameGold, FrameLayout
+    from semiseg.genemodel.frames import FrameLayout
+    from semiseg.genemodel.gold import FrameGold
     from semiseg.genome import read_annotation
     from semiseg.genome.gff import gff_transcripts, read_gff_rows
     from semiseg.genome.sequence import rc_columns

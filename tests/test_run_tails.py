@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from semiseg.genemodel.frames import FrameLayout, GoldReport, frame_gold
+from semiseg.genemodel.frames import FrameLayout
+from semiseg.genemodel.gold import GoldReport, frame_gold
 from semiseg.genome import LabelScheme
 from semiseg.genome.gff import Transcript
 

@@ -234,7 +234,8 @@ def check_signal(ds: Dataset, names: list[str]) -> None:
 
 def frame_gold_for(cfg: Config, scheme, annotation, data):
     """Gold frame codes (genemodel/frames.py) for training the reading-frame gene model."""
-    from ..genemodel.frames import UNKNOWN, FrameGold, FrameLayout
+    from ..genemodel.frames import UNKNOWN, FrameLayout
+    from ..genemodel.gold import FrameGold
     from ..genome.gff import gff_transcripts, read_gff_rows
 
     path = cfg.labels.annotation
