@@ -5,6 +5,7 @@ balance of a long intron against intergenic sequence; and the reverse-complement
     python benchmarks/fly_long_introns.py bins NAME=PRED.bed|PRED.gtf ... [--region test]
     python benchmarks/fly_long_introns.py balance [--model fly]
     python benchmarks/fly_long_introns.py revcomp [--model fly] [--region test] --out DIR
+    python benchmarks/fly_long_introns.py runlengths [--k 256]
 
 bins     truth introns (CDS gaps of data/fly's transcripts wholly inside the region,
          distinct coordinates) in length bins, per strand: count, bp, and per prediction
@@ -12,12 +13,17 @@ bins     truth introns (CDS gaps of data/fly's transcripts wholly inside the reg
          GTF's intron rows such as AUGUSTUS's).
 balance  the model's per-base intron-against-intergenic score: its tied-intron bias
          (crf.noncoding_bias) and the log-partition per base of a long run of each label
-         with every score 0 (the segmentations a run can take), as (log Z(6000) - log
-         Z(3000)) / 3000 from the CRF itself.
+         with every score 0 (the segmentations a run can take), as (log Z(n1) - log
+         Z(n0)) / (n1 - n0) from the CRF itself (n1 - n0 whole tail pieces with run tails).
 revcomp  the region's reverse complement as its own FASTA, annotated with the model (CPU),
          labels and coordinates mapped back: DIR/rc_mapped.bed, to score with
          fly_baselines.py --pred NAME=DIR/rc_mapped.bed (intron+ recall of the mapped
          prediction = the original minus-strand introns read on the plus strand).
+runlengths  the training part's (0-2.55 Mb) runs of intergenic sequence and of intron
+         insides in the gold codes training uses (runs cut by the part's ends or by
+         masked transcripts are left out / split): count, median, and for runs over K
+         the mean excess length and the per-base log of continuing a geometric tail with
+         that mean, log(1 - 1 / mean excess): the tail a count would give.
 """
 
 from __future__ import annotations
@@ -162,6 +168,33 @@ def cmd_revcomp(args) -> None:
     print(out)
 
 
+def cmd_runlengths(args) -> None:
+    import math
+
+    from semiseg.config.load import load_config
+    from semiseg.genemodel.frames import INTRON_ANY
+    from semiseg.genome._util import runs
+    from semiseg.train.data import frame_gold_for, prepare
+
+    cfg = load_config(os.path.join(ROOT, "configs", "gene_structure.yaml"), overrides=[
+        f"inputs.fasta={FASTA}", f"labels.annotation={GFF}", "windows.chroms=null"])
+    data, ann, scheme, _ = prepare(cfg)
+    gold = frame_gold_for(cfg, scheme, ann, data)
+    codes = gold._chrom(CHROM)[:2_550_000].astype(np.int64)
+    inter = gold.layout.index("outside:intergenic")
+    print(f"runs of the training part {CHROM}:0-2,550,000, K = {args.k}")
+    for name, mask in (("intergenic", codes == inter), ("intron+", codes == INTRON_ANY["+"]),
+                       ("intron-", codes == INTRON_ANY["-"])):
+        s, e, v = runs(mask.astype(np.int8))
+        inner = (v == 1) & (s > 0) & (e < len(codes))
+        lengths = (e - s)[inner]
+        long = lengths[lengths > args.k]
+        ex = float((long - args.k).mean())
+        print(f"{name}: {len(lengths)} runs, median {np.median(lengths):.0f} bp, "
+              f"{len(long)} over {args.k} bp with mean excess {ex:.0f} bp: per-base log "
+              f"continue {math.log(1 - 1 / ex):.5f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -174,8 +207,11 @@ def main() -> None:
     r.add_argument("--model", default="fly")
     r.add_argument("--region", choices=sorted(REGIONS), default="test")
     r.add_argument("--out", required=True)
+    rl = sub.add_parser("runlengths")
+    rl.add_argument("--k", type=int, default=256)
     args = ap.parse_args()
-    {"bins": cmd_bins, "balance": cmd_balance, "revcomp": cmd_revcomp}[args.cmd](args)
+    {"bins": cmd_bins, "balance": cmd_balance, "revcomp": cmd_revcomp,
+     "runlengths": cmd_runlengths}[args.cmd](args)
 
 
 if __name__ == "__main__":
