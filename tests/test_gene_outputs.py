@@ -509,3 +509,31 @@ def test_provenance_of_a_run_folder_and_a_shipped_name(tmp_path):
         assert prov["inputs"]["model"]["sha256"] == want
         assert os.path.samefile(prov["inputs"]["model"]["path"], path)
         json.dumps(prov)  # JSON-able
+
+
+def test_a_stop_codon_across_a_splice_junction_is_counted(tmp_path):
+    """A gene whose codon split by an intron reads TAA (T | intron | AA): its protein
+    has the '*' and the writer lists the transcript (annotate warns with that list); a
+    gene whose split codon is no stop is not listed."""
+    from semiseg.genome import OutputWriter, labels_to_segments
+    from semiseg.genome.labels import load_scheme
+
+    scheme = load_scheme("gene_structure")
+    idx = {n: i for i, n in enumerate(scheme.names)}
+    intron = "GT" + "C" * 20 + "AG"
+    for second, want, listed in (("AA", "M*KK", True), ("CA", "MSKK", False)):
+        exon1, exon2 = "ATGT", second + "AAAAAGTAA"  # ATG T|AA AAA AAG TAA
+        seq = "C" * 20 + exon1 + intron + exon2 + "C" * 20
+        lab = np.full(len(seq), idx["intergenic"])
+        a = 20
+        lab[a:a + 4] = idx["CDS+"]
+        lab[a + 4:a + 4 + len(intron)] = idx["intron+"]
+        b = a + 4 + len(intron)
+        lab[b:b + len(exon2)] = idx["CDS+"]
+        prefix = tmp_path / f"g{second}"
+        with OutputWriter(prefix, scheme, {"s": len(seq)}, formats=("gff3",),
+                          proteins=True) as w:
+            w.add("s", labels_to_segments(lab), sequence=seq)
+        desc, protein = _fasta(f"{prefix}.proteins.fa")["s:gene1.t1"]
+        assert protein == want
+        assert w.internal_stop_genes == (["s:gene1.t1"] if listed else [])

@@ -447,6 +447,14 @@ def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
                   if total_bp < given_bp else ""))
         if ann.seam_stats is not None:  # certified windows (annotate/seams.py)
             ui.log(ann.seam_stats.line() + "; " + ann.seam_stats.posterior_line())
+        stopped = sink.writer.internal_stop_genes
+        if stopped:
+            ui.log(f"warning: {len(stopped)} predicted gene(s) read a stop codon inside "
+                   f"their CDS (the gene model forbids standard-code stops within an exon "
+                   f"only: a codon split by an intron, or a stop of another "
+                   f"--genetic-code, can be one): "
+                   f"{', '.join(stopped[:5])}{' ...' if len(stopped) > 5 else ''} "
+                   f"(internal_stops in {out}.proteins.fa)")
         # PREFIX.json: the provenance and every file of the set
         provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
     return outputs.files

@@ -137,6 +137,9 @@ class OutputWriter(SignalWriter):
         self._gene_n = 0
         self.code = genetic_code_table(genetic_code)
         self.proteins = bool(proteins) and scheme.kind == "gene_structure"
+        # transcripts whose CDS reads a stop codon before its end (with `proteins`): a
+        # codon split by an intron can form one, which the gene model does not forbid
+        self.internal_stop_genes: list[str] = []
         self.extra = dict(provenance or {})
         self._score_kinds: set[str] = set()
         self.stranded_bed = stranded_bed
@@ -562,6 +565,8 @@ class OutputWriter(SignalWriter):
         """A coding gene's start_codon / stop_codon rows and its .cds.fa and
         .proteins.fa records (geneseq.py)."""
         g = gene_seq(self._seq, blocks, strand, cut, self.code)
+        if g.internal_stops:
+            self.internal_stop_genes.append(tid)
         for ftype, pieces in (("start_codon", g.start_codon), ("stop_codon", g.stop_codon)):
             for a, b in pieces:  # a codon split by an intron: rows sharing one ID
                 row(ftype, a, b, strand, [("ID", f"{tid}.{ftype}"), ("Parent", tid)])
