@@ -32,10 +32,9 @@ def _scheme(min_intron: int) -> LabelScheme:
                                   "min_intron": min_intron})
 
 
-def _allowed_segments(lay, K, tm, dm, bm):
-    """(label, duration) -> allowed, as sets, from the masks."""
-    C = len(lay)
-    return [[d for d in range(1, K + 1) if dm[d - 1, c] == 0] for c in range(C)]
+def _durations(dm, K):
+    """Per label, the durations the duration mask allows."""
+    return [[d for d in range(1, K + 1) if dm[d - 1, c] == 0] for c in range(dm.shape[1])]
 
 
 def _sample_path(lay, K, T, rng):
@@ -46,7 +45,7 @@ def _sample_path(lay, K, T, rng):
     bm = lay.begin_mask()
     tail = lay.is_tail()
     outside = [c for c in range(len(lay)) if lay.frame[c] < 0 and not tail[c]]
-    durs = _allowed_segments(lay, K, tm, dm, bm)
+    durs = _durations(dm, K)
     while True:
         path, t, prev = [], 0, None
         while t < T:

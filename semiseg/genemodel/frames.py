@@ -142,8 +142,8 @@ class FrameLayout:
         """One segmentation per labelling for the runs that chain (outside labels, coding
         bases and intron insides): each such label X gets a tail label ``X~`` (kind
         ``outside~:N``, ``CDS~S`` or ``intron~S``) whose segments last exactly
-        `tail_duration` bp. A run of X is
-        then tails only, then one piece of X of its own length range: a run of L bp has
+        `tail_duration` bp. A run of X is then tails only, then one piece of X of its own
+        length range: a run of L bp has
         exactly one segmentation, and its score over long lengths is the learned score
         of one tail piece per `tail_duration` bp, a geometric length tail, instead of a
         count of the many ways to chain pieces (whose log, per base, differs by label).
@@ -251,9 +251,7 @@ class FrameLayout:
         the same run, with the rule between the two labels; nothing else leaves a tail;
         a last piece does not chain. `tails=False`: the grammar without tails (tails
         forbidden, labels chain freely), for decodes scored by posteriors alone."""
-        base_m = self._base_transition_mask()
-        b = np.asarray(self.base)
-        m = base_m[:, b][:, :, b]
+        m = self._base_transition_mask()  # every label under its base's rule
         if not self.has_tails:
             return m
         tail = self.is_tail()

@@ -59,9 +59,9 @@ class FrameHead(nn.Module):
             plus a learned constant (`noncoding_bias`), not an encoder output of its own.
 
     With run tails in the layout (crf.run_tails, FrameLayout.add_tails) each run of an
-    outside label, coding bases or an intron inside has one segmentation, and its long-run score is
-    the learned score of the tail pieces (their own kind's duration, transition and
-    start / end entries).
+    outside label, coding bases or an intron inside has one segmentation, and its
+    long-run score is the learned score of the tail pieces (their own kind's duration,
+    transition and start / end entries).
     """
 
     # set by annotate on the head it decodes with (an ensemble passes them on)
@@ -202,8 +202,8 @@ class FrameHead(nn.Module):
             else:
                 scores = scores - self.branch_penalty * weak.to(scores.dtype)
 
-        if self.has_tails:  # a run tail scores (and is allowed) as its label
-            scores, allowed = scores[..., self.base_idx], allowed[..., self.base_idx]
+        if self.has_tails:  # a run tail scores as its label (sites, content, ORF terms
+            scores = scores[..., self.base_idx]  # are by kind); seqmask allows it alike
         k = self.kind
         tr = self.transition[k][:, k][None] + self.tmask
         if self.intron_penalty:
@@ -217,10 +217,10 @@ class FrameHead(nn.Module):
     def _end(self, k: Tensor) -> Tensor | None:
         """The last segment's score per internal label: the learned one, and no run
         tail (FrameLayout.end_mask)."""
+        end = None if self.end is None else self.end[k]
         if not self.has_tails:
-            return None if self.end is None else self.end[k]
-        end = self.tail_end if self.end is None else self.end[k] + self.tail_end
-        return end
+            return end
+        return self.tail_end if end is None else end + self.tail_end
 
     # ------------------------------------------------------------------ methods
     def log_partition(self, emissions, lengths=None, hidden=None, *, backend="auto"):
