@@ -31,7 +31,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # e1a74fd plus the window fix of 1f1a942) cut10 = "one" at EPOCHS=20, cut25 = "w25b4"
 # at 20, rc10 = "base" at 20, e30 = "one" at 30, rce30 = "base" at 30 (chosen). Third
 # round (run tails, 2026-11-27): base, tails = base + crf.run_tails, tails20 = tails with
-# 20 kb windows at batch 4 (the same bases a batch), all at EPOCHS=30.
+# 20 kb windows at batch 4 (the same bases a batch), all at EPOCHS=30. Fourth round
+# (2026-11-27, run tails now the default): base, wide = base with the encoder twice as
+# wide (channels 128, LSTM 128, fine path 64).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -39,6 +41,7 @@ declare -A VAR=(
   [untied]="--set crf.tie_noncoding=false --set crf.content_scores=false --set train.reverse_complement=false"
   [tails]="--set crf.run_tails=true"
   [tails20]="--set crf.run_tails=true --set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
+  [wide]="--set model.channels=128 --set model.lstm_hidden=128 --set model.fine_channels=64"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
