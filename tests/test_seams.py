@@ -270,3 +270,38 @@ def test_far_seam_goes_whole_at_once(monkeypatch):
                                             far=far, stats=st)
         assert calls == computed and st.post_whole == 2  # 3 windows, 2 seams
         assert float((g - whole).abs().max()) < 1e-6  # float32 noise of the batching
+
+
+def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
+    """Long windows: the first seam is probed with two short windows; a probe differing
+    by more than `far` sends the sequence whole at once (no full window computed), one
+    that agrees is followed by the full windows and their own checks. Either way the
+    posteriors are the whole sequence's."""
+    from semiseg.annotate import seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    calls = []
+    real = seams._compute
+    monkeypatch.setattr(seams, "_compute", lambda *a: (calls.append(
+        [a[3][i][1] - a[3][i][0] for i in a[4]]), real(*a)))
+    # windows of 6,000 steps overlapping by 1,000 over 9,000: centres [0, 5,000) and
+    # [5,000, 9,000), windows [0, 5,500) and [4,500, 9,000); the probe reaches 1,500
+    # steps to either side of the seam at 5,000: [3,498, 5,500) (3,500 rounded down to
+    # the frame period 3) and [4,500, 6,500)
+    for far, want in ((-1.0, [[2002, 2000], [9000]]),
+                      (float("inf"), [[2002, 2000], [5500, 4500]])):
+        calls.clear()
+        st = SeamStats()
+        g, _, _ = seams.stitched_posteriors(crf, em, 6000, 1000, 4, far=far, stats=st,
+                                            probe=1500)
+        # (the agreeing probe's full windows may be widened after their own check)
+        assert [sorted(c) for c in calls[:2]] == [sorted(c) for c in want], calls
+        assert len(calls) == 2 or far > 0
+        assert float((g - whole).abs().max()) < 1e-5
+        assert len(st.post_probes) == (far < 0)
+        assert st.post_first + st.post_widened + st.post_whole == 1
+    # windows no longer than twice the probe: no probe at all
+    calls.clear()
+    seams.stitched_posteriors(crf, em, 6000, 1000, 4, probe=3000)
+    assert calls[0] == [5500, 4500]

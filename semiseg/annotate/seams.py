@@ -87,6 +87,8 @@ class SeamStats:
     depths: list = field(default_factory=list)  # steps from a first window's end back to
     # where its tracebacks met
     post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
+    post_probes: list = field(default_factory=list)  # the probed first seams' differences
+    # (stitched_posteriors' probe), where one went whole at once
 
     def line(self) -> str:
         return (f"seams: {self.first} certified at the first width, {self.widened} "
@@ -94,10 +96,13 @@ class SeamStats:
 
     def posterior_line(self, tol: float = POSTERIOR_TOL) -> str:
         first = max(self.post_first_diffs, default=0.0)
+        probed = (f"; {len(self.post_probes)} sequence(s) whole at once after a probe of "
+                  f"their first seam differed by up to {max(self.post_probes):.2g}"
+                  if self.post_probes else "")
         return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
                 f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
                 f"(largest difference {self.post_max_diff:.2g}; at the first width "
-                f"{first:.2g})")
+                f"{first:.2g}{probed})")
 
     def add(self, other: SeamStats) -> None:
         for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole"):
@@ -105,6 +110,7 @@ class SeamStats:
         self.post_max_diff = max(self.post_max_diff, other.post_max_diff)
         self.depths += other.depths
         self.post_first_diffs += other.post_first_diffs
+        self.post_probes += other.post_probes
 
 
 # ----------------------------------------------------------------- max-sum kernels
@@ -320,7 +326,8 @@ def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
 def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                         tol: float = POSTERIOR_TOL, max_widen: int = 3,
                         stats: SeamStats | None = None, backend: str = "auto",
-                        progress=None, far: float = POSTERIOR_FAR):
+                        progress=None, far: float = POSTERIOR_FAR,
+                        probe: int | None = None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows (module
     docstring), each window's centre kept. Every seam is checked: its two windows must
@@ -328,12 +335,27 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     overlap at that seam is doubled (both windows reach further across it) and the two
     windows are computed again; past `max_widen` doublings the whole sequence is one
     window; at once where a seam differs by more than `far` at the first width
-    (POSTERIOR_FAR)."""
+    (POSTERIOR_FAR).
+
+    Probe: where windows are long (W > 2 * `probe` steps), the first seam is tried first
+    with two short windows reaching `probe` steps (4 x the overlap by default) to either
+    side of it. If even they differ by more than `far`, the dependence reaches far past
+    the overlap and the sequence is computed whole at once, without first computing
+    full windows only to discard them. The probe decides only the time: a probe that
+    agrees is followed by the full windows and their own seam checks, and going whole
+    gives the whole-sequence posteriors either way."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     wins = posterior_windows(S, W, overlap, period=3)
     if len(wins) == 1:
         return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
+    probe = 4 * overlap if probe is None else probe
+    if W > 2 * probe:
+        d = _probe_first_seam(head, em, wins, overlap, probe, backend)
+        if not d <= far:
+            stats.post_whole += len(wins) - 1
+            stats.post_probes.append(d)
+            return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
     ext = [[ws, we] for _, _, ws, we in wins]
     seam_ov = [overlap] * (len(wins) - 1)
     cache: dict = {}
@@ -394,6 +416,25 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             dirty |= {b, b + 1}
     stats.post_whole += len(failed_first)
     return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, None)
+
+
+def _probe_first_seam(head, em, wins, overlap, probe, backend) -> float:
+    """The largest difference, over the middle half of their overlap, of two short
+    windows across the first seam of `wins`: [m - probe, m + overlap / 2) and
+    [m - overlap / 2, m + probe), m the seam, starts on the frame period (3)."""
+    S = em.shape[0]
+    m, half = wins[1][0], max(1, overlap // 2)
+    left = max(0, m - probe)
+    left -= left % 3
+    right = max(0, m - half)
+    right -= right % 3
+    ext = [[left, min(S, m + half)], [right, min(S, m + probe)]]
+    cache: dict = {}
+    _compute(head, em, [(0, 0, *e) for e in ext], ext, [0, 1], cache, 2, backend, None)
+    h = min(ext[0][1] - m, m - ext[1][0]) // 2
+    gl, gr = cache[0][0], cache[1][0]
+    return float((gl[m - h - ext[0][0]:m + h + 1 - ext[0][0]]
+                  - gr[m - h - ext[1][0]:m + h + 1 - ext[1][0]]).abs().max())
 
 
 def _compute(head, em, wins, ext, todo, cache, per_call, backend, progress):
