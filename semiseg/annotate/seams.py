@@ -99,10 +99,10 @@ class SeamStats:
         probed = (f"; {len(self.post_probes)} sequence(s) whole at once after a probe of "
                   f"their first seam differed by up to {max(self.post_probes):.2g}"
                   if self.post_probes else "")
+        at_first = f"; at the first width {first:.2g}" if self.post_first_diffs else ""
         return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
                 f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
-                f"(largest difference {self.post_max_diff:.2g}; at the first width "
-                f"{first:.2g}{probed})")
+                f"(largest difference {self.post_max_diff:.2g}{at_first}{probed})")
 
     def add(self, other: SeamStats) -> None:
         for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole"):
