@@ -2,7 +2,11 @@
 validity, resume, windowed vs whole-chromosome decoding, batching of short contigs (the
 Snakemake pipeline's runs are in tests/test_pipeline.py).
 
-A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow cores.
+A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow
+cores; the resume and interrupt cases train it on a third of the data (SMALL_BP).
+Training, the first annotation, evaluate and the error and signal cases run `semiseg` in
+a fresh process, as a user does; the runs that only compare one annotation with another
+call the same entry point (main()) in this process, which saves a start of torch per run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data" / "yeast"
 TRAIN_BP = 120_000  # chrII[0:120 kb] for training
+SMALL_BP = 40_000  # chrII[0:40 kb] for the resume cases
 TEST_BP = 45_000  # chrI[0:45 kb] for annotation
 
 pytest.importorskip("pyBigWig")
@@ -51,6 +56,18 @@ def run_cli(*args, check=True):
     return proc
 
 
+def run_here(*args):
+    """`semiseg ARGS` in this process (main(), as the console script calls it); fails
+    unless it exits 0. For the runs whose outputs are compared, not the process."""
+    from test_shipped_models import cli
+
+    proc = cli(*args)
+    if proc.returncode != 0:
+        raise AssertionError(f"semiseg {' '.join(map(str, args))} failed "
+                             f"({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc
+
+
 DEMO_LABELS = ["intergenic", "CDS+", "CDS-", "intron+", "intron-"]  # configs/demo.yaml
 
 @pytest.fixture(scope="module")
@@ -73,6 +90,13 @@ def work(tmp_path_factory):
     cfg["train"].update({"epochs": 2, "batch_size": 8, "patience": 0})
     cfg["annotate"].update({"window": 20000, "context": 2000})
     (d / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    # the same model on chrII[0:40 kb], for the cases about resuming (whose outcome does
+    # not depend on how much data an epoch reads)
+    (d / "small.fa").write_text(_fasta_slice(DATA / "chrII.fa", "chrII", SMALL_BP))
+    _gff_slice(d / "small.gff3", {"chrII": SMALL_BP})
+    cfg["inputs"]["fasta"] = "small.fa"
+    cfg["labels"]["annotation"] = "small.gff3"
+    (d / "small.yaml").write_text(yaml.safe_dump(cfg))
     return d
 
 
@@ -226,14 +250,14 @@ def test_whole_vs_windowed_decoding(work, trained, annotated):
     """Encoder windows with enough context give the same emissions as one pass, so the
     stitched annotation equals the whole-sequence one; windowed Viterbi (forced by a small
     --max-decode-steps) stays valid and agrees almost everywhere."""
-    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-            "--chroms", "chrI", "--window", "6000", "--context", "1000",
-            "--out", work / "ann" / "w", "--quiet")
+    run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+             "--chroms", "chrI", "--window", "6000", "--context", "1000",
+             "--out", work / "ann" / "w", "--quiet")
     whole = [r[:4] for r in _read_bed(f"{annotated}.bed") if r[0] == "chrI"]
     assert [r[:4] for r in _read_bed(work / "ann" / "w.bed")] == whole
-    proc = run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-                   "--chroms", "chrI", "--max-decode-steps", "8000",  # 8 kb at 1 bp
-                   "--out", work / "ann" / "d")
+    proc = run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                    "--chroms", "chrI", "--max-decode-steps", "8000",  # 8 kb at 1 bp
+                    "--out", work / "ann" / "d")
     assert "certified windows" in proc.stderr  # the gene model's default (annotate/seams.py)
     rows = _read_bed(work / "ann" / "d.bed")
     assert [r[:4] for r in rows] == whole  # certified seams: the whole-sequence answer
@@ -254,9 +278,9 @@ def test_annotate_samples(work, trained, annotated):
     """--samples N writes N exact posterior samples per sequence, each covering it, and
     the same seed gives the same file."""
     for name in ("s1", "s2"):
-        run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-                "--chroms", "ctg1,ctg2", "--samples", "4", "--seed", "7",
-                "--out", work / "ann" / name, "--quiet")
+        run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                 "--chroms", "ctg1,ctg2", "--samples", "4", "--seed", "7",
+                 "--out", work / "ann" / name, "--quiet")
     text = (work / "ann" / "s1.samples.bed").read_text()
     assert text == (work / "ann" / "s2.samples.bed").read_text()
     rows = _read_bed(work / "ann" / "s1.samples.bed")
@@ -272,8 +296,8 @@ def test_annotate_samples(work, trained, annotated):
 def test_short_contigs_batched_equal_single(work, trained, annotated):
     """Batched short contigs (variable lengths) give what each alone gives."""
     for c in ("ctg0", "ctg1", "ctg2"):
-        run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-                "--chroms", c, "--out", work / "ann" / c, "--quiet")
+        run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+                 "--chroms", c, "--out", work / "ann" / c, "--quiet")
         single = _read_bed(work / "ann" / f"{c}.bed")
         batched = [r for r in _read_bed(f"{annotated}.bed") if r[0] == c]
         assert [r[:4] for r in single] == [r[:4] for r in batched]
@@ -282,13 +306,15 @@ def test_short_contigs_batched_equal_single(work, trained, annotated):
 
 
 def test_resume_equals_uninterrupted(work):
-    """On CPU, stopping after epoch 1 and resuming gives bitwise the same model."""
+    """On CPU, stopping after epoch 1 and resuming gives bitwise the same model (9
+    training windows in batches of 4: three steps an epoch, the last one short)."""
     from semiseg import ui
     from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     ui.set_quiet(True)
-    cfg = load_config(work / "tiny.yaml", ["train.epochs=2", "windows.valid_fraction=0.1"])
+    cfg = load_config(work / "small.yaml", ["train.epochs=2", "windows.valid_fraction=0.1",
+                                           "train.batch_size=4"])
     torch.set_num_threads(1)
     train(cfg, work / "full")
     train(cfg, work / "part", stop_after=1)
@@ -322,7 +348,7 @@ def test_interrupted_training_resumes(work):
 
     out = work / "intr"
     proc = subprocess.Popen([sys.executable, "-m", "semiseg.cli", "train", "--config",
-                             str(work / "tiny.yaml"), "--out", str(out), "--epochs", "4",
+                             str(work / "small.yaml"), "--out", str(out), "--epochs", "4",
                              "--quiet"], stderr=subprocess.PIPE, text=True,
                             # a test run started in the background (`pytest &` in a script)
                             # inherits an ignored SIGINT, which Python then leaves ignored
@@ -340,7 +366,7 @@ def test_interrupted_training_resumes(work):
     assert not list(out.glob("*.tmp"))
     done = torch.load(out / "last.pt", weights_only=True)["epoch"]
     assert 1 <= done < 4
-    run_cli("train", "--config", work / "tiny.yaml", "--out", out, "--epochs", "4",
+    run_cli("train", "--config", work / "small.yaml", "--out", out, "--epochs", "4",
             "--resume", "--quiet")
     assert torch.load(out / "last.pt", weights_only=True)["epoch"] == 4
     assert len((out / "metrics.tsv").read_text().splitlines()) == 5
@@ -350,8 +376,8 @@ def test_annotate_regions(work, trained):
     """--regions: only those regions are segmented (widened to the resolution); the rest
     of their chromosomes is `gap`; other chromosomes are not written."""
     (work / "regions.bed").write_text("chrI\t1005\t9000\nchrI\t20000\t30013\n")
-    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-            "--regions", work / "regions.bed", "--out", work / "ann" / "r", "--quiet")
+    run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+             "--regions", work / "regions.bed", "--out", work / "ann" / "r", "--quiet")
     rows = _read_bed(work / "ann" / "r.bed")
     assert {r[0] for r in rows} == {"chrI"}
     gaps = [(int(r[1]), int(r[2])) for r in rows if r[3] == "gap"]
