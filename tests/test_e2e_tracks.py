@@ -1,12 +1,15 @@
 """A tracks-only model in coarse bins (the chromatin setting) on synthetic data whose
 answer is known: a bigWig that is high inside "on" segments and low elsewhere. Train,
-annotate with --track NAME=PATH, evaluate; the model must find the segments."""
+annotate with --track NAME=PATH, evaluate; the model must find the segments.
+
+The commands run through the command line's entry point (main(), argument parsing
+included) in this process: these cases are about what the model finds, and a fresh
+process per command cost a start of torch each (tests/test_e2e.py runs the real
+processes)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,8 +19,10 @@ pytest.importorskip("pyBigWig")
 
 
 def cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "semiseg.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=600, check=False)
+    """`semiseg ARGS` in this process; fails unless it exits 0."""
+    from test_shipped_models import cli as main_here
+
+    proc = main_here(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
