@@ -1,5 +1,5 @@
 """Annotation shards (semiseg/annotate/shards.py): the planner's grouping, and the round trip
-on a fragmented genome (thousands of short contigs) through `semiseg shard`, annotate
+on a fragmented genome (a thousand short contigs) through `semiseg shard`, annotate
 per shard (--regions SHARD.bed) and `semiseg merge`, against annotating the whole genome
 in one job as the oracle (the Snakefile's shard scatter: tests/test_pipeline.py)."""
 
@@ -100,7 +100,7 @@ def cli(*args, check=True):
 
 @pytest.fixture(scope="module")
 def fragmented(tmp_path_factory):
-    """A tiny model (GC-rich 'on' segments, 50-bp steps) and a genome of 2,500 contigs
+    """A tiny model (GC-rich 'on' segments, 50-bp steps) and a genome of 1,000 contigs
     of 200-3,000 bp."""
     from synth import gc_island_genome, gc_island_task, write_fasta
 
@@ -124,7 +124,7 @@ def fragmented(tmp_path_factory):
     torch.set_num_threads(1)
     train(load_config(d / "cfg.yaml"), d / "model")
     lengths = {f"scaffold_{i}": int(n)
-               for i, n in enumerate(rng.integers(200, 3001, 2500))}
+               for i, n in enumerate(rng.integers(200, 3001, 1000))}
     write_fasta(d / "frag.fa", gc_island_genome(rng, lengths, (150, 1500))[0])
     return d, lengths
 
