@@ -4,9 +4,10 @@ Snakemake pipeline's runs are in tests/test_pipeline.py).
 
 A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow
 cores; the resume and interrupt cases train it on a third of the data (SMALL_BP).
-Training, the first annotation, evaluate and the error and signal cases run `semiseg` in
-a fresh process, as a user does; the runs that only compare one annotation with another
-call the same entry point (main()) in this process, which saves a start of torch per run.
+The first annotation, evaluate, the missing-track error and the Ctrl-C case run
+`semiseg` in a fresh process, as a user does; the other runs, whose outputs are what is
+checked, call the same entry point (main(), argument parsing included) in this process,
+which saves a start of torch per run.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def work(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(work):
-    run_cli("train", "--config", work / "tiny.yaml", "--out", work / "run", "--quiet")
+    run_here("train", "--config", work / "tiny.yaml", "--out", work / "run", "--quiet")
     return work / "run"
 
 
@@ -366,8 +367,8 @@ def test_interrupted_training_resumes(work):
     assert not list(out.glob("*.tmp"))
     done = torch.load(out / "last.pt", weights_only=True)["epoch"]
     assert 1 <= done < 4
-    run_cli("train", "--config", work / "small.yaml", "--out", out, "--epochs", "4",
-            "--resume", "--quiet")
+    run_here("train", "--config", work / "small.yaml", "--out", out, "--epochs", "4",
+             "--resume", "--quiet")  # what the one line says to do
     assert torch.load(out / "last.pt", weights_only=True)["epoch"] == 4
     assert len((out / "metrics.tsv").read_text().splitlines()) == 5
 
