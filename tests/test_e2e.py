@@ -4,10 +4,11 @@ Snakemake pipeline's runs are in tests/test_pipeline.py).
 
 A tiny model (2 epochs, a few seconds) keeps this module around a minute on 2 slow
 cores; the resume and interrupt cases train it on a third of the data (SMALL_BP).
-The first annotation, evaluate, the missing-track error and the Ctrl-C case run
-`semiseg` in a fresh process, as a user does; the other runs, whose outputs are what is
-checked, call the same entry point (main(), argument parsing included) in this process,
-which saves a start of torch per run.
+The missing-track error (exit code 2, one line), the Ctrl-C case (exit 130) and evaluate
+run `semiseg` in a fresh process, as a user does; the runs whose outputs are what is
+checked call the same entry point (main(), argument parsing included) in this process,
+which saves a start of torch per run (tests/test_pipeline.py and
+tests/test_faults_runtime.py run annotate in real processes).
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def trained(work):
 
 @pytest.fixture(scope="module")
 def annotated(work, trained):
-    run_cli("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
-            "--out", work / "ann" / "a", "--quiet")
+    run_here("annotate", "--model", trained / "best.pt", "--fasta", work / "test.fa",
+             "--out", work / "ann" / "a", "--quiet")
     return work / "ann" / "a"
 
 
