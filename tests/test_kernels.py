@@ -92,23 +92,42 @@ def as_inputs(p, extra, dtype=torch.float32):
                         ex.pop("lengths", None), **kw, **ex)
 
 
+_BRUTE = {}
+
+
 def brute(p, extra):
+    """The brute-force oracle of a problem (log Z, every gradient, Viterbi): enumerated
+    once per problem and kept, since several tests and parametrizations (kernel variants)
+    check against the same problem (the enumeration, not the kernels, is most of their
+    time in the interpreter). The key is every input's bits, so a changed problem is
+    enumerated anew; callers only read what it returns."""
+    key = tuple((k, v.dtype, tuple(v.shape), v.numpy().tobytes())
+                for k, v in sorted({**p, **extra}.items()) if v is not None)
+    if key not in _BRUTE:
+        _BRUTE[key] = _brute(p, extra)
+    return _BRUTE[key]
+
+
+def _brute(p, extra):
     leaves = {k: v.clone().requires_grad_(True) for k, v in p.items()}
     args = (leaves["scores"], leaves["transition"], leaves["duration_bias"], extra.get("lengths"))
     kw = {k: leaves.get(k) for k in ("start", "end", "proj_start", "proj_end")}
     kw["allowed"] = extra.get("allowed")
-    lz = bf.log_partition(*args, **kw)
-    # sequences one at a time, so that one with log Z = -inf (NaN gradient) stays out
-    total = 0
+
     def one(t, b):
         return t[b:b + 1] if t is not None and t.dim() == 3 else t
 
-    for b in range(lz.shape[0]):
-        if torch.isfinite(lz[b]):
-            L = None if args[3] is None else args[3][b:b + 1]
-            total = total + bf.log_partition(
-                one(args[0], b), args[1], args[2], L,
-                **{k: one(v, b) for k, v in kw.items()}).sum()
+    # sequences one at a time (one enumeration each gives its log Z and, summed over the
+    # finite ones, the gradients), so that one with log Z = -inf (NaN gradient) stays out
+    rows, total = [], 0
+    for b in range(p["scores"].shape[0]):
+        L = None if args[3] is None else args[3][b:b + 1]
+        lz_b = bf.log_partition(one(args[0], b), args[1], args[2], L,
+                                **{k: one(v, b) for k, v in kw.items()})
+        rows.append(lz_b)
+        if torch.isfinite(lz_b).all():
+            total = total + lz_b.sum()
+    lz = torch.cat(rows)
     grads = {}
     if torch.is_tensor(total):
         gs = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
@@ -137,32 +156,41 @@ CASES = {
 # boundary at every position or every other one
 PARAMS = [(c, None) for c in CASES] + [(c, n) for c in ("all_terms", "allowed_neginf")
                                        for n in (1, 2)]
+# One problem per case (this seed) in every static test against brute force, so that the
+# oracle of each is enumerated once (brute) for all the kernel variants.
+SEED = 7
 
 
-@pytest.fixture(params=[False, True], ids=["gamma_cols", "gamma_rows"])
-def gamma_variant(request, monkeypatch):
-    """Both forward gamma variants (kernels picks one by shape; tiny shapes get one)."""
-    tuned(monkeypatch, gamma_rows=request.param)
-    return request.param
+# Both forward gamma variants (kernels picks one by shape; tiny shapes get one): every
+# case, and the spacing 1 (a wave per segment: the recompute, MODE 1, in that variant);
+# the spacing 2 (rows written by the chains, as at the default spacing) in gamma_cols only.
+GAMMA_PARAMS = [pytest.param(c, n, rows, id=f"gamma_{'rows' if rows else 'cols'}-{c}-{n}")
+                for rows in (False, True) for c, n in PARAMS if not (rows and n == 2)]
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
-@pytest.mark.parametrize("case,seg_len", PARAMS)
-def test_against_bruteforce(case, seg_len, monkeypatch, gamma_variant):
+@pytest.mark.parametrize("case,seg_len,gamma_variant", GAMMA_PARAMS)
+def test_against_bruteforce(case, seg_len, gamma_variant, monkeypatch):
+    tuned(monkeypatch, gamma_rows=gamma_variant)
     if seg_len is not None:
         tuned(monkeypatch, segment=seg_len)
     if seg_len == 1:  # rows for one checkpoint segment at a time: a wave per segment
         tuned(monkeypatch, rows_budget=1)
     spec = dict(CASES[case])
-    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=7, **spec)
-    check_against_brute(p, extra, keep_too=not gamma_variant)
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=SEED, **spec)
+    # gamma_rows changes the chains only: the posterior backward is gamma_cols' launch
+    check_against_brute(p, extra, keep_too=not gamma_variant, posteriors=not gamma_variant)
 
 
-def check_against_brute(p, extra, keep_too=False):
+def check_against_brute(p, extra, keep_too=False, posteriors=True):
     """log Z, every gradient, Viterbi score and the path's own score against brute force.
     keep_too: also the forward told that a backward follows (keep=True: the static chains'
     second halves then run in the forward, static._second_halves), whose log Z and
-    gradients (twice from one forward, as retain_graph does) must be the same bits."""
+    gradients (twice from one forward, as retain_graph does) must be the same bits.
+    posteriors: also the backward without the parameter sums (_bwd_kernel PARAM_GRADS
+    off); a parametrization whose _bwd_kernel launch is another's (the same problem and
+    settings but for a chain-only setting: the gamma variant, the end-indexed chain's
+    ring tiles) leaves it to that one. Returns kn.viterbi's (score, labels, seg_start)."""
     lz_ref, g_ref, vit_ref = brute(p, extra)
     x = as_inputs(p, extra)
     lz, saved = kn.forward(x)
@@ -192,10 +220,11 @@ def check_against_brute(p, extra, keep_too=False):
         assert grads["scores"][~ok.to(DEV)].abs().max() == 0
     # what posteriors ask for: the per-position gradients alone, the same bits; the
     # duration-bias and transition sums are skipped (the dd kernels form them anyway)
-    part = kn.backward(x, saved, torch.ones_like(lz), wanted=("scores", "proj_start"))
-    for name in ("scores", "proj_start", "proj_end", "start", "end"):
-        assert torch.equal(part[name], grads[name]), name
-    assert x.duration_dependent or not {"duration_bias", "transition"} & set(part)
+    if posteriors:
+        part = kn.backward(x, saved, torch.ones_like(lz), wanted=("scores", "proj_start"))
+        for name in ("scores", "proj_start", "proj_end", "start", "end"):
+            assert torch.equal(part[name], grads[name]), name
+        assert x.duration_dependent or not {"duration_bias", "transition"} & set(part)
 
     score, labels, seg_start = kn.viterbi(x)
     lengths = x.lengths.cpu()
@@ -213,6 +242,7 @@ def check_against_brute(p, extra, keep_too=False):
                             p.get("start"), p.get("end"), p.get("proj_start"), p.get("proj_end"))
         assert bf.is_allowed(b, segs, extra.get("allowed"))
         assert abs(own.item() - best) <= 1e-5 * max(1.0, abs(best))
+    return score, labels, seg_start
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
@@ -228,8 +258,7 @@ def test_viterbi_where_the_halves_meet(across):
     else:  # label 1 over [0, 3), label 0 over [3, 6)
         p["scores"][0, :3, 1] += 5.0
         p["scores"][0, 3:, 0] += 5.0
-    check_against_brute(p, extra)
-    _, labels, seg_start = kn.viterbi(as_inputs(p, extra))
+    _, labels, seg_start = check_against_brute(p, extra)  # (its kn.viterbi)
     starts = torch.nonzero(seg_start[0].cpu()).flatten().tolist()
     if across:  # the branch under test: no segment starts at M, one covers it
         assert 3 not in starts and labels[0, 3].item() == 1
@@ -257,8 +286,8 @@ def test_no_allowed_segmentation(dd):
 def test_against_torch_backend_and_determinism(monkeypatch):
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=9)
-    p, extra = make(3, 40, 6, 3, seed=11, lengths=[40, 23, 17], allowed=True)
+    tuned(monkeypatch, segment=5)
+    p, extra = make(3, 20, 6, 3, seed=11, lengths=[20, 13, 9], allowed=True)
     extra["allowed"][:, ::5] = True
     x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
     lz_ref, saved_ref = reference.forward(x64)
@@ -347,8 +376,8 @@ def test_dd_against_bruteforce(case, seg_len, monkeypatch):
 def test_dd_against_torch_backend_and_determinism(monkeypatch):
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=7)
-    p, extra = make(2, 24, 5, 3, seed=17, lengths=[24, 15], allowed=True, neg_inf=True,
+    tuned(monkeypatch, segment=4)
+    p, extra = make(2, 14, 5, 3, seed=17, lengths=[14, 9], allowed=True, neg_inf=True,
                     dd=True)
     extra["allowed"][:, ::4] = True
     x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
@@ -404,17 +433,31 @@ PER_CASES = {
 }
 PER_PARAMS = [(c, None) for c in PER_CASES] + [(c, n) for c in ("all_terms_P3", "allowed_neginf")
                                                for n in (1, 2, 3)]
+# The periodic problems are one per case (seed PER_SEED) in every test below, so that the
+# brute-force oracle of each is enumerated once (brute) for all the kernel variants.
+PER_SEED = 19
+# The end-indexed chain's ring in tiles of 2 slots: every case's shape (ring lengths 2 to
+# 8 slots: one tile to four), and the checkpoint spacings at every position (one segment
+# per wave: the recompute, MODE 1, from a tiled ring each wave) and off the period; the
+# spacing on the period (3) and the other case at the other spacings run registers only
+# (test_tiled_ring_gives_the_register_ring_bits: tiles give the register ring's bits).
+PER_RING_PARAMS = ([pytest.param(c, n, None, id=f"{c}-{n}-ring_by_shape") for c, n in PER_PARAMS]
+                   + [pytest.param(c, n, 2, id=f"{c}-{n}-ring_tiled_2") for c, n in PER_PARAMS
+                      if n is None or (c, n) in (("all_terms_P3", 1), ("allowed_neginf", 2))])
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
-@pytest.mark.parametrize("ring", [None, 2], ids=["ring_by_shape", "ring_tiled_2"])
-@pytest.mark.parametrize("case,seg_len", PER_PARAMS)
+@pytest.mark.parametrize("case,seg_len,ring", PER_RING_PARAMS)
 def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     """ring: kernels.DEFAULT.ring_tile (None: by shape, registers at these sizes; 2: the
     end-indexed chain's ring in global memory in tiles of 2 slots, end._fwd_end_kernel
-    TILE). The cases
-    with a checkpoint spacing (seg_len) run the backward in waves of recomputed rows
-    (kernels.DEFAULT.full_rows False); the others with the rows the forward chains wrote."""
+    TILE). The cases with a checkpoint spacing (seg_len) force the wave backward
+    (kernels.DEFAULT.full_rows False); the others pick it by the rows budget. (The
+    forward here is told no backward follows, so no rows are written: the rows the
+    chains write are checked bitwise by test_forward_rows_give_the_recomputed_rows_bits,
+    test_tiled_ring_gives_the_register_ring_bits and the duration-sum test.) The ring
+    tiles change the end-indexed chain only: the posterior backward (_bwd_kernel without
+    the parameter sums) is left to ring_by_shape."""
     tuned(monkeypatch, ring_tile=ring)
     if seg_len is not None:
         tuned(monkeypatch, segment=seg_len)
@@ -422,11 +465,11 @@ def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
     if seg_len == 1:  # one checkpoint segment per wave
         tuned(monkeypatch, rows_budget=1)
     spec = dict(PER_CASES[case])
-    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=19,
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=PER_SEED,
                     **spec)
     x = as_inputs(p, extra)
     assert x.periodic and kn.supports(x) is None
-    check_against_brute(p, extra)
+    check_against_brute(p, extra, posteriors=ring is None)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
@@ -435,10 +478,12 @@ def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
 def test_periodic_reversed_ring_with_and_without_residue_planes(case, seg_len, monkeypatch):
     """The periodic reversed chain's register ring as residue planes (the rule at these
     sizes: chain._fwd_kernel KQ > 0) and as one ring split by residue at every read
-    (RES_PLANES_MAX_CP = 0: what CP > 32 and the Viterbi run), each against brute force."""
+    (RES_PLANES_MAX_CP = 0: what CP > 32 and the Viterbi run), each against brute force.
+    The planes' run of a (case, spacing) that test_periodic_against_bruteforce has
+    (ring_by_shape: the same problem and settings) is left to it."""
     spec = dict(PER_CASES[case])
     B, T, K, C = (spec.pop(k) for k in ("B", "T", "K", "C"))
-    p, extra = make(B, T, K, C, seed=23, **spec)
+    p, extra = make(B, T, K, C, seed=PER_SEED, **spec)
     x = as_inputs(p, extra)
     KP, CP = kn._shape(x)
     dummy = torch.empty(1)
@@ -446,7 +491,8 @@ def test_periodic_reversed_ring_with_and_without_residue_planes(case, seg_len, m
     if seg_len is not None:
         tuned(monkeypatch, segment=seg_len)
         tuned(monkeypatch, full_rows=False)
-    check_against_brute(p, extra)
+    if (case, seg_len) not in PER_PARAMS or seg_len == 1:  # (there seg 1 has rows_budget 1)
+        check_against_brute(p, extra)
     tuned(monkeypatch, res_planes_max_cp=0)
     assert kn.DEFAULT.rev_opts(KP, CP, 4, B, dummy, x.period)["KQ"] == 0
     check_against_brute(p, extra)
@@ -458,8 +504,15 @@ def _tiles_of_one_slot(monkeypatch):
           bwd_tile_elems=1)
 
 
+# every case's shape, and the checkpoint spacings at every position (both cases), off
+# the period (2) and on it (3), each once; the posterior backward (the tiled _bwd_kernel
+# without the parameter sums) at every case's default spacing
+PER_TILE_PARAMS = [(c, None) for c in PER_CASES] + [
+    ("all_terms_P3", 1), ("allowed_neginf", 1), ("allowed_neginf", 2), ("all_terms_P3", 3)]
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
-@pytest.mark.parametrize("case,seg_len", PER_PARAMS)
+@pytest.mark.parametrize("case,seg_len", PER_TILE_PARAMS)
 def test_periodic_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     """The periodic family with every ring in memory, in tiles of one slot: the reversed
     chain (its residue split as an online logsumexp / max per residue over the tiles),
@@ -471,12 +524,12 @@ def test_periodic_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
         tuned(monkeypatch, segment=seg_len)
         tuned(monkeypatch, full_rows=False)
     spec = dict(PER_CASES[case])
-    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=23,
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=PER_SEED,
                     **spec)
     x = as_inputs(p, extra)
     assert x.periodic and kn.DEFAULT.chain_opts(*kn._shape(x), 4)["TILE"] == 1
     assert kn.DEFAULT.bwd_tile(*kn._shape(x)) == 1
-    check_against_brute(p, extra)
+    check_against_brute(p, extra, posteriors=seg_len is None)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
@@ -495,8 +548,7 @@ def test_periodic_viterbi_where_the_halves_meet(across, tiles, monkeypatch):
     else:
         p["scores"][0, :3, 1] += 5.0
         p["scores"][0, 3:, 0] += 5.0
-    check_against_brute(p, extra)
-    _, labels, seg_start = kn.viterbi(as_inputs(p, extra))
+    _, labels, seg_start = check_against_brute(p, extra)  # (its kn.viterbi)
     starts = torch.nonzero(seg_start[0].cpu()).flatten().tolist()
     if across:
         assert 3 not in starts and labels[0, 3].item() == 1
@@ -510,8 +562,8 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
     determinism, and P = 1 through the periodic family equal to the static kernels."""
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=9)
-    p, extra = make(3, 40, 7, 3, seed=23, lengths=[40, 29, 17], allowed=True, neg_inf=True,
+    tuned(monkeypatch, segment=5)
+    p, extra = make(3, 20, 7, 3, seed=23, lengths=[20, 15, 11], allowed=True, neg_inf=True,
                     period=3)
     extra["allowed"][:, ::5] = True
     x64, x32 = as_inputs(p, extra, torch.float64), as_inputs(p, extra)
@@ -531,7 +583,7 @@ def test_periodic_against_torch_backend_determinism_and_static(monkeypatch):
     torch.testing.assert_close(score.double(), s_ref, rtol=1e-6, atol=1e-5)
 
     # (1, C, C) runs the periodic family; (C, C) the static kernels: the same numbers
-    p1, extra1 = make(2, 30, 6, 3, seed=29, lengths=[30, 21], period=1)
+    p1, extra1 = make(2, 15, 6, 3, seed=29, lengths=[15, 10], period=1)
     x_per = as_inputs(p1, extra1)
     p1s = dict(p1, transition=p1["transition"][0])
     x_sta = as_inputs(p1s, extra1)
@@ -565,15 +617,23 @@ def sparse_problem(B, T, K, C, seed, **kw):
     return p, extra
 
 
+# (spacing, rings in tiles of one slot): the default spacing (P = 5: the 6-long sequence
+# splits at M = 5) with the register rings; spacing 2 (M = 4, 3 segments) with both
+SPARSE_PARAMS = [pytest.param(None, False, id="rows_full-registers"),
+                 pytest.param(2, False, id="waves_of_2-registers"),
+                 pytest.param(2, True, id="waves_of_2-tiles_of_one_slot")]
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
-@pytest.mark.parametrize("tiles", [False, True], ids=["registers", "tiles_of_one_slot"])
-@pytest.mark.parametrize("seg_len", [None, 2], ids=["rows_full", "waves_of_2"])
+@pytest.mark.parametrize("seg_len,tiles", SPARSE_PARAMS)
 def test_periodic_sparse_transitions_against_bruteforce(seg_len, tiles, monkeypatch):
     """The sparse transition tables (chain.py, "Sparse periodic transitions"), forced at
     a tiny shape: every chain reads a (3, CP, SP) table with SP = 4 < CP = 8 and gathers
     its vector at the columns; log Z, every gradient (the transition's scattered back
     from the sparse slots) and the Viterbi path against brute-force enumeration, with the
-    rings in registers or in tiles of one slot, the rows written or recomputed in waves."""
+    rings in registers or in tiles of one slot, at the default checkpoint spacing and at 2
+    (either way the backward recomputes the rows in waves: this forward, told no backward
+    follows, writes none)."""
     tuned(monkeypatch, sparse_from_cp=2)
     tuned(monkeypatch, sparse_below=0.5)
     tuned(monkeypatch, sparse_viterbi=True)
@@ -594,8 +654,8 @@ def test_periodic_sparse_viterbi_is_the_dense_one(monkeypatch):
     """The sparse tables give the dense tables' Viterbi path label for label (maxima are
     exact and the columns ascend, so ties break alike) and log Z and every gradient
     within float32 of them, on longer sequences than brute force can enumerate."""
-    tuned(monkeypatch, segment=9)
-    p, extra = sparse_problem(3, 40, 7, 6, seed=43, lengths=[40, 29, 17], allowed=True)
+    tuned(monkeypatch, segment=5)
+    p, extra = sparse_problem(3, 20, 7, 6, seed=43, lengths=[20, 15, 11], allowed=True)
     extra["allowed"][:, ::5] = True
     x = as_inputs(p, extra)
     tuned(monkeypatch, sparse_viterbi=True)
@@ -620,9 +680,13 @@ def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
     """The end-indexed chain with its ring in global memory (end._fwd_end_kernel TILE, any
     tile size)
     gives bitwise the register ring's log Z, every gradient and Viterbi path: it does the
-    same float32 operations on every ring element, only in tiles."""
-    tuned(monkeypatch, segment=9)
-    p, extra = make(3, 40, 7, 3, seed=37, lengths=[40, 29, 17], allowed=True, period=3)
+    same float32 operations on every ring element, only in tiles. A ring of 8 slots (K = 7,
+    one slot past K) that every sequence wraps, 3 or 4 checkpoint segments; tiles of 1 and
+    4 slots with the rows recomputed in waves (MODE 1), tiles of 4 with the rows written
+    by the chains (keep; their Viterbi is keep=False's: not run twice). The register ring
+    with rows written against recomputed: test_forward_rows_give_the_recomputed_rows_bits."""
+    tuned(monkeypatch, segment=4)
+    p, extra = make(3, 16, 7, 3, seed=39, lengths=[16, 12, 9], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([0.7, -1.5, 1.1], device=DEV)
 
@@ -631,12 +695,14 @@ def test_tiled_ring_gives_the_register_ring_bits(monkeypatch):
         lz, saved = kn.forward(x, keep=keep)
         assert (saved["rows"] is not None) == keep
         g = kn.backward(x, saved, w)
-        return [lz, *(g[k] for k in sorted(g)), *kn.viterbi(x)]
+        return [lz, *(g[k] for k in sorted(g)), *(() if keep else kn.viterbi(x))]
 
     reg = run(0)
     assert torch.isfinite(reg[0]).all()  # every sequence has paths: the gradients are not 0
-    for tile, keep in ((1, False), (4, False), (0, True), (4, True)):
-        for a, b in zip(reg, run(tile, keep)):
+    for tile, keep in ((1, False), (4, False), (4, True)):
+        got = run(tile, keep)
+        assert len(got) == len(reg) - 3 * keep
+        for a, b in zip(reg, got):
             assert torch.equal(a, b), (tile, keep)
 
 
@@ -648,8 +714,8 @@ def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
     within float32 of the torch backend."""
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=6)
-    p, extra = make(3, 31, 5, 3, seed=41, lengths=[31, 20, 9], allowed=True, period=3)
+    tuned(monkeypatch, segment=4)  # 4 checkpoint segments (rows_budget 1: 4 waves)
+    p, extra = make(3, 16, 5, 3, seed=45, lengths=[16, 12, 9], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([1.3, 0.4, -0.8], device=DEV)
     lz, saved = kn.forward(x, keep=True)
@@ -695,8 +761,8 @@ def test_duration_sum_in_global_memory_gives_the_register_bits(period, monkeypat
     float64 torch backend."""
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=5)
-    p, extra = make(3, 23, 6, 3, seed=43, lengths=[23, 16, 7], allowed=True, period=period)
+    tuned(monkeypatch, segment=3)  # 4, 4 and 2 checkpoint segments
+    p, extra = make(3, 12, 6, 3, seed=43, lengths=[12, 10, 6], allowed=True, period=period)
     x = as_inputs(p, extra)
     w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
     for budget in (1 << 30, 1):
@@ -728,10 +794,10 @@ def test_static_backward_with_its_ring_in_tiles_matches_float64(elems, monkeypat
     tiles of 2 slots) and one (elems 32)."""
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=5)
+    tuned(monkeypatch, segment=3)  # 4, 4 and 2 checkpoint segments
     tuned(monkeypatch, bwd_tile_from=0)
     tuned(monkeypatch, bwd_tile_elems=elems)
-    p, extra = make(3, 23, 6, 3, seed=44, lengths=[23, 16, 7], allowed=True)
+    p, extra = make(3, 12, 6, 3, seed=44, lengths=[12, 10, 6], allowed=True)
     x = as_inputs(p, extra)
     assert kn.DEFAULT.bwd_tile(*kn._shape(x)) == elems // 4
     w = torch.tensor([0.9, -1.2, 0.5], device=DEV)
@@ -739,8 +805,9 @@ def test_static_backward_with_its_ring_in_tiles_matches_float64(elems, monkeypat
     want = reference.backward(x64, reference.forward(x64)[1], w.double())
     for budget in (1 << 30, 1):
         tuned(monkeypatch, rows_budget=budget)
-        got = kn.backward(x, kn.forward(x, keep=True)[1], w)
-        post = kn.backward(x, kn.forward(x, keep=True)[1], w, wanted=("scores", "proj_start"))
+        saved = kn.forward(x, keep=True)[1]  # (a backward may read one forward twice)
+        got = kn.backward(x, saved, w)
+        post = kn.backward(x, saved, w, wanted=("scores", "proj_start"))
         for k, v in want.items():
             if v is None:
                 continue
@@ -764,10 +831,11 @@ def test_static_rings_in_tiles_against_bruteforce(case, seg_len, monkeypatch):
     if seg_len == 1:
         tuned(monkeypatch, rows_budget=1)
     spec = dict(CASES[case])
-    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=8, **spec)
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=SEED, **spec)
     x = as_inputs(p, extra)
     assert kn.DEFAULT.chain_opts(*kn._shape(x), 4)["TILE"] == 1
-    check_against_brute(p, extra)
+    # the posterior backward (tiled, without the parameter sums) at the default spacing
+    check_against_brute(p, extra, posteriors=seg_len is None)
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
@@ -781,7 +849,7 @@ def test_static_join_in_parts_against_bruteforce(case, elems, monkeypatch):
     tuned(monkeypatch, join_parts_from=0)
     tuned(monkeypatch, join_tile_elems=elems)
     spec = dict(CASES[case])
-    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=9, **spec)
+    p, extra = make(spec.pop("B"), spec.pop("T"), spec.pop("K"), spec.pop("C"), seed=SEED, **spec)
     x = as_inputs(p, extra)
     KP, CP = kn._shape(x)
     assert kn.DEFAULT.join_parts(x.batch, KP, CP, x.scores)[0] == (KP if elems == 1 else 1)
