@@ -131,15 +131,11 @@ def test_demo_with_the_shipped_model(tmp_path):
     """`semiseg demo` annotates chrI at 1 bp with the shipped gene model and scores it at
     the exact base: every output is written, and every predicted CDS run on a strand is
     a whole number of codons and every intron GT..AG (the reading-frame model cannot
-    produce anything else) with a branch point (the demo's rule). Through main() in this
-    process: what is checked is the outputs (tests/test_faults_runtime.py signals a real
-    `semiseg demo` process), and a fresh one cost a start of torch."""
+    produce anything else) with a branch point (the demo's rule)."""
     import json
 
-    from test_shipped_models import cli as main_here
-
     out = tmp_path / "demo"
-    proc = main_here("demo", out, "--quiet", "--data", ROOT / "data" / "yeast")
+    proc = cli("demo", out, "--quiet", "--data", ROOT / "data" / "yeast", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for name in ("annotation.bed", "annotation.gff3", "evaluation.tsv", "example.png"):
         assert (out / name).is_file(), name
