@@ -346,6 +346,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     gives the whole-sequence posteriors either way."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
+    em = _whole_terms(head, em)  # each window's terms are sliced from these (_compute)
     wins = posterior_windows(S, W, overlap, period=3)
     if len(wins) == 1:
         return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
@@ -418,11 +419,41 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, None)
 
 
+def _whole_terms(head, em: torch.Tensor) -> dict:
+    """The head's terms of the whole sequence (S, channels), computed once. The windows'
+    terms are slices of them: a term reads sequence around its position (the ORF-length
+    score reads the whole ORF, codon masks the next bases), so terms computed from a
+    window's own bases alone differ near its edges from the whole sequence's, beyond
+    what the seam checks compare (a yeast window's last 49 steps: 0.21)."""
+    with torch.no_grad():
+        return head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
+
+
+def _window_terms(full: dict, spans) -> dict:
+    """The terms of windows [(ws, we)] of the whole sequence's terms `full`: the
+    per-position ones sliced and padded to the longest window (past a window's length
+    the kernels read nothing), the others shared."""
+    S = full["scores"].shape[1]
+    if list(spans) == [(0, S)]:
+        return full
+    n = max(we - ws for ws, we in spans)
+    t = dict(full)
+    for key in ("scores", "allowed", "proj_start"):
+        x = full[key]
+        out = x.new_zeros(len(spans), n, x.shape[-1])
+        for j, (ws, we) in enumerate(spans):
+            out[j, :we - ws] = x[0, ws:we]
+        t[key] = out
+    t["lengths"] = torch.tensor([we - ws for ws, we in spans],
+                                device=full["scores"].device)
+    return t
+
+
 def _probe_first_seam(head, em, wins, overlap, probe, backend) -> float:
     """The largest difference, over the middle half of their overlap, of two short
     windows across the first seam of `wins`: [m - probe, m + overlap / 2) and
     [m - overlap / 2, m + probe), m the seam, starts on the frame period (3)."""
-    S = em.shape[0]
+    S = em["scores"].shape[1]
     m, half = wins[1][0], max(1, overlap // 2)
     left = max(0, m - probe)
     left -= left % 3
@@ -439,19 +470,14 @@ def _probe_first_seam(head, em, wins, overlap, probe, backend) -> float:
 
 def _compute(head, em, wins, ext, todo, cache, per_call, backend, progress):
     """Posteriors, allowed and proj_start of the windows `todo` over their extents,
-    per_call windows per semi-CRF call, into cache[i] (on the host)."""
-    S = em.shape[0]
+    per_call windows per semi-CRF call, into cache[i] (on the host). `em`: the whole
+    sequence's terms (_whole_terms), sliced per window."""
+    S = em["scores"].shape[1]
     per_call = max(1, per_call)
     for i0 in range(0, len(todo), per_call):
         idx = todo[i0:i0 + per_call]
-        n = max(ext[i][1] - ext[i][0] for i in idx)
-        em_b = em.new_zeros(len(idx), n, em.shape[-1])
-        for j, i in enumerate(idx):
-            ws, we = ext[i]
-            em_b[j, :we - ws] = em[ws:we]
-        lengths = torch.tensor([ext[i][1] - ext[i][0] for i in idx], device=em.device)
+        t = _window_terms(em, [tuple(ext[i]) for i in idx])
         with torch.no_grad():
-            t = head._terms(em_b, lengths)
             g = head._posteriors(t, backend).detach().cpu()
         al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
         for j, i in enumerate(idx):
@@ -468,7 +494,7 @@ def _stitch(head, em, wins, cache, per_call, backend, progress, ext=None):
     todo = [i for i in range(len(wins)) if i not in cache]
     if todo:
         _compute(head, em, wins, ext, todo, cache, per_call, backend, progress)
-    S = em.shape[0]
+    S = em["scores"].shape[1]
     g0, a0, p0 = cache[0]
     g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
     ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
