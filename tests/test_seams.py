@@ -320,3 +320,43 @@ def test_window_terms_come_from_the_whole_sequence():
     _, p2, b2 = gene_decode(crf, em, 9374, 2048, 1, stats=SeamStats())
     assert float((p2 - post[0]).abs().max()) < 1e-5
     assert float((b2 - bnd[0]).abs().max()) < 1e-5
+
+
+def test_core_split_decodes_one_window_per_core_as_the_whole(monkeypatch):
+    """On the CPU with 2 threads, a gene-model sequence of at least CORE_SPLIT_MIN steps
+    is decoded in one certified window per core, side by side: the whole decode's labels
+    and posteriors (within the posterior bound). With 1 thread, or below the minimum:
+    whole, as before."""
+    from seqs import SHIPPED_MODEL
+
+    from semiseg.annotate import annotator as A
+    from semiseg.checkpoint import load_checkpoint
+    from semiseg.genome import Fasta, GenomeData
+
+    root = Path(__file__).resolve().parent.parent
+    ck = load_checkpoint(SHIPPED_MODEL)
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(A.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    try:
+        with Fasta(str(root / "data" / "yeast" / "chrI.fa")) as fa:
+            data = GenomeData.from_config(ck.genome, fa)
+            ann = A.Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000,
+                              certified_seams=True)
+            item = A.Item("chrI", 30000, 45000)
+            torch.set_num_threads(2)
+            monkeypatch.setattr(A, "CORE_SPLIT_MIN", 10**9)
+            assert ann.core_split(15000) is None
+            whole = ann.run_long(item)
+            monkeypatch.setattr(A, "CORE_SPLIT_MIN", 10000)
+            # 15,000 steps on 2 cores: centres of 7,500 steps; the overlap for them,
+            # min(7,500 // 4, 8 K = 2,048) = 1,875, adds 2 x 937 steps of context
+            assert ann.core_split(15000) == (9374, 2, 1875)
+            split = ann.run_long(item)
+            torch.set_num_threads(1)
+            assert ann.core_split(15000) is None
+    finally:
+        torch.set_num_threads(threads)
+    assert whole[-1] is True and split[-1] is False and ann.last_window == 9374
+    np.testing.assert_array_equal(split[0], whole[0])
+    assert float(np.abs(split[1] - whole[1]).max()) < 1e-5
+    assert float(np.abs(split[2] - whole[2]).max()) < 1e-5
