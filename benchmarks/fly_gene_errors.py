@@ -32,6 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from semiseg.evaluate.genelevel import inside, normalise_stops, read_gene_models  # noqa: E402
+from semiseg.genome import Fasta  # noqa: E402
+from semiseg.metrics import loci  # noqa: E402
 
 CHROM = "chr2R_2M_6M"
 REGIONS = {"tune": (2_550_000, 3_000_000), "test": (3_000_000, 4_000_000)}
@@ -46,13 +48,11 @@ def introns(g):
 
 
 def loci_of(truth):
-    out = []
-    for g in sorted(truth, key=lambda g: (g.strand, g.start)):
-        if out and out[-1][0].strand == g.strand and any(cds_overlap(g, h) for h in out[-1]):
-            out[-1].append(g)
-        else:
-            out.append([g])
-    return out
+    """The truth models grouped as `semiseg evaluate` counts loci (metrics.loci)."""
+    groups: dict[int, list] = {}
+    for g, n in zip(truth, loci([g.key for g in truth])):
+        groups.setdefault(n, []).append(g)
+    return list(groups.values())
 
 
 def classify(locus, pred, loci) -> tuple[str, object]:
@@ -85,16 +85,12 @@ def main(argv=None) -> int:
     ap.add_argument("--region", choices=sorted(REGIONS), default="tune")
     ap.add_argument("--detail", metavar="NAME", help="list the missed loci of NAME")
     args = ap.parse_args(argv)
-    import pyfaidx
-
     root = os.path.dirname(HERE)
-    fa = pyfaidx.Fasta(os.path.join(root, "data/fly/chr2R_2M_6M.fa"))
-    sizes = {k: len(fa[k]) for k in fa.keys()}
+    fa = Fasta(os.path.join(root, "data/fly/chr2R_2M_6M.fa"))
     lo, hi = REGIONS[args.region]
 
     def load(path):
-        models = read_gene_models(path)
-        models, _ = normalise_stops(models, lambda c, s, e: str(fa[c][max(0, s):e]), sizes)
+        models, _ = normalise_stops(read_gene_models(path), fa.fetch, fa.chrom_sizes)
         return inside(models, {CHROM: [(lo, hi)]})
 
     loci = loci_of(load(os.path.join(root, "data/fly/chr2R_2M_6M.gff3")))

@@ -6,7 +6,6 @@ annotate/seams.py), posteriors, samples, and batches of short sequences decoded 
 
 from __future__ import annotations
 
-import os
 import threading
 import zlib
 from dataclasses import dataclass
@@ -322,11 +321,9 @@ class Annotator:
                 or S < CORE_SPLIT_MIN or S > self.max_steps
                 or not hasattr(self.model.crf, "decode_with_marginals")):
             return None
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            cores = os.cpu_count() or 1
-        n = min(torch.get_num_threads(), cores)
+        from ..crf.numba import _threads  # the cores its kernels spread sequences over
+
+        n = min(torch.get_num_threads(), _threads())
         if n < 2:
             return None
         K = getattr(self.model.crf, "max_duration", 1)

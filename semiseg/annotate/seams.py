@@ -346,17 +346,17 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     gives the whole-sequence posteriors either way."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
-    em = _whole_terms(head, em)  # each window's terms are sliced from these (_compute)
+    terms = _whole_terms(head, em)  # each window's terms are sliced from these
     wins = posterior_windows(S, W, overlap, period=3)
     if len(wins) == 1:
-        return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
+        return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
     probe = 4 * overlap if probe is None else probe
     if W > 2 * probe:
-        d = _probe_first_seam(head, em, wins, overlap, probe, backend)
+        d = _probe_first_seam(head, terms, wins, overlap, probe, backend)
         if not d <= far:
             stats.post_whole += len(wins) - 1
             stats.post_probes.append(d)
-            return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, progress)
+            return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
     ext = [[ws, we] for _, _, ws, we in wins]
     seam_ov = [overlap] * (len(wins) - 1)
     cache: dict = {}
@@ -371,19 +371,14 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             diff_at[key] = _seam_diff(b)
         return diff_at[key]
 
-    def _seam_diff(b):
-        m = wins[b + 1][0]  # the seam: the right window's first kept step
-        half = min(ext[b][1] - m, m - ext[b + 1][0]) // 2
-        gl, (wl, _) = cache[b][0], ext[b]
-        gr, (wr, _) = cache[b + 1][0], ext[b + 1]
-        return float((gl[m - half - wl:m + half + 1 - wl]
-                      - gr[m - half - wr:m + half + 1 - wr]).abs().max())
+    def _seam_diff(b):  # the seam: the right window's first kept step
+        return _overlap_diff(wins[b + 1][0], cache[b][0], ext[b], cache[b + 1][0], ext[b + 1])
 
     # the first width, window group by group in order: a seam that is far apart stops
     # it there (the windows after it would be computed for nothing)
     step = max(1, per_call)
     for i0 in range(0, len(wins), step):
-        _compute(head, em, wins, ext, list(range(i0, min(len(wins), i0 + step))), cache,
+        _compute(head, terms, wins, ext, list(range(i0, min(len(wins), i0 + step))), cache,
                  per_call, backend, progress)
         new = range(max(0, i0 - 1), min(len(wins), i0 + step) - 1)
         if any(not seam_diff(b) <= far for b in new):  # the sequence whole: every seam
@@ -393,10 +388,10 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             stats.post_first += agree
             stats.post_whole += len(wins) - 1 - agree
             stats.post_first_diffs += checked
-            return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, None)
+            return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
     for k in range(max_widen + 1):
         if k > 0:
-            _compute(head, em, wins, ext, sorted(dirty), cache, per_call, backend, None)
+            _compute(head, terms, wins, ext, sorted(dirty), cache, per_call, backend, None)
         diffs = [seam_diff(b) for b in range(len(wins) - 1)]
         bad = [b for b, dv in enumerate(diffs) if not dv <= tol]
         if k == 0:
@@ -406,7 +401,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if not bad:
             stats.post_widened += len(failed_first)
             stats.post_max_diff = max([stats.post_max_diff, *diffs])
-            return _stitch(head, em, wins, cache, per_call, backend, None, ext)
+            return _stitch(head, terms, wins, cache, per_call, backend, None, ext)
         dirty = set()
         for b in bad:  # both windows reach twice as far across the seam
             seam_ov[b] *= 2
@@ -416,7 +411,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             ext[b + 1][0] = ws - ws % 3
             dirty |= {b, b + 1}
     stats.post_whole += len(failed_first)
-    return _stitch(head, em, [(0, S, 0, S)], {}, 1, backend, None)
+    return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
 
 
 def _whole_terms(head, em: torch.Tensor) -> dict:
@@ -449,11 +444,11 @@ def _window_terms(full: dict, spans) -> dict:
     return t
 
 
-def _probe_first_seam(head, em, wins, overlap, probe, backend) -> float:
+def _probe_first_seam(head, terms, wins, overlap, probe, backend) -> float:
     """The largest difference, over the middle half of their overlap, of two short
     windows across the first seam of `wins`: [m - probe, m + overlap / 2) and
     [m - overlap / 2, m + probe), m the seam, starts on the frame period (3)."""
-    S = em["scores"].shape[1]
+    S = terms["scores"].shape[1]
     m, half = wins[1][0], max(1, overlap // 2)
     left = max(0, m - probe)
     left -= left % 3
@@ -461,22 +456,28 @@ def _probe_first_seam(head, em, wins, overlap, probe, backend) -> float:
     right -= right % 3
     ext = [[left, min(S, m + half)], [right, min(S, m + probe)]]
     cache: dict = {}
-    _compute(head, em, [(0, 0, *e) for e in ext], ext, [0, 1], cache, 2, backend, None)
-    h = min(ext[0][1] - m, m - ext[1][0]) // 2
-    gl, gr = cache[0][0], cache[1][0]
-    return float((gl[m - h - ext[0][0]:m + h + 1 - ext[0][0]]
-                  - gr[m - h - ext[1][0]:m + h + 1 - ext[1][0]]).abs().max())
+    _compute(head, terms, [(0, 0, *e) for e in ext], ext, [0, 1], cache, 2, backend, None)
+    return _overlap_diff(m, cache[0][0], ext[0], cache[1][0], ext[1])
 
 
-def _compute(head, em, wins, ext, todo, cache, per_call, backend, progress):
+def _overlap_diff(m: int, gl, left, gr, right) -> float:
+    """The largest difference of two windows' posteriors `gl`, `gr` (over their extents
+    `left`, `right`: [start, end)) across the seam m, over the middle half of their
+    overlap."""
+    half = min(left[1] - m, m - right[0]) // 2
+    return float((gl[m - half - left[0]:m + half + 1 - left[0]]
+                  - gr[m - half - right[0]:m + half + 1 - right[0]]).abs().max())
+
+
+def _compute(head, terms, wins, ext, todo, cache, per_call, backend, progress):
     """Posteriors, allowed and proj_start of the windows `todo` over their extents,
-    per_call windows per semi-CRF call, into cache[i] (on the host). `em`: the whole
-    sequence's terms (_whole_terms), sliced per window."""
-    S = em["scores"].shape[1]
+    per_call windows per semi-CRF call, into cache[i] (on the host). `terms`: the whole
+    sequence's (_whole_terms), sliced per window."""
+    S = terms["scores"].shape[1]
     per_call = max(1, per_call)
     for i0 in range(0, len(todo), per_call):
         idx = todo[i0:i0 + per_call]
-        t = _window_terms(em, [tuple(ext[i]) for i in idx])
+        t = _window_terms(terms, [tuple(ext[i]) for i in idx])
         with torch.no_grad():
             g = head._posteriors(t, backend).detach().cpu()
         al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
@@ -487,14 +488,14 @@ def _compute(head, em, wins, ext, todo, cache, per_call, backend, progress):
             progress(wins[idx[-1]][1] / S)
 
 
-def _stitch(head, em, wins, cache, per_call, backend, progress, ext=None):
+def _stitch(head, terms, wins, cache, per_call, backend, progress, ext=None):
     """The kept centres of the windows (computed first where not in `cache`)."""
     if ext is None:
         ext = [[ws, we] for _, _, ws, we in wins]
     todo = [i for i in range(len(wins)) if i not in cache]
     if todo:
-        _compute(head, em, wins, ext, todo, cache, per_call, backend, progress)
-    S = em["scores"].shape[1]
+        _compute(head, terms, wins, ext, todo, cache, per_call, backend, progress)
+    S = terms["scores"].shape[1]
     g0, a0, p0 = cache[0]
     g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
     ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
