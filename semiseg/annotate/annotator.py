@@ -43,11 +43,6 @@ def _reverse_rows(x: torch.Tensor, end: torch.Tensor, length: torch.Tensor,
     return torch.where(ok[..., None], rows, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
-# the shortest sequence core_split decodes in one window per CPU core (below it the
-# seams and run-posterior windows cost about what the second core gains)
-CORE_SPLIT_MIN = 400_000
-
-
 class Annotator:
     """A trained model ready to annotate: encoder windows, decoding, posteriors."""
 
@@ -66,7 +61,6 @@ class Annotator:
         self.max_steps = max_decode_steps
         if self.cfg.crf.centering == "mean":
             self.max_steps = self.cfg.windows.size // self.res
-        self.last_window = self.max_steps  # the window of the last sequence decoded long
         self.batch_steps = batch_steps
         self.overlap = decode_overlap  # 0: batches.default_overlap
         # long sequences of the gene model in windows whose seams are proven exact
@@ -221,16 +215,14 @@ class Annotator:
                if self.samples else None)
         return seg.labels, post, sig, runp, smp
 
-    def decode_long(self, em: torch.Tensor, hid, seed: int = 0, split=None):
+    def decode_long(self, em: torch.Tensor, hid, seed: int = 0):
         """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres.
         Run posteriors come from the window whose centre holds a run's midpoint, when the
-        run lies inside that window off its inner edges (else NaN; annotate/uncertainty.py).
-        `split`: (window steps, windows per call, overlap) instead (core_split)."""
-        self.last_window = self.max_steps if split is None else split[0]
+        run lies inside that window off its inner edges (else NaN; annotate/uncertainty.py)."""
         if (self.certified and not self.samples
                 and hasattr(self.model.crf, "decode_with_marginals")):
             from . import seams  # the whole-sequence labels, seams proven (docs/decoding.md)
-            labels, post, sig, windows = seams.annotate_long(self, em, hid, split)
+            labels, post, sig, windows = seams.annotate_long(self, em, hid)
             return labels, post, sig, self._run_posteriors(em, hid, labels, windows), None
         S = em.shape[0]
         W = self.max_steps
@@ -297,8 +289,7 @@ class Annotator:
         em, hid = self.emissions(item, first)
         S = em.shape[0]
         seed = self.seed + zlib.crc32(f"{item.chrom}:{item.start}".encode())
-        split = self.core_split(S)
-        if S <= self.max_steps and split is None:
+        if S <= self.max_steps:
             lab, post, sig, runp, smp = self.decode(
                 em[None], None if hid is None else hid[None],
                 torch.tensor([S], device=em.device), seed=seed)
@@ -306,31 +297,8 @@ class Annotator:
                    runp[0], None if smp is None else smp[0], True)
             self._report("decode", 1.0)
             return out
-        lab, post, sig, runp, smp = self.decode_long(em, hid, seed=seed, split=split)
+        lab, post, sig, runp, smp = self.decode_long(em, hid, seed=seed)
         return lab, post, sig, runp, smp, False
-
-    def core_split(self, S: int):
-        """(window steps, windows per call, overlap) to decode a sequence of S steps, which would
-        be decoded whole, in one certified window per CPU core instead; or None. Only on
-        the CPU, for the gene model's certified decode (labels proven the whole
-        sequence's, posteriors checked at every seam: seams.py), without samples, with
-        2+ torch threads and cores, from CORE_SPLIT_MIN steps: the numba kernels then
-        run the windows side by side (crf/numba `_each`), where one sequence keeps one
-        core busy."""
-        if (self.device.type != "cpu" or not self.certified or self.samples
-                or S < CORE_SPLIT_MIN or S > self.max_steps
-                or not hasattr(self.model.crf, "decode_with_marginals")):
-            return None
-        from ..crf.numba import _threads  # the cores its kernels spread sequences over
-
-        n = min(torch.get_num_threads(), _threads())
-        if n < 2:
-            return None
-        K = getattr(self.model.crf, "max_duration", 1)
-        core = -(-S // n)
-        ov = self.overlap or batches.default_overlap(core, K)
-        # seams.posterior_windows keeps centres of W - 2 (ov // 2) steps: n of them
-        return core + 2 * (ov // 2), n, ov
 
     def run_batch(self, items: list[Item], loaded=None):
         """Several short sequences in one batch (each fits one encoder window); `loaded`:

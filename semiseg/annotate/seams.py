@@ -537,22 +537,18 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     return out.numpy(), post[0], bnd[0]
 
 
-def annotate_long(ann, em: torch.Tensor, hid, split=None):
+def annotate_long(ann, em: torch.Tensor, hid):
     """Annotator.decode_long for the gene model in certified windows of ann.max_steps
     steps overlapping by ann.overlap (0: batches.default_overlap): (labels (S,),
     scheme-label posteriors (S, labels), signals (S, 3), windows for the run posteriors).
-    `split`: (window steps, windows per call, overlap) instead (Annotator.core_split). The seam
-    counts are added to ann.seam_stats."""
+    The seam counts are added to ann.seam_stats."""
     from . import batches, uncertainty
 
     head = ann.model.crf
     S = em.shape[0]
-    if split is None:
-        W = ann.max_steps
-        ov = ann.overlap or batches.default_overlap(W, getattr(head, "max_duration", 1))
-        per_call = max(1, ann.batch_steps // W)
-    else:
-        W, per_call, ov = split
+    W = ann.max_steps
+    ov = ann.overlap or batches.default_overlap(W, getattr(head, "max_duration", 1))
+    per_call = max(1, ann.batch_steps // W)
     st = SeamStats()
     report = getattr(ann, "_report", None)
     labels, post, bnd = gene_decode(
