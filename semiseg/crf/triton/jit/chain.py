@@ -912,7 +912,9 @@ def _bwd_kernel(
             if TILE > 0:
                 for j0 in range(0, KP, TILE):
                     dbp = g_db + (slot * KP + j0 + jt) * CP + cs
-                    tl.store(dbp, gl * tl.load(dbp))
+                    acc_t = gl * tl.load(dbp)
+                    tl.debug_barrier()  # as in _add_in_place
+                    tl.store(dbp, acc_t)
             else:
                 dbp = g_db + (slot * KP + js) * CP + cs
                 if DB_GLOBAL:
@@ -944,14 +946,20 @@ def _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mx3, fac3, KP: tl.constexpr,
         mt = tl.sum(tl.where(sel, mx3[:, None, :], 0.0), 0)
         ft = tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
         gp = g_db + (slot * KP + dt - 1) * CP + cs
-        tl.store(gp, tl.load(gp) + tl.exp(vt - mt) * ft)
+        acc = tl.load(gp) + tl.exp(vt - mt) * ft
+        tl.debug_barrier()  # loaded by every (replicated) thread before a store: _tile_step
+        tl.store(gp, acc)
     tl.debug_barrier()
 
 
 @triton.jit
 def _add_in_place(ptr, v):
-    """*ptr += v, then a barrier (the next step's threads read what these wrote)."""
-    tl.store(ptr, tl.load(ptr) + v)
+    """*ptr += v, with a barrier between the load and the store (a replicated layout's
+    threads all read the old value: common._tile_step) and one after it (the next step's
+    threads read what these wrote)."""
+    acc = tl.load(ptr) + v
+    tl.debug_barrier()
+    tl.store(ptr, acc)
     tl.debug_barrier()
 
 

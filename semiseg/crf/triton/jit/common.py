@@ -373,6 +373,10 @@ def _tile_step(wp, jj, ins, f, mprev, i, db, cs, KP: tl.constexpr, CP: tl.conste
     slots' values with their duration bias (v) and their durations d."""
     Rt = tl.load(wp + jj * CP + cs)
     Rt = tl.where(jj == (i & (KP - 1)), ins[None, :], Rt - mprev) + f[None, :]
+    # every thread's load before any store: a tile smaller than the program's threads is
+    # held by several warps at once (replicated), and a warp that loads after another
+    # stored would reduce over the new values (seen compiled, never in the interpreter)
+    tl.debug_barrier()
     tl.store(wp + jj * CP + cs, Rt)
     d = ((i - jj) & (KP - 1)) + 1
     return Rt + tl.load(db + (d - 1) * CP + cs), d

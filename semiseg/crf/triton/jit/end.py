@@ -247,11 +247,16 @@ def _fwd_end_kernel(
                     BC = tl.load(bcw + at)
                     up = own | (x > A)
                     A = tl.where(up, x, A)
-                    tl.store(bd + at, tl.where(up, d, BD))
-                    tl.store(bcw + at,
-                             tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC))
+                    BD = tl.where(up, d, BD)
+                    BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
                 else:
                     A = tl.where(own, x, _logaddexp(A, x))
+                # every (replicated) thread's loads of this tile, and of the last step's
+                # row, before a store (common._tile_step)
+                tl.debug_barrier()
+                if MODE == 2:
+                    tl.store(bd + at, BD)
+                    tl.store(bcw + at, BC)
                 tl.store(wk + at, A + f[None, :])
             tl.debug_barrier()
             nxt = ((i + 1) & (KP - 1)) * CP  # the row of end i + 1
