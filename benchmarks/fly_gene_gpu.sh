@@ -33,7 +33,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # round (run tails, 2026-11-27): base, tails = base + crf.run_tails, tails20 = tails with
 # 20 kb windows at batch 4 (the same bases a batch), all at EPOCHS=30. Fourth round
 # (2026-11-27, run tails now the default): base, wide = base with the encoder twice as
-# wide (channels 128, LSTM 128, fine path 64).
+# wide (channels 128, LSTM 128, fine path 64). Fifth round (2026-11-27): types = base +
+# crf.exon_types (a length and transition model per exon type).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -42,6 +43,7 @@ declare -A VAR=(
   [tails]="--set crf.run_tails=true"
   [tails20]="--set crf.run_tails=true --set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
   [wide]="--set model.channels=128 --set model.lstm_hidden=128 --set model.fine_channels=64"
+  [types]="--set crf.exon_types=true"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

@@ -174,6 +174,12 @@ class CRFConfig:
                   tail, as a classical gene finder's intron and intergenic length
                   models) and not the count of its many segmentations, which per base
                   differs between labels (semiseg/genemodel/frames.py, add_tails)
+    exon_types:   the gene model's coding bases in four labels per frame and strand, one
+                  per exon type (single, initial, internal, terminal: whether the exon
+                  holds the start and / or the stop codon), each with its own learned
+                  length, transition, start and end scores, as a classical gene finder
+                  has a length model per exon type; the grammar keeps each exon's type
+                  from the codon or splice site at either end. Emissions stay per kind
     """
 
     max_duration: int = 64
@@ -190,6 +196,7 @@ class CRFConfig:
     content_scores: bool = False
     tie_noncoding: bool = False
     run_tails: bool = False
+    exon_types: bool = False
 
 
 @dataclass

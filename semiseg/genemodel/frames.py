@@ -49,6 +49,12 @@ from ..errors import SemisegError
 UNKNOWN = -1
 INTRON_ANY = {"+": -2, "-": -3}
 KINDS = ("start", "CDS", "stop", "donor", "intron", "acceptor")
+# exon types (crf.exon_types), in the transcript's sense (so the same on both strands):
+# the coding bases of an exon that holds the start codon (FIRST) and / or the stop codon
+# (LAST); an internal exon lies between two introns
+EXONS = ("single", "initial", "internal", "terminal")
+FIRST = (0, 1)
+LAST = (0, 3)
 INTRONIC = ("donor", "intron", "acceptor")
 # the splice-site kind at an intron's left / right end (genome order), and its two bases
 # (the splice label's own base and its neighbour inside the intron), per strand
@@ -90,9 +96,17 @@ class FrameLayout:
     # run tails (crf.run_tails): per internal label, the label whose run it continues
     # (itself for every other label); see add_tails
     base: list[int] = field(default_factory=list)
+    # exon types (crf.exon_types): per internal label, its index into EXONS for coding
+    # bases (CDS and their run tails), -1 elsewhere and for every label without types
+    exon: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_scheme(cls, scheme, tails: bool = False) -> FrameLayout:
+    def from_scheme(cls, scheme, tails: bool = False, exon_types: bool = False) -> FrameLayout:
+        """The layout of a gene_structure scheme. tails: run tails (add_tails);
+        exon_types: the coding bases in four labels per frame, one per exon type
+        (EXONS: single, initial, internal, terminal), each with its own length and
+        transition scores (param_kinds), the grammar keeping each exon's type from the
+        codon or splice site on either side."""
         if scheme.kind != "gene_structure":
             raise SemisegError(f"crf.frames: reading frames need a gene_structure label "
                                f"scheme; {scheme.name!r} is of kind {scheme.kind!r}")
@@ -120,17 +134,20 @@ class FrameLayout:
             for kname in KINDS:
                 k = len(lay.kind_names)
                 lay.kind_names.append(f"{kname}{s}")
-                for f in range(3):
-                    lay._add(f"{kname}{s}_{f}", k, f, s,
-                             intron if kname in INTRONIC else cds)
+                types = range(len(EXONS)) if exon_types and kname == "CDS" else (-1,)
+                for e in types:
+                    for f in range(3):
+                        lay._add(f"{kname}{s}_{f}" + (f".{EXONS[e]}" if e >= 0 else ""), k, f,
+                                 s, intron if kname in INTRONIC else cds, exon=e)
             lay.channels += [f"CDS{s}.codon{j}" for j in range(3)]
             lay.channels += [f"{k}{s}" for k in KINDS if k != "CDS"]
         if tails:
             lay.add_tails()
         return lay
 
-    def _add(self, name, kind, frame, strand, scheme_label, base=None):
+    def _add(self, name, kind, frame, strand, scheme_label, base=None, exon=-1):
         self.base.append(len(self.names) if base is None else base)
+        self.exon.append(exon)
         self.names.append(name)
         self.kind.append(kind)
         self.frame.append(frame)
@@ -161,7 +178,7 @@ class FrameLayout:
             if tail not in self.kind_names:
                 self.kind_names.append(tail)
             self._add(self.names[c] + "~", self.kind_names.index(tail), self.frame[c],
-                      self.strand[c], self.scheme_label[c], base=c)
+                      self.strand[c], self.scheme_label[c], base=c, exon=self.exon[c])
 
     @property
     def has_tails(self) -> bool:
@@ -186,6 +203,27 @@ class FrameLayout:
         (so that n tails and a last piece of m..K bp give each length once)."""
         return K - self._min_piece(c, K) + 1
 
+    @property
+    def has_exon_types(self) -> bool:
+        return any(e >= 0 for e in self.exon)
+
+    def param_kinds(self) -> tuple[list[str], list[int]]:
+        """The learned parameters' kinds: (names, per internal label its index). The
+        kinds themselves, and with exon types each (coding kind, exon type) its own
+        (``CDS+.internal``, ``CDS~+.internal``), so each exon type has its own length,
+        transition, start and end scores; emissions stay per kind."""
+        names = list(self.kind_names)
+        idx = []
+        for k, e in zip(self.kind, self.exon):
+            if e < 0:
+                idx.append(k)
+                continue
+            n = f"{self.kind_names[k]}.{EXONS[e]}"
+            if n not in names:
+                names.append(n)
+            idx.append(names.index(n))
+        return names, idx
+
     def _run_kind(self) -> list[int]:
         """Per label, the kind of its base (a tail and its label are one run kind)."""
         return [self.kind[b] for b in self.base]
@@ -196,13 +234,14 @@ class FrameLayout:
     def kind_of(self, name: str) -> int:
         return self.kind_names.index(name)
 
-    def index(self, kind: str, frame: int = -1) -> int:
-        """Internal label of a kind name (``CDS+``) in a frame, or of ``outside:<label>``."""
+    def index(self, kind: str, frame: int = -1, exon: int = -1) -> int:
+        """Internal label of a kind name (``CDS+``) in a frame (and, with exon types, of an
+        exon type), or of ``outside:<label>``."""
         k = self.kind_of(kind)
-        for i, (kk, f) in enumerate(zip(self.kind, self.frame)):
-            if kk == k and (f == frame or f == -1):
+        for i, (kk, f, e) in enumerate(zip(self.kind, self.frame, self.exon)):
+            if kk == k and (f == frame or f == -1) and e == exon:
                 return i
-        raise KeyError(kind, frame)
+        raise KeyError(kind, frame, exon)
 
     # ------------------------------------------------------------ emissions
     def expand_index(self) -> np.ndarray:
@@ -287,6 +326,9 @@ class FrameLayout:
                         ok = ka in ("stop+", "start-")
                     elif sa != sb:
                         ok = False
+                    elif not self._exon_rule(ka[:-1], kb[:-1], sa, self.exon[a],
+                                             self.exon[b]):
+                        ok = False
                     else:
                         x, y = ka[:-1], kb[:-1]
                         plus = sa == "+"
@@ -302,6 +344,23 @@ class FrameLayout:
                     if ok:
                         m[r, a, b] = 0.0
         return m
+
+    @staticmethod
+    def _exon_rule(x: str, y: str, strand: str, ea: int, eb: int) -> bool:
+        """Whether exon types allow kind x (type ea) -> kind y (type eb), left to right on
+        one strand: coding bases keep their type through a chain; after a codon (start
+        on +, stop on -) come an exon's first coding bases, after a splice site those of
+        an exon after an intron; before a codon (stop on +, start on -) an exon's last,
+        before a splice site those of an exon before an intron. -1: no types."""
+        near, far = (FIRST, LAST) if strand == "+" else (LAST, FIRST)  # codon left / right
+        codon_l, codon_r = ("start", "stop") if strand == "+" else ("stop", "start")
+        if x == "CDS" and y == "CDS":
+            return ea == eb
+        if y == "CDS" and eb >= 0:
+            return (eb in near) == (x == codon_l)
+        if x == "CDS" and ea >= 0:
+            return (ea in far) == (y == codon_r)
+        return True
 
     def duration_mask(self, K: int) -> np.ndarray:
         """(K, C) float: start and stop codons last 3 bp, splice sites 1 bp, an intron's
@@ -357,14 +416,14 @@ class FrameLayout:
         out = np.arange(len(self))
         for c in range(len(self)):
             if self.frame[c] >= 0:
-                out[c] = self._find(self.kind[c], (self.frame[c] + delta) % 3)
+                out[c] = self._find(self.kind[c], (self.frame[c] + delta) % 3, self.exon[c])
         return out
 
-    def _find(self, kind: int, frame: int) -> int:
-        for i, (k, f) in enumerate(zip(self.kind, self.frame)):
-            if k == kind and f == frame:
+    def _find(self, kind: int, frame: int, exon: int = -1) -> int:
+        for i, (k, f, e) in enumerate(zip(self.kind, self.frame, self.exon)):
+            if k == kind and f == frame and e == exon:
                 return i
-        raise KeyError(kind, frame)
+        raise KeyError(kind, frame, exon)
 
     def flip(self, codes: np.ndarray) -> np.ndarray:
         """Gold codes of the reverse complement of a sequence of len(codes) bases: the
@@ -382,7 +441,7 @@ class FrameLayout:
                 continue
             extra = 1 if kname[:-1] in ("donor", "acceptor") else 0
             table[c] = self._find(self.kind_names.index(other),
-                                  (n - self.frame[c] + extra) % 3)
+                                  (n - self.frame[c] + extra) % 3, self.exon[c])
         rev = codes[::-1]
         special = {INTRON_ANY["+"]: INTRON_ANY["-"], INTRON_ANY["-"]: INTRON_ANY["+"]}
         out = np.where(rev >= 0, table[np.maximum(rev, 0)], rev)

@@ -13,7 +13,11 @@ import numpy as np
 from ..errors import SemisegError
 from ..genome.cleanup import merged
 from ..genome.codes import STOPS, reverse_complement
-from .frames import INTRON_ANY, SPLICE_LEFT, SPLICE_RIGHT, UNKNOWN, FrameLayout
+from .frames import EXONS, INTRON_ANY, SPLICE_LEFT, SPLICE_RIGHT, UNKNOWN, FrameLayout
+
+# (holds the start codon, holds the stop codon) -> index into EXONS
+EXON_TYPE = {(True, True): EXONS.index("single"), (True, False): EXONS.index("initial"),
+             (False, False): EXONS.index("internal"), (False, True): EXONS.index("terminal")}
 
 
 @dataclass
@@ -108,16 +112,19 @@ def frame_gold(layout: FrameLayout, scheme_labels: np.ndarray, transcripts, seq:
         report.kept += 1
         s = t.strand
         mine = np.full(hi - lo, INTRON_ANY[s], np.int16)
-        order = blocks if s == "+" else blocks[::-1]
+        order = blocks if s == "+" else blocks[::-1]  # transcript order
         done, total = 0, len(rna)
-        for a, b in order:
+        typed = layout.has_exon_types
+        for j, (a, b) in enumerate(order):
+            # the exon's type (frames.EXONS) where the layout has them
+            e = (EXON_TYPE[j == 0, j == len(order) - 1]) if typed else -1
             for p in range(a, b):
                 k = done + (p - a if s == "+" else b - 1 - p)  # index in the RNA
                 cpos = k % 3
                 cs = p - cpos if s == "+" else p - (2 - cpos)  # forward triplet start
                 f = cs % 3
                 kind = "start" if k < 3 else "stop" if k >= total - 3 else "CDS"
-                mine[p - lo] = layout.index(f"{kind}{s}", f)
+                mine[p - lo] = layout.index(f"{kind}{s}", f, e if kind == "CDS" else -1)
             done += b - a
         for (_, a1), (b0, _) in zip(blocks[:-1], blocks[1:]):  # the splice-site bases
             before, after = layout.frame[mine[a1 - 1 - lo]], layout.frame[mine[b0 - lo]]

@@ -89,7 +89,10 @@ class FrameHead(nn.Module):
         self.layout = layout
         self.num_labels = len(set(layout.scheme_label))
         self.max_duration = K = max_duration
-        NK = len(layout.kind_names)
+        # learned scores per parameter kind: per kind, and with exon types (crf.exon_types)
+        # per exon type of the coding bases (FrameLayout.param_kinds)
+        pnames, pkind = layout.param_kinds()
+        NK = len(pnames)
         self.n_channels = len(layout.channels)
         self.transition = nn.Parameter(torch.zeros(NK, NK))
         self.duration = nn.Parameter(torch.zeros(K, NK))
@@ -120,7 +123,7 @@ class FrameHead(nn.Module):
                              persistent=False)
         self.register_buffer("ends", ((last & (frames == (r - 2) % 3)) | right).float(),
                              persistent=False)
-        self.register_buffer("kind", torch.as_tensor(layout.kind), persistent=False)
+        self.register_buffer("kind", torch.as_tensor(pkind), persistent=False)
         tmask = torch.as_tensor(layout.transition_mask(), dtype=torch.float32)
         self.register_buffer("tmask", tmask, persistent=False)
         self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
@@ -140,6 +143,21 @@ class FrameHead(nn.Module):
         self.register_buffer("tail_end", torch.as_tensor(layout.end_mask(),
                                                          dtype=torch.float32), persistent=False)
         self.has_tails = layout.has_tails
+        # the posterior decode's score per label: the posteriors of its group summed, a
+        # group being a label with its run tail and, with exon types, the same kind and
+        # frame in every exon type (the decode finds the exon's type from its ends, and
+        # its bases count as coding whatever the type); run tails score 0 there
+        group = [layout.base[c] for c in range(len(layout))]
+        if layout.has_exon_types:
+            first = {}
+            for c in range(len(layout)):
+                b = layout.base[c]
+                key = (layout.kind[b], layout.frame[b])
+                group[c] = first.setdefault(key, b)
+        self.register_buffer("decode_group", torch.as_tensor(group) if (
+            layout.has_tails or layout.has_exon_types) else None, persistent=False)
+        self.register_buffer("decode_keep", torch.as_tensor(
+            ~layout.is_tail(), dtype=torch.float32), persistent=False)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
@@ -306,10 +324,12 @@ class FrameHead(nn.Module):
     def decode_posteriors(self, post: Tensor) -> Tensor:
         """Internal-label posteriors as the posterior decode scores them: each run
         tail's added to its label's (the tail's own column then 0)."""
-        if not self.has_tails:
+        if self.decode_group is None:
             return post
         # the certified decode hands the stitched posteriors over on the host
-        return torch.zeros_like(post).index_add_(-1, self.base_idx.to(post.device), post)
+        g = self.decode_group.to(post.device)
+        summed = torch.zeros_like(post).index_add_(-1, g, post)
+        return summed[..., g] * self.decode_keep.to(post.device)
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
         with torch.no_grad():

@@ -247,7 +247,8 @@ def frame_gold_for(cfg: Config, scheme, annotation, data):
     else:
         rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
         transcripts = gff_transcripts(rows, gtf, scheme, path)
-    gold = FrameGold(FrameLayout.from_scheme(scheme), annotation, transcripts, data.fasta,
+    gold = FrameGold(FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types),
+                     annotation, transcripts, data.fasta,
                      min_intron=scheme.min_intron)
     cleanup = getattr(annotation, "cleanup", None)
     if cleanup is not None and cleanup.masks:

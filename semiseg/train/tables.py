@@ -42,12 +42,20 @@ def with_learned_rules(cfg: Config, scheme, train_ds: Dataset) -> Config:
     from ..genemodel.learnedrules import learn_rules
 
     r = learn_rules([x[:, :4] for x in train_ds.x], train_ds.y,
-                    FrameLayout.from_scheme(scheme), scheme)
+                    FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types), scheme)
     branch = r.branch_penalty if cfg.crf.site_scores else 0.0  # needs the branch matrix
     ui.log("gene rules learned from the training annotation: " + r.describe())
     return dataclasses.replace(cfg, annotate=dataclasses.replace(
         cfg.annotate, donor_motif=r.donor_motif, branch_penalty=branch,
         first_atg=r.first_atg, long_orfs=r.long_orfs))
+
+
+def _gold_layout(model, scheme):
+    """The layout the training windows' gold codes index (no run tails; the model's
+    exon types)."""
+    from ..genemodel.frames import FrameLayout
+
+    return FrameLayout.from_scheme(scheme, exon_types=model.crf.layout.has_exon_types)
 
 
 def count_sites(model, scheme, train_ds: Dataset) -> None:
@@ -57,7 +65,7 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
     from ..genemodel.frames import FrameLayout
     from ..genemodel.sites import count_branch_pwm, count_site_pwms
 
-    layout = FrameLayout.from_scheme(scheme)
+    layout = _gold_layout(model, scheme)
     onehots = [x[:, :4] for x in train_ds.x]
     mats, n = count_site_pwms(onehots, train_ds.y, layout)
     users = []
@@ -84,7 +92,7 @@ def count_content(model, scheme, train_ds: Dataset) -> None:
     from ..genemodel.frames import FrameLayout
 
     table, n = count_content([x[:, :4] for x in train_ds.x], train_ds.y,
-                             FrameLayout.from_scheme(scheme))
+                             _gold_layout(model, scheme))
     model.crf.content.set(table)
     ui.log(f"coding-content table (order {ORDER}) from {n['coding']:,} coding and "
            f"{n['outside']:,} outside bases of the training windows"
