@@ -34,7 +34,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # 20 kb windows at batch 4 (the same bases a batch), all at EPOCHS=30. Fourth round
 # (2026-11-27, run tails now the default): base, wide = base with the encoder twice as
 # wide (channels 128, LSTM 128, fine path 64). Fifth round (2026-11-27): types = base +
-# crf.exon_types (a length and transition model per exon type).
+# crf.exon_types (a length and transition model per exon type). Sixth round (2026-11-27):
+# long = base + crf.long_introns (two intron length tails), w20 = base with 20 kb
+# windows at batch 4 (the same bases a batch).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -44,6 +46,8 @@ declare -A VAR=(
   [tails20]="--set crf.run_tails=true --set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
   [wide]="--set model.channels=128 --set model.lstm_hidden=128 --set model.fine_channels=64"
   [types]="--set crf.exon_types=true"
+  [long]="--set crf.long_introns=true"
+  [w20]="--set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

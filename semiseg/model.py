@@ -238,7 +238,8 @@ class Segmenter(nn.Module):
             raise SemisegError(f"crf.max_duration: the gene model needs at least 3 (start "
                                f"and stop codons are 3-bp segments), got {c.max_duration}")
         layout = FrameLayout.from_scheme(scheme, tails=c.run_tails and c.head != "argmax",
-                                         exon_types=c.exon_types and c.head != "argmax")
+                                         exon_types=c.exon_types and c.head != "argmax",
+                                         long_introns=c.long_introns)
         self.encoder = GeneEncoder(
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,
             stem_kernel=m.stem_kernel, max_dilation=m.max_dilation, dropout=m.dropout,

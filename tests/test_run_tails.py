@@ -179,3 +179,68 @@ def test_tails_keep_every_other_label_and_the_posterior_decode():
     internal = head.decode_posterior_internal(em, torch.tensor([T]), backend="torch")
     assert not lay.is_tail()[internal.labels[0].numpy()].any()
     assert (seg.labels[0] >= 0).all() and int(seg.labels.max()) < head.num_labels
+
+
+@pytest.mark.parametrize("min_intron,K", [(2, 4), (4, 5)])
+def test_long_introns_give_each_long_intron_two_segmentations(min_intron, K):
+    """crf.long_introns: a second tail kind per intron label. Random gene structures
+    have 2 ** (introns longer than K) segmentations (each such intron's tails all of one
+    kind or all of the other), counted here by dynamic programming, and a tail of one
+    kind never goes on into the other."""
+    lay = FrameLayout.from_scheme(_scheme(min_intron), tails=True, long_introns=True)
+    plain = FrameLayout.from_scheme(_scheme(min_intron), tails=True)
+    assert lay.names[:len(plain)] == plain.names
+    rng = random.Random(min_intron * 31 + K)
+    run = lay._run_kind()
+    chaining = set(run[c] for c in np.flatnonzero(lay.is_tail()))
+    kind = np.asarray(lay.kind)
+    tail = lay.is_tail()
+    tm = lay.transition_mask()
+    cross = tail[:, None] & tail[None, :] & (kind[:, None] != kind[None, :])
+    assert cross.any() and not np.isfinite(tm[:, cross]).any()
+    long_seen = 0
+    for i in range(200):  # 25 structures, more until 3 long introns were counted
+        if i >= 25 and long_seen >= 3:
+            break
+        path = _sample_path(plain, K, 50, rng)
+        keys, runs = [], []
+        for _, d, c in path:
+            k = ("run", run[c]) if run[c] in chaining else ("label", c)
+            if keys and keys[-1] == k and k[0] == "run":
+                runs[-1][1] += d
+            else:
+                runs.append([k, d])
+            keys += [k] * d
+        n_long = sum(1 for k, d in runs
+                     if k[0] == "run" and lay.kind_names[k[1]].startswith("intron") and d > K)
+        long_seen += n_long
+        assert _count(lay, K, keys, tails=True) == 2 ** n_long, path
+    assert long_seen >= 3  # the test means something
+
+
+def test_long_intron_tails_start_apart_and_a_head_decodes():
+    """The second intron tails' scores start apart from the first's (a rarer way in,
+    a flatter tail: else both would learn alike), and a head with them decodes to the
+    scheme's labels."""
+    from semiseg.genemodel.frames import base_codes
+    from semiseg.genemodel.head import LONG_INTRON_INIT, FrameHead
+
+    lay = FrameLayout.from_scheme(_scheme(20), tails=True, long_introns=True)
+    head = FrameHead(lay, max_duration=32)
+    names, _ = lay.param_kinds()
+    k1, k2 = names.index("intron~+"), names.index("intron=+")
+    donor = names.index("donor+")
+    assert float(head.transition[donor, k2]) == LONG_INTRON_INIT[0]
+    assert float(head.transition[donor, k1]) == 0.0
+    assert float(head.transition[k2, k2]) == 0.0
+    assert float(head.duration[-1, k2]) == pytest.approx(LONG_INTRON_INIT[1])
+    assert float(head.duration[-1, k1]) == 0.0
+    T = 300
+    rng = random.Random(4)
+    seq = "".join(rng.choice("ACGT") for _ in range(T))
+    onehot = torch.nn.functional.one_hot(torch.as_tensor(base_codes(seq)).long(), 4)
+    torch.manual_seed(1)
+    em = torch.cat([torch.randn(1, T, len(lay.channels)), onehot[None].float()], -1)
+    seg, post, _ = head.decode_with_marginals(em, torch.tensor([T]), backend="torch")
+    assert torch.allclose(post.sum(-1), torch.ones(1, T), atol=1e-4)
+    assert (seg.labels[0] >= 0).all() and int(seg.labels.max()) < head.num_labels

@@ -180,6 +180,9 @@ class CRFConfig:
                   length, transition, start and end scores, as a classical gene finder
                   has a length model per exon type; the grammar keeps each exon's type
                   from the codon or splice site at either end. Emissions stay per kind
+    long_introns: (with run_tails) a second run tail per intron label with scores of
+                  its own: an intron's length tail is a mixture of two geometric tails,
+                  so the few long introns can have a flatter one than the many short
     """
 
     max_duration: int = 64
@@ -197,6 +200,7 @@ class CRFConfig:
     tie_noncoding: bool = False
     run_tails: bool = False
     exon_types: bool = False
+    long_introns: bool = False
 
 
 @dataclass

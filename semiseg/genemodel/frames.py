@@ -101,12 +101,14 @@ class FrameLayout:
     exon: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_scheme(cls, scheme, tails: bool = False, exon_types: bool = False) -> FrameLayout:
+    def from_scheme(cls, scheme, tails: bool = False, exon_types: bool = False,
+                    long_introns: bool = False) -> FrameLayout:
         """The layout of a gene_structure scheme. tails: run tails (add_tails);
         exon_types: the coding bases in four labels per frame, one per exon type
         (EXONS: single, initial, internal, terminal), each with its own length and
         transition scores (param_kinds), the grammar keeping each exon's type from the
-        codon or splice site on either side."""
+        codon or splice site on either side. long_introns (with tails): a second run
+        tail per intron label (add_tails)."""
         if scheme.kind != "gene_structure":
             raise SemisegError(f"crf.frames: reading frames need a gene_structure label "
                                f"scheme; {scheme.name!r} is of kind {scheme.kind!r}")
@@ -142,7 +144,7 @@ class FrameLayout:
             lay.channels += [f"CDS{s}.codon{j}" for j in range(3)]
             lay.channels += [f"{k}{s}" for k in KINDS if k != "CDS"]
         if tails:
-            lay.add_tails()
+            lay.add_tails(long_introns)
         return lay
 
     def _add(self, name, kind, frame, strand, scheme_label, base=None, exon=-1):
@@ -155,7 +157,7 @@ class FrameLayout:
         self.scheme_label.append(scheme_label)
 
     # ------------------------------------------------------------ run tails
-    def add_tails(self) -> None:
+    def add_tails(self, long_introns: bool = False) -> None:
         """One segmentation per labelling for the runs that chain (outside labels, coding
         bases and intron insides): each such label X gets a tail label ``X~`` (kind
         ``outside~:N``, ``CDS~S`` or ``intron~S``) whose segments last exactly
@@ -166,7 +168,13 @@ class FrameLayout:
         count of the many ways to chain pieces (whose log, per base, differs by label).
         Tail labels are appended after every other label, so the others keep their
         indices (gold codes never name a tail: gold_mask allows a label's tail wherever
-        it allows the label)."""
+        it allows the label).
+
+        long_introns: each intron label also gets a second tail label ``X=`` (kind
+        ``intron=S``), of the same duration and with scores of its own; a run's tails are
+        all of one kind, so an intron's length tail is a mixture of two geometric ones
+        (one run, two segmentations: its log-partition sums them), and a few long
+        introns can have a flatter tail than the many short ones."""
         if self.has_tails:
             return
         for c in range(len(self.names)):
@@ -179,6 +187,16 @@ class FrameLayout:
                 self.kind_names.append(tail)
             self._add(self.names[c] + "~", self.kind_names.index(tail), self.frame[c],
                       self.strand[c], self.scheme_label[c], base=c, exon=self.exon[c])
+        if long_introns:
+            for c in range(len(self.names)):
+                kname = self.kind_names[self.kind[c]]
+                if self.base[c] != c or kname[:-1] != "intron":
+                    continue
+                tail = f"intron={kname[-1]}"
+                if tail not in self.kind_names:
+                    self.kind_names.append(tail)
+                self._add(self.names[c] + "=", self.kind_names.index(tail), self.frame[c],
+                          self.strand[c], self.scheme_label[c], base=c)
 
     @property
     def has_tails(self) -> bool:
@@ -302,6 +320,9 @@ class FrameLayout:
         chaining = np.isin(run, run[tail])
         same = run[:, None] == run[None, :]
         m[:, tail[:, None] & ~same] = -np.inf  # a tail goes on in its run only
+        kind = np.asarray(self.kind)
+        # ...and in its own tail kind (long_introns: one of two per run)
+        m[:, tail[:, None] & tail[None, :] & (kind[:, None] != kind[None, :])] = -np.inf
         m[:, ~tail[:, None] & same & chaining[:, None]] = -np.inf  # a last piece ends it
         return m
 

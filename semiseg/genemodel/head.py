@@ -40,6 +40,10 @@ from .sites import SiteScores
 SEQ = 4  # the one-hot A, C, G, T carried at the end of the emissions
 
 
+# long_introns: the second intron tail's first transition into it and its score per
+# tail piece at initialisation (log-scores; learned from there)
+LONG_INTRON_INIT = (-1.0, 0.1)
+
 class FrameHead(nn.Module):
     """Semi-CRF head with reading frames (see the module docstring).
 
@@ -96,6 +100,14 @@ class FrameHead(nn.Module):
         self.n_channels = len(layout.channels)
         self.transition = nn.Parameter(torch.zeros(NK, NK))
         self.duration = nn.Parameter(torch.zeros(K, NK))
+        with torch.no_grad():  # the second intron tails (long_introns): apart from the
+            # first from the start (else the two, scored alike, would learn alike): a
+            # rarer way in and a flatter tail
+            for k, n in enumerate(pnames):
+                if n.startswith("intron="):
+                    self.duration[:, k] = LONG_INTRON_INIT[1]
+                    self.transition[:, k] = LONG_INTRON_INIT[0]
+                    self.transition[k, k] = 0.0
         self.start = nn.Parameter(torch.zeros(NK)) if start_end else None
         self.end = nn.Parameter(torch.zeros(NK)) if start_end else None
         self.register_buffer("em_idx", torch.as_tensor(layout.expand_index()),
