@@ -237,6 +237,9 @@ class Segmenter(nn.Module):
         if c.max_duration < 3 and c.head != "argmax":
             raise SemisegError(f"crf.max_duration: the gene model needs at least 3 (start "
                                f"and stop codons are 3-bp segments), got {c.max_duration}")
+        if c.long_introns and not c.run_tails:
+            raise SemisegError("crf.long_introns: a second intron length tail needs "
+                               "crf.run_tails: true (the tails it adds to)")
         layout = FrameLayout.from_scheme(scheme, tails=c.run_tails and c.head != "argmax",
                                          exon_types=c.exon_types and c.head != "argmax",
                                          long_introns=c.long_introns)

@@ -244,3 +244,17 @@ def test_long_intron_tails_start_apart_and_a_head_decodes():
     seg, post, _ = head.decode_with_marginals(em, torch.tensor([T]), backend="torch")
     assert torch.allclose(post.sum(-1), torch.ones(1, T), atol=1e-4)
     assert (seg.labels[0] >= 0).all() and int(seg.labels.max()) < head.num_labels
+
+
+def test_long_introns_without_run_tails_is_a_clear_error():
+    """crf.long_introns adds to the run tails: without crf.run_tails a one-line error
+    naming the option, not a model that silently ignores it."""
+    from semiseg.checkpoint import build_model
+    from semiseg.config.load import load_config
+    from semiseg.errors import SemisegError
+
+    with pytest.raises(SemisegError, match="crf.long_introns.*crf.run_tails"):
+        build_model(load_config("configs/demo.yaml", ["crf.long_introns=true",
+                                                      "crf.run_tails=false"]), 4, 5)
+    build_model(load_config("configs/demo.yaml", ["crf.long_introns=true",
+                                                  "crf.run_tails=true"]), 4, 5)
