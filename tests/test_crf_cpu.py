@@ -274,3 +274,32 @@ def test_compiled_kernels_are_cached_outside_the_package(tmp_path):
                 proc.kill()
                 proc.wait()
     assert sorted(pkg.rglob("*.nb[ic]")) == before
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_one_sequence_backward_on_two_cores_is_the_one_core_backward(form, monkeypatch):
+    """One sequence on a machine with two cores: each chunk's forward rows recomputed on
+    a second thread beside the reverse pass of the chunk after it (_backward_pipelined).
+    Every gradient bitwise the one-thread fac_backward's, with and without the parameter
+    sums, at chunk sizes that leave one row and several; and the brute force's."""
+    B, T, C, K = 1, 7, 3, 4
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("two-cores", form))
+    want = oracle(kw, check_marginals=False)
+    x = cpu_inputs(kw)
+    calls = []
+    real = cpu._backward_pipelined
+    monkeypatch.setattr(cpu, "_backward_pipelined",
+                        lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    for size in (1, 2, 3):
+        monkeypatch.setattr(cpu, "CHUNK", size)
+        for wanted in (None, ("scores", "proj_start", "proj_end")):
+            got = {}
+            for cores in (1, 2):
+                monkeypatch.setattr(cpu, "_threads", lambda cores=cores: cores)
+                saved = cpu.forward(x, keep=True)[1]
+                got[cores] = cpu.backward(x, saved, want["w"], wanted=wanted)
+            assert got[1].keys() == got[2].keys()
+            for n in got[1]:
+                assert torch.equal(got[1][n], got[2][n]), (size, wanted, n)
+                torch.testing.assert_close(got[2][n], want["grads"][n], rtol=1e-9, atol=1e-10)
+    assert len(calls) == 6  # the two-core path ran each time

@@ -15,10 +15,10 @@ import random
 import numpy as np
 import pytest
 import torch
+from test_run_tails import _count, _sample_path, _scheme, _tx
 
 from semiseg.genemodel.frames import EXONS, FrameLayout
 from semiseg.genemodel.gold import GoldReport, frame_gold
-from test_run_tails import _count, _sample_path, _scheme, _tx
 
 
 def _expected_type(strand: str, left: str, right: str) -> str:

@@ -62,7 +62,6 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
     """The site matrices of model.splice_features (donor, acceptor) and crf.site_scores
     (donor, acceptor, start, stop), counted at the training windows' gold sites
     (semiseg/genemodel/sites.py)."""
-    from ..genemodel.frames import FrameLayout
     from ..genemodel.sites import count_branch_pwm, count_site_pwms
 
     layout = _gold_layout(model, scheme)
@@ -89,7 +88,6 @@ def count_content(model, scheme, train_ds: Dataset) -> None:
     """The coding-content table of crf.content_scores, counted at the training windows'
     gold CDS and outside bases (semiseg/genemodel/content.py)."""
     from ..genemodel.content import ORDER, count_content
-    from ..genemodel.frames import FrameLayout
 
     table, n = count_content([x[:, :4] for x in train_ds.x], train_ds.y,
                              _gold_layout(model, scheme))

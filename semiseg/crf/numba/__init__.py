@@ -30,6 +30,7 @@ from torch import Tensor
 
 from ..inputs import CRFInputs, param_grads_wanted
 from . import dd, fac
+from .core import _label_marginals as core_marginals
 
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
@@ -171,6 +172,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             dd.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
                            a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
                            *grads)
+        elif B == 1 and a.n_chunks > 1 and _threads() > 1:
+            _backward_pipelined(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
+                                grads, params)
         else:
             fac.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
                              a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
@@ -205,6 +209,41 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
         grads["duration_bias"] = torch.zeros(x.duration_bias.shape, dtype=dtype)
         grads["duration_bias"][:K] = out(shared(g_db))
     return grads
+
+
+def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads,
+                        params) -> None:
+    """fac.fac_backward of one sequence on two cores: chunk by chunk from the last, the
+    forward rows of the chunk before (fac_recompute, which reads only its checkpoint)
+    are recomputed on a second thread while this one runs the reverse pass of the
+    current chunk (fac_reverse_chunk), two row buffers in turn. The same calls on the
+    same values as fac_backward: the same bits (tests/test_crf_cpu.py)."""
+    g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end = grads
+    common = a.common(b)
+    L = common[-1]
+    C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
+    n = a.n
+    fac.fac_end_grads(alpha_end, a.end, z, w, g_end)
+    hring, hlin, Rh, hi, beta = fac.reverse_state(C, Q, K, L)
+    bufs = [(np.empty((n, C)), np.empty((n, Q, C)), np.empty((n, C))) for _ in range(2)]
+
+    def recompute(k: int):
+        rows = bufs[k % 2]
+        fac.fac_recompute(*common, a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start,
+                          n, ck_ring, ck_lo, k, *rows)
+        return rows
+
+    last = (L + n) // n - 1
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows") as pool:
+        nxt = pool.submit(recompute, last)
+        for k in range(last, -1, -1):
+            rows = nxt.result()
+            if k > 0:  # the other buffer: its rows were read by the chunk after this one
+                nxt = pool.submit(recompute, k - 1)
+            fac.fac_reverse_chunk(*common, a.trp, a.etrp, a.trpm, a.db_t, a.edb_t, a.dbm,
+                                  a.end, n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps,
+                                  g_pe, g_tr, g_db, g_start, params)
+    core_marginals(g_ps, g_pe, g_sc, L)
 
 
 def viterbi(x: CRFInputs):

@@ -268,6 +268,145 @@ def _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas_i, z, w, g_tr, beta, p
 
 
 @njit(cache=True, nogil=True)
+def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                  edb_rev, dbm, start, n, ck_ring, ck_lo, k, alphas, opens, Ss):
+    """The forward rows of chunk k (boundaries [k n, min(k n + n, L + 1))) from its
+    checkpoint: alpha, the ring's openings G^r and S at rows t - k n of alphas, opens,
+    Ss. Reads only the checkpoint, so chunks can be recomputed in any order, or beside
+    the reverse pass of another chunk (backward_pipelined)."""
+    C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
+    ring = np.empty((C, Q, 2 * K))
+    lring = np.empty((C, Q, 2 * K))
+    R = np.empty(C)
+    lo = np.empty(C, np.int64)
+    S = np.zeros(C)
+    t0 = k * n
+    t1 = min(t0 + n, L + 1)
+    for c in range(C):
+        for q in range(Q):
+            for i in range(K):
+                ring[c, q, i] = ck_ring[k, c, q, i]
+                ring[c, q, i + K] = ck_ring[k, c, q, i]
+        lo[c] = ck_lo[k, c]
+    _relinearise(ring, lring, R)
+    _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
+             dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
+
+
+def reverse_state(C: int, Q: int, K: int, L: int) -> tuple:
+    """The reverse pass's state carried from chunk to chunk (fac_reverse_chunk)."""
+    return (np.full((C, 2 * K), NEG),  # hring: h_{s+d}, d = 1..K at [(s+1) mod K, + K)
+            np.zeros((C, 2 * K)),  # hlin = exp(hring - Rh[c]), like the forward's lring
+            np.zeros(C),  # Rh
+            np.full(C, L, np.int64),  # hi: the first disallowed position >= s, per label
+            np.empty(C))  # beta
+
+
+@njit(cache=True, nogil=True)
+def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, db_t,
+                      edb_t, dbm, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi, beta,
+                      z, w, g_ps, g_pe, g_tr, g_db, g_start, params):
+    """The reverse pass over chunk k (positions from its last boundary down to k n), from
+    the chunk's forward rows (fac_recompute) and the state the chunk after it left
+    (reverse_state: the closing ring h, its linear copy and scale, the disallowed
+    positions, beta); accumulates w * the gradients (fac_backward's)."""
+    C = alphas.shape[1]
+    Q = opens.shape[1]
+    K = hring.shape[1] // 2
+    prod = np.empty(K)
+    fv = np.empty(K)  # per duration: the factor of its residue
+    tot = np.empty(Q)
+    fr = np.empty(Q)
+    idx = np.empty(2, np.int64)
+    S = np.zeros(C)
+    bg = np.empty(Q * C)  # beta_gamma^r_s(c) at r * C + c
+    eb = np.empty(Q * C)
+    t0 = k * n
+    t1 = min(t0 + n, L + 1)
+    if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
+        for c in range(C):
+            S[c] = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
+            Rh[c] += S[c]
+        _rebase(hring, S)
+    for s in range(t1 - 1, t0 - 1, -1):
+        i = s - t0
+        if s == L:
+            for c in range(C):
+                beta[c] = end[c]
+        else:
+            if has_alw:
+                for c in range(C):
+                    if not alw[s, c]:
+                        hi[c] = s
+            j = (s + 1) % K
+            for c in range(C):
+                # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
+                # the marginals of the segments (s, d, c) from the same exponentials
+                P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
+                dmax = min(K, hi[c] - s)
+                st = 0.0
+                # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
+                for d0 in range(dmax):
+                    prod[d0] = hlin[c, j + d0] * edb_t[c, d0]
+                if Q == 1:
+                    tot[0] = _sum(prod, dmax)
+                else:
+                    for r in range(Q):
+                        acc = 0.0
+                        for d0 in range(r, dmax, Q):
+                            acc += prod[d0]
+                        tot[r] = acc
+                for r in range(Q):
+                    if tot[r] >= TINY:
+                        # sum_d marginal = fr * tot <= w, so fr cannot overflow
+                        fr[r] = w * fexp(opens[i, r, c] + Rh[c] + dbm[c] - z)
+                        bg[r * C + c] = P + Rh[c] + dbm[c] + math.log(tot[r])
+                        st += tot[r] * fr[r]
+                        continue
+                    # exact log space for this residue
+                    fr[r] = 0.0
+                    m = _close_max(hring[c], j, db_t[c], r, dmax, Q)
+                    if m == NEG:
+                        bg[r * C + c] = NEG
+                        continue
+                    f_r = w * fexp(opens[i, r, c] + m - z)
+                    tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
+                    bg[r * C + c] = P + m + math.log(tr_)
+                    st += tr_ * f_r
+                if params and Q == 1:
+                    _axpy(g_db[c], prod, fr[0], dmax)
+                elif params:
+                    r = 0
+                    for d0 in range(dmax):
+                        fv[d0] = fr[r]
+                        r = r + 1 if r + 1 < Q else 0
+                    _axpy_v(g_db[c], prod, fv, dmax)
+                g_ps[s, c] = st
+            if s == 0:
+                for c in range(C):
+                    g_start[c] = g_ps[0, c]
+                return
+            _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas[i], z, w, g_tr, beta,
+                                  params)
+        jj = s % K
+        idx[0] = jj
+        idx[1] = jj + K
+        for c in range(C):
+            g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
+            h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
+            hring[c, jj] = h
+            hring[c, jj + K] = h
+            _lin_write(hlin[c], Rh, c, h, idx)
+
+
+@njit(cache=True, nogil=True)
+def fac_end_grads(alpha_end, end, z, w, g_end):
+    """w * P(the last segment is of label c), the gradient of `end`."""
+    for c in range(alpha_end.shape[0]):
+        g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
+
+
+@njit(cache=True, nogil=True)
 def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
                  trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo,
                  alpha_end, z, w,
@@ -275,118 +414,25 @@ def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, tr
     """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1));
     params False: the duration-bias and transition sums are left out (g_db and g_tr are
     then incomplete, for the caller to drop; the posteriors need only the per-position
-    gradients, which are the same bits either way)."""
+    gradients, which are the same bits either way). Chunk by chunk from the last: its
+    forward rows recomputed (fac_recompute), then its reverse pass (fac_reverse_chunk);
+    backward_pipelined runs the same two steps, the next recompute beside each reverse."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
-    for c in range(C):
-        g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
-    ring = np.empty((C, Q, 2 * K))
-    lring = np.empty((C, Q, 2 * K))
-    R = np.empty(C)
-    hring = np.full((C, 2 * K), NEG)  # h_{s+d}, d = 1..K at [(s+1) mod K, ... + K)
-    hlin = np.zeros((C, 2 * K))  # exp(hring - Rh[c]), like the forward's linear ring
+    fac_end_grads(alpha_end, end, z, w, g_end)
+    hring = np.full((C, 2 * K), NEG)
+    hlin = np.zeros((C, 2 * K))
     Rh = np.zeros(C)
-    prod = np.empty(K)
-    fv = np.empty(K)  # per duration: the factor of its residue
-    tot = np.empty(Q)
-    fr = np.empty(Q)
-    idx = np.empty(2, np.int64)
-    lo = np.empty(C, np.int64)
-    hi = np.full(C, L, np.int64)  # the first disallowed position >= s, per label
-    S = np.zeros(C)
+    hi = np.full(C, L, np.int64)
+    beta = np.empty(C)
     alphas = np.empty((n, C))
     opens = np.empty((n, Q, C))
     Ss = np.empty((n, C))
-    beta = np.empty(C)
-    bg = np.empty(Q * C)  # beta_gamma^r_s(c) at r * C + c
-    eb = np.empty(Q * C)
     for k in range((L + n) // n - 1, -1, -1):
-        t0 = k * n
-        t1 = min(t0 + n, L + 1)
-        for c in range(C):
-            for q in range(Q):
-                for i in range(K):
-                    ring[c, q, i] = ck_ring[k, c, q, i]
-                    ring[c, q, i + K] = ck_ring[k, c, q, i]
-            lo[c] = ck_lo[k, c]
-        _relinearise(ring, lring, R)
-        _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev, edb_rev,
-                 dbm, start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
-        if t1 <= L:  # rebase the closing terms from S[t1] = 0 to S[t0] = 0
-            for c in range(C):
-                S[c] = Ss[t1 - 1 - t0, c] + f[t1 - 1, c]
-                Rh[c] += S[c]
-            _rebase(hring, S)
-        for c in range(C):
-            S[c] = 0.0
-        for s in range(t1 - 1, t0 - 1, -1):
-            i = s - t0
-            if s == L:
-                for c in range(C):
-                    beta[c] = end[c]
-            else:
-                if has_alw:
-                    for c in range(C):
-                        if not alw[s, c]:
-                            hi[c] = s
-                j = (s + 1) % K
-                for c in range(C):
-                    # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
-                    # the marginals of the segments (s, d, c) from the same exponentials
-                    P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                    dmax = min(K, hi[c] - s)
-                    st = 0.0
-                    # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
-                    for d0 in range(dmax):
-                        prod[d0] = hlin[c, j + d0] * edb_t[c, d0]
-                    if Q == 1:
-                        tot[0] = _sum(prod, dmax)
-                    else:
-                        for r in range(Q):
-                            acc = 0.0
-                            for d0 in range(r, dmax, Q):
-                                acc += prod[d0]
-                            tot[r] = acc
-                    for r in range(Q):
-                        if tot[r] >= TINY:
-                            # sum_d marginal = fr * tot <= w, so fr cannot overflow
-                            fr[r] = w * fexp(opens[i, r, c] + Rh[c] + dbm[c] - z)
-                            bg[r * C + c] = P + Rh[c] + dbm[c] + math.log(tot[r])
-                            st += tot[r] * fr[r]
-                            continue
-                        # exact log space for this residue
-                        fr[r] = 0.0
-                        m = _close_max(hring[c], j, db_t[c], r, dmax, Q)
-                        if m == NEG:
-                            bg[r * C + c] = NEG
-                            continue
-                        f_r = w * fexp(opens[i, r, c] + m - z)
-                        tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
-                        bg[r * C + c] = P + m + math.log(tr_)
-                        st += tr_ * f_r
-                    if params and Q == 1:
-                        _axpy(g_db[c], prod, fr[0], dmax)
-                    elif params:
-                        r = 0
-                        for d0 in range(dmax):
-                            fv[d0] = fr[r]
-                            r = r + 1 if r + 1 < Q else 0
-                        _axpy_v(g_db[c], prod, fv, dmax)
-                    g_ps[s, c] = st
-                if s == 0:
-                    for c in range(C):
-                        g_start[c] = g_ps[0, c]
-                    break
-                _beta_and_transitions(trq, etrq, trqm, bg, eb, alphas[i], z, w, g_tr, beta,
-                                      params)
-            jj = s % K
-            idx[0] = jj
-            idx[1] = jj + K
-            for c in range(C):
-                g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
-                h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
-                hring[c, jj] = h
-                hring[c, jj + K] = h
-                _lin_write(hlin[c], Rh, c, h, idx)
+        fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
+                      edb_rev, dbm, start, n, ck_ring, ck_lo, k, alphas, opens, Ss)
+        fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, db_t,
+                          edb_t, dbm, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi,
+                          beta, z, w, g_ps, g_pe, g_tr, g_db, g_start, params)
     _label_marginals(g_ps, g_pe, g_sc, L)
 
 
