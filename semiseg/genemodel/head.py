@@ -100,14 +100,7 @@ class FrameHead(nn.Module):
         self.n_channels = len(layout.channels)
         self.transition = nn.Parameter(torch.zeros(NK, NK))
         self.duration = nn.Parameter(torch.zeros(K, NK))
-        with torch.no_grad():  # the second intron tails (long_introns): apart from the
-            # first from the start (else the two, scored alike, would learn alike): a
-            # rarer way in and a flatter tail
-            for k, n in enumerate(pnames):
-                if n.startswith("intron="):
-                    self.duration[:, k] = LONG_INTRON_INIT[1]
-                    self.transition[:, k] = LONG_INTRON_INIT[0]
-                    self.transition[k, k] = 0.0
+        self._init_long_introns(pnames)
         self.start = nn.Parameter(torch.zeros(NK)) if start_end else None
         self.end = nn.Parameter(torch.zeros(NK)) if start_end else None
         self.register_buffer("em_idx", torch.as_tensor(layout.expand_index()),
@@ -155,21 +148,7 @@ class FrameHead(nn.Module):
         self.register_buffer("tail_end", torch.as_tensor(layout.end_mask(),
                                                          dtype=torch.float32), persistent=False)
         self.has_tails = layout.has_tails
-        # the posterior decode's score per label: the posteriors of its group summed, a
-        # group being a label with its run tail and, with exon types, the same kind and
-        # frame in every exon type (the decode finds the exon's type from its ends, and
-        # its bases count as coding whatever the type); run tails score 0 there
-        group = [layout.base[c] for c in range(len(layout))]
-        if layout.has_exon_types:
-            first = {}
-            for c in range(len(layout)):
-                b = layout.base[c]
-                key = (layout.kind[b], layout.frame[b])
-                group[c] = first.setdefault(key, b)
-        self.register_buffer("decode_group", torch.as_tensor(group) if (
-            layout.has_tails or layout.has_exon_types) else None, persistent=False)
-        self.register_buffer("decode_keep", torch.as_tensor(
-            ~layout.is_tail(), dtype=torch.float32), persistent=False)
+        self._init_decode_groups(layout)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
@@ -188,6 +167,33 @@ class FrameHead(nn.Module):
         # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
         self.donor_motif = ""
         self.register_buffer("intron_begin", left.float(), persistent=False)
+
+    def _init_long_introns(self, pnames: list[str]) -> None:
+        """The second intron tails (crf.long_introns) apart from the first from the
+        start (else the two, scored alike, would learn alike): a rarer way in and a
+        flatter tail (LONG_INTRON_INIT)."""
+        with torch.no_grad():
+            for k, n in enumerate(pnames):
+                if n.startswith("intron="):
+                    self.duration[:, k] = LONG_INTRON_INIT[1]
+                    self.transition[:, k] = LONG_INTRON_INIT[0]
+                    self.transition[k, k] = 0.0
+
+    def _init_decode_groups(self, layout: FrameLayout) -> None:
+        """The posterior decode's score per label (decode_posteriors): the posteriors of
+        its group summed, a group being a label with its run tails and, with exon types,
+        the same kind and frame in every exon type (the decode finds the exon's type from
+        its ends, and its bases count as coding whatever the type); run tails score 0."""
+        group = [layout.base[c] for c in range(len(layout))]
+        if layout.has_exon_types:
+            first = {}
+            for c in range(len(layout)):
+                b = layout.base[c]
+                group[c] = first.setdefault((layout.kind[b], layout.frame[b]), b)
+        self.register_buffer("decode_group", torch.as_tensor(group) if (
+            layout.has_tails or layout.has_exon_types) else None, persistent=False)
+        self.register_buffer("decode_keep", torch.as_tensor(
+            ~layout.is_tail(), dtype=torch.float32), persistent=False)
 
     # ------------------------------------------------------------------ inputs
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
