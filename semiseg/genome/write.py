@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..errors import SemisegError
-from ._util import paint, tmp_name
+from ._util import deferred_signals, paint, tmp_name
 from .codes import genetic_code as genetic_code_table
 from .diskspace import SpaceGuard
 from .escapes import _esc, check_bed_names, gff3_seqid
@@ -214,7 +214,8 @@ class OutputWriter(SignalWriter):
                     bw = pyBigWig.open(self._path(f"{s}.bw"), "w")
                     self._bw[s] = bw
                     try:
-                        bw.addHeader(header_bw, maxZooms=10)
+                        with deferred_signals():  # no signal inside libBigWig's write
+                            bw.addHeader(header_bw, maxZooms=10)
                     except RuntimeError as err:  # libBigWig says no more than this
                         raise OSError(errno.EIO, f"{err} ({s}.bw)") from None
                     self._zoom[s] = ZoomBins(self.chrom_sizes, self.resolution)
@@ -224,6 +225,9 @@ class OutputWriter(SignalWriter):
         except OSError as err:
             self.abort()
             raise SemisegError(f"cannot write outputs at {self.prefix}: {err.strerror}") from None
+        except BaseException:  # an interrupt while the files open: no with-block to
+            self.abort()  # abort them, so here (libBigWig's close of a bigWig cut short
+            raise  # would print its own error at exit)
 
     def __enter__(self) -> OutputWriter:
         return self

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -211,6 +212,12 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     return grads
 
 
+def _no_signals() -> None:
+    """Block SIGINT and SIGTERM in the calling (helper) thread."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads,
                         params) -> None:
     """fac.fac_backward of one sequence on two cores: chunk by chunk from the last, the
@@ -234,7 +241,10 @@ def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, gra
         return rows
 
     last = (L + n) // n - 1
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows") as pool:
+    # the helper thread takes no SIGINT / SIGTERM, so they reach the main thread as
+    # before (an interrupt there stops the run between chunks, cleanly)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows",
+                            initializer=_no_signals) as pool:
         nxt = pool.submit(recompute, last)
         for k in range(last, -1, -1):
             rows = nxt.result()
