@@ -89,6 +89,7 @@ class SeamStats:
     post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
     post_probes: list = field(default_factory=list)  # the probed first seams' differences
     # (stitched_posteriors' probe), where one went whole at once
+    post_seqs_whole: int = 0  # sequences whose posteriors were computed as one window
 
     def line(self) -> str:
         return (f"seams: {self.first} certified at the first width, {self.widened} "
@@ -349,6 +350,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
     wins = posterior_windows(S, W, overlap, period=3)
     if len(wins) == 1:
+        stats.post_seqs_whole += 1
         return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
     probe = 4 * overlap if probe is None else probe
     if W > 2 * probe:
@@ -356,6 +358,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if not d <= far:
             stats.post_whole += len(wins) - 1
             stats.post_probes.append(d)
+            stats.post_seqs_whole += 1
             return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
     ext = [[ws, we] for _, _, ws, we in wins]
     seam_ov = [overlap] * (len(wins) - 1)
@@ -388,6 +391,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             stats.post_first += agree
             stats.post_whole += len(wins) - 1 - agree
             stats.post_first_diffs += checked
+            stats.post_seqs_whole += 1
             return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
     for k in range(max_widen + 1):
         if k > 0:
@@ -411,6 +415,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             ext[b + 1][0] = ws - ws % 3
             dirty |= {b, b + 1}
     stats.post_whole += len(failed_first)
+    stats.post_seqs_whole += 1
     return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
 
 
@@ -524,17 +529,41 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
             progress(done[0])
         return None if progress is None else report
 
+    whole_before = stats.post_seqs_whole
     g, ok, ps = stitched_posteriors(head, em, W, overlap, per_call, tol, stats=stats,
                                     backend=backend, progress=part(0.0, 0.8))
-    lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
-                               head.decode_dmask, allowed=ok, proj_start=ps,
-                               window=W, overlap=overlap, stats=stats,
-                               progress=part(0.8, 1.0))
+    if stats.post_seqs_whole > whole_before:
+        # the posteriors were computed as one window, so the device held the whole
+        # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
+        # Viterbi runs whole there too, as the whole decode's does (exact either way;
+        # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
+        lab = _device_viterbi(head, g, ok, ps, em.device, backend)
+    else:
+        lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
+                                   head.decode_dmask, allowed=ok, proj_start=ps,
+                                   window=W, overlap=overlap, stats=stats,
+                                   progress=part(0.8, 1.0))
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
     post, bnd = head._marginals_from(g[None].to(em.device),
                                      torch.tensor([S], device=em.device))
     return out.numpy(), post[0], bnd[0]
+
+
+def _device_viterbi(head, g, ok, ps, device, backend: str) -> np.ndarray:
+    """The posterior decode's Viterbi (FrameHead._decode_posteriors) of one whole
+    sequence's posteriors g (S, C), on `device`: internal labels (S,) int64."""
+    from ..crf import viterbi
+
+    def dev(x):
+        return torch.as_tensor(x).to(device)[None]
+
+    S = g.shape[0]
+    with torch.no_grad():
+        seg = viterbi(head.decode_posteriors(dev(g)), head.decode_tmask.to(device),
+                      head.decode_dmask.to(device), torch.tensor([S], device=device),
+                      allowed=dev(ok), proj_start=dev(ps), backend=backend)
+    return seg.labels[0].cpu().numpy().astype(np.int64)
 
 
 def annotate_long(ann, em: torch.Tensor, hid):
