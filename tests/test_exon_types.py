@@ -34,32 +34,7 @@ def _expected_type(strand: str, left: str, right: str) -> str:
 def _count_typed(lay, K, keys) -> int:
     """test_run_tails._count with each step's key naming the exon type too: (run kind,
     exon type) for the labels that chain, the label (its base) for the others."""
-    tm = lay.transition_mask()
-    dm = lay.duration_mask(K)
-    bm = lay.begin_mask()
-    run = lay._run_kind()
-    tail = lay.is_tail()
-    chaining = set(run[c] for c in np.flatnonzero(tail))
-    key = [(("run", run[c], lay.exon[c]) if run[c] in chaining else ("label", lay.base[c]))
-           for c in range(len(lay))]
-    T = len(keys)
-    n = [dict() for _ in range(T + 1)]
-    for t in range(1, T + 1):
-        for c in range(len(lay)):
-            total = 0
-            for d in range(1, min(K, t) + 1):
-                s = t - d
-                if dm[d - 1, c] != 0 or not bm[s % 3, c]:
-                    continue
-                if any(keys[p] != key[c] for p in range(s, t)):
-                    continue
-                if s == 0:
-                    total += 1
-                else:
-                    total += sum(v for p, v in n[s].items() if tm[(d - 1) % 3, p, c] == 0)
-            if total:
-                n[t][c] = total
-    return sum(v for c, v in n[T].items() if not tail[c])
+    return _count(lay, K, keys, tails=True, typed=True)
 
 
 def _typed_keys(plain, typed, path):

@@ -62,16 +62,17 @@ def _sample_path(lay, K, T, rng):
             return path
 
 
-def _count(lay, K, keys, tails: bool) -> int:
+def _count(lay, K, keys, tails: bool, typed: bool = False) -> int:
     """Segmentations of the per-step keys (a chaining label's run kind, any other
-    label's index) under the masks: plain dynamic programming over (end, last label)."""
+    label's index; typed: a chaining label's run kind and exon type) under the masks:
+    plain dynamic programming over (end, last label)."""
     tm = lay.transition_mask(tails=tails)
     dm = lay.duration_mask(K)
     bm = lay.begin_mask()
     run = lay._run_kind()
     chaining = set(run[c] for c in np.flatnonzero(lay.is_tail()))
-    key = [(("run", run[c]) if run[c] in chaining else ("label", lay.base[c]))
-           for c in range(len(lay))]
+    key = [((("run", run[c], lay.exon[c]) if typed else ("run", run[c]))
+            if run[c] in chaining else ("label", lay.base[c])) for c in range(len(lay))]
     T = len(keys)
     n = [dict() for _ in range(T + 1)]  # n[t][c]: segmentations of [0, t) ending in c
     for t in range(1, T + 1):
