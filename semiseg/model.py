@@ -241,7 +241,7 @@ class Segmenter(nn.Module):
             raise SemisegError("crf.long_introns: a second intron length tail needs "
                                "crf.run_tails: true (the tails it adds to)")
         layout = FrameLayout.from_scheme(scheme, tails=c.run_tails and c.head != "argmax",
-                                         exon_types=c.exon_types and c.head != "argmax",
+                                         exon_types=c.exon_types,
                                          long_introns=c.long_introns)
         self.encoder = GeneEncoder(
             n_features, channels=m.channels, layers=m.layers, kernel_size=m.kernel_size,

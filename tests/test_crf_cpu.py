@@ -280,16 +280,16 @@ def test_compiled_kernels_are_cached_outside_the_package(tmp_path):
 def test_one_sequence_backward_on_two_cores_is_the_one_core_backward(form, monkeypatch):
     """One sequence on a machine with two cores: each chunk's forward rows recomputed on
     a second thread beside the reverse pass of the chunk after it (_backward_pipelined).
-    Every gradient bitwise the one-thread fac_backward's, with and without the parameter
+    Every gradient bitwise the one-thread pass's, with and without the parameter
     sums, at chunk sizes that leave one row and several; and the brute force's."""
     B, T, C, K = 1, 7, 3, 4
     kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("two-cores", form))
     want = oracle(kw, check_marginals=False)
     x = cpu_inputs(kw)
     calls = []
-    real = cpu._backward_pipelined
-    monkeypatch.setattr(cpu, "_backward_pipelined",
-                        lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    real = cpu._fac_backward
+    monkeypatch.setattr(cpu, "_fac_backward",
+                        lambda *a, **k: (calls.append(k["two_cores"]), real(*a, **k))[1])
     for size in (1, 2, 3):
         monkeypatch.setattr(cpu, "CHUNK", size)
         for wanted in (None, ("scores", "proj_start", "proj_end")):
@@ -302,4 +302,23 @@ def test_one_sequence_backward_on_two_cores_is_the_one_core_backward(form, monke
             for n in got[1]:
                 assert torch.equal(got[1][n], got[2][n]), (size, wanted, n)
                 torch.testing.assert_close(got[2][n], want["grads"][n], rtol=1e-9, atol=1e-10)
-    assert len(calls) == 6  # the two-core path ran each time
+    assert calls == [False, True] * 6  # each pair: one core, then the two-core path
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_two_core_backward_of_a_long_sequence_is_the_one_core_backward(form, monkeypatch):
+    """T = 20,000 in chunks of 2,000 rows (C 12, K 40), long enough that each chunk's
+    recompute on the second thread runs while the reverse pass reads the other buffer:
+    every gradient bitwise the one-core pass's (a buffer shared between the two would
+    differ)."""
+    kw = make(1, 20000, 12, 40, dd=form, terms=TERMS["all"],
+              seed=_seed("two-cores-long", form))
+    x = cpu_inputs(kw)
+    monkeypatch.setattr(cpu, "CHUNK", 2000)
+    w = torch.tensor([0.8], dtype=F64)
+    got = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(cpu, "_threads", lambda cores=cores: cores)
+        got[cores] = cpu.backward(x, cpu.forward(x, keep=True)[1], w)
+    for n in got[1]:
+        assert torch.equal(got[1][n], got[2][n]), n

@@ -551,18 +551,11 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
 
 
 def _device_viterbi(head, g, ok, ps, device, backend: str) -> np.ndarray:
-    """The posterior decode's Viterbi (FrameHead._decode_posteriors) of one whole
-    sequence's posteriors g (S, C), on `device`: internal labels (S,) int64."""
-    from ..crf import viterbi
-
-    def dev(x):
-        return torch.as_tensor(x).to(device)[None]
-
-    S = g.shape[0]
-    with torch.no_grad():
-        seg = viterbi(head.decode_posteriors(dev(g)), head.decode_tmask.to(device),
-                      head.decode_dmask.to(device), torch.tensor([S], device=device),
-                      allowed=dev(ok), proj_start=dev(ps), backend=backend)
+    """FrameHead._decode_posteriors of one whole sequence's posteriors g (S, C) on
+    `device`: internal labels (S,) int64."""
+    t = {"lengths": torch.tensor([g.shape[0]], device=device),
+         "allowed": ok[None].to(device), "proj_start": ps[None].to(device)}
+    seg = head._decode_posteriors(t, g[None].to(device), backend)
     return seg.labels[0].cpu().numpy().astype(np.int64)
 
 

@@ -255,11 +255,8 @@ class FrameLayout:
     def index(self, kind: str, frame: int = -1, exon: int = -1) -> int:
         """Internal label of a kind name (``CDS+``) in a frame (and, with exon types, of an
         exon type), or of ``outside:<label>``."""
-        k = self.kind_of(kind)
-        for i, (kk, f, e) in enumerate(zip(self.kind, self.frame, self.exon)):
-            if kk == k and (f == frame or f == -1) and e == exon:
-                return i
-        raise KeyError(kind, frame, exon)
+        return self._find(self.kind_of(kind), -1 if kind.startswith("outside") else frame,
+                          exon)
 
     # ------------------------------------------------------------ emissions
     def expand_index(self) -> np.ndarray:

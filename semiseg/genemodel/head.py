@@ -184,14 +184,10 @@ class FrameHead(nn.Module):
         its group summed, a group being a label with its run tails and, with exon types,
         the same kind and frame in every exon type (the decode finds the exon's type from
         its ends, and its bases count as coding whatever the type); run tails score 0."""
-        group = [layout.base[c] for c in range(len(layout))]
-        if layout.has_exon_types:
-            first = {}
-            for c in range(len(layout)):
-                b = layout.base[c]
-                group[c] = first.setdefault((layout.kind[b], layout.frame[b]), b)
-        self.register_buffer("decode_group", torch.as_tensor(group) if (
-            layout.has_tails or layout.has_exon_types) else None, persistent=False)
+        first: dict = {}
+        group = [first.setdefault((layout.kind[b], layout.frame[b]), b) for b in layout.base]
+        self.register_buffer("decode_group", None if group == list(range(len(layout)))
+                             else torch.as_tensor(group), persistent=False)
         self.register_buffer("decode_keep", torch.as_tensor(
             ~layout.is_tail(), dtype=torch.float32), persistent=False)
 
@@ -340,8 +336,9 @@ class FrameHead(nn.Module):
                             lengths=seg.lengths)
 
     def decode_posteriors(self, post: Tensor) -> Tensor:
-        """Internal-label posteriors as the posterior decode scores them: each run
-        tail's added to its label's (the tail's own column then 0)."""
+        """Internal-label posteriors as the posterior decode scores them: each label's
+        group summed (its run tails and, with exon types, its kind and frame in every
+        type: _init_decode_groups), run tails' own columns 0."""
         if self.decode_group is None:
             return post
         # the certified decode hands the stitched posteriors over on the host

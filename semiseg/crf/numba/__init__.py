@@ -173,13 +173,9 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             dd.dd_backward(*a.common(b), a.trp, a.tr_rev, a.db, a.db_rev, a.start, a.end,
                            a.n, ck[0][b], ck[1][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
                            *grads)
-        elif B == 1 and a.n_chunks > 1 and _threads() > 1:
-            _backward_pipelined(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b],
-                                grads, params)
-        else:
-            fac.fac_backward(*a.common(b), a.trp, a.etrp, a.trpm, a.trT, a.etrT, a.trm,
-                             a.db_rev, a.edb_rev, a.db_t, a.edb_t, a.dbm, a.start, a.end, a.n,
-                             ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], *grads, params)
+        else:  # one sequence on a machine with more cores: the second one helps
+            _fac_backward(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], grads,
+                          params, two_cores=B == 1 and a.n_chunks > 1 and _threads() > 1)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
@@ -218,13 +214,14 @@ def _no_signals() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads,
-                        params) -> None:
-    """fac.fac_backward of one sequence on two cores: chunk by chunk from the last, the
-    forward rows of the chunk before (fac_recompute, which reads only its checkpoint)
-    are recomputed on a second thread while this one runs the reverse pass of the
-    current chunk (fac_reverse_chunk), two row buffers in turn. The same calls on the
-    same values as fac_backward: the same bits (tests/test_crf_cpu.py)."""
+def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, params,
+                  two_cores: bool) -> None:
+    """The factorised backward of sequence b (gradients of w * log Z into `grads`):
+    chunk by chunk from the last, its forward rows recomputed from its checkpoint
+    (fac.fac_recompute), then its reverse pass (fac.fac_reverse_chunk), in two row
+    buffers in turn. two_cores: each chunk's recompute runs on a second thread while
+    this one runs the reverse pass of the chunk after it; the same calls on the same
+    values, so the same bits (tests/test_crf_cpu.py)."""
     g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end = grads
     common = a.common(b)
     L = common[-1]
@@ -240,7 +237,17 @@ def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, gra
                           n, ck_ring, ck_lo, k, *rows)
         return rows
 
+    def reverse(k: int, rows) -> None:
+        fac.fac_reverse_chunk(*common, a.trp, a.etrp, a.trpm, a.db_t, a.edb_t, a.dbm, a.end,
+                              n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps, g_pe, g_tr,
+                              g_db, g_start, params)
+
     last = (L + n) // n - 1
+    if not two_cores:
+        for k in range(last, -1, -1):
+            reverse(k, recompute(k))
+        core_marginals(g_ps, g_pe, g_sc, L)
+        return
     # the helper thread takes no SIGINT / SIGTERM, so they reach the main thread as
     # before (an interrupt there stops the run between chunks, cleanly)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows",
@@ -250,9 +257,7 @@ def _backward_pipelined(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, gra
             rows = nxt.result()
             if k > 0:  # the other buffer: its rows were read by the chunk after this one
                 nxt = pool.submit(recompute, k - 1)
-            fac.fac_reverse_chunk(*common, a.trp, a.etrp, a.trpm, a.db_t, a.edb_t, a.dbm,
-                                  a.end, n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps,
-                                  g_pe, g_tr, g_db, g_start, params)
+            reverse(k, rows)
     core_marginals(g_ps, g_pe, g_sc, L)
 
 

@@ -19,7 +19,6 @@ from .core import (
     _argmax2,
     _axpy,
     _axpy_v,
-    _label_marginals,
     _lse2,
     _lse_add,
     _push_ring,
@@ -273,7 +272,7 @@ def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db
     """The forward rows of chunk k (boundaries [k n, min(k n + n, L + 1))) from its
     checkpoint: alpha, the ring's openings G^r and S at rows t - k n of alphas, opens,
     Ss. Reads only the checkpoint, so chunks can be recomputed in any order, or beside
-    the reverse pass of another chunk (backward_pipelined)."""
+    the reverse pass of another chunk (crf.numba._fac_backward on two cores)."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     ring = np.empty((C, Q, 2 * K))
     lring = np.empty((C, Q, 2 * K))
@@ -309,7 +308,10 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trq
     """The reverse pass over chunk k (positions from its last boundary down to k n), from
     the chunk's forward rows (fac_recompute) and the state the chunk after it left
     (reverse_state: the closing ring h, its linear copy and scale, the disallowed
-    positions, beta); accumulates w * the gradients (fac_backward's)."""
+    positions, beta); accumulates w * the gradients (g_tr as (c', (r, c)), g_db as
+    (c, d-1); params False: the duration-bias and transition sums are left out, for the
+    caller to drop: the posteriors need only the per-position gradients, the same bits
+    either way). The chunks' driver is crf.numba._fac_backward."""
     C = alphas.shape[1]
     Q = opens.shape[1]
     K = hring.shape[1] // 2
@@ -404,36 +406,6 @@ def fac_end_grads(alpha_end, end, z, w, g_end):
     """w * P(the last segment is of label c), the gradient of `end`."""
     for c in range(alpha_end.shape[0]):
         g_end[c] = w * math.exp(alpha_end[c] + end[c] - z)
-
-
-@njit(cache=True, nogil=True)
-def fac_backward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, trT, etrT,
-                 trm, db_rev, edb_rev, db_t, edb_t, dbm, start, end, n, ck_ring, ck_lo,
-                 alpha_end, z, w,
-                 g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end, params=True):
-    """Gradients of w * log Z of one sequence (g_tr as (c', (r, c)), g_db as (c, d-1));
-    params False: the duration-bias and transition sums are left out (g_db and g_tr are
-    then incomplete, for the caller to drop; the posteriors need only the per-position
-    gradients, which are the same bits either way). Chunk by chunk from the last: its
-    forward rows recomputed (fac_recompute), then its reverse pass (fac_reverse_chunk);
-    backward_pipelined runs the same two steps, the next recompute beside each reverse."""
-    C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
-    fac_end_grads(alpha_end, end, z, w, g_end)
-    hring = np.full((C, 2 * K), NEG)
-    hlin = np.zeros((C, 2 * K))
-    Rh = np.zeros(C)
-    hi = np.full(C, L, np.int64)
-    beta = np.empty(C)
-    alphas = np.empty((n, C))
-    opens = np.empty((n, Q, C))
-    Ss = np.empty((n, C))
-    for k in range((L + n) // n - 1, -1, -1):
-        fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trT, etrT, trm, db_rev,
-                      edb_rev, dbm, start, n, ck_ring, ck_lo, k, alphas, opens, Ss)
-        fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, trq, etrq, trqm, db_t,
-                          edb_t, dbm, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi,
-                          beta, z, w, g_ps, g_pe, g_tr, g_db, g_start, params)
-    _label_marginals(g_ps, g_pe, g_sc, L)
 
 
 @njit(cache=True, nogil=True)
