@@ -147,6 +147,33 @@ def test_gff3_phase_with_partial_codons(tmp_path):
     assert [r[7] for r in rows if r[2] == "CDS"] == ["0", "2", "0"]
 
 
+def test_gff3_gene_cut_by_an_intron_at_a_sequence_end_is_partial(tmp_path):
+    """A gene whose last exon is followed by an intron of its strand running to the
+    sequence's end (or a gap), or whose first exon follows one running from the start,
+    is cut there: partial, with the open side's range; an intron of the other strand, or
+    one followed by intergenic sequence, does not make it partial."""
+    scheme = load_scheme("gene_structure")
+    names = [(0, 8, "intron+"), (8, 20, "CDS+"), (20, 30, "intergenic"),
+             (30, 42, "CDS+"), (42, 50, "intron+"), (50, 55, "intergenic"),
+             (55, 67, "CDS-"), (67, 75, "intron+"), (75, 80, "intergenic"),
+             (80, 92, "CDS-"), (92, 100, "intron-")]
+    seg = np.array([(a, b, scheme.index(n)) for a, b, n in names])
+    for gap in (False, True):
+        if gap:  # the same structure before a gap (label -1) instead of the end
+            seg = np.concatenate([seg, [(100, 110, -1)]])
+        write_outputs(tmp_path / f"p{gap}", scheme, {"z": 110 if gap else 100}, {"z": seg},
+                      formats=("gff3",))
+        rows = [r.split("\t") for r in (tmp_path / f"p{gap}.gff3").read_text().splitlines()
+                if not r.startswith("#")]
+        genes = [(int(r[3]), int(r[4]), dict(kv.split("=") for kv in r[8].split(";")))
+                 for r in rows if r[2] == "gene"]
+        assert [(a, b, g.get("partial"), g.get("start_range"), g.get("end_range"))
+                for a, b, g in genes] == [(9, 20, "true", ".,9", None),
+                                          (31, 42, None, None, None),
+                                          (56, 67, None, None, None),
+                                          (81, 92, "true", None, "92,.")]
+
+
 def test_gff3_partial_genes_at_chromosome_ends(tmp_path):
     """A gene that runs into a chromosome end is marked partial (NCBI's attributes), and
     when its 5' end is the cut one its CDS phases count codons from the whole 3' end."""

@@ -475,10 +475,17 @@ class OutputWriter(SignalWriter):
                         last = j
                 # a gene that runs into the chromosome's end or a gap may go on beyond
                 # it: a partial gene (NCBI's GFF3 attributes: partial, start_range and
-                # end_range with '.' on the open side)
-                cut = (k == 0 or labs[k - 1] < 0,
-                       e[last] >= self.chrom_sizes[chrom] or
-                       (last + 1 < len(labs) and labs[last + 1] < 0))
+                # end_range with '.' on the open side); so may one whose first or last
+                # exon is cut off there by an intron of its strand (an intron running
+                # from the sequence's start or to its end)
+                i0 = k
+                while i0 > 0 and roles[i0 - 1] == "intron" and sc.strands[labs[i0 - 1]] == strand:
+                    i0 -= 1
+                cut = (i0 == 0 or labs[i0 - 1] < 0,
+                       e[j] >= self.chrom_sizes[chrom] or j + 1 == len(labs) or
+                       labs[j + 1] < 0)
+                if j > last and not cut[1]:  # trailing introns end before an intergenic
+                    cut = (cut[0], e[last] >= self.chrom_sizes[chrom])
                 self._gene(row, chrom, list(range(k, last + 1)), s, e, roles, strand,
                            coding, score, cut, mean)
                 k = last + 1
