@@ -256,27 +256,48 @@ def test_gene_decode_with_run_tails_equals_whole_posterior_decode():
     assert float((p2 - post[0]).abs().max()) < 1e-5
 
 
-def test_far_seam_goes_whole_at_once(monkeypatch):
-    """A posterior seam that differs by more than `far` at the first width skips the
-    widenings and the windows after it: the whole sequence next (not 3 widenings, then
-    the whole), and the posteriors are the whole sequence's."""
+def _count_calls(monkeypatch, seams):
+    """Record the window lengths of every posterior call of `seams`."""
+    calls = []
+    real = seams._compute_ext
+
+    def spy(head, terms, exts, *a):
+        calls.append(sorted(we - ws for ws, we in set(exts)))
+        return real(head, terms, exts, *a)
+    monkeypatch.setattr(seams, "_compute_ext", spy)
+    return calls
+
+
+def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
+    """Long windows (longer than twice the probe): a posterior seam that differs by more
+    than `far` at the first width skips the widenings and merges: the whole sequence
+    next, and the posteriors are the whole sequence's. Without that rule (far = inf) the
+    seams widen, then merge, to the same posteriors."""
     from semiseg.annotate import seams
 
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
-    calls = []
-    real = seams._compute
-    monkeypatch.setattr(seams, "_compute", lambda *a: (calls.append(len(a[4])), real(*a)))
-    # tol = -1: no seam can agree, so each one is a failure of the size of its difference
-    # per_call 4: the 3 windows in one call; per_call 1: the first seam's two windows,
-    # then the whole sequence (the third window is never computed)
-    for far, per_call, computed in ((float("inf"), 4, [3, 3, 3, 3, 1]), (0.0, 4, [3, 1]),
-                                    (0.0, 1, [1, 1, 1])):
+    calls = _count_calls(monkeypatch, seams)
+    real = seams._seam_cut
+    n = [0]
+
+    def cut(*a):  # the probe's seam as it is, every later seam far apart
+        n[0] += 1
+        return real(*a) if n[0] == 1 else (None, 1.0)
+    monkeypatch.setattr(seams, "_seam_cut", cut)
+    # windows of 4,000 overlapping by 1,000 over 9,000: kept 3,000, windows [0, 3,500),
+    # [2,499, 6,500), [5,499, 9,000) (starts rounded down to the frame period 3); the
+    # probe reaches 700 steps either side of 3,000: [2,298, 3,500) and [2,499, 3,700)
+    for far, first in ((0.05, True), (float("inf"), False)):
         calls.clear()
+        n[0] = 0
         st = SeamStats()
-        g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, per_call, tol=-1.0,
-                                            far=far, stats=st)
-        assert calls == computed and st.post_whole == 2  # 3 windows, 2 seams
+        g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, 4, far=far, stats=st,
+                                            probe=700)
+        assert calls[:2] == [[1201, 1202], [3500, 3501, 4001]], calls
+        assert calls[-1] == [9000] and st.post_seqs_whole == 1
+        assert (len(calls) == 3) == first  # far apart: whole at once
+        assert st.post_whole == 2 and st.post_first == 0  # 3 windows, 2 seams
         assert float((g - whole).abs().max()) < 1e-6  # float32 noise of the batching
 
 
@@ -289,30 +310,72 @@ def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
 
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
-    calls = []
-    real = seams._compute
-    monkeypatch.setattr(seams, "_compute", lambda *a: (calls.append(
-        [a[3][i][1] - a[3][i][0] for i in a[4]]), real(*a)))
+    calls = _count_calls(monkeypatch, seams)
     # windows of 6,000 steps overlapping by 1,000 over 9,000: centres [0, 5,000) and
     # [5,000, 9,000), windows [0, 5,500) and [4,500, 9,000); the probe reaches 1,500
     # steps to either side of the seam at 5,000: [3,498, 5,500) (3,500 rounded down to
     # the frame period 3) and [4,500, 6,500)
-    for far, want in ((-1.0, [[2002, 2000], [9000]]),
-                      (float("inf"), [[2002, 2000], [5500, 4500]])):
+    for tol, want in ((-1.0, [[2000, 2002], [9000]]),
+                      (1e-5, [[2000, 2002], [4500, 5500]])):
         calls.clear()
         st = SeamStats()
-        g, _, _ = seams.stitched_posteriors(crf, em, 6000, 1000, 4, far=far, stats=st,
-                                            probe=1500)
-        # (the agreeing probe's full windows may be widened after their own check)
-        assert [sorted(c) for c in calls[:2]] == [sorted(c) for c in want], calls
-        assert len(calls) == 2 or far > 0
+        g, _, _ = seams.stitched_posteriors(crf, em, 6000, 1000, 4, tol=tol, far=-1.0,
+                                            stats=st, probe=1500)
+        assert calls[:2] == want, calls
         assert float((g - whole).abs().max()) < 1e-5
-        assert len(st.post_probes) == (far < 0)
+        assert len(st.post_probes) == (tol < 0)
         assert st.post_first + st.post_widened + st.post_whole == 1
     # windows no longer than twice the probe: no probe at all
     calls.clear()
     seams.stitched_posteriors(crf, em, 6000, 1000, 4, probe=3000)
-    assert calls[0] == [5500, 4500]
+    assert calls[0] == [4500, 5500]
+
+
+def test_short_windows_widen_then_merge_until_seams_agree(monkeypatch):
+    """Short windows whose seams never agree (tol = -1): each seam's overlap is doubled
+    max_widen times, then its two windows become one, until one window is left; the
+    posteriors are then the whole sequence's, and every seam counts as decoded whole."""
+    from semiseg.annotate import seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    calls = _count_calls(monkeypatch, seams)
+    st = SeamStats()
+    out: list = []
+    g, _, _ = seams.stitched_posteriors(crf, em, 3000, 600, 8, tol=-1.0, max_widen=1,
+                                        stats=st, windows_out=out)
+    # 9,000 steps, kept centres of 2,400: 4 windows, 3 seams; round 1 the windows,
+    # round 2 each seam widened once (every window changed), then merges
+    assert len(calls[0]) == 4 and len(calls[1]) == 4
+    assert out == [(0, 9000, 0, 9000)] and st.post_seqs_whole == 1
+    assert st.post_whole == 3 and st.post_first == 0
+    assert float((g - whole).abs().max()) < 1e-6
+
+
+def test_seam_cut_is_the_middle_of_the_longest_agreeing_run():
+    """_seam_cut against runs laid out by hand: the cut is the middle of the longest
+    run of steps agreeing within tol, if that run is long enough; else None and the
+    best largest difference over any `agree` steps."""
+    from semiseg.annotate.seams import _seam_cut
+
+    d = np.full(100, 0.5)
+    d[10:20] = 0.0  # a run of 10
+    d[40:70] = 1e-7  # a run of 30: [40, 70), middle 55
+    d[70:90] = 0.2
+    # left window over [0, 200), right over [50, 200): their overlap is [50, 200); seen
+    # within [lo, hi) = [100, 200), the difference at position 100 + i is d[i]
+    gl2 = torch.zeros(200, 2, dtype=torch.float64)
+    gr2 = torch.zeros(150, 2, dtype=torch.float64)
+    gr2[50:, 1] = torch.from_numpy(d)
+    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 25)
+    assert cut == 100 + 55 and diff == pytest.approx(1e-7)
+    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 31)
+    assert cut is None and diff == pytest.approx(0.2)  # [40, 71): the run and one 0.2
+    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 60)
+    assert cut is None and diff == pytest.approx(0.5)
+    # the range [lo, hi) clips the overlap: only [100, 150) read, i.e. d[0:50]
+    cut, diff = _seam_cut(100, 150, gl2, (0, 200), gr2, (50, 200), 1e-5, 5)
+    assert cut == 100 + 15  # two runs of 10: the first
 
 
 def test_window_terms_come_from_the_whole_sequence():

@@ -284,12 +284,22 @@ class Annotator:
                 runp[a + ws:z + ws] = v
         return runp
 
+    def _whole_steps(self) -> int:
+        """The longest sequence run_long decodes as one: max_steps, but the certified
+        gene decode's window on a CUDA device (seams.long_window), where windows side
+        by side run faster than one chain."""
+        if (self.certified and not self.samples
+                and hasattr(self.model.crf, "decode_with_marginals")):
+            from . import seams
+            return seams.long_window(self)
+        return self.max_steps
+
     def run_long(self, item: Item, first=None):
         """Decode one sequence alone (whole, or in windows); `first`: its load_first."""
         em, hid = self.emissions(item, first)
         S = em.shape[0]
         seed = self.seed + zlib.crc32(f"{item.chrom}:{item.start}".encode())
-        if S <= self.max_steps:
+        if S <= self._whole_steps():
             lab, post, sig, runp, smp = self.decode(
                 em[None], None if hid is None else hid[None],
                 torch.tensor([S], device=em.device), seed=seed)

@@ -525,7 +525,7 @@ def _annotate_groups(ann, groups, loaded, sink, prog, by_chrom, pending,
             finally:
                 ann.progress = None
             how = ("as one sequence" if whole else
-                   f"in certified windows of {ann.max_steps:,} steps (seams proven exact: "
+                   f"in certified windows of {ann._whole_steps():,} steps (seams checked: "
                    "docs/decoding.md)" if ann.seam_stats is not None and not smp else
                    f"in overlapping windows of {ann.max_steps:,} steps (centres kept)")
             ui.log(f"{it.chrom}:{it.start:,}-{it.end:,} ({len(lab):,} steps) decoded {how}")

@@ -69,6 +69,10 @@ POSTERIOR_TOL = 1e-5  # the agreement asked of two windows' posteriors at a seam
 # at most 3.5e-3 and closed on widening; fly's reached 0.4-0.87 and stayed above 0.05
 # at 4x the overlap (16,384 steps).
 POSTERIOR_FAR = 0.05
+# On a CUDA device the gene model's long sequences are decoded in posterior windows of
+# at most GPU_WINDOW steps, GPU_STEPS steps of windows a call (long_window)
+GPU_WINDOW = 65_536
+GPU_STEPS = 2_621_440
 
 
 @dataclass
@@ -325,98 +329,174 @@ def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
 
 
 def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
-                        tol: float = POSTERIOR_TOL, max_widen: int = 3,
+                        tol: float = POSTERIOR_TOL, max_widen: int = 2,
                         stats: SeamStats | None = None, backend: str = "auto",
                         progress=None, far: float = POSTERIOR_FAR,
-                        probe: int | None = None):
+                        probe: int | None = None, agree: int | None = None,
+                        windows_out: list | None = None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows (module
-    docstring), each window's centre kept. Every seam is checked: its two windows must
-    agree within `tol` over the middle half of their overlap. Where a seam does not, the
-    overlap at that seam is doubled (both windows reach further across it) and the two
-    windows are computed again; past `max_widen` doublings the whole sequence is one
-    window; at once where a seam differs by more than `far` at the first width
-    (POSTERIOR_FAR).
+    docstring). Every seam is checked: somewhere in the two windows' overlap (within the
+    half-cores either side of the nominal seam, so seams stay in order) they must agree
+    within `tol` at each of at least `agree` consecutive steps (overlap // 8 by
+    default); the stitch is then cut at the middle of the longest such run. Agreement
+    need not be at the overlap's centre: a window edge inside a gene disturbs the other
+    window's posteriors up to the gene's far end (docs/decoding.md, "Seams that
+    slide"). Where a seam has no such run, its overlap is doubled (its two windows
+    reach twice as far across it) up to `max_widen` times; then its two windows become
+    one (no seam there), and so on until every seam agrees or one window is left (the
+    whole sequence). `windows_out`, when given, receives the final windows as (kept
+    start, kept end, start, end).
 
-    Probe: where windows are long (W > 2 * `probe` steps), the first seam is tried first
-    with two short windows reaching `probe` steps (4 x the overlap by default) to either
-    side of it. If even they differ by more than `far`, the dependence reaches far past
-    the overlap and the sequence is computed whole at once, without first computing
-    full windows only to discard them. The probe decides only the time: a probe that
-    agrees is followed by the full windows and their own seam checks, and going whole
-    gives the whole-sequence posteriors either way."""
+    Long windows (W > 2 * `probe`, 4 x the overlap by default): the first seam is tried
+    first with two short windows reaching `probe` steps to either side of it. If even
+    they have no agreeing run and differ by more than `far` everywhere, the dependence
+    reaches far past the overlap and the sequence is computed whole at once, without
+    first computing full windows only to discard them; likewise a first-width seam of
+    long windows that differs by more than `far` (widening or merging windows that long
+    costs as much as the whole). Only the time depends on the probe and `far`."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
     wins = posterior_windows(S, W, overlap, period=3)
-    if len(wins) == 1:
+    agree = max(1, overlap // 8) if agree is None else agree
+
+    def whole(before=None):
         stats.post_seqs_whole += 1
-        return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
+        if windows_out is not None:
+            windows_out[:] = [(0, S, 0, S)]
+        cache: dict = {}
+        _compute_ext(head, terms, [(0, S)], cache, 1, backend,
+                     progress if before is None else None, S)
+        return _stitch_final(cache, [(0, S, 0, S)], S)
+
+    if len(wins) == 1:
+        return whole()
     probe = 4 * overlap if probe is None else probe
-    if W > 2 * probe:
-        d = _probe_first_seam(head, terms, wins, overlap, probe, backend)
-        if not d <= far:
+    long_windows = W > 2 * probe
+    if long_windows:
+        cut, d = _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree)
+        if cut is None and not d <= far:
             stats.post_whole += len(wins) - 1
             stats.post_probes.append(d)
-            stats.post_seqs_whole += 1
-            return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, progress)
+            return whole()
+    # the windows: kept spans [cs, ce) (nominal; the stitch cuts where seams agree),
+    # extents [ws, we), each seam's overlap and widenings
+    span = [[cs, ce] for cs, ce, _, _ in wins]
     ext = [[ws, we] for _, _, ws, we in wins]
     seam_ov = [overlap] * (len(wins) - 1)
-    cache: dict = {}
-    failed_first: set = set()
-    dirty: set = set()  # the windows a widening changed
+    widened = [0] * (len(wins) - 1)
+    cache: dict = {}  # window key (its extent) -> (posteriors, allowed, proj_start)
+    checked: dict = {}  # (seam range, both extents) -> (cut or None, difference)
 
-    diff_at: dict = {}  # (seam, its two windows' extents) -> difference, computed once
+    def check(b):
+        lo, hi = _seam_range(span, b)
+        key = (lo, hi, *ext[b], *ext[b + 1])
+        if key not in checked:
+            checked[key] = _seam_cut(lo, hi, cache[tuple(ext[b])][0], ext[b],
+                                     cache[tuple(ext[b + 1])][0], ext[b + 1], tol, agree)
+        return checked[key]
 
-    def seam_diff(b):  # the largest difference of windows b, b + 1 at their seam
-        key = (b, *ext[b], *ext[b + 1])
-        if key not in diff_at:
-            diff_at[key] = _seam_diff(b)
-        return diff_at[key]
-
-    def _seam_diff(b):  # the seam: the right window's first kept step
-        return _overlap_diff(wins[b + 1][0], cache[b][0], ext[b], cache[b + 1][0], ext[b + 1])
-
-    # the first width, window group by group in order: a seam that is far apart stops
-    # it there (the windows after it would be computed for nothing)
-    step = max(1, per_call)
-    for i0 in range(0, len(wins), step):
-        _compute(head, terms, wins, ext, list(range(i0, min(len(wins), i0 + step))), cache,
-                 per_call, backend, progress)
-        new = range(max(0, i0 - 1), min(len(wins), i0 + step) - 1)
-        if any(not seam_diff(b) <= far for b in new):  # the sequence whole: every seam
-            # not seen to agree (the far one, those not reached) counts as decoded whole
-            checked = [seam_diff(b) for b in range(new.stop)]
-            agree = sum(d <= tol for d in checked)
-            stats.post_first += agree
-            stats.post_whole += len(wins) - 1 - agree
-            stats.post_first_diffs += checked
-            stats.post_seqs_whole += 1
-            return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
-    for k in range(max_widen + 1):
-        if k > 0:
-            _compute(head, terms, wins, ext, sorted(dirty), cache, per_call, backend, None)
-        diffs = [seam_diff(b) for b in range(len(wins) - 1)]
-        bad = [b for b, dv in enumerate(diffs) if not dv <= tol]
-        if k == 0:
-            failed_first = set(bad)
-            stats.post_first += len(diffs) - len(bad)
-            stats.post_first_diffs += diffs
+    first = True
+    while True:
+        todo = [i for i in range(len(ext)) if tuple(ext[i]) not in cache]
+        _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, per_call, backend,
+                     progress if first else None, S)
+        res = [check(b) for b in range(len(ext) - 1)]
+        bad = [b for b, (cut, _) in enumerate(res) if cut is None]
+        if first:
+            stats.post_first += len(res) - len(bad)
+            stats.post_first_diffs += [d for _, d in res]
+            first = False
+            if long_windows and any(not res[b][1] <= far for b in bad):
+                stats.post_whole += len(bad)
+                return whole(before=True)
         if not bad:
-            stats.post_widened += len(failed_first)
-            stats.post_max_diff = max([stats.post_max_diff, *diffs])
-            return _stitch(head, terms, wins, cache, per_call, backend, None, ext)
-        dirty = set()
-        for b in bad:  # both windows reach twice as far across the seam
-            seam_ov[b] *= 2
-            m = wins[b + 1][0]
-            ext[b][1] = min(S, m + seam_ov[b] // 2)
-            ws = max(0, m - seam_ov[b] // 2)
-            ext[b + 1][0] = ws - ws % 3
-            dirty |= {b, b + 1}
-    stats.post_whole += len(failed_first)
-    stats.post_seqs_whole += 1
-    return _stitch(head, terms, [(0, S, 0, S)], {}, 1, backend, None)
+            break
+        for b in reversed(bad):  # right to left: a merge shifts the seams after it
+            if widened[b] < max_widen:
+                widened[b] += 1
+                seam_ov[b] *= 2
+                m = span[b + 1][0]
+                ext[b][1] = min(S, max(ext[b][1], m + seam_ov[b] // 2))
+                ws = max(0, m - seam_ov[b] // 2)
+                ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
+            else:  # windows b and b + 1 become one: that seam is decoded as one
+                stats.post_whole += 1
+                span[b][1] = span[b + 1][1]
+                ext[b] = [ext[b][0], ext[b + 1][1]]
+                del span[b + 1], ext[b + 1], seam_ov[b], widened[b]
+        if len(ext) == 1:
+            return whole(before=True)
+    stats.post_widened += sum(1 for w in widened if w) if len(ext) > 1 else 0
+    cuts = [cut for cut, _ in res]
+    stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
+    final = [(0 if i == 0 else cuts[i - 1], S if i == len(ext) - 1 else cuts[i], *ext[i])
+             for i in range(len(ext))]
+    if windows_out is not None:
+        windows_out[:] = final
+    return _stitch_final(cache, final, S)
+
+
+def _seam_range(span, b) -> tuple[int, int]:
+    """Where seam b may cut: within half of each neighbouring window's kept span of its
+    nominal place, so that the cuts stay in order."""
+    m = span[b + 1][0]
+    return m - (m - span[b][0]) // 2, m + (span[b + 1][1] - m) // 2
+
+
+def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
+    """(cut, difference) of a seam: the two windows' posteriors `gl`, `gr` (over their
+    extents `left`, `right`) compared at each step of their overlap within [lo, hi); the
+    cut is the middle of the longest run of steps where they agree within `tol`, if it
+    is at least `agree` steps long (else None), and the difference is the largest one
+    over that run (else the smallest largest difference over any `agree` steps)."""
+    a0, a1 = max(lo, left[0], right[0]), min(hi, left[1], right[1])
+    if a1 - a0 < 1:
+        return None, float("inf")
+    d = (gl[a0 - left[0]:a1 - left[0]] - gr[a0 - right[0]:a1 - right[0]]).abs()
+    d = d.amax(-1).double().numpy()
+    ok = np.concatenate([[0], (d <= tol).astype(np.int8), [0]])
+    edges = np.diff(ok)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if len(starts):
+        i = int(np.argmax(ends - starts))
+        if ends[i] - starts[i] >= agree:
+            return a0 + int(starts[i] + ends[i]) // 2, float(d[starts[i]:ends[i]].max())
+    n = min(agree, len(d))
+    return None, float(np.lib.stride_tricks.sliding_window_view(d, n).max(-1).min())
+
+
+def _compute_ext(head, terms, exts, cache, per_call, backend, progress, S):
+    """Posteriors, allowed and proj_start of the windows with extents `exts`, per_call
+    windows a semi-CRF call (the longest first, so each call pads little), into
+    cache[extent] on the host."""
+    exts = sorted(set(exts), key=lambda e: e[0] - e[1])
+    per_call = max(1, per_call)
+    for i0 in range(0, len(exts), per_call):
+        group = exts[i0:i0 + per_call]
+        t = _window_terms(terms, group)
+        with torch.no_grad():
+            g = head._posteriors(t, backend).detach().cpu()
+        al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
+        for j, (ws, we) in enumerate(group):
+            cache[(ws, we)] = (g[j, :we - ws].clone(), al[j, :we - ws].clone(),
+                               pst[j, :we - ws].clone())
+        if progress is not None:
+            progress(min(1.0, (i0 + len(group)) / len(exts)))
+
+
+def _stitch_final(cache, final, S):
+    """The posteriors, allowed and proj_start over [0, S) from windows (kept start, kept
+    end, start, end) whose extents are in `cache`."""
+    g0, a0, p0 = cache[tuple(final[0][2:])]
+    g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
+    ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
+    ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
+    for cs, ce, ws, we in final:
+        gi, ai, pi = cache[(ws, we)]
+        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[cs - ws:ce - ws], ai[cs - ws:ce - ws], pi[cs - ws:ce - ws]
+    return g, ok, ps
 
 
 def _whole_terms(head, em: torch.Tensor) -> dict:
@@ -449,76 +529,35 @@ def _window_terms(full: dict, spans) -> dict:
     return t
 
 
-def _probe_first_seam(head, terms, wins, overlap, probe, backend) -> float:
-    """The largest difference, over the middle half of their overlap, of two short
-    windows across the first seam of `wins`: [m - probe, m + overlap / 2) and
-    [m - overlap / 2, m + probe), m the seam, starts on the frame period (3)."""
+def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
+    """_seam_cut of two short windows across the first seam of `wins`: [m - probe, m +
+    overlap / 2) and [m - overlap / 2, m + probe), m the seam, starts on the frame
+    period (3)."""
     S = terms["scores"].shape[1]
     m, half = wins[1][0], max(1, overlap // 2)
     left = max(0, m - probe)
     left -= left % 3
     right = max(0, m - half)
     right -= right % 3
-    ext = [[left, min(S, m + half)], [right, min(S, m + probe)]]
+    ext = [(left, min(S, m + half)), (right, min(S, m + probe))]
     cache: dict = {}
-    _compute(head, terms, [(0, 0, *e) for e in ext], ext, [0, 1], cache, 2, backend, None)
-    return _overlap_diff(m, cache[0][0], ext[0], cache[1][0], ext[1])
-
-
-def _overlap_diff(m: int, gl, left, gr, right) -> float:
-    """The largest difference of two windows' posteriors `gl`, `gr` (over their extents
-    `left`, `right`: [start, end)) across the seam m, over the middle half of their
-    overlap."""
-    half = min(left[1] - m, m - right[0]) // 2
-    return float((gl[m - half - left[0]:m + half + 1 - left[0]]
-                  - gr[m - half - right[0]:m + half + 1 - right[0]]).abs().max())
-
-
-def _compute(head, terms, wins, ext, todo, cache, per_call, backend, progress):
-    """Posteriors, allowed and proj_start of the windows `todo` over their extents,
-    per_call windows per semi-CRF call, into cache[i] (on the host). `terms`: the whole
-    sequence's (_whole_terms), sliced per window."""
-    S = terms["scores"].shape[1]
-    per_call = max(1, per_call)
-    for i0 in range(0, len(todo), per_call):
-        idx = todo[i0:i0 + per_call]
-        t = _window_terms(terms, [tuple(ext[i]) for i in idx])
-        with torch.no_grad():
-            g = head._posteriors(t, backend).detach().cpu()
-        al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
-        for j, i in enumerate(idx):
-            L = ext[i][1] - ext[i][0]
-            cache[i] = (g[j, :L].clone(), al[j, :L].clone(), pst[j, :L].clone())
-        if progress is not None:
-            progress(wins[idx[-1]][1] / S)
-
-
-def _stitch(head, terms, wins, cache, per_call, backend, progress, ext=None):
-    """The kept centres of the windows (computed first where not in `cache`)."""
-    if ext is None:
-        ext = [[ws, we] for _, _, ws, we in wins]
-    todo = [i for i in range(len(wins)) if i not in cache]
-    if todo:
-        _compute(head, terms, wins, ext, todo, cache, per_call, backend, progress)
-    S = terms["scores"].shape[1]
-    g0, a0, p0 = cache[0]
-    g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
-    ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
-    ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
-    for i, (cs, ce, _, _) in enumerate(wins):
-        ws = ext[i][0]
-        gi, ai, pi = cache[i]
-        a, b = cs - ws, ce - ws
-        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[a:b], ai[a:b], pi[a:b]
-    return g, ok, ps
+    _compute_ext(head, terms, ext, cache, 2, backend, None, S)
+    return _seam_cut(right, min(S, m + half), cache[ext[0]][0], ext[0], cache[ext[1]][0],
+                     ext[1], tol, agree)
 
 
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                 tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
-                backend: str = "auto", progress=None):
+                backend: str = "auto", progress=None, post_overlap: int | None = None,
+                windows_out: list | None = None):
     """The gene model's posterior decode of one long sequence (S, channels) in certified
     windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
-    marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence."""
+    marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
+    Posterior windows of W steps overlap by `post_overlap` (default `overlap`); the
+    posterior decode's Viterbi runs whole on a CUDA device (its windows would need a
+    certificate computed on the host, sequentially: 4 M steps of fly took ~100 s there
+    against 14 s whole on an H200), else in certified windows of W steps overlapping by
+    `overlap`."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     done = [0.0]
@@ -530,9 +569,10 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         return None if progress is None else report
 
     whole_before = stats.post_seqs_whole
-    g, ok, ps = stitched_posteriors(head, em, W, overlap, per_call, tol, stats=stats,
-                                    backend=backend, progress=part(0.0, 0.8))
-    if stats.post_seqs_whole > whole_before:
+    g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
+                                    stats=stats, backend=backend, progress=part(0.0, 0.8),
+                                    windows_out=windows_out)
+    if stats.post_seqs_whole > whole_before or em.device.type == "cuda":
         # the posteriors were computed as one window, so the device held the whole
         # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
         # Viterbi runs whole there too, as the whole decode's does (exact either way;
@@ -559,26 +599,40 @@ def _device_viterbi(head, g, ok, ps, device, backend: str) -> np.ndarray:
     return seg.labels[0].cpu().numpy().astype(np.int64)
 
 
+def long_window(ann) -> int:
+    """Steps of the posterior windows of ann's certified gene decode: ann.max_steps,
+    but at most GPU_WINDOW on a CUDA device, where windows side by side in one call run
+    far faster than one long chain (4 Mb of fly on an H200: the whole posterior pass
+    88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md)."""
+    if ann.device.type == "cuda":
+        return min(ann.max_steps, GPU_WINDOW)
+    return ann.max_steps
+
+
 def annotate_long(ann, em: torch.Tensor, hid):
-    """Annotator.decode_long for the gene model in certified windows of ann.max_steps
-    steps overlapping by ann.overlap (0: batches.default_overlap): (labels (S,),
-    scheme-label posteriors (S, labels), signals (S, 3), windows for the run posteriors).
+    """Annotator.decode_long for the gene model in certified windows of long_window(ann)
+    steps: (labels (S,), scheme-label posteriors (S, labels), signals (S, 3), windows
+    for the run posteriors). Posterior windows overlap by ann.overlap (0: min(W / 4,
+    64 K)), the host's Viterbi windows by ann.overlap (0: batches.default_overlap).
     The seam counts are added to ann.seam_stats."""
     from . import batches, uncertainty
 
     head = ann.model.crf
     S = em.shape[0]
-    W = ann.max_steps
-    ov = ann.overlap or batches.default_overlap(W, getattr(head, "max_duration", 1))
-    per_call = max(1, ann.batch_steps // W)
+    W = long_window(ann)
+    K = getattr(head, "max_duration", 1)
+    ov = ann.overlap or batches.default_overlap(W, K)
+    post_ov = ann.overlap or max(1, min(W // 4, 64 * K))
+    budget = ann.batch_steps if ann.device.type != "cuda" else max(ann.batch_steps, GPU_STEPS)
+    per_call = max(1, budget // W)
     st = SeamStats()
     report = getattr(ann, "_report", None)
+    wins: list = []
     labels, post, bnd = gene_decode(
-        head, em, W, ov, per_call, stats=st,
+        head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()
     ann.seam_stats.add(st)
     sig = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
-    return (labels, post.cpu().numpy().astype(np.float32), sig.cpu().numpy(),
-            posterior_windows(S, W, ov))
+    return (labels, post.cpu().numpy().astype(np.float32), sig.cpu().numpy(), wins)
