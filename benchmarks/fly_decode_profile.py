@@ -75,7 +75,8 @@ def main():
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip() or "unknown"
     name = torch.cuda.get_device_name() if dev.type == "cuda" else "CPU"
-    print(f"fly_decode_profile: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, {name}, "
+    now = datetime.datetime.now(datetime.UTC)
+    print(f"fly_decode_profile: {now:%Y-%m-%d %H:%M} UTC, {name}, "
           f"commit {commit}, chr2R_2M_6M:{lo}-{hi}, torch {torch.__version__}")
     ck = load_checkpoint(resolve_model("fly"))
     with Fasta(str(ROOT / "data" / "fly" / "chr2R_2M_6M.fa")) as fa:
@@ -93,10 +94,10 @@ def main():
     with torch.no_grad():
         timed(dev, lambda: crf._posteriors(small, "auto"))  # compile
     cache: dict = {}
-    _, t_post = timed(dev, lambda: seams._compute(crf, terms, [(0, S, 0, S)], [[0, S]], [0],
-                                                  cache, 1, "auto", None))
+    _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, 1, "auto",
+                                                      None, S))
     rows.append(("posterior pass, whole sequence (B = 1)", t_post))
-    whole, ok, ps = cache[0]
+    whole, ok, ps = cache[(0, S)]
     seams._device_viterbi(crf, whole[:50_000], ok[:50_000], ps[:50_000], dev, "auto")
     lab, t_vit = timed(dev, lambda: seams._device_viterbi(crf, whole, ok, ps, dev, "auto"))
     rows.append(("posterior decode's Viterbi, whole sequence on the device", t_vit))
@@ -106,44 +107,59 @@ def main():
     for r in rows:
         print(f"| {r[0]} | {r[1]:.2f} |")
     for W in (int(w) for w in a.windows.split(",")):
-        ov = a.overlap
-        wins = seams.posterior_windows(S, W, ov, period=3)
-        ext = [[ws, we] for _, _, ws, we in wins]
-        per_call = max(1, a.batch_steps // W)
-        cache = {}
-        _, t_w = timed(dev, lambda: seams._compute(crf, terms, wins, ext, list(range(len(wins))),
-                                                   cache, per_call, "auto", None))
-        print(f"\nW = {W}, overlap {ov}, {len(wins)} windows, {per_call} a call: "
-              f"posterior windows {t_w:.2f} s\n")
-        print("| seam | centre diff | longest agreeing run (steps) | its middle: left / right "
-              "vs whole | intergenic-like max posterior there |")
-        print("|---|---|---|---|---|")
-        n_centre = n_slide = 0
-        worst = 0.0
-        for b in range(len(wins) - 1):
-            m = wins[b + 1][0]
-            a0, a1 = ext[b + 1][0], ext[b][1]
-            gl = cache[b][0][a0 - ext[b][0]:a1 - ext[b][0]]
-            gr = cache[b + 1][0][:a1 - a0]
-            d = (gl - gr).abs().max(-1).values.numpy()
-            w = whole[a0:a1]
-            dl = (gl - w).abs().max(-1).values.numpy()
-            dr = (gr - w).abs().max(-1).values.numpy()
-            c = m - a0
-            h = (a1 - a0) // 4
-            n_centre += bool(d[c - h:c + h + 1].max() <= TOL)
-            L, s0 = longest_run(d <= TOL)
-            mid = s0 + L // 2
-            if L >= a.min_run:
-                n_slide += 1
-                worst = max(worst, float(dl[mid]), float(dr[mid]))
-            print(f"| {lo + m * 1:,} | {d[c]:.2g} | {L} | "
-                  f"{dl[mid]:.2g} / {dr[mid]:.2g} | {float(w[mid].max()):.3f} |")
-        print(f"\nseams agreeing over the middle half of the overlap: {n_centre} of "
-              f"{len(wins) - 1}; with a run of >= {a.min_run} agreeing steps somewhere in "
-              f"the overlap: {n_slide}; the largest difference from the whole posteriors "
-              f"at such a run's middle: {worst:.2g}")
+        windows(a, dev, crf, em, terms, whole, S, W, lo)
 
+
+def windows(a, dev, crf, em, terms, whole, S, W, lo):
+    """One window length: the first width's windows and their seams, then the whole
+    stitched_posteriors (slide, widen, merge) against the whole sequence's."""
+    ov = a.overlap
+    wins = seams.posterior_windows(S, W, ov, period=3)
+    ext = [(ws, we) for _, _, ws, we in wins]
+    per_call = max(1, a.batch_steps // W)
+    cache: dict = {}
+    _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, ext, cache, per_call, "auto",
+                                                   None, S))
+    print(f"\nW = {W}, overlap {ov}, {len(wins)} windows, {per_call} a call: "
+          f"posterior windows {t_w:.2f} s\n")
+    print("| seam | centre diff | longest agreeing run (steps) | its middle: left / right "
+          "vs whole | largest posterior there |")
+    print("|---|---|---|---|---|")
+    n_centre = n_slide = 0
+    worst = 0.0
+    for b in range(len(wins) - 1):
+        m = wins[b + 1][0]
+        a0, a1 = ext[b + 1][0], ext[b][1]
+        gl = cache[ext[b]][0][a0 - ext[b][0]:a1 - ext[b][0]]
+        gr = cache[ext[b + 1]][0][:a1 - a0]
+        d = (gl - gr).abs().max(-1).values.numpy()
+        w = whole[a0:a1]
+        dl = (gl - w).abs().max(-1).values.numpy()
+        dr = (gr - w).abs().max(-1).values.numpy()
+        c = m - a0
+        h = (a1 - a0) // 4
+        n_centre += bool(d[c - h:c + h + 1].max() <= TOL)
+        L, s0 = longest_run(d <= TOL)
+        mid = s0 + L // 2
+        if L >= a.min_run:
+            n_slide += 1
+            worst = max(worst, float(dl[mid]), float(dr[mid]))
+        print(f"| {lo + m:,} | {d[c]:.2g} | {L} | "
+              f"{dl[mid]:.2g} / {dr[mid]:.2g} | {float(w[mid].max()):.3f} |")
+    print(f"\nseams agreeing over the middle half of the overlap: {n_centre} of "
+          f"{len(wins) - 1}; with a run of >= {a.min_run} agreeing steps somewhere in "
+          f"the overlap: {n_slide}; the largest difference from the whole posteriors "
+          f"at such a run's middle: {worst:.2g}")
+    st = seams.SeamStats()
+    out: list = []
+    (g, _, _), t_s = timed(dev, lambda: seams.stitched_posteriors(
+        crf, em, W, ov, per_call, stats=st, windows_out=out, agree=a.min_run))
+    print(f"\nstitched_posteriors (slide, widen, merge): {t_s:.2f} s, {len(out)} final "
+          f"windows (longest {max(we - ws for _, _, ws, we in out):,} steps); "
+          f"{st.posterior_line()}; largest difference from the whole sequence's "
+          f"posteriors {float((g - whole).abs().max()):.2g}")
+    if dev.type == "cuda":
+        print(f"peak GPU memory so far {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
 
 if __name__ == "__main__":
     main()

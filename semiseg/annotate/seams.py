@@ -495,7 +495,8 @@ def _stitch_final(cache, final, S):
     ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
     for cs, ce, ws, we in final:
         gi, ai, pi = cache[(ws, we)]
-        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[cs - ws:ce - ws], ai[cs - ws:ce - ws], pi[cs - ws:ce - ws]
+        a, b = cs - ws, ce - ws
+        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[a:b], ai[a:b], pi[a:b]
     return g, ok, ps
 
 
@@ -618,7 +619,6 @@ def annotate_long(ann, em: torch.Tensor, hid):
     from . import batches, uncertainty
 
     head = ann.model.crf
-    S = em.shape[0]
     W = long_window(ann)
     K = getattr(head, "max_duration", 1)
     ov = ann.overlap or batches.default_overlap(W, K)
