@@ -152,8 +152,29 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
           f"at such a run's middle: {worst:.2g}")
     st = seams.SeamStats()
     out: list = []
-    (g, _, _), t_s = timed(dev, lambda: seams.stitched_posteriors(
-        crf, em, W, ov, per_call, stats=st, windows_out=out, agree=a.min_run))
+    rounds = []
+    real = seams._compute_ext
+
+    def spy(head, terms_, exts, *rest):  # each posterior call: windows, longest, seconds
+        r, t = timed(dev, lambda: real(head, terms_, exts, *rest))
+        rounds.append((len(set(exts)), max(we - ws for ws, we in exts), t))
+        return r
+    seams._compute_ext = spy
+    try:
+        (g, _, _), t_s = timed(dev, lambda: seams.stitched_posteriors(
+            crf, em, W, ov, per_call, stats=st, windows_out=out, agree=a.min_run))
+    finally:
+        seams._compute_ext = real
+    print("\n| posterior call | windows | longest (steps) | s |\n|---|---|---|---|")
+    for i, (n, L, t) in enumerate(rounds):
+        print(f"| {i + 1} | {n} | {L:,} | {t:.2f} |")
+    diff = (g - whole).abs().amax(-1)
+    at = int(diff.argmax())
+    cuts = [ce for _, ce, _, _ in out[:-1]]
+    near = min((abs(at - c) for c in cuts), default=-1)
+    inside = [(cs, ce, ws, we) for cs, ce, ws, we in out if cs <= at < ce][0]
+    print(f"\nthe largest difference from the whole ({float(diff[at]):.2g}) at step {at:,}: "
+          f"{near:,} steps from the nearest cut, in the window {inside} (kept, extent)")
     print(f"\nstitched_posteriors (slide, widen, merge): {t_s:.2f} s, {len(out)} final "
           f"windows (longest {max(we - ws for _, _, ws, we in out):,} steps); "
           f"{st.posterior_line()}; largest difference from the whole sequence's "
