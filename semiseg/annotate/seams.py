@@ -94,7 +94,6 @@ class SeamStats:
     post_probes: list = field(default_factory=list)  # the probed first seams' differences
     # (stitched_posteriors' probe), where one went whole at once
     post_seqs_whole: int = 0  # sequences whose posteriors were computed as one window
-    post_moved: int = 0  # posterior seams moved to where both windows call outside genes
 
     def line(self) -> str:
         return (f"seams: {self.first} certified at the first width, {self.widened} "
@@ -107,13 +106,12 @@ class SeamStats:
                   if self.post_probes else "")
         at_first = f"; at the first width {first:.2g}" if self.post_first_diffs else ""
         return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
-                f"width, {self.post_widened} moved or widened ({self.post_moved} moved), "
-                f"{self.post_whole} decoded whole "
+                f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
                 f"(largest difference {self.post_max_diff:.2g}{at_first}{probed})")
 
     def add(self, other: SeamStats) -> None:
         for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole",
-                  "post_moved", "post_seqs_whole"):
+                  "post_seqs_whole"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.post_max_diff = max(self.post_max_diff, other.post_max_diff)
         self.depths += other.depths
@@ -384,15 +382,13 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             stats.post_probes.append(d)
             return whole()
     # the windows' extents [ws, we); per seam: where it may cut (fixed, so seams stay in
-    # order), its nominal place, overlap, widenings and whether it was moved
+    # order), its place, overlap and widenings
     span = [[cs, ce] for cs, ce, _, _ in wins]
     ext = [[ws, we] for _, _, ws, we in wins]
     rng = [_seam_range(span, b) for b in range(len(wins) - 1)]
     at = [span[b + 1][0] for b in range(len(wins) - 1)]
     seam_ov = [overlap] * (len(wins) - 1)
     widened = [0] * (len(wins) - 1)
-    moved = [False] * (len(wins) - 1)
-    outside = _outside_columns(head)
     cache: dict = {}  # window key (its extent) -> (posteriors, allowed, proj_start)
     checked: dict = {}  # (seam range, both extents) -> (cut or None, difference)
 
@@ -403,10 +399,12 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                                      cache[tuple(ext[b + 1])][0], ext[b + 1], tol, agree)
         return checked[key]
 
-    def place(b, m):  # seam b's two windows reach seam_ov[b] / 2 past m on either side
-        ext[b][1] = min(S, m + seam_ov[b] // 2)
-        ws = max(0, m - seam_ov[b] // 2)
-        ext[b + 1][0] = ws - ws % 3
+    def widen(b):  # seam b's two windows reach twice as far across it
+        widened[b] += 1
+        seam_ov[b] *= 2
+        ext[b][1] = min(S, max(ext[b][1], at[b] + seam_ov[b] // 2))
+        ws = max(0, at[b] - seam_ov[b] // 2)
+        ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
 
     first = True
     while True:
@@ -424,26 +422,16 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                 return whole(before=True)
         if not bad:
             break
-        computed = [tuple(e) for e in ext]  # (a seam's change moves its windows' edges)
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
-            m = None if moved[b] or outside is None else _outside_stretch(
-                cache, computed, b, at[b], rng[b], outside, agree)
-            if m is not None:  # the seam moves into sequence both windows call outside
-                # genes, where a window edge's effect fades quickly (docs/decoding.md)
-                moved[b], at[b] = True, m
-                place(b, m)
-            elif widened[b] < max_widen:
-                widened[b] += 1
-                seam_ov[b] *= 2
-                place(b, at[b])
+            if widened[b] < max_widen:
+                widen(b)
             else:  # windows b and b + 1 become one: that seam is decoded as one
                 stats.post_whole += 1
                 ext[b] = [ext[b][0], ext[b + 1][1]]
-                del ext[b + 1], rng[b], at[b], seam_ov[b], widened[b], moved[b]
+                del ext[b + 1], rng[b], at[b], seam_ov[b], widened[b]
         if len(ext) == 1:
             return whole(before=True)
-    stats.post_moved += sum(moved) if len(ext) > 1 else 0
-    stats.post_widened += sum(1 for w, mv in zip(widened, moved) if w or mv) if len(ext) > 1 else 0
+    stats.post_widened += sum(1 for w in widened if w) if len(ext) > 1 else 0
     cuts = [cut for cut, _ in res]
     stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
     final = [(0 if i == 0 else cuts[i - 1], S if i == len(ext) - 1 else cuts[i], *ext[i])
@@ -451,46 +439,6 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     if windows_out is not None:
         windows_out[:] = final
     return _stitch_final(cache, final, S)
-
-
-# the outside-genes posterior asked of every step where a failing seam moves to: on
-# fly (the shipped model, 2.55-3.0 Mb) 9% of steps reach 0.999 but 22% reach 0.95, and
-# the failing seams there had no run of 2,048 steps at 0.999 within their range; the
-# seam check decides whether a moved seam agrees, so this only chooses where to try
-OUTSIDE_SURE = 0.95
-
-
-def _outside_columns(head):
-    """The internal labels outside genes (intergenic, UTR, ncRNA and their run tails) of
-    a gene-model head, as a bool tensor, or None for a head without a frame layout."""
-    lay = getattr(head, "layout", None)
-    if lay is None or not hasattr(lay, "kind_names"):
-        return None
-    return torch.tensor([lay.kind_names[k].startswith("outside") for k in lay.kind])
-
-
-def _outside_stretch(cache, ext, b, m, rng, outside, agree):
-    """Where failing seam b (nominal place m) may move: the middle of the longest run,
-    within its range, of at least `agree` steps whose outside-genes posterior is at least
-    OUTSIDE_SURE (read from window b left of m, window b + 1 from m on, each away from
-    its own edge there), if that is not where the seam is already; else None."""
-    lo, hi = rng
-    gl = cache[tuple(ext[b])][0]
-    gr = cache[tuple(ext[b + 1])][0]
-    lo, hi = max(lo, ext[b][0]), min(hi, ext[b + 1][1])
-    left = gl[lo - ext[b][0]:m - ext[b][0]][:, outside].sum(-1)
-    right = gr[m - ext[b + 1][0]:hi - ext[b + 1][0]][:, outside].sum(-1)
-    p = torch.cat([left, right]).double().numpy()
-    ok = np.concatenate([[0], (p >= OUTSIDE_SURE).astype(np.int8), [0]])
-    edges = np.diff(ok)
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    if not len(starts):
-        return None
-    i = int(np.argmax(ends - starts))
-    if ends[i] - starts[i] < agree:
-        return None
-    mid = lo + int(starts[i] + ends[i]) // 2
-    return None if starts[i] <= m - lo < ends[i] else mid
 
 
 def _seam_range(span, b) -> tuple[int, int]:
