@@ -4,19 +4,23 @@
 # decode (--max-decode-steps above the sequence length), on one device: wall clock,
 # bp/s, whether the BED and GFF3 rows are identical, the seam counts of the log.
 #   bash benchmarks/fly_annotate_exact.sh [DEVICE]     (DEVICE: auto, cuda, cpu)
+#   MODEL=yeast FASTA=data/yeast/chrII.fa bash benchmarks/fly_annotate_exact.sh cuda
+#     (another shipped model and sequence; the defaults are fly's)
 # Prints a Markdown table with the date, device and commit.
 set -uo pipefail
 dev=${1:-auto}
-fa=data/fly/chr2R_2M_6M.fa
+fa=${FASTA:-data/fly/chr2R_2M_6M.fa}
+model=${MODEL:-fly}
+first=$(awk '/^>/{print substr($1, 2); exit}' "$fa")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bp=$(awk '!/^>/{n += length($0)} END{print n}' "$fa")
-python -m semiseg.cli annotate --model fly --fasta "$fa" --regions <(printf 'chr2R_2M_6M\t0\t200000\n') \
+python -m semiseg.cli annotate --model "$model" --fasta "$fa" --regions <(printf '%s\t0\t200000\n' "$first") \
     --out "$tmp/warm" --device "$dev" --quiet >/dev/null 2>&1  # warm-up: kernels compiled
 run() {  # name, extra args
   local t0 t1
   t0=$(date +%s.%N)
-  python -m semiseg.cli annotate --model fly --fasta "$fa" --out "$tmp/$1" --device "$dev" \
+  python -m semiseg.cli annotate --model "$model" --fasta "$fa" --out "$tmp/$1" --device "$dev" \
       "${@:2}" > "$tmp/$1.log" 2>&1
   echo "rc=$? $1" >> "$tmp/rc"
   t1=$(date +%s.%N)
@@ -28,7 +32,7 @@ rows() { grep -v '^#' "$1" | sort; }
 same_bed=$(cmp -s <(rows "$tmp/certified.bed") <(rows "$tmp/whole.bed") && echo yes || echo no)
 same_gff=$(cmp -s <(rows "$tmp/certified.gff3") <(rows "$tmp/whole.gff3") && echo yes || echo no)
 dev_name=$(python -c "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() and '$dev' != 'cpu' else 'CPU')")
-echo "fly_annotate_exact: $(date -u '+%Y-%m-%d %H:%M UTC'), $dev_name, commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $bp bp"
+echo "fly_annotate_exact: $(date -u '+%Y-%m-%d %H:%M UTC'), $dev_name, commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, model $model, $fa, $bp bp"
 cat "$tmp/rc"
 for n in certified whole; do  # a failed run's own words
   grep -q "^rc=0 $n$" "$tmp/rc" || { echo "--- $n failed, its log:"; grep -v "━" "$tmp/$n.log" | tail -15; }
