@@ -29,7 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from semiseg.annotate import seams  # noqa: E402
+from semiseg.annotate import posterior_seams as seams  # noqa: E402
 from semiseg.annotate.annotator import Annotator, Item  # noqa: E402
 from semiseg.checkpoint import load_checkpoint, resolve_model  # noqa: E402
 from semiseg.genome import Fasta, GenomeData  # noqa: E402

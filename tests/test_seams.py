@@ -181,7 +181,7 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
     viterbi_seams, post_seams = m.groups()[:3], m.groups()[3:]
     assert sum(map(int, post_seams)) >= 5  # 80,000 steps in windows of 12,000
     # the posterior decode's Viterbi runs in certified windows unless the posteriors
-    # were computed whole (then it is whole too: seams.gene_decode)
+    # were computed whole (then it is whole too: posterior_seams.gene_decode)
     went_whole = "whole at once" in runs["windows"] or int(post_seams[2]) > 0
     assert (sum(map(int, viterbi_seams)) == 0) if went_whole else (
         sum(map(int, viterbi_seams)) >= 5)
@@ -213,7 +213,7 @@ def test_gene_decode_equals_whole_posterior_decode():
     """The yeast gene model's posterior decode of 15 kb of chrI in certified windows of
     4,000 steps: the whole-sequence decode's labels, label marginals within 1e-5, and
     every seam accounted for."""
-    from semiseg.annotate.seams import gene_decode
+    from semiseg.annotate.posterior_seams import gene_decode
     from semiseg.genemodel.generules import set_donor_motif
 
     ck, crf, em = _chri_emissions(30000, 45000)
@@ -236,7 +236,7 @@ def test_gene_decode_with_run_tails_equals_whole_posterior_decode():
     labels' before the decode) on 20 kb of fly in certified windows of 6,000 steps: the
     whole-sequence decode's labels and marginals."""
     from semiseg.annotate.annotator import Annotator, Item
-    from semiseg.annotate.seams import gene_decode
+    from semiseg.annotate.posterior_seams import gene_decode
     from semiseg.checkpoint import load_checkpoint, resolve_model
     from semiseg.genome import Fasta, GenomeData
 
@@ -273,7 +273,7 @@ def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
     than `far` at the first width skips the widenings and merges: the whole sequence
     next, and the posteriors are the whole sequence's. Without that rule (far = inf) the
     seams widen, then merge, to the same posteriors."""
-    from semiseg.annotate import seams
+    from semiseg.annotate import posterior_seams as seams
 
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
@@ -306,7 +306,7 @@ def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
     by more than `far` sends the sequence whole at once (no full window computed), one
     that agrees is followed by the full windows and their own checks. Either way the
     posteriors are the whole sequence's."""
-    from semiseg.annotate import seams
+    from semiseg.annotate import posterior_seams as seams
 
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
@@ -335,7 +335,7 @@ def test_short_windows_widen_then_merge_until_seams_agree(monkeypatch):
     """Short windows whose seams never agree (tol = -1): each seam's overlap is doubled
     max_widen times, then its two windows become one, until one window is left; the
     posteriors are then the whole sequence's, and every seam counts as decoded whole."""
-    from semiseg.annotate import seams
+    from semiseg.annotate import posterior_seams as seams
 
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
@@ -356,7 +356,7 @@ def test_seam_cut_is_the_middle_of_the_longest_agreeing_run():
     """_seam_cut against runs laid out by hand: the cut is the middle of the longest
     run of steps agreeing within tol, if that run is long enough; else None and the
     best largest difference over any `agree` steps."""
-    from semiseg.annotate.seams import _seam_cut
+    from semiseg.annotate.posterior_seams import _seam_cut
 
     d = np.full(100, 0.5)
     d[10:20] = 0.0  # a run of 10
@@ -384,7 +384,7 @@ def test_window_terms_come_from_the_whole_sequence():
     score reads a whole ORF, which the window's start cuts) gave posteriors 0.21 away
     from the whole decode's in the sequence's last 49 steps, with every seam agreeing;
     sliced from the whole sequence's terms they are the whole decode's."""
-    from semiseg.annotate.seams import gene_decode
+    from semiseg.annotate.posterior_seams import gene_decode
 
     _, crf, em = _chri_emissions(30000, 45000)
     _, post, bnd = crf.decode_with_marginals(em[None], torch.tensor([em.shape[0]]))

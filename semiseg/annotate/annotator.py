@@ -221,8 +221,8 @@ class Annotator:
         run lies inside that window off its inner edges (else NaN; annotate/uncertainty.py)."""
         if (self.certified and not self.samples
                 and hasattr(self.model.crf, "decode_with_marginals")):
-            from . import seams  # the whole-sequence labels, seams proven (docs/decoding.md)
-            labels, post, sig, windows = seams.annotate_long(self, em, hid)
+            from . import posterior_seams  # seams checked and proven (docs/decoding.md)
+            labels, post, sig, windows = posterior_seams.annotate_long(self, em, hid)
             return labels, post, sig, self._run_posteriors(em, hid, labels, windows), None
         S = em.shape[0]
         W = self.max_steps
@@ -286,12 +286,12 @@ class Annotator:
 
     def _whole_steps(self) -> int:
         """The longest sequence run_long decodes as one: max_steps, but the certified
-        gene decode's window on a CUDA device (seams.long_window), where windows side
+        gene decode's window on a CUDA device (posterior_seams.long_window), where windows side
         by side run faster than one chain."""
         if (self.certified and not self.samples
                 and hasattr(self.model.crf, "decode_with_marginals")):
-            from . import seams
-            return seams.long_window(self)
+            from . import posterior_seams
+            return posterior_seams.long_window(self)
         return self.max_steps
 
     def run_long(self, item: Item, first=None):

@@ -187,6 +187,7 @@ from .labels import (
     annotation_extents,
     bed_rows,
     is_gff,
+    labels_to_segments,
     read_annotation,
     read_bed_labels,
     read_gff_labels,
@@ -197,7 +198,7 @@ from .scheme import GAP, LabelScheme, load_scheme
 from .sequence import Fasta, check_chroms, onehot, read_chrom_sizes
 from .tracks import Track, TrackSpec, TrackStats, fit_track_stats, transform
 from .windows import GenomeData, parse_region
-from .write import OutputWriter, labels_to_segments, write_outputs
+from .write import OutputWriter, write_outputs
 
 __all__ = [
     "GAP",

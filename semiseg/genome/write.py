@@ -26,32 +26,6 @@ FORMATS = ("bed", "gff3", "bigwig", "bedgraph")
 GAP_COLOR = (0, 0, 0)
 
 
-def labels_to_segments(labels: np.ndarray, start: int = 0, resolution: int = 1,
-                       end: int | None = None) -> np.ndarray:
-    """Runs of equal labels -> ``(S, 3) int64`` rows ``[start, end, label]`` in bp.
-
-    Args:
-        labels: ``(T,)`` int, one label per step; step ``i`` covers
-            ``[start + i*resolution, start + (i+1)*resolution)``.
-        start: bp coordinate of step 0.
-        resolution: bp per step.
-        end: clip the last segment here (the chromosome or region end), if given.
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    if labels.ndim != 1 or len(labels) == 0:
-        raise ValueError(f"labels must be a non-empty 1-d array, got shape {labels.shape}")
-    new = np.ones(len(labels), dtype=bool)
-    new[1:] = labels[1:] != labels[:-1]
-    first = np.flatnonzero(new)
-    s = start + first * resolution
-    e = np.append(s[1:], start + len(labels) * resolution)
-    if end is not None:
-        if not start + (len(labels) - 1) * resolution < end <= start + len(labels) * resolution:
-            raise ValueError(f"end {end} does not fall in the last step")
-        e[-1] = end
-    return np.stack([s, e, labels[first]], axis=1)
-
-
 class OutputWriter(SignalWriter):
     """Writes one segmentation (all chromosomes) to files named from a prefix.
 

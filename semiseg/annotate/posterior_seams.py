@@ -1,0 +1,359 @@
+"""The gene model's posterior decode of a long sequence in windows (issue 42;
+docs/decoding.md): posteriors from overlapping windows, each seam checked, then the
+posterior decode's max-sum over the stitched posteriors, certified by annotate/seams.py
+(or whole on a CUDA device).
+
+The gene model decodes by a max-sum over internal-label posteriors under the grammar's
+masks (genemodel/head.FrameHead._decode_posteriors), so seams.certified_viterbi
+certifies that decode's seams over stitched posteriors. The posteriors themselves come
+from overlapping windows. At every seam the two windows must agree within `tol` at each
+of at least `agree` consecutive steps somewhere in their overlap, and the stitch is cut
+at the middle of that run (a measured agreement, not a proof: docs/decoding.md); where
+they do not, the overlap at that seam is doubled (its two windows again), and past
+`max_widen` doublings the two windows become one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .seams import POSTERIOR_TOL, SeamStats, certified_viterbi
+
+# A seam whose two windows differ by more than this at the first width is a dependence
+# reaching far past the overlap, not rounding: the sequence's posteriors are computed
+# whole at once instead of after max_widen doublings that would not close it. Only the
+# time depends on it (either way the result is the whole-sequence one or agrees within
+# POSTERIOR_TOL). Measured (docs/decoding.md): yeast chrII's first-width failures were
+# at most 3.5e-3 and closed on widening; fly's reached 0.4-0.87 and stayed above 0.05
+# at 4x the overlap (16,384 steps).
+POSTERIOR_FAR = 0.05
+# On a CUDA device the gene model's long sequences are decoded in posterior windows of
+# at most GPU_WINDOW steps, GPU_STEPS steps of windows a call (long_window)
+GPU_WINDOW = 65_536
+GPU_STEPS = 2_621_440
+
+
+def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
+    """(cs, ce, ws, we) windows over S steps: kept centres [cs, ce) of W - overlap steps
+    (the last may be shorter), each window reaching about overlap / 2 past its centre on
+    both sides, every window start a multiple of `period` (frames of the gene model)."""
+    half = max(1, overlap // 2)
+    core = max(1, W - 2 * half)
+    out = []
+    for cs in range(0, S, core):
+        ce = min(cs + core, S)
+        ws = max(0, cs - half)
+        ws -= ws % period
+        out.append((cs, ce, ws, min(S, ce + half)))
+    return out
+
+
+def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
+                        tol: float = POSTERIOR_TOL, max_widen: int = 2,
+                        stats: SeamStats | None = None, backend: str = "auto",
+                        progress=None, far: float = POSTERIOR_FAR,
+                        probe: int | None = None, agree: int | None = None,
+                        windows_out: list | None = None):
+    """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
+    `proj_start` (S, C) of one long sequence from overlapping windows, every seam
+    checked (module docstring; `agree` defaults to overlap // 8; seams may cut within
+    half of each neighbouring window's kept span of their place, so they stay in
+    order). `windows_out`, when given, receives the final windows as (kept start, kept
+    end, start, end).
+
+    Long windows (W > 2 * `probe`, 4 x the overlap by default): the first seam is tried
+    first with two short windows reaching `probe` steps to either side of it; if even
+    they have no agreeing run and differ by more than `far` everywhere, or a seam of
+    the full windows does at the first width, the sequence is computed whole at once
+    (widening or merging windows that long costs as much). Only the time depends on
+    the probe and `far`."""
+    stats = stats if stats is not None else SeamStats()
+    S = em.shape[0]
+    terms = _whole_terms(head, em)  # each window's terms are sliced from these
+    wins = posterior_windows(S, W, overlap, period=3)
+    agree = max(1, overlap // 8) if agree is None else agree
+
+    def whole(before=None):
+        return _whole(head, terms, stats, windows_out, backend,
+                      progress if before is None else None)
+
+    if len(wins) == 1:
+        return whole()
+    probe = 4 * overlap if probe is None else probe
+    long_windows = W > 2 * probe
+    if long_windows:
+        cut, d = _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree)
+        if cut is None and not d <= far:
+            stats.post_whole += len(wins) - 1
+            stats.post_probes.append(d)
+            return whole()
+    # the windows' extents [ws, we); per seam: where it may cut (fixed, so seams stay in
+    # order), its place, overlap and widenings
+    span = [[cs, ce] for cs, ce, _, _ in wins]
+    ext = [[ws, we] for _, _, ws, we in wins]
+    rng = [_seam_range(span, b) for b in range(len(wins) - 1)]
+    at = [span[b + 1][0] for b in range(len(wins) - 1)]
+    seam_ov = [overlap] * (len(wins) - 1)
+    widened = [0] * (len(wins) - 1)
+    cache: dict = {}  # window key (its extent) -> (posteriors, allowed, proj_start)
+    checked: dict = {}  # (seam range, both extents) -> (cut or None, difference)
+
+    def check(b):
+        key = (*rng[b], *ext[b], *ext[b + 1])
+        if key not in checked:
+            checked[key] = _seam_cut(*rng[b], cache[tuple(ext[b])][0], ext[b],
+                                     cache[tuple(ext[b + 1])][0], ext[b + 1], tol, agree)
+        return checked[key]
+
+    def widen(b):  # seam b's two windows reach twice as far across it
+        widened[b] += 1
+        seam_ov[b] *= 2
+        ext[b][1] = min(S, max(ext[b][1], at[b] + seam_ov[b] // 2))
+        ws = max(0, at[b] - seam_ov[b] // 2)
+        ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
+
+    first = True
+    while True:
+        todo = [i for i in range(len(ext)) if tuple(ext[i]) not in cache]
+        _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, per_call, backend,
+                     progress if first else None, S)
+        res = [check(b) for b in range(len(ext) - 1)]
+        bad = [b for b, (cut, _) in enumerate(res) if cut is None]
+        if first:
+            stats.post_first += len(res) - len(bad)
+            stats.post_first_diffs += [d for _, d in res]
+            first = False
+            if long_windows and any(not res[b][1] <= far for b in bad):
+                stats.post_whole += len(bad)
+                return whole(before=True)
+        if not bad:
+            break
+        for b in reversed(bad):  # right to left: a merge shifts the seams after it
+            if widened[b] < max_widen:
+                widen(b)
+            else:  # windows b and b + 1 become one: that seam is decoded as one
+                stats.post_whole += 1
+                ext[b] = [ext[b][0], ext[b + 1][1]]
+                del ext[b + 1], rng[b], at[b], seam_ov[b], widened[b]
+        if len(ext) == 1:
+            return whole(before=True)
+    stats.post_widened += sum(1 for w in widened if w) if len(ext) > 1 else 0
+    cuts = [cut for cut, _ in res]
+    stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
+    final = [(0 if i == 0 else cuts[i - 1], S if i == len(ext) - 1 else cuts[i], *ext[i])
+             for i in range(len(ext))]
+    if windows_out is not None:
+        windows_out[:] = final
+    return _stitch_final(cache, final, S)
+
+
+def _whole(head, terms, stats, windows_out, backend, progress):
+    """The posteriors of the whole sequence as one window (stitched_posteriors)."""
+    S = terms["scores"].shape[1]
+    stats.post_seqs_whole += 1
+    if windows_out is not None:
+        windows_out[:] = [(0, S, 0, S)]
+    cache: dict = {}
+    _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress, S)
+    return _stitch_final(cache, [(0, S, 0, S)], S)
+
+
+def _seam_range(span, b) -> tuple[int, int]:
+    """Where seam b may cut: within half of each neighbouring window's kept span of its
+    nominal place, so that the cuts stay in order."""
+    m = span[b + 1][0]
+    return m - (m - span[b][0]) // 2, m + (span[b + 1][1] - m) // 2
+
+
+def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
+    """(cut, difference) of a seam: the two windows' posteriors `gl`, `gr` (over their
+    extents `left`, `right`) compared at each step of their overlap within [lo, hi); the
+    cut is the middle of the longest run of steps where they agree within `tol`, if it
+    is at least `agree` steps long (else None), and the difference is the largest one
+    over that run (else the smallest largest difference over any `agree` steps)."""
+    a0, a1 = max(lo, left[0], right[0]), min(hi, left[1], right[1])
+    if a1 - a0 < 1:
+        return None, float("inf")
+    d = (gl[a0 - left[0]:a1 - left[0]] - gr[a0 - right[0]:a1 - right[0]]).abs()
+    d = d.amax(-1).double().numpy()
+    ok = np.concatenate([[0], (d <= tol).astype(np.int8), [0]])
+    edges = np.diff(ok)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    if len(starts):
+        i = int(np.argmax(ends - starts))
+        if ends[i] - starts[i] >= agree:
+            return a0 + int(starts[i] + ends[i]) // 2, float(d[starts[i]:ends[i]].max())
+    n = min(agree, len(d))
+    return None, float(np.lib.stride_tricks.sliding_window_view(d, n).max(-1).min())
+
+
+def _compute_ext(head, terms, exts, cache, per_call, backend, progress, S):
+    """Posteriors, allowed and proj_start of the windows with extents `exts`, per_call
+    windows a semi-CRF call (the longest first, so each call pads little), into
+    cache[extent] on the host."""
+    exts = sorted(set(exts), key=lambda e: e[0] - e[1])
+    per_call = max(1, per_call)
+    for i0 in range(0, len(exts), per_call):
+        group = exts[i0:i0 + per_call]
+        t = _window_terms(terms, group)
+        with torch.no_grad():
+            g = head._posteriors(t, backend).detach().cpu()
+        al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
+        for j, (ws, we) in enumerate(group):
+            cache[(ws, we)] = (g[j, :we - ws].clone(), al[j, :we - ws].clone(),
+                               pst[j, :we - ws].clone())
+        if progress is not None:
+            progress(min(1.0, (i0 + len(group)) / len(exts)))
+
+
+def _stitch_final(cache, final, S):
+    """The posteriors, allowed and proj_start over [0, S) from windows (kept start, kept
+    end, start, end) whose extents are in `cache`."""
+    g0, a0, p0 = cache[tuple(final[0][2:])]
+    g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
+    ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
+    ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
+    for cs, ce, ws, we in final:
+        gi, ai, pi = cache[(ws, we)]
+        a, b = cs - ws, ce - ws
+        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[a:b], ai[a:b], pi[a:b]
+    return g, ok, ps
+
+
+def _whole_terms(head, em: torch.Tensor) -> dict:
+    """The head's terms of the whole sequence (S, channels), computed once. The windows'
+    terms are slices of them: a term reads sequence around its position (the ORF-length
+    score reads the whole ORF, codon masks the next bases), so terms computed from a
+    window's own bases alone differ near its edges from the whole sequence's, beyond
+    what the seam checks compare (a yeast window's last 49 steps: 0.21)."""
+    with torch.no_grad():
+        return head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
+
+
+def _window_terms(full: dict, spans) -> dict:
+    """The terms of windows [(ws, we)] of the whole sequence's terms `full`: the
+    per-position ones sliced and padded to the longest window (past a window's length
+    the kernels read nothing), the others shared."""
+    S = full["scores"].shape[1]
+    if list(spans) == [(0, S)]:
+        return full
+    n = max(we - ws for ws, we in spans)
+    t = dict(full)
+    for key in ("scores", "allowed", "proj_start"):
+        x = full[key]
+        out = x.new_zeros(len(spans), n, x.shape[-1])
+        for j, (ws, we) in enumerate(spans):
+            out[j, :we - ws] = x[0, ws:we]
+        t[key] = out
+    t["lengths"] = torch.tensor([we - ws for ws, we in spans],
+                                device=full["scores"].device)
+    return t
+
+
+def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
+    """_seam_cut of two short windows across the first seam of `wins`: [m - probe, m +
+    overlap / 2) and [m - overlap / 2, m + probe), m the seam, starts on the frame
+    period (3)."""
+    S = terms["scores"].shape[1]
+    m, half = wins[1][0], max(1, overlap // 2)
+    left = max(0, m - probe)
+    left -= left % 3
+    right = max(0, m - half)
+    right -= right % 3
+    ext = [(left, min(S, m + half)), (right, min(S, m + probe))]
+    cache: dict = {}
+    _compute_ext(head, terms, ext, cache, 2, backend, None, S)
+    return _seam_cut(right, min(S, m + half), cache[ext[0]][0], ext[0], cache[ext[1]][0],
+                     ext[1], tol, agree)
+
+
+def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
+                tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
+                backend: str = "auto", progress=None, post_overlap: int | None = None,
+                windows_out: list | None = None):
+    """The gene model's posterior decode of one long sequence (S, channels) in certified
+    windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
+    marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
+    Posterior windows of W steps overlap by `post_overlap` (default `overlap`); the
+    posterior decode's Viterbi runs whole on a CUDA device (its windows would need a
+    certificate computed on the host, sequentially: 4 M steps of fly took ~100 s there
+    against 14 s whole on an H200), else in certified windows of W steps overlapping by
+    `overlap`."""
+    stats = stats if stats is not None else SeamStats()
+    S = em.shape[0]
+    done = [0.0]
+
+    def part(lo, hi):  # progress(fraction) of the whole decode, never going back
+        def report(f):
+            done[0] = max(done[0], lo + (hi - lo) * f)
+            progress(done[0])
+        return None if progress is None else report
+
+    whole_before = stats.post_seqs_whole
+    g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
+                                    stats=stats, backend=backend, progress=part(0.0, 0.8),
+                                    windows_out=windows_out)
+    if stats.post_seqs_whole > whole_before or em.device.type == "cuda":
+        # the posteriors were computed as one window, so the device held the whole
+        # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
+        # Viterbi runs whole there too, as the whole decode's does (exact either way;
+        # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
+        lab = _device_viterbi(head, g, ok, ps, em.device, backend)
+    else:
+        lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
+                                   head.decode_dmask, allowed=ok, proj_start=ps,
+                                   window=W, overlap=overlap, stats=stats,
+                                   progress=part(0.8, 1.0))
+    lab_t = torch.from_numpy(lab)
+    out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
+    post, bnd = head._marginals_from(g[None].to(em.device),
+                                     torch.tensor([S], device=em.device))
+    return out.numpy(), post[0], bnd[0]
+
+
+def _device_viterbi(head, g, ok, ps, device, backend: str) -> np.ndarray:
+    """FrameHead._decode_posteriors of one whole sequence's posteriors g (S, C) on
+    `device`: internal labels (S,) int64."""
+    t = {"lengths": torch.tensor([g.shape[0]], device=device),
+         "allowed": ok[None].to(device), "proj_start": ps[None].to(device)}
+    seg = head._decode_posteriors(t, g[None].to(device), backend)
+    return seg.labels[0].cpu().numpy().astype(np.int64)
+
+
+def long_window(ann) -> int:
+    """Steps of the posterior windows of ann's certified gene decode: ann.max_steps,
+    but at most GPU_WINDOW on a CUDA device, where windows side by side in one call run
+    far faster than one long chain (4 Mb of fly on an H200: the whole posterior pass
+    88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md)."""
+    if ann.device.type == "cuda":
+        return min(ann.max_steps, GPU_WINDOW)
+    return ann.max_steps
+
+
+def annotate_long(ann, em: torch.Tensor, hid):
+    """Annotator.decode_long for the gene model in certified windows of long_window(ann)
+    steps: (labels (S,), scheme-label posteriors (S, labels), signals (S, 3), windows
+    for the run posteriors). Posterior windows overlap by ann.overlap (0: min(W / 4,
+    64 K)), the host's Viterbi windows by ann.overlap (0: batches.default_overlap).
+    The seam counts are added to ann.seam_stats."""
+    from . import batches, uncertainty
+
+    head = ann.model.crf
+    W = long_window(ann)
+    K = getattr(head, "max_duration", 1)
+    ov = ann.overlap or batches.default_overlap(W, K)
+    post_ov = ann.overlap or max(1, min(W // 4, 64 * K))
+    budget = ann.batch_steps if ann.device.type != "cuda" else max(ann.batch_steps, GPU_STEPS)
+    per_call = max(1, budget // W)
+    st = SeamStats()
+    report = getattr(ann, "_report", None)
+    wins: list = []
+    labels, post, bnd = gene_decode(
+        head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
+        progress=None if report is None else (lambda f: report("decode", f)))
+    if getattr(ann, "seam_stats", None) is None:
+        ann.seam_stats = SeamStats()
+    ann.seam_stats.add(st)
+    sig = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
+    return (labels, post.cpu().numpy().astype(np.float32), sig.cpu().numpy(), wins)
