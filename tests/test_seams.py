@@ -391,39 +391,3 @@ def test_window_terms_come_from_the_whole_sequence():
     _, p2, b2 = gene_decode(crf, em, 9374, 2048, 1, stats=SeamStats())
     assert float((p2 - post[0]).abs().max()) < 1e-5
     assert float((b2 - bnd[0]).abs().max()) < 1e-5
-
-
-def test_a_failing_seam_reaches_past_the_gene_it_cuts():
-    """_reach against posteriors laid out by hand: the right window is to start half an
-    overlap before the last stretch (at least `agree` steps) left of the seam that the
-    left window calls outside genes (posterior >= OUTSIDE_SURE), and the left window to
-    end half an overlap after the first such stretch right of it in the right window;
-    None on a side without one."""
-    from semiseg.annotate.posterior_seams import _reach
-
-    outside = torch.tensor([True, True, False])  # two outside columns, one gene column
-
-    def window(lo, hi, sure):  # posteriors over [lo, hi): outside where sure(t) (split
-        g = torch.zeros(hi - lo, 3)  # over the two outside columns), else the gene
-        for t in range(lo, hi):
-            if sure(t):
-                g[t - lo, 0], g[t - lo, 1] = 0.6, 0.4
-            else:
-                g[t - lo, 2] = 1.0
-        return g
-    # seam at 300; left window [0, 400) calls outside [50, 90) and [150, 180) (and, past
-    # the seam, [320, 400), not read); right window [200, 600) calls outside [210, 240)
-    # (left of the seam, not read), [450, 470) and [500, 560)
-    ext = [(0, 400), (200, 600)]
-    cache = {ext[0]: (window(0, 400, lambda t: 50 <= t < 90 or 150 <= t < 180 or t >= 320),
-                      None, None),
-             ext[1]: (window(200, 600, lambda t: 210 <= t < 240 or 450 <= t < 470
-                             or 500 <= t < 560), None, None)}
-    assert _reach(cache, ext, 0, 300, outside, 25, 40) == (150 - 20, 560 + 20)
-    assert _reach(cache, ext, 0, 300, outside, 20, 40) == (150 - 20, 470 + 20)
-    assert _reach(cache, ext, 0, 300, outside, 35, 40) == (50 - 20, 560 + 20)
-    assert _reach(cache, ext, 0, 300, outside, 61, 40) == (None, None)
-    # below OUTSIDE_SURE nothing counts
-    for e in ext:
-        cache[e][0][:, :2] *= 0.9
-    assert _reach(cache, ext, 0, 300, outside, 20, 40) == (None, None)

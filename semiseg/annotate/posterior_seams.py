@@ -96,7 +96,6 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     at = [span[b + 1][0] for b in range(len(wins) - 1)]
     seam_ov = [overlap] * (len(wins) - 1)
     widened = [0] * (len(wins) - 1)
-    outside = _outside_columns(head)
     cache: dict = {}  # window key (its extent) -> (posteriors, allowed, proj_start)
     checked: dict = {}  # (seam range, both extents) -> (cut or None, difference)
 
@@ -107,12 +106,12 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                                      cache[tuple(ext[b + 1])][0], ext[b + 1], tol, agree)
         return checked[key]
 
-    def widen(b, computed):  # seam b's two windows reach across it: past the gene
-        widened[b] += 1  # it lies in (_reach), or twice as far (without a frame layout)
+    def widen(b):  # seam b's two windows reach twice as far across it
+        widened[b] += 1
         seam_ov[b] *= 2
-        reach = (None, None) if outside is None else _reach(cache, computed, b, at[b],
-                                                            outside, agree, overlap)
-        _stretch(ext, b, at[b], seam_ov[b], reach, S)
+        ext[b][1] = min(S, max(ext[b][1], at[b] + seam_ov[b] // 2))
+        ws = max(0, at[b] - seam_ov[b] // 2)
+        ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
 
     first = True
     while True:
@@ -130,10 +129,9 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                 return whole(before=True)
         if not bad:
             break
-        computed = [tuple(e) for e in ext]  # (a seam's change moves its windows' edges)
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
             if widened[b] < max_widen:
-                widen(b, computed)
+                widen(b)
             else:  # windows b and b + 1 become one: that seam is decoded as one
                 stats.post_whole += 1
                 ext[b] = [ext[b][0], ext[b + 1][1]]
@@ -159,57 +157,6 @@ def _whole(head, terms, stats, windows_out, backend, progress):
     cache: dict = {}
     _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress, S)
     return _stitch_final(cache, [(0, S, 0, S)], S)
-
-
-# the outside-genes posterior of a stretch that a widened seam's windows reach past
-OUTSIDE_SURE = 0.95
-
-
-def _outside_columns(head):
-    """The internal labels outside genes (intergenic, UTR, ncRNA and their run tails) of
-    a gene-model head, as a bool tensor, or None for a head without a frame layout."""
-    lay = getattr(head, "layout", None)
-    if lay is None or not hasattr(lay, "kind_names"):
-        return None
-    return torch.tensor([lay.kind_names[k].startswith("outside") for k in lay.kind])
-
-
-def _reach(cache, ext, b, m, outside, agree, overlap):
-    """How far the two windows of failing seam b (at m) should reach across it: (the
-    right window's new start, the left window's new end), each None where no stretch is
-    found. A seam inside a gene fails because each window's edge cuts the gene; so the
-    right window starts `overlap` / 2 before the last stretch of at least `agree` steps
-    left of m that the left window calls outside genes (posterior >= OUTSIDE_SURE), and
-    the left window ends as far after the first such stretch right of m in the right
-    window; both then see the gene whole."""
-    (lw, le), (rw, re_) = ext[b], ext[b + 1]
-    left = cache[(lw, le)][0][:m - lw][:, outside].sum(-1).double().numpy()
-    right = cache[(rw, re_)][0][m - rw:][:, outside].sum(-1).double().numpy()
-    lo = hi = None
-    runs = _runs(left >= OUTSIDE_SURE, agree)
-    if runs:
-        lo = lw + runs[-1][0] - overlap // 2
-    runs = _runs(right >= OUTSIDE_SURE, agree)
-    if runs:
-        hi = m + runs[0][1] + overlap // 2
-    return lo, hi
-
-
-def _stretch(ext, b, m, ov, reach, S) -> None:
-    """Seam b's windows reach to `reach` (the right window's start, the left window's
-    end; None: ov / 2 past the seam at m), never less far than they did."""
-    lo, hi = reach
-    ext[b][1] = min(S, max(ext[b][1], m + ov // 2 if hi is None else hi))
-    ws = max(0, m - ov // 2 if lo is None else lo)
-    ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
-
-
-def _runs(ok: np.ndarray, agree: int) -> list[tuple[int, int]]:
-    """The runs [start, end) of True in ok at least `agree` long, in order."""
-    x = np.concatenate([[0], ok.astype(np.int8), [0]])
-    d = np.diff(x)
-    return [(int(a), int(z)) for a, z in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))
-            if z - a >= agree]
 
 
 def _seam_range(span, b) -> tuple[int, int]:
