@@ -291,6 +291,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         return None if progress is None else report
 
     whole_before = stats.post_seqs_whole
+    codes = head.codes(em[None], None)[0]
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
                                     windows_out=windows_out)
@@ -299,12 +300,16 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
         # Viterbi runs whole there too, as the whole decode's does (exact either way;
         # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
-        lab = _device_viterbi(head, g, ok, ps, em.device, backend)
+        lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
         lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
                                    head.decode_dmask, allowed=ok, proj_start=ps,
                                    window=W, overlap=overlap, stats=stats,
                                    progress=part(0.8, 1.0))
+        if getattr(head, "split_stops", False):  # as _decode_posteriors does
+            from ..genemodel.splitstops import exclude_split_stops
+            lab = exclude_split_stops(head, lab, g, ok, ps, codes.cpu().numpy(), backend,
+                                      head.split_stop_counts)
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
     post, bnd = head._marginals_from(g[None].to(em.device),
@@ -312,12 +317,14 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     return out.numpy(), post[0], bnd[0]
 
 
-def _device_viterbi(head, g, ok, ps, device, backend: str) -> np.ndarray:
+def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.ndarray:
     """FrameHead._decode_posteriors of one whole sequence's posteriors g (S, C) on
-    `device`: internal labels (S,) int64."""
+    `device` (with its bases `codes` (S,): split stops taken out): internal labels (S,)
+    int64."""
     t = {"lengths": torch.tensor([g.shape[0]], device=device),
          "allowed": ok[None].to(device), "proj_start": ps[None].to(device)}
-    seg = head._decode_posteriors(t, g[None].to(device), backend)
+    seg = head._decode_posteriors(t, g[None].to(device), backend,
+                                  None if codes is None else codes[None])
     return seg.labels[0].cpu().numpy().astype(np.int64)
 
 

@@ -190,6 +190,7 @@ class AnnotateOptions:
     first_atg: bool | None = None  # start codons at the first ATG of their ORF
     long_orfs: int | None = None  # intergenic ORFs of this many codons called genes (0: off)
     donor_motif: str | None = None  # introns begin with this IUPAC motif ("": any GT)
+    split_stops: bool | None = None  # stops split by an intron taken out of genes
     # outputs
     samples: int = 0  # exact posterior samples per sequence (PREFIX.samples.bed)
     seed: int = 0
@@ -354,6 +355,8 @@ def _gene_model_settings(crf, ckpt: Checkpoint, opts: AnnotateOptions):
                  "only the gene model trained with crf.site_scores: true has a "
                  "branch-point matrix", infinite=True)
     set_donor_motif(crf, acfg.donor_motif, opts.donor_motif)
+    if hasattr(crf, "split_stops"):
+        crf.split_stops = acfg.split_stops if opts.split_stops is None else opts.split_stops
     rules = gene_rules(ckpt.scheme, ckpt.config.model.resolution, acfg.first_atg,
                        opts.first_atg, acfg.long_orfs, opts.long_orfs)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
@@ -372,6 +375,7 @@ def _in_effect(ann: Annotator, rules, precision: float, opts: AnnotateOptions) -
         "intron_rate": getattr(crf, "intron_rate", None),
         "branch_penalty": getattr(crf, "branch_penalty", None),
         "donor_motif": getattr(crf, "donor_motif", None),
+        "split_stops": getattr(crf, "split_stops", None),
         "first_atg": bool(rules and rules.first_atg),
         "long_orfs": rules.long_orfs if rules else 0, "samples": opts.samples,
         "seed": opts.seed})
@@ -454,7 +458,13 @@ def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
                    f"only: a codon split by an intron, or a stop of another "
                    f"--genetic-code, can be one): "
                    f"{', '.join(stopped[:5])}{' ...' if len(stopped) > 5 else ''} "
-                   f"(internal_stops in {out}.proteins.fa)")
+                   f"(internal_stops in {out}.proteins.fa)"
+                   + ("" if getattr(ann.model.crf, "split_stops", True) else
+                      "; --split-stops decodes the loci of split ones again without"))
+        counts = getattr(ann.model.crf, "split_stop_counts", {})
+        if getattr(ann.model.crf, "split_stops", False):
+            ui.log(f"split stop codons: {counts.get('found', 0)} taken out, "
+                   f"{counts.get('left', 0)} left (genemodel/splitstops.py)")
         # PREFIX.json: the provenance and every file of the set
         provenance.write_sidecar(f"{stage}.json", prov, outputs.staged_files())
     return outputs.files

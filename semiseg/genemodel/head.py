@@ -166,6 +166,10 @@ class FrameHead(nn.Module):
         self.branch_penalty = 0.0
         # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
         self.donor_motif = ""
+        # annotate.split_stops: take stop codons split by an intron out of decoded genes
+        # (genemodel/splitstops.py); training leaves it off. Its counts, per process
+        self.split_stops = False
+        self.split_stop_counts: dict = {}
         self.register_buffer("intron_begin", left.float(), persistent=False)
 
     def _init_long_introns(self, pnames: list[str]) -> None:
@@ -198,12 +202,7 @@ class FrameHead(nn.Module):
         if self.tie is not None:  # introns score as the background, plus a constant
             R = R.clone()
             R[..., self.tie[:, 0]] = R[..., self.tie[:, 1]] + self.noncoding_bias
-        onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
-        codes = torch.where(onehot.amax(-1) > 0.5, onehot.argmax(-1), torch.full_like(
-            onehot[..., 0], 4, dtype=torch.int64))
-        if lengths is not None:  # past a sequence's end: N (a codon there is not a stop)
-            past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
-            codes = codes.masked_fill(past, 4)
+        codes = self.codes(emissions, lengths)
         allowed = sequence_allowed(self.layout, codes)
         if self.donor_motif:  # one mask per strand, for that strand's donor labels
             for strand in self.layout.strands:
@@ -245,6 +244,17 @@ class FrameHead(nn.Module):
                     start=None if self.start is None else self.start[k],
                     end=self._end(k),
                     proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
+
+    def codes(self, emissions: Tensor, lengths: Tensor | None) -> Tensor:
+        """The bases (B, T) the emissions carry: 0-3 ACGT, 4 anything else."""
+        T = emissions.shape[1]
+        onehot = emissions[..., self.n_channels:self.n_channels + SEQ]
+        codes = torch.where(onehot.amax(-1) > 0.5, onehot.argmax(-1), torch.full_like(
+            onehot[..., 0], 4, dtype=torch.int64))
+        if lengths is not None:  # past a sequence's end: N (a codon there is not a stop)
+            past = torch.arange(T, device=codes.device)[None, :] >= lengths[:, None]
+            codes = codes.masked_fill(past, 4)
+        return codes
 
     def _end(self, k: Tensor) -> Tensor | None:
         """The last segment's score per internal label: the learned one, and no run
@@ -312,8 +322,8 @@ class FrameHead(nn.Module):
         `score` is that expected number of correct bases.
         """
         t = self._terms(emissions.detach(), lengths)
-        return self._collapsed(self._decode_posteriors(t, self._posteriors(t, backend),
-                                                       backend))
+        return self._collapsed(self._decode_posteriors(
+            t, self._posteriors(t, backend), backend, self.codes(emissions, lengths)))
 
     def decode_with_marginals(self, emissions, lengths=None, hidden=None, *,
                               backend="auto"):
@@ -321,7 +331,8 @@ class FrameHead(nn.Module):
         marginals, boundary marginals), what annotation needs, at half the cost."""
         t = self._terms(emissions.detach(), lengths)
         g = self._posteriors(t, backend)
-        return (self._collapsed(self._decode_posteriors(t, g, backend)),
+        return (self._collapsed(self._decode_posteriors(t, g, backend,
+                                                        self.codes(emissions, lengths))),
                 *self._marginals_from(g, lengths))
 
     def _collapsed(self, seg: Segmentation) -> Segmentation:
@@ -346,16 +357,45 @@ class FrameHead(nn.Module):
         summed = torch.zeros_like(post).index_add_(-1, g, post)
         return summed[..., g] * self.decode_keep.to(post.device)
 
-    def _decode_posteriors(self, t: dict, post: Tensor, backend: str) -> Segmentation:
+    def _decode_posteriors(self, t: dict, post: Tensor, backend: str,
+                           codes: Tensor | None = None) -> Segmentation:
+        """The posterior decode's segmentation over the internal labels; with the
+        sequences' bases `codes` (B, T) and self.split_stops, its stop codons split by
+        an intron taken out (genemodel/splitstops.py)."""
         with torch.no_grad():
-            return viterbi(self.decode_posteriors(post), self.decode_tmask,
-                           self.decode_dmask, t["lengths"],
-                           allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
+            seg = viterbi(self.decode_posteriors(post), self.decode_tmask,
+                          self.decode_dmask, t["lengths"],
+                          allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
+            if codes is None or not self.split_stops:
+                return seg
+            return self._without_split_stops(seg, t, post, codes, backend)
+
+    def _without_split_stops(self, seg: Segmentation, t: dict, post: Tensor, codes: Tensor,
+                             backend: str) -> Segmentation:
+        from .splitstops import exclude_split_stops
+
+        labels = seg.labels.clone()
+        cpu_codes = codes.cpu().numpy()
+        for b, L in enumerate(t["lengths"].tolist() if t["lengths"] is not None
+                              else [labels.shape[1]] * len(labels)):
+            new = exclude_split_stops(self, labels[b, :L].cpu().numpy(), post[b, :L],
+                                      t["allowed"][b, :L], t["proj_start"][b, :L],
+                                      cpu_codes[b, :L], backend, self.split_stop_counts)
+            labels[b, :L] = torch.as_tensor(new, device=labels.device)
+        # (segment starts: the old ones and every label change; a changed locus keeps
+        # the old starts inside runs, which the collapse to scheme labels ignores)
+        change = torch.ones_like(labels, dtype=torch.bool)
+        change[:, 1:] = labels[:, 1:] != labels[:, :-1]
+        starts = seg._starts if seg._starts is not None else torch.zeros_like(change)
+        return Segmentation(score=seg.score, labels=labels,
+                            seg_start=starts | (change & (labels >= 0)),
+                            lengths=seg.lengths)
 
     def decode_posterior_internal(self, emissions, lengths=None, *, backend="auto"):
         """`decode`'s segmentation over the internal labels (a Segmentation)."""
         t = self._terms(emissions.detach(), lengths)
-        return self._decode_posteriors(t, self._posteriors(t, backend), backend)
+        return self._decode_posteriors(t, self._posteriors(t, backend), backend,
+                                       self.codes(emissions, lengths))
 
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).

@@ -1,0 +1,120 @@
+"""Stop codons split by an intron (semiseg/genemodel/splitstops.py): found in decoded
+labels, and taken out of a real fly decode. The oracle splices each gene's coding bases
+from the scheme labels and the sequence, and reads its codons, in the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+COMP = {"A": "T", "C": "G", "G": "C", "T": "A"}
+
+
+def _genes(names: list[str], lab: np.ndarray):
+    """(strand, coding positions in transcript order) per gene of scheme labels: a run
+    of one strand's CDS and intron labels."""
+    out, t, S = [], 0, len(lab)
+    while t < S:
+        n = names[lab[t]] if lab[t] >= 0 else ""
+        if not n.startswith("CDS"):
+            t += 1
+            continue
+        s = n[-1]
+        e = t
+        while e < S and lab[e] >= 0 and names[lab[e]] in (f"CDS{s}", f"intron{s}"):
+            e += 1
+        while names[lab[e - 1]] != f"CDS{s}":  # an intron run to the sequence end
+            e -= 1
+        pos = [p for p in range(t, e) if names[lab[p]] == f"CDS{s}"]
+        out.append((s, pos if s == "+" else pos[::-1], t > 0 and e < S))
+        t = e
+    return out
+
+
+def _inner_stops(names, lab, seq: str) -> list[str]:
+    """The strands of the genes whose spliced CDS (whole genes, not cut by the
+    sequence's ends) holds an in-frame stop codon before its last codon."""
+    out = []
+    for s, pos, whole in _genes(names, lab):
+        if not whole or len(pos) % 3:
+            continue
+        bases = "".join(seq[p] if s == "+" else COMP.get(seq[p], "N") for p in pos)
+        codons = [bases[i:i + 3] for i in range(0, len(bases) - 3, 3)]
+        if any(c in ("TAA", "TAG", "TGA") for c in codons):
+            out.append(s)
+    return out
+
+
+def test_split_stops_are_taken_out_of_a_fly_decode():
+    """30 kb of fly (2,970,000-3,000,000) where the shipped fly model's posterior decode
+    gives genes with an in-frame stop across a splice junction: with split_stops on,
+    every whole gene's spliced CDS is free of inner stops, the decode's posterior sum
+    can only fall (each locus's new structure is one the same grammar allows), and only
+    loci with a split stop change."""
+    from semiseg.annotate.annotator import Annotator, Item
+    from semiseg.checkpoint import load_checkpoint, resolve_model
+    from semiseg.genemodel.splitstops import split_stops
+    from semiseg.genome import Fasta, GenomeData
+
+    ck = load_checkpoint(resolve_model("fly"))
+    lo, hi = 2_970_000, 3_000_000
+    with Fasta(str(ROOT / "data" / "fly" / "chr2R_2M_6M.fa")) as fa:
+        data = GenomeData.from_config(ck.genome, fa)
+        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
+        em, _ = ann.emissions(Item("chr2R_2M_6M", lo, hi))
+        seq = fa.fetch("chr2R_2M_6M", lo, hi).upper()
+    crf = ann.model.crf
+    names = ck.scheme.names
+    L = torch.tensor([em.shape[0]])
+    internal, scheme = {}, {}
+    for on in (False, True):
+        crf.split_stops = on
+        internal[on] = crf.decode_posterior_internal(em[None], L)
+        scheme[on] = crf.decode(em[None], L).labels[0].numpy()
+    crf.split_stops = False
+    before = _inner_stops(names, scheme[False], seq)
+    assert sorted(set(before)) == ["+", "-"]  # the case is real, on both strands
+    codes = crf.codes(em[None], L)[0].numpy()
+    assert len(split_stops(crf.layout, internal[False].labels[0].numpy(), codes)) == len(
+        before)
+    assert _inner_stops(names, scheme[True], seq) == []
+    assert split_stops(crf.layout, internal[True].labels[0].numpy(), codes) == []
+    # the posterior sum of the new labels is no more than the decode's best
+    g = crf.decode_posteriors(crf._posteriors(crf._terms(em[None], L), "auto"))[0]
+    score = {on: float(g[torch.arange(len(g)), internal[on].labels[0]].sum()) for on in
+             (False, True)}
+    assert score[True] <= score[False] + 1e-6
+    changed = np.flatnonzero(scheme[True] != scheme[False])
+    assert len(changed) > 0
+    # every change lies within a gene that had a split stop (its locus), never elsewhere
+    loci = [(gs, ge) for gs, ge, _, _ in split_stops(
+        crf.layout, internal[False].labels[0].numpy(), codes)]
+    margin = 3000 + 3  # LOCUS_MARGIN, and the frame period
+    assert all(any(gs - margin <= p < ge + margin for gs, ge in loci) for p in changed)
+
+
+def test_annotate_split_stops_option(tmp_path):
+    """`semiseg annotate --split-stops` on the same 30 kb: the log counts the split stops
+    taken out, none is left, and no transcript of PREFIX.proteins.fa has an internal
+    stop; without it the warning names the genes and points at the option."""
+    from test_shipped_models import cli
+
+    reg = tmp_path / "r.bed"
+    reg.write_text("chr2R_2M_6M\t2970000\t3000000\n")
+    fa = ROOT / "data" / "fly" / "chr2R_2M_6M.fa"
+    for on in (True, False):
+        proc = cli("annotate", "--model", "fly", "--fasta", fa, "--regions", reg,
+                   "--out", tmp_path / f"o{on}" / "p", "--device", "cpu",
+                   "--split-stops" if on else "--allow-split-stops")
+        assert proc.returncode == 0, proc.stderr
+        prot = (tmp_path / f"o{on}" / "p.proteins.fa").read_text()
+        stops = [h for h in prot.splitlines() if h.startswith(">") and
+                 "internal_stops=0" not in h]
+        if on:
+            assert "split stop codons: 2 taken out, 0 left" in proc.stderr, proc.stderr
+            assert stops == []
+        else:
+            assert len(stops) == 2 and "--split-stops decodes" in proc.stderr
