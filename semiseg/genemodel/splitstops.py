@@ -91,15 +91,19 @@ def _locus(lab: np.ndarray, outside: np.ndarray, gs: int, ge: int) -> tuple[int,
     base the decode called outside genes (a on a multiple of 3, so the locus's frames
     are the sequence's)."""
     S = len(lab)
+    out = np.append(outside, True)[lab]  # (a position with no label: as outside)
+
+    def between(p):  # outside-gene bases on both sides of boundary p
+        return out[p - 1] and out[p]
     a = max(0, gs - LOCUS_MARGIN)
-    while a > 0 and not (outside[lab[a - 1]] and outside[lab[a]]):
+    while a > 0 and not between(a):
         a -= 1
     a -= a % 3
-    while a > 0 and not (outside[lab[a - 1]] and outside[lab[a]]):
+    while a > 0 and not between(a):
         a -= 3
     a = max(0, a)
     b = min(S, ge + LOCUS_MARGIN)
-    while b < S and not (outside[lab[b - 1]] and outside[lab[b]]):
+    while b < S and not between(b):
         b += 1
     return a, b
 
