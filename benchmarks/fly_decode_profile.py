@@ -95,7 +95,7 @@ def main():
         timed(dev, lambda: crf._posteriors(small, "auto"))  # compile
     cache: dict = {}
     _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, 1, "auto",
-                                                      None, S))
+                                                      None))
     rows.append(("posterior pass, whole sequence (B = 1)", t_post))
     whole, ok, ps = cache[(0, S)]
     seams._device_viterbi(crf, whole[:50_000], ok[:50_000], ps[:50_000], dev, "auto")
@@ -119,7 +119,7 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     per_call = max(1, a.batch_steps // W)
     cache: dict = {}
     _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, ext, cache, per_call, "auto",
-                                                   None, S))
+                                                   None))
     print(f"\nW = {W}, overlap {ov}, {len(wins)} windows, {per_call} a call: "
           f"posterior windows {t_w:.2f} s\n")
     print("| seam | centre diff | longest agreeing run (steps) | its middle: left / right "

@@ -147,6 +147,18 @@ def test_gff3_phase_with_partial_codons(tmp_path):
     assert [r[7] for r in rows if r[2] == "CDS"] == ["0", "2", "0"]
 
 
+def _gff_rows(path) -> list[list[str]]:
+    return [r.split("\t") for r in path.read_text().splitlines() if not r.startswith("#")]
+
+
+def _partial_genes(rows) -> list[tuple]:
+    """(start, end, partial, start_range, end_range) of each gene row."""
+    genes = [(int(r[3]), int(r[4]), dict(kv.split("=") for kv in r[8].split(";")))
+             for r in rows if r[2] == "gene"]
+    return [(a, b, g.get("partial"), g.get("start_range"), g.get("end_range"))
+            for a, b, g in genes]
+
+
 def test_gff3_gene_cut_by_an_intron_at_a_sequence_end_is_partial(tmp_path):
     """A gene whose last exon is followed by an intron of its strand running to the
     sequence's end (or a gap), or whose first exon follows one running from the start,
@@ -163,15 +175,11 @@ def test_gff3_gene_cut_by_an_intron_at_a_sequence_end_is_partial(tmp_path):
             seg = np.concatenate([seg, [(100, 110, -1)]])
         write_outputs(tmp_path / f"p{gap}", scheme, {"z": 110 if gap else 100}, {"z": seg},
                       formats=("gff3",))
-        rows = [r.split("\t") for r in (tmp_path / f"p{gap}.gff3").read_text().splitlines()
-                if not r.startswith("#")]
-        genes = [(int(r[3]), int(r[4]), dict(kv.split("=") for kv in r[8].split(";")))
-                 for r in rows if r[2] == "gene"]
-        assert [(a, b, g.get("partial"), g.get("start_range"), g.get("end_range"))
-                for a, b, g in genes] == [(9, 20, "true", ".,9", None),
-                                          (31, 42, None, None, None),
-                                          (56, 67, None, None, None),
-                                          (81, 92, "true", None, "92,.")]
+        rows = _gff_rows(tmp_path / f"p{gap}.gff3")
+        assert _partial_genes(rows) == [(9, 20, "true", ".,9", None),
+                                       (31, 42, None, None, None),
+                                       (56, 67, None, None, None),
+                                       (81, 92, "true", None, "92,.")]
 
 
 def test_gff3_partial_genes_at_chromosome_ends(tmp_path):
@@ -183,14 +191,10 @@ def test_gff3_partial_genes_at_chromosome_ends(tmp_path):
              (60, 74, "CDS-"), (74, 90, "intron-"), (90, 100, "CDS-")]
     seg = np.array([(a, b, scheme.index(n)) for a, b, n in names])
     write_outputs(tmp_path / "p", scheme, {"z": 100}, {"z": seg}, formats=("gff3",))
-    rows = [r.split("\t") for r in (tmp_path / "p.gff3").read_text().splitlines()
-            if not r.startswith("#")]
-    genes = [(int(r[3]), int(r[4]), dict(kv.split("=") for kv in r[8].split(";")))
-             for r in rows if r[2] == "gene"]
-    assert [(a, b, g.get("partial"), g.get("start_range"), g.get("end_range"))
-            for a, b, g in genes] == [(1, 30, "true", ".,1", None),
-                                      (41, 52, None, None, None),
-                                      (61, 100, "true", None, "100,.")]
+    rows = _gff_rows(tmp_path / "p.gff3")
+    assert _partial_genes(rows) == [(1, 30, "true", ".,1", None),
+                                    (41, 52, None, None, None),
+                                    (61, 100, "true", None, "100,.")]
     mrna = [dict(kv.split("=") for kv in r[8].split(";")) for r in rows if r[2] == "mRNA"]
     assert [m.get("partial") for m in mrna] == ["true", None, "true"]
 

@@ -219,8 +219,7 @@ class Annotator:
         """Decode (S, C) emissions in overlapping windows of max_steps, keeping centres.
         Run posteriors come from the window whose centre holds a run's midpoint, when the
         run lies inside that window off its inner edges (else NaN; annotate/uncertainty.py)."""
-        if (self.certified and not self.samples
-                and hasattr(self.model.crf, "decode_with_marginals")):
+        if self._certified_gene():
             from . import posterior_seams  # seams checked and proven (docs/decoding.md)
             labels, post, sig, windows = posterior_seams.annotate_long(self, em, hid)
             return labels, post, sig, self._run_posteriors(em, hid, labels, windows), None
@@ -284,12 +283,16 @@ class Annotator:
                 runp[a + ws:z + ws] = v
         return runp
 
+    def _certified_gene(self) -> bool:
+        """Whether long sequences go to the gene model's certified decode."""
+        return (self.certified and not self.samples
+                and hasattr(self.model.crf, "decode_with_marginals"))
+
     def _whole_steps(self) -> int:
         """The longest sequence run_long decodes as one: max_steps, but the certified
-        gene decode's window on a CUDA device (posterior_seams.long_window), where windows side
-        by side run faster than one chain."""
-        if (self.certified and not self.samples
-                and hasattr(self.model.crf, "decode_with_marginals")):
+        gene decode's window on a CUDA device (posterior_seams.long_window), where
+        windows side by side run faster than one chain."""
+        if self._certified_gene():
             from . import posterior_seams
             return posterior_seams.long_window(self)
         return self.max_steps

@@ -74,9 +74,9 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     wins = posterior_windows(S, W, overlap, period=3)
     agree = max(1, overlap // 8) if agree is None else agree
 
-    def whole(before=None):
+    def whole(report=True):  # (report: progress, where no window reported it yet)
         return _whole(head, terms, stats, windows_out, backend,
-                      progress if before is None else None)
+                      progress if report else None)
 
     if len(wins) == 1:
         return whole()
@@ -117,7 +117,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     while True:
         todo = [i for i in range(len(ext)) if tuple(ext[i]) not in cache]
         _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, per_call, backend,
-                     progress if first else None, S)
+                     progress if first else None)
         res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
         if first:
@@ -126,7 +126,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             first = False
             if long_windows and any(not res[b][1] <= far for b in bad):
                 stats.post_whole += len(bad)
-                return whole(before=True)
+                return whole(report=False)
         if not bad:
             break
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
@@ -137,7 +137,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                 ext[b] = [ext[b][0], ext[b + 1][1]]
                 del ext[b + 1], rng[b], at[b], seam_ov[b], widened[b]
         if len(ext) == 1:
-            return whole(before=True)
+            return whole(report=False)
     stats.post_widened += sum(1 for w in widened if w) if len(ext) > 1 else 0
     cuts = [cut for cut, _ in res]
     stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
@@ -155,7 +155,7 @@ def _whole(head, terms, stats, windows_out, backend, progress):
     if windows_out is not None:
         windows_out[:] = [(0, S, 0, S)]
     cache: dict = {}
-    _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress, S)
+    _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress)
     return _stitch_final(cache, [(0, S, 0, S)], S)
 
 
@@ -188,7 +188,7 @@ def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
     return None, float(np.lib.stride_tricks.sliding_window_view(d, n).max(-1).min())
 
 
-def _compute_ext(head, terms, exts, cache, per_call, backend, progress, S):
+def _compute_ext(head, terms, exts, cache, per_call, backend, progress):
     """Posteriors, allowed and proj_start of the windows with extents `exts`, per_call
     windows a semi-CRF call (the longest first, so each call pads little), into
     cache[extent] on the host."""
@@ -263,7 +263,7 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
     right -= right % 3
     ext = [(left, min(S, m + half)), (right, min(S, m + probe))]
     cache: dict = {}
-    _compute_ext(head, terms, ext, cache, 2, backend, None, S)
+    _compute_ext(head, terms, ext, cache, 2, backend, None)
     return _seam_cut(right, min(S, m + half), cache[ext[0]][0], ext[0], cache[ext[1]][0],
                      ext[1], tol, agree)
 
@@ -291,7 +291,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         return None if progress is None else report
 
     whole_before = stats.post_seqs_whole
-    codes = head.codes(em[None], None)[0]
+    codes = head._stop_codes(em[None], None)
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
                                     windows_out=windows_out)
@@ -306,9 +306,9 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                                    head.decode_dmask, allowed=ok, proj_start=ps,
                                    window=W, overlap=overlap, stats=stats,
                                    progress=part(0.8, 1.0))
-        if getattr(head, "split_stops", False):  # as _decode_posteriors does
+        if codes is not None:  # as _decode_posteriors does
             from ..genemodel.splitstops import exclude_split_stops
-            lab = exclude_split_stops(head, lab, g, ok, ps, codes.cpu().numpy(), backend,
+            lab = exclude_split_stops(head, lab, g, ok, ps, codes[0].cpu().numpy(), backend,
                                       head.split_stop_counts)
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
@@ -319,12 +319,11 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
 
 def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.ndarray:
     """FrameHead._decode_posteriors of one whole sequence's posteriors g (S, C) on
-    `device` (with its bases `codes` (S,): split stops taken out): internal labels (S,)
-    int64."""
+    `device` (with its bases `codes` (1, S): split stops taken out): internal labels
+    (S,) int64."""
     t = {"lengths": torch.tensor([g.shape[0]], device=device),
          "allowed": ok[None].to(device), "proj_start": ps[None].to(device)}
-    seg = head._decode_posteriors(t, g[None].to(device), backend,
-                                  None if codes is None else codes[None])
+    seg = head._decode_posteriors(t, g[None].to(device), backend, codes)
     return seg.labels[0].cpu().numpy().astype(np.int64)
 
 

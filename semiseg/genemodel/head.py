@@ -256,6 +256,11 @@ class FrameHead(nn.Module):
             codes = codes.masked_fill(past, 4)
         return codes
 
+    def _stop_codes(self, emissions: Tensor, lengths: Tensor | None) -> Tensor | None:
+        """The bases, where the decode takes split stop codons out (split_stops), else
+        None (nothing to compute)."""
+        return self.codes(emissions, lengths) if self.split_stops else None
+
     def _end(self, k: Tensor) -> Tensor | None:
         """The last segment's score per internal label: the learned one, and no run
         tail (FrameLayout.end_mask)."""
@@ -323,7 +328,7 @@ class FrameHead(nn.Module):
         """
         t = self._terms(emissions.detach(), lengths)
         return self._collapsed(self._decode_posteriors(
-            t, self._posteriors(t, backend), backend, self.codes(emissions, lengths)))
+            t, self._posteriors(t, backend), backend, self._stop_codes(emissions, lengths)))
 
     def decode_with_marginals(self, emissions, lengths=None, hidden=None, *,
                               backend="auto"):
@@ -331,8 +336,8 @@ class FrameHead(nn.Module):
         marginals, boundary marginals), what annotation needs, at half the cost."""
         t = self._terms(emissions.detach(), lengths)
         g = self._posteriors(t, backend)
-        return (self._collapsed(self._decode_posteriors(t, g, backend,
-                                                        self.codes(emissions, lengths))),
+        return (self._collapsed(self._decode_posteriors(
+                    t, g, backend, self._stop_codes(emissions, lengths))),
                 *self._marginals_from(g, lengths))
 
     def _collapsed(self, seg: Segmentation) -> Segmentation:
@@ -359,14 +364,14 @@ class FrameHead(nn.Module):
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str,
                            codes: Tensor | None = None) -> Segmentation:
-        """The posterior decode's segmentation over the internal labels; with the
-        sequences' bases `codes` (B, T) and self.split_stops, its stop codons split by
-        an intron taken out (genemodel/splitstops.py)."""
+        """The posterior decode's segmentation over the internal labels; given the
+        sequences' bases `codes` (B, T) (_stop_codes), its stop codons split by an
+        intron taken out (genemodel/splitstops.py)."""
         with torch.no_grad():
             seg = viterbi(self.decode_posteriors(post), self.decode_tmask,
                           self.decode_dmask, t["lengths"],
                           allowed=t["allowed"], proj_start=t["proj_start"], backend=backend)
-            if codes is None or not self.split_stops:
+            if codes is None:
                 return seg
             return self._without_split_stops(seg, t, post, codes, backend)
 
@@ -395,7 +400,7 @@ class FrameHead(nn.Module):
         """`decode`'s segmentation over the internal labels (a Segmentation)."""
         t = self._terms(emissions.detach(), lengths)
         return self._decode_posteriors(t, self._posteriors(t, backend), backend,
-                                       self.codes(emissions, lengths))
+                                       self._stop_codes(emissions, lengths))
 
     def marginals(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """Scheme-label marginals (B, T, C) and gene-structure boundary marginals (B, T).

@@ -48,41 +48,36 @@ def split_stops(layout, lab: np.ndarray, codes: np.ndarray) -> list[tuple[int, i
 
     A gene is a run of one strand's coding and intronic labels. Its coding bases, in
     genome order, each sit at codon offset (position - frame) mod 3 (the frame labels
-    carry the phase across introns); a codon is three consecutive coding bases with
-    offsets 0, 1, 2, read in the transcript's sense (reverse complement on the minus
-    strand)."""
+    carry the phase across introns); a codon is three consecutive coding bases of one
+    gene with offsets 0, 1, 2, read in the transcript's sense (reverse complement on
+    the minus strand). Array operations throughout: it runs over whole chromosomes."""
     coding, intronic, _ = _kinds(layout)
-    frame = np.asarray(layout.frame)
-    strand = np.asarray(layout.strand)
-    S = len(lab)
+    lab = np.asarray(lab)
+    c = np.maximum(lab, 0)
+    strand = np.array([{"+": 1, "-": 2}.get(x, 0) for x in layout.strand])[c]
+    genic = (lab >= 0) & (coding[c] | intronic[c])
+    key = np.where(genic, strand, 0)  # runs of one nonzero key are genes
+    begin = genic & np.concatenate([[True], key[1:] != key[:-1]])
+    gene = np.cumsum(begin) - 1  # gene index per position (where genic)
+    starts = np.flatnonzero(begin)
+    bounds = np.append(np.flatnonzero(key[1:] != key[:-1]) + 1, len(lab))
+    ends = bounds[np.searchsorted(bounds, starts, side="right")]
+    pos = np.flatnonzero((lab >= 0) & coding[c])
+    if len(pos) < 3:
+        return []
+    off = (pos - np.asarray(layout.frame)[lab[pos]]) % 3
+    g = gene[pos]
+    i = np.flatnonzero((off[:-2] == 0) & (off[1:-1] == 1) & (off[2:] == 2)
+                       & (g[:-2] == g[2:]) & (pos[2:] - pos[:-2] != 2))
     out = []
-    t = 0
-    while t < S:
-        c = lab[t]
-        if c < 0 or not (coding[c] or intronic[c]):
-            t += 1
-            continue
-        s = strand[c]
-        e = t
-        while e < S and lab[e] >= 0 and (coding[lab[e]] or intronic[lab[e]]) \
-                and strand[lab[e]] == s:
-            e += 1
-        pos = np.array([p for p in range(t, e) if coding[lab[p]]], dtype=np.int64)
-        if len(pos) >= 3:
-            off = (pos - frame[lab[pos]]) % 3
-            for i in range(len(pos) - 2):
-                if off[i] != 0 or off[i + 1] != 1 or off[i + 2] != 2:
-                    continue
-                p = pos[i:i + 3]
-                if p[2] - p[0] == 2:
-                    continue  # whole in an exon: the grammar read it already
-                codon = "".join(BASES[k] if k < 4 else "N" for k in codes[p])
-                if s == "-":
-                    codon = "".join(COMPLEMENT[b] for b in reversed(codon))
-                if codon in STOPS:
-                    j = 0 if p[1] - p[0] > 1 else 1  # the intron after codon base j
-                    out.append((t, e, int(p[j] + 1), int(p[j + 1] - 1)))
-        t = e
+    for k in i:  # codons across an intron: few
+        p = pos[k:k + 3]
+        codon = "".join(BASES[b] if b < 4 else "N" for b in codes[p])
+        if strand[p[0]] == 2:
+            codon = "".join(COMPLEMENT[b] for b in reversed(codon))
+        if codon in STOPS:
+            j = 0 if p[1] - p[0] > 1 else 1  # the intron after codon base j
+            out.append((int(starts[g[k]]), int(ends[g[k]]), int(p[j] + 1), int(p[j + 1] - 1)))
     return out
 
 
@@ -112,16 +107,14 @@ def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torc
                         proj_start: torch.Tensor, codes: np.ndarray, backend: str = "auto",
                         stats: dict | None = None) -> np.ndarray:
     """`lab` (S,) internal labels of one sequence's posterior decode with its split stop
-    codons taken out (module docstring). post, allowed, proj_start: (S, C) as the
-    decode read them; codes (S,) the bases. Returns new labels (the same array object
-    when nothing changed); `stats` counts 'found' and 'left'."""
+    codons taken out (module docstring): a new array. post, allowed, proj_start: (S, C)
+    as the decode read them; codes (S,) the bases; `stats` counts 'found' and 'left'.
+    Each locus reads its own slice of `allowed` with the splice bases barred so far."""
     layout = head.layout
     _, _, outside = _kinds(layout)
     lab = np.asarray(lab).copy()
-    ok = allowed.clone()
-    dev = post.device
-    start_out = torch.where(torch.as_tensor(outside[:ok.shape[-1]], device=dev), 0.0,
-                            -torch.inf)
+    start_out = torch.where(torch.as_tensor(outside, device=post.device), 0.0, -torch.inf)
+    barred: list[tuple[int, int]] = []  # (position, label) no longer allowed
     found = 0
     for _ in range(MAX_ROUNDS):
         stops = split_stops(layout, lab, codes)
@@ -131,15 +124,17 @@ def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torc
         gs, ge, left, right = stops[0]
         a, b = _locus(lab, outside, gs, ge)
         best = None
-        for bar in (left, right):
-            trial = ok.clone()
-            trial[bar, lab[bar]] = False
-            seg = _decode_locus(head, post, trial, proj_start, a, b, start_out, backend)
+        for bar in ((left, int(lab[left])), (right, int(lab[right]))):
+            ok = allowed[a:b].clone()
+            for p, c in (*barred, bar):
+                if a <= p < b:
+                    ok[p - a, c] = False
+            seg = _decode_locus(head, post, ok, proj_start, a, b, start_out, backend)
             if seg is not None and (best is None or seg[0] > best[0]):
                 best = (seg[0], seg[1], bar)
         if best is None:
             break
-        ok[best[2], lab[best[2]]] = False
+        barred.append(best[2])
         lab[a:b] = best[1]
     if stats is not None:
         stats["found"] = stats.get("found", 0) + found
@@ -148,9 +143,9 @@ def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torc
 
 
 def _decode_locus(head, post, allowed, proj_start, a, b, start_out, backend):
-    """(score, labels (b - a,)) of the posterior decode of [a, b), entered from and
-    left to outside-gene labels where it is not the sequence's own start or end, or
-    None when no structure is allowed."""
+    """(score, labels (b - a,)) of the posterior decode of [a, b) (`allowed`: the
+    locus's own), entered from and left to outside-gene labels where it is not the
+    sequence's own start or end, or None when no structure is allowed."""
     from ..crf import viterbi
 
     S = post.shape[0]
@@ -159,7 +154,7 @@ def _decode_locus(head, post, allowed, proj_start, a, b, start_out, backend):
     en = None if b == S else start_out
     seg = viterbi(g, head.decode_tmask, head.decode_dmask,
                   torch.tensor([b - a], device=post.device), start=st, end=en,
-                  allowed=allowed[a:b][None], proj_start=proj_start[a:b][None],
+                  allowed=allowed[None], proj_start=proj_start[a:b][None],
                   backend=backend)
     score = float(seg.score[0])
     if not np.isfinite(score):
