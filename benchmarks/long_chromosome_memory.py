@@ -12,7 +12,7 @@ memory per base and its parts can be read off two or more sizes.
 Stages (each wrapped in place; peak memory since the start of the chromosome's run):
 emissions (the encoder, Annotator.emissions), terms (posterior_seams._whole_terms),
 posteriors (posterior_seams.stitched_posteriors, windows and seams), max-sum (the
-posterior decode's Viterbi: posterior_seams._device_viterbi, or the certified windows),
+posterior decode's Viterbi: posterior_seams._device_viterbi, or the certified windows side by side),
 and the whole run (annotate, outputs written). A stage that runs out of memory ends the
 size's row with its error. Prints a Markdown table with the date, device and commit.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,9 @@ STAGES = ("emissions", "terms", "posteriors", "max-sum")
 def _wrap(obj, name: str, stage: str, log: dict):
     """Replace obj.name by a wrapper that records the stage's wall time (summed) and the
     device's peak memory when it returns; returns a function that restores it."""
-    orig = getattr(obj, name)
+    orig = getattr(obj, name, None)
+    if orig is None:  # another version of the code: not there
+        return lambda: None
 
     def wrapper(*a, **k):
         t = time.perf_counter()
@@ -59,6 +62,9 @@ def main() -> None:
     ap.add_argument("--model", default="fly")
     ap.add_argument("--source", default=os.path.join(ROOT, "data", "fly", "chr2R_2M_6M.fa"))
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--keep", default=None,
+                    help="keep each size's BED and GFF3 as KEEP/SIZE.bed, .gff3 (to compare "
+                         "two versions' outputs)")
     args = ap.parse_args()
 
     from annotate_throughput import source_bases, synth_genome
@@ -84,7 +90,8 @@ def main() -> None:
                 _wrap(ps, "_whole_terms", "terms", log),
                 _wrap(ps, "stitched_posteriors", "posteriors", log),
                 _wrap(ps, "_device_viterbi", "max-sum", log),
-                _wrap(ps, "certified_viterbi", "max-sum", log)]
+                _wrap(ps, "certified_viterbi", "max-sum", log),
+                _wrap(ps, "parallel_certified_viterbi", "max-sum", log)]
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
@@ -101,6 +108,12 @@ def main() -> None:
                 else float("nan"))
         rows.append((size, log, wall, peak, err))
         os.remove(fasta)
+        if args.keep and not err:
+            os.makedirs(args.keep, exist_ok=True)
+            for ext in ("bed", "gff3"):
+                shutil.copy(os.path.join(work, f"out{size}.{ext}"),
+                            os.path.join(args.keep, f"{size}.{ext}"))
+        shutil.rmtree(os.path.join(work, f"out{size}"), ignore_errors=True)
         print(f"{size:,} bp: {wall:.1f} s, peak {peak:.2f} GB {err}", flush=True)
     commit = os.environ.get("COMMIT") or subprocess.run(
         ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

@@ -174,11 +174,12 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
         runs[name] = proc.stderr
     assert "decoded as one sequence" in runs["whole"]
     assert "decoded in certified windows" in runs["windows"]
-    m = re.search(r"seams: (\d+) certified at the first width, (\d+) widened, (\d+) decoded "
+    m = re.search(r"seams: (?:(\d+) certified side by side, )?(\d+) certified at the first "
+                  r"width, (\d+) widened, (\d+) decoded "
                   r"whole; posterior seams: (\d+) agree .* at the first width, (\d+) widened, "
                   r"(\d+) decoded whole", runs["windows"])
     assert m, runs["windows"]
-    viterbi_seams, post_seams = m.groups()[:3], m.groups()[3:]
+    viterbi_seams, post_seams = [v or 0 for v in m.groups()[:4]], m.groups()[4:]
     assert sum(map(int, post_seams)) >= 5  # 80,000 steps in windows of 12,000
     # the posterior decode's Viterbi runs in certified windows unless the posteriors
     # were computed whole (then it is whole too: posterior_seams.gene_decode)
@@ -227,7 +228,7 @@ def test_gene_decode_equals_whole_posterior_decode():
     np.testing.assert_array_equal(lab, want)
     assert float((p2 - post[0]).abs().max()) < 1e-5
     assert float((b2 - bnd[0]).abs().max()) < 1e-5
-    assert st.first + st.widened + st.whole >= 3  # 15,000 steps in windows of 4,000
+    assert st.side + st.first + st.widened + st.whole >= 3  # 15,000 steps, windows of 4,000
     assert st.post_first + st.post_widened + st.post_whole == 4  # 5 posterior windows
 
 

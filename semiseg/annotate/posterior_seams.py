@@ -18,7 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .seams import POSTERIOR_TOL, SeamStats, certified_viterbi
+from .long_terms import chunked_terms
+from .maxsum_windows import parallel_certified_viterbi
+from .seams import POSTERIOR_TOL, SeamStats
 
 # A seam whose two windows differ by more than this at the first width is a dependence
 # reaching far past the overlap, not rounding: the sequence's posteriors are computed
@@ -32,6 +34,16 @@ POSTERIOR_FAR = 0.05
 # at most GPU_WINDOW steps, GPU_STEPS steps of windows a call (long_window)
 GPU_WINDOW = 65_536
 GPU_STEPS = 2_621_440
+# The longest sequence whose whole-sequence max-sum runs on a CUDA device (its
+# backpointers and scores take ~1.4 KB a step there: 4 Mb of fly peaked at 10 GB in
+# all); a longer one's max-sum runs in windows side by side on the host's cores
+# (maxsum_windows.py), so device memory does not grow with a chromosome
+DEVICE_MAXSUM = 4_194_304
+# A long sequence's head terms are computed this many steps at a time (long_terms.py),
+# each chunk reading TERMS_CONTEXT steps (or more, to the ORFs' ends) on either side;
+# computed whole they peaked at ~1.9 KB a step (22 GB for 12 Mb of fly on a GPU)
+TERMS_CHUNK = 2_097_152
+TERMS_CONTEXT = 32_768
 
 
 def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
@@ -226,28 +238,33 @@ def _whole_terms(head, em: torch.Tensor) -> dict:
     terms are slices of them: a term reads sequence around its position (the ORF-length
     score reads the whole ORF, codon masks the next bases), so terms computed from a
     window's own bases alone differ near its edges from the whole sequence's, beyond
-    what the seam checks compare (a yeast window's last 49 steps: 0.21)."""
+    what the seam checks compare (a yeast window's last 49 steps: 0.21). A sequence
+    longer than TERMS_CHUNK has them computed in chunks, each with context reaching the
+    ends of its ORFs (long_terms.py), into host memory."""
     with torch.no_grad():
+        if em.shape[0] > TERMS_CHUNK:
+            return chunked_terms(head, em, TERMS_CHUNK, TERMS_CONTEXT)
         return head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
 
 
 def _window_terms(full: dict, spans) -> dict:
     """The terms of windows [(ws, we)] of the whole sequence's terms `full`: the
     per-position ones sliced and padded to the longest window (past a window's length
-    the kernels read nothing), the others shared."""
+    the kernels read nothing), the others shared; on the device of the shared ones (a
+    long sequence's per-position terms are in host memory: _whole_terms)."""
     S = full["scores"].shape[1]
-    if list(spans) == [(0, S)]:
+    dev = full["transition"].device
+    if list(spans) == [(0, S)] and full["scores"].device == dev:
         return full
     n = max(we - ws for ws, we in spans)
     t = dict(full)
     for key in ("scores", "allowed", "proj_start"):
         x = full[key]
-        out = x.new_zeros(len(spans), n, x.shape[-1])
+        out = torch.zeros(len(spans), n, x.shape[-1], dtype=x.dtype, device=dev)
         for j, (ws, we) in enumerate(spans):
-            out[j, :we - ws] = x[0, ws:we]
+            out[j, :we - ws] = x[0, ws:we].to(dev, non_blocking=True)
         t[key] = out
-    t["lengths"] = torch.tensor([we - ws for ws, we in spans],
-                                device=full["scores"].device)
+    t["lengths"] = torch.tensor([we - ws for ws, we in spans], device=dev)
     return t
 
 
@@ -295,26 +312,46 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
                                     windows_out=windows_out)
-    if stats.post_seqs_whole > whole_before or em.device.type == "cuda":
+    on_device = stats.post_seqs_whole > whole_before or em.device.type == "cuda"
+    if on_device and S <= DEVICE_MAXSUM:
         # the posteriors were computed as one window, so the device held the whole
         # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
         # Viterbi runs whole there too, as the whole decode's does (exact either way;
         # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
         lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
-        lab, _ = certified_viterbi(head.decode_posteriors(g), head.decode_tmask,
-                                   head.decode_dmask, allowed=ok, proj_start=ps,
-                                   window=W, overlap=overlap, stats=stats,
-                                   progress=part(0.8, 1.0))
+        lab, _ = parallel_certified_viterbi(
+            head.decode_posteriors(g), head.decode_tmask, head.decode_dmask, allowed=ok,
+            proj_start=ps, window=W, overlap=overlap, stats=stats,
+            progress=part(0.8, 1.0))
         if codes is not None:  # as _decode_posteriors does
             from ..genemodel.splitstops import exclude_split_stops
             lab = exclude_split_stops(head, lab, g, ok, ps, codes[0].cpu().numpy(), backend,
                                       head.split_stop_counts)
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
-    post, bnd = head._marginals_from(g[None].to(em.device),
-                                     torch.tensor([S], device=em.device))
-    return out.numpy(), post[0], bnd[0]
+    post, bnd = _marginals(head, g, em.device)
+    return out.numpy(), post, bnd
+
+
+def _marginals(head, g: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """head._marginals_from of one sequence's posteriors g (S, C): scheme-label and
+    boundary marginals (S, labels), (S,), computed on `device`; a sequence longer than
+    TERMS_CHUNK in chunks (starting on the frame period, each reading the step before
+    it for the boundary term), into host memory."""
+    S = g.shape[0]
+    if S <= TERMS_CHUNK:
+        post, bnd = head._marginals_from(g[None].to(device), torch.tensor([S], device=device))
+        return post[0], bnd[0]
+    step = TERMS_CHUNK - TERMS_CHUNK % 3
+    posts, bnds = [], []
+    for a in range(0, S, step):
+        lo, b = max(0, a - 3), min(S, a + step)
+        post, bnd = head._marginals_from(g[None, lo:b].to(device),
+                                         torch.tensor([b - lo], device=device))
+        posts.append(post[0, a - lo:].cpu())
+        bnds.append(bnd[0, a - lo:].cpu())
+    return torch.cat(posts), torch.cat(bnds)
 
 
 def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.ndarray:

@@ -62,6 +62,7 @@ POSTERIOR_TOL = 1e-5  # the agreement asked of two windows' posteriors at a seam
 class SeamStats:
     """Counts over the seams decoded (summed over sequences)."""
 
+    side: int = 0  # certified from a window decoded side by side (maxsum_windows.py)
     first: int = 0  # certified at the first width
     widened: int = 0  # certified after the overlap was doubled (once or more)
     whole: int = 0  # not certified before the window reached the sequence end
@@ -79,7 +80,8 @@ class SeamStats:
     post_seqs_whole: int = 0  # sequences whose posteriors were computed as one window
 
     def line(self) -> str:
-        return (f"seams: {self.first} certified at the first width, {self.widened} "
+        side = f"{self.side} certified side by side, " if self.side else ""
+        return (f"seams: {side}{self.first} certified at the first width, {self.widened} "
                 f"widened, {self.whole} decoded whole")
 
     def posterior_line(self, tol: float = POSTERIOR_TOL) -> str:
@@ -93,7 +95,7 @@ class SeamStats:
                 f"(largest difference {self.post_max_diff:.2g}{at_first}{probed})")
 
     def add(self, other: SeamStats) -> None:
-        for k in ("first", "widened", "whole", "post_first", "post_widened", "post_whole",
+        for k in ("side", "first", "widened", "whole", "post_first", "post_widened", "post_whole",
                   "post_seqs_whole"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.post_max_diff = max(self.post_max_diff, other.post_max_diff)
@@ -105,7 +107,7 @@ class SeamStats:
 # ----------------------------------------------------------------- max-sum kernels
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _forward(f, tr, db, ps, pe, allowed, start, entry):
     """Max-sum over the segments of positions [0, n) of a window (float64).
 
@@ -167,7 +169,7 @@ def _forward(f, tr, db, ps, pe, allowed, start, entry):
     return alpha, bp_d, bp_c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _coalesce(alpha, bp_d, bp_c, lo):
     """The latest boundary state (t0, c0), 0 < t0 < lo, that the tracebacks from every
     finite state (s, c') with lo <= s < n all pass; (0, -1) when they meet only at the
@@ -213,6 +215,76 @@ def _traceback(bp_d, bp_c, t, c, out):
         c, t = int(bp_c[t, c]), t - d
 
 
+class WindowInputs:
+    """One sequence's max-sum inputs on the host (certified_viterbi's arguments), each
+    window's slice made float64 (and `allowed` bool) when asked for."""
+
+    def __init__(self, scores, transition, duration_bias, allowed=None, proj_start=None,
+                 proj_end=None, start=None, end=None):
+        # per-position inputs stay in their dtype; each window's slice becomes float64
+        self.f = _host(scores)
+        self.T, self.C = self.f.shape
+        tr = _np(transition)
+        self.tr = tr[None] if tr.ndim == 2 else tr
+        self.db = _np(duration_bias)
+        self.K = self.db.shape[0]
+        self.ps = None if proj_start is None else _host(proj_start)
+        self.pe = None if proj_end is None else _host(proj_end)
+        self.ok = None if allowed is None else _host(allowed)
+        self.st = np.zeros(self.C) if start is None else _np(start)
+        self.en = np.zeros(self.C) if end is None else _np(end)
+
+    def _part(self, x, a, b, fill):
+        if x is None:
+            return np.full((b - a, self.C), fill)
+        return np.ascontiguousarray(x[a:b], dtype=bool if fill is True else np.float64)
+
+    def forward(self, a: int, b: int, entry: int, start=None):
+        """_forward over [a, b) from `entry` (-1: segments may open at a with `start`,
+        default the sequence's)."""
+        return _forward(self._part(self.f, a, b, 0.0), self.tr, self.db,
+                        self._part(self.ps, a, b, 0.0), self._part(self.pe, a, b, 0.0),
+                        self._part(self.ok, a, b, True),
+                        self.st if start is None else start, entry)
+
+
+def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.ndarray,
+                 window: int, overlap: int, stats: SeamStats):
+    """From a certified entry (p, entry) with the path's score so far: the next
+    certified boundary state, its labels written into labels[p:]: (p', entry', score');
+    p' = T at the sequence end, score' = -inf where no segmentation is allowed (module
+    docstring: windows of `window` steps, widened until they certify)."""
+    T, K = x.T, x.K
+    k = 0
+    while True:
+        ov = overlap << k
+        we = min(T, p + window + ov - overlap)
+        alpha, bp_d, bp_c = x.forward(p, we, entry)
+        n = we - p
+        if we == T:  # the sequence end: the last state is the whole decode's
+            v = alpha[n] + x.en
+            c = int(np.argmax(v))
+            if not np.isfinite(v[c]):
+                return T, -1, float("-inf")
+            _traceback(bp_d, bp_c, n, c, labels[p:])
+            if k > 0:  # a seam that never certified: decoded to the end as one
+                stats.whole += 1
+            return T, -1, (float(v[c]) if p == 0 else score + float(v[c]))
+        t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
+        if k == 0:  # how far back the tracebacks met (None: only at the entry)
+            stats.depths.append(n - t0 if t0 > 0 else None)
+        if t0 > 0 and t0 >= n - max(ov, n // 2):
+            _traceback(bp_d, bp_c, t0, c0, labels[p:])
+            if k == 0:
+                stats.first += 1
+            else:
+                stats.widened += 1
+            stats.widths.append(n)
+            stats.points.append((p + t0, c0))
+            return p + t0, c0, (score if p > 0 else 0.0) + float(alpha[t0, c0])
+        k += 1
+
+
 def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_start=None,
                       proj_end=None, start=None, end=None, window: int, overlap: int,
                       stats: SeamStats | None = None,
@@ -224,65 +296,20 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
     scores (T, C), transition (C, C) static or (Q, C, C) periodic (Q < K), duration_bias
     (K, C), allowed / proj_start / proj_end (T, C), start / end (C,). A sequence with no
     allowed segmentation gives labels -1 and score -inf."""
-    # per-position inputs stay in their dtype; each window's slice becomes float64
-    f = _host(scores)
-    T, C = f.shape
-    tr = _np(transition)
-    tr = tr[None] if tr.ndim == 2 else tr
-    db = _np(duration_bias)
-    K = db.shape[0]
-    ps = None if proj_start is None else _host(proj_start)
-    pe = None if proj_end is None else _host(proj_end)
-    ok = None if allowed is None else _host(allowed)
-
-    def part(x, sl, fill):
-        if x is None:
-            return np.full((sl.stop - sl.start, C), fill)
-        return np.ascontiguousarray(x[sl], dtype=bool if fill is True else np.float64)
-    st = np.zeros(C) if start is None else _np(start)
-    en = np.zeros(C) if end is None else _np(end)
     if window < 1 or overlap < 1:
         raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+    x = WindowInputs(scores, transition, duration_bias, allowed, proj_start, proj_end,
+                     start, end)
     stats = stats if stats is not None else SeamStats()
+    T = x.T
     labels = np.full(T, -1, np.int64)
     p, entry, score = 0, -1, 0.0
     while p < T:
-        k = 0
-        while True:
-            ov = overlap << k
-            we = min(T, p + window + ov - overlap)
-            sl = slice(p, we)
-            alpha, bp_d, bp_c = _forward(part(f, sl, 0.0), tr, db, part(ps, sl, 0.0),
-                                         part(pe, sl, 0.0), part(ok, sl, True), st, entry)
-            n = we - p
-            if we == T:  # the sequence end: the last state is the whole decode's
-                v = alpha[n] + en
-                c = int(np.argmax(v))
-                if not np.isfinite(v[c]):
-                    return np.full(T, -1, np.int64), float("-inf")
-                _traceback(bp_d, bp_c, n, c, labels[p:])
-                score = float(v[c]) if p == 0 else score + float(v[c])
-                if k > 0:  # a seam that never certified: decoded to the end as one
-                    stats.whole += 1
-                p = T
-                break
-            t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
-            if k == 0:  # how far back the tracebacks met (None: only at the entry)
-                stats.depths.append(n - t0 if t0 > 0 else None)
-            if t0 > 0 and t0 >= n - max(ov, n // 2):
-                _traceback(bp_d, bp_c, t0, c0, labels[p:])
-                score = (score if p > 0 else 0.0) + float(alpha[t0, c0])
-                if k == 0:
-                    stats.first += 1
-                else:
-                    stats.widened += 1
-                stats.widths.append(n)
-                stats.points.append((p + t0, c0))
-                p, entry = p + t0, c0
-                if progress is not None:
-                    progress(p / T)
-                break
-            k += 1
+        p, entry, score = certify_step(x, p, entry, score, labels, window, overlap, stats)
+        if score == float("-inf"):
+            return np.full(T, -1, np.int64), score
+        if progress is not None and p < T:
+            progress(p / T)
     return labels, score
 
 

@@ -1,0 +1,90 @@
+"""A long sequence's gene-model head terms, computed in chunks, equal to the whole
+sequence's (issue 42: memory that does not grow with a chromosome).
+
+FrameHead._terms over a whole sequence holds several (S, labels) tensors at once (~1.9
+KB a step for the fly model: 22 GB for 12 Mb on a GPU). Most terms read a few bases
+around their position (codon and splice-site masks, the site matrices up to the branch
+point's 80 bases, the content chain's 5); the ORF-length and upstream-start scores read
+the whole open reading frame, out to the in-frame stop codons on either side. So a chunk
+[a, b) is computed from [lo, hi) reaching `context` steps (at least) beyond it and on
+until, in each of the three frames, a stop codon of each strand lies inside the context
+on both sides (or the context reaches the sequence's end): every ORF a position of the
+chunk reads then ends inside [lo, hi), and every local term has its bases. lo is kept a
+multiple of 3 (the terms' frame is the position mod 3 from the sequence's start). The
+per-position terms (scores, allowed, proj_start) go into host memory; the others are
+the same for every chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..genome.codes import STOP_IDS
+
+PER_POSITION = ("scores", "allowed", "proj_start")
+
+
+def stop_positions(codes: np.ndarray) -> list[np.ndarray]:
+    """Sorted first bases of every stop codon read left to right, one array per (strand,
+    frame): plus-strand stops (TAA, TAG, TGA) and minus-strand ones (their reverse
+    complements, TTA, CTA, TCA), frames by position mod 3."""
+    c = codes.astype(np.int64)
+    if len(c) < 3:
+        return [np.empty(0, np.int64)] * 6
+    a, b, d = c[:-2], c[1:-1], c[2:]
+    trip = np.where((a < 4) & (b < 4) & (d < 4), a * 16 + b * 4 + d, -1)
+    pos = np.arange(len(trip))
+    out = []
+    for strand in "+-":
+        hit = np.isin(trip, np.asarray(STOP_IDS[strand]))
+        out += [pos[hit & (pos % 3 == f)] for f in range(3)]
+    return out
+
+
+def _has_stop(stops: list[np.ndarray], lo: int, hi: int) -> bool:
+    """Whether every (strand, frame) has a stop codon starting in [lo, hi] (inclusive)."""
+    return all(np.searchsorted(s, lo) < np.searchsorted(s, hi, side="right")
+               for s in stops)
+
+
+def chunk_context(stops: list[np.ndarray], a: int, b: int, S: int,
+                  context: int) -> tuple[int, int]:
+    """[lo, hi) to compute the chunk [a, b) of a sequence of S steps from (module
+    docstring): at least `context` steps either side, doubled until stop codons close
+    every ORF on both sides or the sequence's ends are reached; lo a multiple of 3."""
+    ctx = max(context, 128)
+    while True:
+        lo = max(0, a - ctx)
+        lo -= lo % 3
+        hi = min(S, b + ctx)
+        left = lo == 0 or _has_stop(stops, lo, a - 3)
+        right = hi == S or _has_stop(stops, b, hi - 3)
+        if left and right:
+            return lo, hi
+        ctx *= 2
+
+
+def chunked_terms(head, em: torch.Tensor, chunk: int, context: int) -> dict:
+    """head._terms of the whole sequence em (S, channels), chunk steps at a time: the
+    per-position terms (1, S, labels) in host memory, the rest as one chunk's."""
+    S = em.shape[0]
+    dev = em.device
+    with torch.no_grad():
+        codes = head.codes(em[None], None)[0].cpu().numpy()
+        stops = stop_positions(codes)
+        out = None
+        for a in range(0, S, chunk):
+            b = min(S, a + chunk)
+            lo, hi = chunk_context(stops, a, b, S, context)
+            t = head._terms(em[None, lo:hi], torch.tensor([hi - lo], device=dev))
+            if out is None:
+                out = {k: v for k, v in t.items() if k not in PER_POSITION}
+                out["lengths"] = torch.tensor([S], device=dev)
+                for k in PER_POSITION:
+                    out[k] = torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
+                                         pin_memory=dev.type == "cuda")
+            for k in PER_POSITION:
+                out[k][0, a:b] = t[k][0, a - lo:b - lo].cpu()
+            del t
+    return out
