@@ -65,11 +65,14 @@ def chunk_context(stops: list[np.ndarray], a: int, b: int, S: int,
         ctx *= 2
 
 
-def chunked_terms(head, em: torch.Tensor, chunk: int, context: int) -> dict:
+def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
+                  keep_on_device: bool = False) -> dict:
     """head._terms of the whole sequence em (S, channels), chunk steps at a time: the
-    per-position terms (1, S, labels) in host memory, the rest as one chunk's."""
+    per-position terms (1, S, labels) in host memory (on em's device with
+    keep_on_device), the rest as one chunk's."""
     S = em.shape[0]
     dev = em.device
+    home = dev if keep_on_device else torch.device("cpu")
     with torch.no_grad():
         codes = head.codes(em[None], None)[0].cpu().numpy()
         stops = stop_positions(codes)
@@ -83,8 +86,8 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int) -> dict:
                 out["lengths"] = torch.tensor([S], device=dev)
                 for k in PER_POSITION:
                     out[k] = torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
-                                         pin_memory=dev.type == "cuda")
+                                         device=home)
             for k in PER_POSITION:
-                out[k][0, a:b] = t[k][0, a - lo:b - lo].cpu()
+                out[k][0, a:b].copy_(t[k][0, a - lo:b - lo])
             del t
     return out

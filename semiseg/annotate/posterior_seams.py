@@ -240,10 +240,12 @@ def _whole_terms(head, em: torch.Tensor) -> dict:
     window's own bases alone differ near its edges from the whole sequence's, beyond
     what the seam checks compare (a yeast window's last 49 steps: 0.21). A sequence
     longer than TERMS_CHUNK has them computed in chunks, each with context reaching the
-    ends of its ORFs (long_terms.py), into host memory."""
+    ends of its ORFs (long_terms.py), kept on a CUDA device up to DEVICE_MAXSUM steps
+    and in host memory beyond."""
     with torch.no_grad():
         if em.shape[0] > TERMS_CHUNK:
-            return chunked_terms(head, em, TERMS_CHUNK, TERMS_CONTEXT)
+            return chunked_terms(head, em, TERMS_CHUNK, TERMS_CONTEXT,
+                                 keep_on_device=em.shape[0] <= DEVICE_MAXSUM)
         return head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
 
 
