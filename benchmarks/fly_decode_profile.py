@@ -97,7 +97,8 @@ def main():
     _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, 1, "auto",
                                                       None))
     rows.append(("posterior pass, whole sequence (B = 1)", t_post))
-    whole, ok, ps = cache[(0, S)]
+    whole = cache[(0, S)][0]
+    ok, ps = terms["allowed"][0], terms["proj_start"][0]
     seams._device_viterbi(crf, whole[:50_000], ok[:50_000], ps[:50_000], dev, "auto")
     lab, t_vit = timed(dev, lambda: seams._device_viterbi(crf, whole, ok, ps, dev, "auto"))
     rows.append(("posterior decode's Viterbi, whole sequence on the device", t_vit))

@@ -157,7 +157,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
              for i in range(len(ext))]
     if windows_out is not None:
         windows_out[:] = final
-    return _stitch_final(cache, final, S)
+    return _stitch_final(cache, final, S, terms)
 
 
 def _whole(head, terms, stats, windows_out, backend, progress):
@@ -168,7 +168,7 @@ def _whole(head, terms, stats, windows_out, backend, progress):
         windows_out[:] = [(0, S, 0, S)]
     cache: dict = {}
     _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress)
-    return _stitch_final(cache, [(0, S, 0, S)], S)
+    return _stitch_final(cache, [(0, S, 0, S)], S, terms)
 
 
 def _seam_range(span, b) -> tuple[int, int]:
@@ -201,9 +201,9 @@ def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
 
 
 def _compute_ext(head, terms, exts, cache, per_call, backend, progress):
-    """Posteriors, allowed and proj_start of the windows with extents `exts`, per_call
-    windows a semi-CRF call (the longest first, so each call pads little), into
-    cache[extent] on the host."""
+    """Posteriors of the windows with extents `exts`, per_call windows a semi-CRF call
+    (the longest first, so each call pads little), into cache[extent] on the host
+    (allowed and proj_start are the whole sequence's terms': _stitch_final)."""
     exts = sorted(set(exts), key=lambda e: e[0] - e[1])
     per_call = max(1, per_call)
     for i0 in range(0, len(exts), per_call):
@@ -211,26 +211,22 @@ def _compute_ext(head, terms, exts, cache, per_call, backend, progress):
         t = _window_terms(terms, group)
         with torch.no_grad():
             g = head._posteriors(t, backend).detach().cpu()
-        al, pst = t["allowed"].cpu(), t["proj_start"].cpu()
+        del t
         for j, (ws, we) in enumerate(group):
-            cache[(ws, we)] = (g[j, :we - ws].clone(), al[j, :we - ws].clone(),
-                               pst[j, :we - ws].clone())
+            cache[(ws, we)] = (g[j, :we - ws].clone(),)
         if progress is not None:
             progress(min(1.0, (i0 + len(group)) / len(exts)))
 
 
-def _stitch_final(cache, final, S):
-    """The posteriors, allowed and proj_start over [0, S) from windows (kept start, kept
-    end, start, end) whose extents are in `cache`."""
-    g0, a0, p0 = cache[tuple(final[0][2:])]
+def _stitch_final(cache, final, S, terms):
+    """The posteriors over [0, S) from windows (kept start, kept end, start, end) whose
+    extents are in `cache` (emptied as it goes), and the whole sequence's allowed and
+    proj_start from its `terms`, all on the host."""
+    g0 = cache[tuple(final[0][2:])][0]
     g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
-    ok = torch.empty(S, a0.shape[-1], dtype=torch.bool)
-    ps = torch.empty(S, p0.shape[-1], dtype=p0.dtype)
     for cs, ce, ws, we in final:
-        gi, ai, pi = cache[(ws, we)]
-        a, b = cs - ws, ce - ws
-        g[cs:ce], ok[cs:ce], ps[cs:ce] = gi[a:b], ai[a:b], pi[a:b]
-    return g, ok, ps
+        g[cs:ce] = cache.pop((ws, we))[0][cs - ws:ce - ws]
+    return g, terms["allowed"][0].cpu(), terms["proj_start"][0].cpu()
 
 
 def _whole_terms(head, em: torch.Tensor) -> dict:
