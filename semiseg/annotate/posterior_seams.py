@@ -319,7 +319,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
         lab, _ = parallel_certified_viterbi(
-            head.decode_posteriors(g), head.decode_tmask, head.decode_dmask, allowed=ok,
+            _decode_scores(head, g), head.decode_tmask, head.decode_dmask, allowed=ok,
             proj_start=ps, window=W, overlap=overlap, stats=stats,
             progress=part(0.8, 1.0))
         if codes is not None:  # as _decode_posteriors does
@@ -330,6 +330,15 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
     post, bnd = _marginals(head, g, em.device)
     return out.numpy(), post, bnd
+
+
+def _decode_scores(head, g: torch.Tensor) -> torch.Tensor:
+    """head.decode_posteriors of one sequence's posteriors g (S, C) on the host,
+    TERMS_CHUNK steps at a time (it is per position; whole it holds three copies)."""
+    out = torch.empty_like(g)
+    for a in range(0, g.shape[0], TERMS_CHUNK):
+        out[a:a + TERMS_CHUNK] = head.decode_posteriors(g[a:a + TERMS_CHUNK]).cpu()
+    return out
 
 
 def _marginals(head, g: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor]:
