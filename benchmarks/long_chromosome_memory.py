@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -114,7 +115,9 @@ def main() -> None:
                 shutil.copy(os.path.join(work, f"out{size}.{ext}"),
                             os.path.join(args.keep, f"{size}.{ext}"))
         shutil.rmtree(os.path.join(work, f"out{size}"), ignore_errors=True)
-        print(f"{size:,} bp: {wall:.1f} s, peak {peak:.2f} GB {err}", flush=True)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(f"{size:,} bp: {wall:.1f} s, peak {peak:.2f} GB, peak RSS so far {rss:.1f} GB "
+              f"{err}", flush=True)
     commit = os.environ.get("COMMIT") or subprocess.run(
         ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
         check=False).stdout.strip() or "?"
