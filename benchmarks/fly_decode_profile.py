@@ -94,7 +94,7 @@ def main():
     with torch.no_grad():
         timed(dev, lambda: crf._posteriors(small, "auto"))  # compile
     cache: dict = {}
-    _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, 1, "auto",
+    _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, S, "auto",
                                                       None))
     rows.append(("posterior pass, whole sequence (B = 1)", t_post))
     whole = cache[(0, S)][0]
@@ -119,8 +119,8 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     ext = [(ws, we) for _, _, ws, we in wins]
     per_call = max(1, a.batch_steps // W)
     cache: dict = {}
-    _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, ext, cache, per_call, "auto",
-                                                   None))
+    steps = per_call * max(b - a for a, b in ext)
+    _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, ext, cache, steps, "auto", None))
     print(f"\nW = {W}, overlap {ov}, {len(wins)} windows, {per_call} a call: "
           f"posterior windows {t_w:.2f} s\n")
     print("| seam | centre diff | longest agreeing run (steps) | its middle: left / right "

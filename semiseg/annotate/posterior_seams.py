@@ -100,6 +100,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
             stats.post_whole += len(wins) - 1
             stats.post_probes.append(d)
             return whole()
+    # a call's steps: per_call windows of the first width (widened ones go fewer a call)
+    call_steps = per_call * max(we - ws for _, _, ws, we in wins)
     # the windows' extents [ws, we); per seam: where it may cut (fixed, so seams stay in
     # order), its place, overlap and widenings
     span = [[cs, ce] for cs, ce, _, _ in wins]
@@ -128,7 +130,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     first = True
     while True:
         todo = [i for i in range(len(ext)) if tuple(ext[i]) not in cache]
-        _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, per_call, backend,
+        _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, call_steps, backend,
                      progress if first else None)
         res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
@@ -167,7 +169,7 @@ def _whole(head, terms, stats, windows_out, backend, progress):
     if windows_out is not None:
         windows_out[:] = [(0, S, 0, S)]
     cache: dict = {}
-    _compute_ext(head, terms, [(0, S)], cache, 1, backend, progress)
+    _compute_ext(head, terms, [(0, S)], cache, S, backend, progress)
     return _stitch_final(cache, [(0, S, 0, S)], S, terms)
 
 
@@ -200,22 +202,29 @@ def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
     return None, float(np.lib.stride_tricks.sliding_window_view(d, n).max(-1).min())
 
 
-def _compute_ext(head, terms, exts, cache, per_call, backend, progress):
-    """Posteriors of the windows with extents `exts`, per_call windows a semi-CRF call
-    (the longest first, so each call pads little), into cache[extent] on the host
-    (allowed and proj_start are the whole sequence's terms': _stitch_final)."""
+def _compute_ext(head, terms, exts, cache, call_steps, backend, progress):
+    """Posteriors of the windows with extents `exts`, longest first, into cache[extent]
+    on the host (allowed and proj_start are the whole sequence's terms': _stitch_final).
+    A semi-CRF call takes windows while their count times the longest stays within
+    `call_steps` (at least one): widened and merged windows are longer than the first
+    ones, and as many of them a call as of those took 27 GB at 50 Mb of fly."""
     exts = sorted(set(exts), key=lambda e: e[0] - e[1])
-    per_call = max(1, per_call)
-    for i0 in range(0, len(exts), per_call):
-        group = exts[i0:i0 + per_call]
+    groups, i0 = [], 0
+    while i0 < len(exts):
+        n = max(1, call_steps // (exts[i0][1] - exts[i0][0]))
+        groups.append(exts[i0:i0 + n])
+        i0 += n
+    done = 0
+    for group in groups:
         t = _window_terms(terms, group)
         with torch.no_grad():
             g = head._posteriors(t, backend).detach().cpu()
         del t
         for j, (ws, we) in enumerate(group):
             cache[(ws, we)] = (g[j, :we - ws].clone(),)
+        done += len(group)
         if progress is not None:
-            progress(min(1.0, (i0 + len(group)) / len(exts)))
+            progress(min(1.0, done / len(exts)))
 
 
 def _stitch_final(cache, final, S, terms):
@@ -278,7 +287,7 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
     right -= right % 3
     ext = [(left, min(S, m + half)), (right, min(S, m + probe))]
     cache: dict = {}
-    _compute_ext(head, terms, ext, cache, 2, backend, None)
+    _compute_ext(head, terms, ext, cache, 2 * max(b - a for a, b in ext), backend, None)
     return _seam_cut(right, min(S, m + half), cache[ext[0]][0], ext[0], cache[ext[1]][0],
                      ext[1], tol, agree)
 
