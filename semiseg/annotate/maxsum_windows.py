@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from .seams import SeamStats, WindowInputs, _coalesce, certify_step
+from .seams import SeamStats, WindowInputs, _coalesce, certify_step, windowed
 
 
 class _Window:
@@ -92,11 +92,8 @@ def parallel_certified_viterbi(scores, transition, duration_bias, *, allowed=Non
     side on `threads` threads (default torch's) and certified in order (module
     docstring). Seams certified from those windows count in stats.side, those certified
     from their entry as certified_viterbi counts them."""
-    if window < 1 or overlap < 1:
-        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
-    x = WindowInputs(scores, transition, duration_bias, allowed, proj_start, proj_end,
-                     start, end)
-    stats = stats if stats is not None else SeamStats()
+    x, stats = windowed(window, overlap, stats, scores, transition, duration_bias, allowed,
+                        proj_start, proj_end, start, end)
     T = x.T
     ext = [(max(0, a - overlap), min(T, a + window + overlap)) for a in range(0, T, window)]
     threads = max(1, threads or torch.get_num_threads())

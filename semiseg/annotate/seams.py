@@ -248,6 +248,14 @@ class WindowInputs:
                         self.st if start is None else start, entry)
 
 
+def windowed(window: int, overlap: int, stats: SeamStats | None, *inputs):
+    """(WindowInputs(*inputs), stats or a new SeamStats) for a windowed decode, the
+    window and overlap checked."""
+    if window < 1 or overlap < 1:
+        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+    return WindowInputs(*inputs), (stats if stats is not None else SeamStats())
+
+
 def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.ndarray,
                  window: int, overlap: int, stats: SeamStats):
     """From a certified entry (p, entry) with the path's score so far: the next
@@ -296,11 +304,8 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
     scores (T, C), transition (C, C) static or (Q, C, C) periodic (Q < K), duration_bias
     (K, C), allowed / proj_start / proj_end (T, C), start / end (C,). A sequence with no
     allowed segmentation gives labels -1 and score -inf."""
-    if window < 1 or overlap < 1:
-        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
-    x = WindowInputs(scores, transition, duration_bias, allowed, proj_start, proj_end,
-                     start, end)
-    stats = stats if stats is not None else SeamStats()
+    x, stats = windowed(window, overlap, stats, scores, transition, duration_bias, allowed,
+                        proj_start, proj_end, start, end)
     T = x.T
     labels = np.full(T, -1, np.int64)
     p, entry, score = 0, -1, 0.0
