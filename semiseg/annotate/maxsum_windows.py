@@ -99,7 +99,8 @@ def parallel_certified_viterbi(scores, transition, duration_bias, *, allowed=Non
     threads = max(1, threads or torch.get_num_threads())
     labels = np.full(T, -1, np.int64)
     p, e, score = 0, -1, 0.0
-    with ThreadPoolExecutor(threads) as pool:
+    pool = ThreadPoolExecutor(threads)
+    try:  # an error or an interrupt drops the windows not started (finally)
         ahead: dict = {}
         k = 0
         while p < T:
@@ -124,9 +125,9 @@ def parallel_certified_viterbi(scores, transition, duration_bias, *, allowed=Non
             else:
                 p, e, score = certify_step(x, p, e, score, labels, window, overlap, stats)
                 if score == float("-inf"):
-                    for f in ahead.values():
-                        f.cancel()
                     return np.full(T, -1, np.int64), score
             if progress is not None and p < T:
                 progress(p / T)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return labels, score
