@@ -11,6 +11,7 @@ import torch
 
 from semiseg.annotate import long_terms
 from semiseg.annotate.long_terms import chunk_context, chunked_terms, stop_positions
+from semiseg.genemodel.orflength import triplets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,11 +77,12 @@ def test_the_context_must_reach_the_orfs_ends(fly, monkeypatch):
 
 
 def test_stop_positions_and_context_against_a_scan():
-    """stop_positions against a codon-by-codon scan of random sequence with Ns; the
+    """stop_positions (of orflength.triplets) against a codon-by-codon scan of random
+    sequence with Ns; the
     context returned holds a stop of every (strand, frame) on both sides."""
     rng = np.random.default_rng(0)
     codes = rng.integers(0, 5, 3000)
-    stops = stop_positions(codes)
+    stops = stop_positions(triplets(torch.from_numpy(codes)[None])[0].numpy())
     plus, minus = {"TAA", "TAG", "TGA"}, {"TTA", "CTA", "TCA"}
     bases = "ACGTN"
     for i, (strand_set, f) in enumerate([(plus, f) for f in range(3)]

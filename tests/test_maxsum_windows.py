@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import bruteforce as bf
 import numpy as np
 import pytest
 import torch
-from test_seams import adversarial, naive, random_crf, whole
+from test_seams import adversarial, check_against_bruteforce, naive, random_cases, whole
 
 from semiseg.annotate.maxsum_windows import parallel_certified_viterbi
 from semiseg.annotate.seams import SeamStats
@@ -19,14 +18,7 @@ def test_side_by_side_equals_whole_sequence_decode(Q):
     decode's labels and score, and most seams certified from the windows decoded side by
     side (so that path, not only the fallback, is what was checked)."""
     total = SeamStats()
-    for seed in range(40):
-        rng = np.random.default_rng(seed)
-        C = int(rng.integers(2, 5))
-        K = int(rng.integers(Q + 1, 7))
-        T = int(rng.integers(60, 220))
-        kw = random_crf(T, C, K, Q, seed, allowed_p=0.1 if seed % 2 else 0.0,
-                        proj=seed % 3 != 0)
-        want, want_score, starts = whole(kw, starts=True)
+    for seed, T, kw, (want, want_score, starts) in random_cases(Q):
         for W, ov, threads in ((8, 7, 1), (10, 3, 3), (12, 6, 2), (25, 8, 3), (40, 16, 1),
                                (T - 1, 10, 2), (T + 5, 4, 2)):
             st = SeamStats()
@@ -43,19 +35,8 @@ def test_side_by_side_equals_whole_sequence_decode(Q):
 
 def test_side_by_side_equals_bruteforce():
     """Tiny sequences against enumeration (every best segmentation listed)."""
-    for seed in range(8):
-        kw = random_crf(7, 2, 3, 1 if seed % 2 else 2, 100 + seed, allowed_p=0.1)
-        args = {k: (v[None] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
-                for k, v in kw.items()}
-        best, segs = bf.viterbi(args.pop("scores"), args.pop("transition"),
-                                args.pop("duration_bias"), **args)[0]
-        got, score = parallel_certified_viterbi(**kw, window=2, overlap=2, threads=2)
-        if not segs:
-            assert (got == -1).all() and score == float("-inf")
-            continue
-        want = [np.concatenate([[c] * d for _, d, c in seg]) for seg in segs]
-        assert any((got == w).all() for w in want)
-        assert score == pytest.approx(best, abs=1e-9)
+    check_against_bruteforce(lambda **kw: parallel_certified_viterbi(
+        **kw, window=2, overlap=2, threads=2))
 
 
 @pytest.mark.parametrize("K", [4, 40], ids=["chained", "long-segments"])

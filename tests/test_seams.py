@@ -62,20 +62,26 @@ def naive(kw, W, overlap):
     return out
 
 
-@pytest.mark.parametrize("Q", [1, 3], ids=["static", "periodic"])
-def test_certified_equals_whole_sequence_decode(Q):
-    """Many random semi-CRFs and window sizes: the certified windowed labels and score
-    are the whole-sequence decode's, and at least some seams certified (so the windowed
-    path, not only the whole fallback, is what was checked)."""
-    total = SeamStats()
-    for seed in range(40):
+def random_cases(Q, n=40):
+    """(T, kw, (whole labels, score, segment starts)) of n random semi-CRFs of period Q,
+    with and without masks and projected terms, and their whole-sequence decode."""
+    for seed in range(n):
         rng = np.random.default_rng(seed)
         C = int(rng.integers(2, 5))
         K = int(rng.integers(Q + 1, 7))
         T = int(rng.integers(60, 220))
         kw = random_crf(T, C, K, Q, seed, allowed_p=0.1 if seed % 2 else 0.0,
                         proj=seed % 3 != 0)
-        want, want_score, starts = whole(kw, starts=True)
+        yield seed, T, kw, whole(kw, starts=True)
+
+
+@pytest.mark.parametrize("Q", [1, 3], ids=["static", "periodic"])
+def test_certified_equals_whole_sequence_decode(Q):
+    """Many random semi-CRFs and window sizes: the certified windowed labels and score
+    are the whole-sequence decode's, and at least some seams certified (so the windowed
+    path, not only the whole fallback, is what was checked)."""
+    total = SeamStats()
+    for seed, T, kw, (want, want_score, starts) in random_cases(Q):
         for W, ov in ((8, 7), (10, 3), (12, 6), (25, 8), (40, 16), (T - 1, 10)):
             st = SeamStats()
             got, score = certified_viterbi(**kw, window=W, overlap=ov, stats=st)
@@ -93,21 +99,28 @@ def test_certified_equals_whole_sequence_decode(Q):
     assert total.first + total.widened > total.whole
 
 
-def test_certified_equals_bruteforce():
-    """Tiny sequences against enumeration (every best segmentation listed)."""
+def check_against_bruteforce(decode):
+    """decode(**kw) -> (labels, score) on tiny sequences against enumeration (every best
+    segmentation listed): one of the best labellings and their score, or labels -1 and
+    score -inf where nothing is allowed."""
     for seed in range(8):
         kw = random_crf(7, 2, 3, 1 if seed % 2 else 2, 100 + seed, allowed_p=0.1)
         args = {k: (v[None] if k in ("scores", "proj_start", "proj_end", "allowed") else v)
                 for k, v in kw.items()}
         best, segs = bf.viterbi(args.pop("scores"), args.pop("transition"),
                                 args.pop("duration_bias"), **args)[0]
-        got, score = certified_viterbi(**kw, window=3, overlap=3)
+        got, score = decode(**kw)
         if not segs:
-            assert (got == -1).all()
+            assert (got == -1).all() and score == float("-inf")
             continue
         want = [np.concatenate([[c] * d for _, d, c in seg]) for seg in segs]
         assert any((got == w).all() for w in want)
         assert score == pytest.approx(best, abs=1e-9)
+
+
+def test_certified_equals_bruteforce():
+    """Tiny sequences against enumeration (every best segmentation listed)."""
+    check_against_bruteforce(lambda **kw: certified_viterbi(**kw, window=3, overlap=3))
 
 
 def adversarial(T=400, K=4):

@@ -20,25 +20,21 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..genemodel.orflength import triplets
 from ..genome.codes import STOP_IDS
 
 PER_POSITION = ("scores", "allowed", "proj_start")
+LOCAL_REACH = 128  # bases the local terms read around a position (branch point: 80)
 
 
-def stop_positions(codes: np.ndarray) -> list[np.ndarray]:
-    """Sorted first bases of every stop codon read left to right, one array per (strand,
-    frame): plus-strand stops (TAA, TAG, TGA) and minus-strand ones (their reverse
-    complements, TTA, CTA, TCA), frames by position mod 3."""
-    c = codes.astype(np.int64)
-    if len(c) < 3:
-        return [np.empty(0, np.int64)] * 6
-    a, b, d = c[:-2], c[1:-1], c[2:]
-    trip = np.where((a < 4) & (b < 4) & (d < 4), a * 16 + b * 4 + d, -1)
-    pos = np.arange(len(trip))
+def stop_positions(trip: np.ndarray) -> list[np.ndarray]:
+    """Sorted first bases of every stop codon, given the codon id read left to right at
+    each base (orflength.triplets), one array per (strand, frame): plus-strand stops
+    (TAA, TAG, TGA) and minus-strand ones (TTA, CTA, TCA), frames by position mod 3."""
     out = []
     for strand in "+-":
-        hit = np.isin(trip, np.asarray(STOP_IDS[strand]))
-        out += [pos[hit & (pos % 3 == f)] for f in range(3)]
+        pos = np.flatnonzero(np.isin(trip, np.asarray(STOP_IDS[strand])))
+        out += [pos[pos % 3 == f] for f in range(3)]
     return out
 
 
@@ -53,7 +49,7 @@ def chunk_context(stops: list[np.ndarray], a: int, b: int, S: int,
     """[lo, hi) to compute the chunk [a, b) of a sequence of S steps from (module
     docstring): at least `context` steps either side, doubled until stop codons close
     every ORF on both sides or the sequence's ends are reached; lo a multiple of 3."""
-    ctx = max(context, 128)
+    ctx = max(context, LOCAL_REACH)
     while True:
         lo = max(0, a - ctx)
         lo -= lo % 3
@@ -74,8 +70,7 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
     dev = em.device
     home = dev if keep_on_device else torch.device("cpu")
     with torch.no_grad():
-        codes = head.codes(em[None], None)[0].cpu().numpy()
-        stops = stop_positions(codes)
+        stops = stop_positions(triplets(head.codes(em[None], None))[0].cpu().numpy())
         out = None
         for a in range(0, S, chunk):
             b = min(S, a + chunk)

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from .seams import SeamStats, WindowInputs, _coalesce, certify_step, windowed
+from .seams import SeamStats, WindowInputs, _coalesce, _trace, certify_step, windowed
 
 
 class _Window:
@@ -44,7 +44,7 @@ class _Window:
     point (t0, c0) local to ws (t0 = 0: none; at the sequence end: the last state)."""
 
     def __init__(self, x: WindowInputs, ws: int, we: int):
-        self.ws, self.we = ws, we
+        self.ws = ws
         free = None if ws == 0 else np.zeros(x.C)  # at 0 the sequence's own start
         self.alpha, self.bp_d, self.bp_c = x.forward(ws, we, -1, free)
         n = we - ws
@@ -62,19 +62,12 @@ class _Window:
 
     def through(self, p: int, e: int) -> bool:
         """Whether the traceback from (t0, c0) passes the boundary state (p, e)."""
-        t, c, stop = self.t0, self.c0, p - self.ws
-        while t > stop:
-            d = int(self.bp_d[t, c])
-            c, t = int(self.bp_c[t, c]), t - d
-        return t == stop and (c == e or (p == 0 and self.ws == 0))
+        t, c = _trace(self.bp_d, self.bp_c, self.t0, self.c0, p - self.ws)
+        return t == p - self.ws and (c == e or (p == 0 and self.ws == 0))
 
     def fill(self, p: int, labels: np.ndarray) -> None:
         """The traceback's labels from (t0, c0) back to p into labels (sequence axis)."""
-        t, c, stop = self.t0, self.c0, p - self.ws
-        while t > stop:
-            d = int(self.bp_d[t, c])
-            labels[self.ws + t - d:self.ws + t] = c
-            c, t = int(self.bp_c[t, c]), t - d
+        _trace(self.bp_d, self.bp_c, self.t0, self.c0, p - self.ws, labels[self.ws:])
 
     def score(self, p: int, e: int) -> float:
         """The path's score from (p, e) to the window's point (from the start at p = 0)."""
@@ -101,18 +94,21 @@ def parallel_certified_viterbi(scores, transition, duration_bias, *, allowed=Non
     p, e, score = 0, -1, 0.0
     pool = ThreadPoolExecutor(threads)
     try:  # an error or an interrupt drops the windows not started (finally)
-        ahead: dict = {}
+        ahead: dict = {}  # window index -> its future, submitted ahead of use
+
+        def submit(j):
+            if j not in ahead:
+                ahead[j] = pool.submit(_Window, x, *ext[j])
+            return ahead[j]
+
         k = 0
         while p < T:
             for j in range(k, min(len(ext), k + 2 * threads)):  # keep the pool busy
-                if j not in ahead:
-                    ahead[j] = pool.submit(_Window, x, *ext[j])
-            while k < len(ext) and ext[k][1] < T and ahead[k].result().reach() <= p:
+                submit(j)
+            while k < len(ext) and ext[k][1] < T and submit(k).result().reach() <= p:
                 del ahead[k]  # passed: it cannot certify beyond p
                 k += 1
-                if k < len(ext) and k not in ahead:
-                    ahead[k] = pool.submit(_Window, x, *ext[k])
-            w = ahead[k].result() if k < len(ext) else None
+            w = submit(k).result() if k < len(ext) else None
             usable = (w is not None and (0 < w.ws < p or w.ws == p == 0)
                       and np.isfinite(w.score(p, e)))
             if usable and w.through(p, e):

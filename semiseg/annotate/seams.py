@@ -207,12 +207,21 @@ def _coalesce(alpha, bp_d, bp_c, lo):
     return 0, -1
 
 
+def _trace(bp_d, bp_c, t, c, stop=0, out=None):
+    """The traceback from state (t, c) down to the first boundary <= stop: that boundary
+    and the label of the segment ending there (-1 at a window's first boundary); with
+    `out`, the labels on the way are written into out[boundary:t]."""
+    while t > stop:
+        d = int(bp_d[t, c])
+        if out is not None:
+            out[t - d:t] = c
+        c, t = int(bp_c[t, c]), t - d
+    return t, c
+
+
 def _traceback(bp_d, bp_c, t, c, out):
     """Labels of the traceback from state (t, c) down to boundary 0, into out[0:t]."""
-    while t > 0:
-        d = int(bp_d[t, c])
-        out[t - d:t] = c
-        c, t = int(bp_c[t, c]), t - d
+    _trace(bp_d, bp_c, t, c, 0, out)
 
 
 class WindowInputs:
