@@ -6,6 +6,9 @@
 #   bash benchmarks/fly_annotate_exact.sh [DEVICE]     (DEVICE: auto, cuda, cpu)
 #   MODEL=yeast FASTA=data/yeast/chrII.fa bash benchmarks/fly_annotate_exact.sh cuda
 #     (another shipped model and sequence; the defaults are fly's)
+#   OLD=_old bash benchmarks/fly_annotate_exact.sh cuda
+#     (also the certified default of another checkout's code, its semiseg/ under _old/:
+#     `git archive COMMIT semiseg | tar -x -C _old`, in the same run)
 # Prints a Markdown table with the date, device and commit.
 set -uo pipefail
 dev=${1:-auto}
@@ -17,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 bp=$(awk '!/^>/{n += length($0)} END{print n}' "$fa")
 python -m semiseg.cli annotate --model "$model" --fasta "$fa" --regions <(printf '%s\t0\t200000\n' "$first") \
     --out "$tmp/warm" --device "$dev" --quiet >/dev/null 2>&1  # warm-up: kernels compiled
-run() {  # name, extra args
+run() {  # name, extra args (PYTHONPATH names the code)
   local t0 t1
   t0=$(date +%s.%N)
   python -m semiseg.cli annotate --model "$model" --fasta "$fa" --out "$tmp/$1" --device "$dev" \
@@ -27,27 +30,35 @@ run() {  # name, extra args
   echo "$t0 $t1" > "$tmp/$1.t"
 }
 run certified
+names="certified"
+if [ -n "${OLD:-}" ]; then
+  PYTHONPATH="$OLD" run old
+  names="certified old"
+fi
 run whole --max-decode-steps 8000000
 rows() { grep -v '^#' "$1" | sort; }
-same_bed=$(cmp -s <(rows "$tmp/certified.bed") <(rows "$tmp/whole.bed") && echo yes || echo no)
-same_gff=$(cmp -s <(rows "$tmp/certified.gff3") <(rows "$tmp/whole.gff3") && echo yes || echo no)
+same() {  # run name, extension: its rows as the whole decode's?
+  cmp -s <(rows "$tmp/$1.$2") <(rows "$tmp/whole.$2") && echo yes || echo no
+}
 dev_name=$(python -c "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() and '$dev' != 'cpu' else 'CPU')")
 echo "fly_annotate_exact: $(date -u '+%Y-%m-%d %H:%M UTC'), $dev_name, commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, model $model, $fa, $bp bp"
 cat "$tmp/rc"
-for n in certified whole; do  # a failed run's own words
+for n in $names whole; do  # a failed run's own words
   grep -q "^rc=0 $n$" "$tmp/rc" || { echo "--- $n failed, its log:"; grep -v "━" "$tmp/$n.log" | tail -15; }
 done
 echo
 echo "| decode | wall s | bp/s | BED rows | same BED as whole | same GFF3 rows as whole |"
 echo "|---|---|---|---|---|---|"
-for n in certified whole; do
+for n in $names whole; do
   read -r t0 t1 < "$tmp/$n.t"
   w=$(python -c "print(f'{$t1 - $t0:.1f}')")
   r=$(python -c "print(f'{$bp / ($t1 - $t0):,.0f}')")
-  echo "| $n | $w | $r | $(grep -vc '^#' "$tmp/$n.bed") | $same_bed | $same_gff |"
+  echo "| $n | $w | $r | $(grep -vc '^#' "$tmp/$n.bed") | $(same "$n" bed) | $(same "$n" gff3) |"
 done
-echo
-grep -h "seams:" "$tmp/certified.log" || echo "(no seam line in the log)"
-if [ "$same_bed" = no ]; then
-  diff <(rows "$tmp/certified.bed") <(rows "$tmp/whole.bed") | head -20
-fi
+for n in $names; do
+  echo
+  echo "$n: $(grep -h "seams:" "$tmp/$n.log" || echo "(no seam line in the log)")"
+  if [ "$(same "$n" bed)" = no ]; then
+    diff <(rows "$tmp/$n.bed") <(rows "$tmp/whole.bed") | head -10
+  fi
+done

@@ -1,6 +1,5 @@
-"""Where the fly gene model's long-sequence decode spends its time, and whether
-posterior windows agree with the whole sequence's posteriors at seams that slide to
-where the two windows agree (issue 42).
+"""Where the fly gene model's long-sequence decode spends its time, and how close the
+certified posterior windows come to the whole sequence's posteriors (issue 42).
 
     python benchmarks/fly_decode_profile.py [--device cuda] [--region LO-HI]
         [--windows 131072,65536] [--overlap 16384] [--batch-steps 2640000]
@@ -8,10 +7,11 @@ where the two windows agree (issue 42).
 Steps, each timed (synchronised): the encoder over the region; the whole sequence's
 posterior pass; the posterior decode's Viterbi of the whole sequence on the device;
 then, per window length, the posterior windows batched (batch-steps // W windows a
-call) and, per seam, the two windows' largest difference at the centre of their overlap
-and the longest run of steps over the overlap where they agree within 1e-5 (then the
-difference of each window from the whole posteriors at that run's middle). Prints
-Markdown tables with the date, device and commit.
+call, with each seam's intersection) and, per seam, the two windows' largest difference
+at the centre of their overlap, the certificate's bound at the first width
+(posterior_bound.py) and, at its cut, the stitch's largest difference from the whole
+posteriors; then stitched_posteriors (widen, merge) against the whole. Prints Markdown
+tables with the date, device and commit.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,17 +49,6 @@ def timed(dev, f):
     return out, time.perf_counter() - t
 
 
-def longest_run(ok: np.ndarray) -> tuple[int, int]:
-    """(length, start) of the longest run of True in ok."""
-    if not ok.any():
-        return 0, 0
-    x = np.concatenate([[0], ok.astype(np.int8), [0]])
-    d = np.diff(x)
-    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-    i = int(np.argmax(ends - starts))
-    return int(ends[i] - starts[i]), int(starts[i])
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -68,7 +56,6 @@ def main():
     ap.add_argument("--windows", default="131072,65536")
     ap.add_argument("--overlap", type=int, default=16384)
     ap.add_argument("--batch-steps", type=int, default=2_640_000)
-    ap.add_argument("--min-run", type=int, default=2048)
     a = ap.parse_args()
     dev = torch.device(a.device)
     lo, hi = (int(v) for v in a.region.split("-"))
@@ -97,7 +84,7 @@ def main():
     _, t_post = timed(dev, lambda: seams._compute_ext(crf, terms, [(0, S)], cache, S, "auto",
                                                       None))
     rows.append(("posterior pass, whole sequence (B = 1)", t_post))
-    whole = cache[(0, S)][0]
+    whole = cache[(0, S)].post
     ok, ps = terms["allowed"][0], terms["proj_start"][0]
     seams._device_viterbi(crf, whole[:50_000], ok[:50_000], ps[:50_000], dev, "auto")
     lab, t_vit = timed(dev, lambda: seams._device_viterbi(crf, whole, ok, ps, dev, "auto"))
@@ -112,45 +99,45 @@ def main():
 
 
 def windows(a, dev, crf, em, terms, whole, S, W, lo):
-    """One window length: the first width's windows and their seams, then the whole
-    stitched_posteriors (slide, widen, merge) against the whole sequence's."""
+    """One window length: the first width's windows and their seams' bounds, then the
+    whole stitched_posteriors (widen, merge) against the whole sequence's."""
     ov = a.overlap
     wins = seams.posterior_windows(S, W, ov, period=3)
     ext = [(ws, we) for _, _, ws, we in wins]
     per_call = max(1, a.batch_steps // W)
     cache: dict = {}
+    keep = seams._seam_rows(ext)
     steps = per_call * max(b - a for a, b in ext)
-    _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, ext, cache, steps, "auto", None))
+    _, t_w = timed(dev, lambda: seams._compute_ext(crf, terms, list(keep), cache, steps, "auto",
+                                                   None, keep))
     print(f"\nW = {W}, overlap {ov}, {len(wins)} windows, {per_call} a call: "
-          f"posterior windows {t_w:.2f} s\n")
-    print("| seam | centre diff | longest agreeing run (steps) | its middle: left / right "
-          "vs whole | largest posterior there |")
+          f"posterior windows and intersections {t_w:.2f} s\n")
+    print("| seam | centre diff | bound at the first width | its cut | stitch vs whole "
+          "there |")
     print("|---|---|---|---|---|")
-    n_centre = n_slide = 0
-    worst = 0.0
+    K = terms["duration_bias"].shape[0]
+    span = [[cs, ce] for cs, ce, _, _ in wins]
+    n_cert, worst = 0, 0.0
     for b in range(len(wins) - 1):
         m = wins[b + 1][0]
-        a0, a1 = ext[b + 1][0], ext[b][1]
-        gl = cache[ext[b]][0][a0 - ext[b][0]:a1 - ext[b][0]]
-        gr = cache[ext[b + 1]][0][:a1 - a0]
-        d = (gl - gr).abs().max(-1).values.numpy()
-        w = whole[a0:a1]
-        dl = (gl - w).abs().max(-1).values.numpy()
-        dr = (gr - w).abs().max(-1).values.numpy()
-        c = m - a0
-        h = (a1 - a0) // 4
-        n_centre += bool(d[c - h:c + h + 1].max() <= TOL)
-        L, s0 = longest_run(d <= TOL)
-        mid = s0 + L // 2
-        if L >= a.min_run:
-            n_slide += 1
-            worst = max(worst, float(dl[mid]), float(dr[mid]))
-        print(f"| {lo + m:,} | {d[c]:.2g} | {L} | "
-              f"{dl[mid]:.2g} / {dr[mid]:.2g} | {float(w[mid].max()):.3f} |")
-    print(f"\nseams agreeing over the middle half of the overlap: {n_centre} of "
-          f"{len(wins) - 1}; with a run of >= {a.min_run} agreeing steps somewhere in "
-          f"the overlap: {n_slide}; the largest difference from the whole posteriors "
-          f"at such a run's middle: {worst:.2g}")
+        A, B = cache[ext[b]], cache[ext[b + 1]]
+        cut, bound = seams._seam_cut(*seams._seam_range(span, b), K, A, B,
+                                     cache[(ext[b + 1][0], ext[b][1])], TOL)
+        d = float((A.post[m - A.start] - B.post[m - B.start]).abs().max())
+        err = "-"
+        if cut is not None:
+            n_cert += 1
+            # within half an overlap of the cut (further out, the other seams' windows)
+            lo_, hi_ = max(A.start, cut - ov // 2), min(B.end, cut + ov // 2)
+            e = max(float((A.post[lo_ - A.start:cut - A.start] - whole[lo_:cut]).abs().max()),
+                    float((B.post[cut - B.start:hi_ - B.start] - whole[cut:hi_]).abs().max()))
+            worst = max(worst, e)
+            err = f"{e:.2g}"
+        print(f"| {lo + m:,} | {d:.2g} | {bound:.2g} | "
+              f"{'-' if cut is None else f'{lo + cut:,}'} | {err} |")
+    print(f"\nseams certified at the first width: {n_cert} of {len(wins) - 1}; the "
+          f"largest difference of such a stitch (within half an overlap of its cut) from the "
+          f"whole posteriors: {worst:.2g}")
     st = seams.SeamStats()
     out: list = []
     rounds = []
@@ -163,7 +150,7 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     seams._compute_ext = spy
     try:
         (g, _, _), t_s = timed(dev, lambda: seams.stitched_posteriors(
-            crf, em, W, ov, per_call, stats=st, windows_out=out, agree=a.min_run))
+            crf, em, W, ov, per_call, stats=st, windows_out=out))
     finally:
         seams._compute_ext = real
     print("\n| posterior call | windows | longest (steps) | s |\n|---|---|---|---|")
@@ -176,7 +163,7 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     inside = [(cs, ce, ws, we) for cs, ce, ws, we in out if cs <= at < ce][0]
     print(f"\nthe largest difference from the whole ({float(diff[at]):.2g}) at step {at:,}: "
           f"{near:,} steps from the nearest cut, in the window {inside} (kept, extent)")
-    print(f"\nstitched_posteriors (slide, widen, merge): {t_s:.2f} s, {len(out)} final "
+    print(f"\nstitched_posteriors (widen, merge): {t_s:.2f} s, {len(out)} final "
           f"windows (longest {max(we - ws for _, _, ws, we in out):,} steps); "
           f"{st.posterior_line()}; largest difference from the whole sequence's "
           f"posteriors {float((g - whole).abs().max()):.2g}")

@@ -189,7 +189,7 @@ def test_yeast_chrII_piece_certified_windows_equal_whole_decode(tmp_path):
     assert "decoded in certified windows" in runs["windows"]
     m = re.search(r"seams: (?:(\d+) certified side by side, )?(\d+) certified at the first "
                   r"width, (\d+) widened, (\d+) decoded "
-                  r"whole; posterior seams: (\d+) agree .* at the first width, (\d+) widened, "
+                  r"whole; posterior seams: (\d+) certified .* at the first width, (\d+) widened, "
                   r"(\d+) decoded whole", runs["windows"])
     assert m, runs["windows"]
     viterbi_seams, post_seams = [v or 0 for v in m.groups()[:4]], m.groups()[4:]
@@ -275,7 +275,7 @@ def _count_calls(monkeypatch, seams):
     calls = []
     real = seams._compute_ext
 
-    def spy(head, terms, exts, *a):
+    def spy(head, terms, exts, *a):  # windows and seams' intersections
         calls.append(sorted(we - ws for ws, we in set(exts)))
         return real(head, terms, exts, *a)
     monkeypatch.setattr(seams, "_compute_ext", spy)
@@ -283,8 +283,8 @@ def _count_calls(monkeypatch, seams):
 
 
 def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
-    """Long windows (longer than twice the probe): a posterior seam that differs by more
-    than `far` at the first width skips the widenings and merges: the whole sequence
+    """Long windows (longer than twice the probe): a posterior seam whose bound exceeds
+    `far` at the first width skips the widenings and merges: the whole sequence
     next, and the posteriors are the whole sequence's. Without that rule (far = inf) the
     seams widen, then merge, to the same posteriors."""
     from semiseg.annotate import posterior_seams as seams
@@ -308,7 +308,8 @@ def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
         st = SeamStats()
         g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, 4, far=far, stats=st,
                                             probe=700)
-        assert calls[:2] == [[1201, 1202], [3500, 3501, 4001]], calls
+        # (and each seam's intersection: [2,499, 3,500) and [5,499, 6,500))
+        assert calls[:2] == [[1001, 1201, 1202], [1001, 1001, 3500, 3501, 4001]], calls
         assert calls[-1] == [9000] and st.post_seqs_whole == 1
         assert (len(calls) == 3) == first  # far apart: whole at once
         assert st.post_whole == 2 and st.post_first == 0  # 3 windows, 2 seams
@@ -316,8 +317,8 @@ def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
 
 
 def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
-    """Long windows: the first seam is probed with two short windows; a probe differing
-    by more than `far` sends the sequence whole at once (no full window computed), one
+    """Long windows: the first seam is probed with two short windows; a probe whose bound
+    exceeds `far` sends the sequence whole at once (no full window computed), one
     that agrees is followed by the full windows and their own checks. Either way the
     posteriors are the whole sequence's."""
     from semiseg.annotate import posterior_seams as seams
@@ -328,9 +329,9 @@ def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
     # windows of 6,000 steps overlapping by 1,000 over 9,000: centres [0, 5,000) and
     # [5,000, 9,000), windows [0, 5,500) and [4,500, 9,000); the probe reaches 1,500
     # steps to either side of the seam at 5,000: [3,498, 5,500) (3,500 rounded down to
-    # the frame period 3) and [4,500, 6,500)
-    for tol, want in ((-1.0, [[2000, 2002], [9000]]),
-                      (1e-5, [[2000, 2002], [4500, 5500]])):
+    # the frame period 3) and [4,500, 6,500); each pair with its intersection [4,500, 5,500)
+    for tol, want in ((-1.0, [[1000, 2000, 2002], [9000]]),
+                      (1e-5, [[1000, 2000, 2002], [1000, 4500, 5500]])):
         calls.clear()
         st = SeamStats()
         g, _, _ = seams.stitched_posteriors(crf, em, 6000, 1000, 4, tol=tol, far=-1.0,
@@ -342,7 +343,7 @@ def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
     # windows no longer than twice the probe: no probe at all
     calls.clear()
     seams.stitched_posteriors(crf, em, 6000, 1000, 4, probe=3000)
-    assert calls[0] == [4500, 5500]
+    assert calls[0] == [1000, 4500, 5500]
 
 
 def test_short_windows_widen_then_merge_until_seams_agree(monkeypatch):
@@ -358,38 +359,13 @@ def test_short_windows_widen_then_merge_until_seams_agree(monkeypatch):
     out: list = []
     g, _, _ = seams.stitched_posteriors(crf, em, 3000, 600, 8, tol=-1.0, max_widen=1,
                                         stats=st, windows_out=out)
-    # 9,000 steps, kept centres of 2,400: 4 windows, 3 seams; round 1 the windows,
-    # round 2 each seam widened once (every window changed), then merges
-    assert len(calls[0]) == 4 and len(calls[1]) == 4
+    # 9,000 steps, kept centres of 2,400: 4 windows, 3 seams (and their 3 intersections);
+    # round 1 the windows, round 2 each seam widened once (every window changed), then
+    # merges
+    assert len(calls[0]) == 7 and len(calls[1]) == 7
     assert out == [(0, 9000, 0, 9000)] and st.post_seqs_whole == 1
     assert st.post_whole == 3 and st.post_first == 0
     assert float((g - whole).abs().max()) < 1e-6
-
-
-def test_seam_cut_is_the_middle_of_the_longest_agreeing_run():
-    """_seam_cut against runs laid out by hand: the cut is the middle of the longest
-    run of steps agreeing within tol, if that run is long enough; else None and the
-    best largest difference over any `agree` steps."""
-    from semiseg.annotate.posterior_seams import _seam_cut
-
-    d = np.full(100, 0.5)
-    d[10:20] = 0.0  # a run of 10
-    d[40:70] = 1e-7  # a run of 30: [40, 70), middle 55
-    d[70:90] = 0.2
-    # left window over [0, 200), right over [50, 200): their overlap is [50, 200); seen
-    # within [lo, hi) = [100, 200), the difference at position 100 + i is d[i]
-    gl2 = torch.zeros(200, 2, dtype=torch.float64)
-    gr2 = torch.zeros(150, 2, dtype=torch.float64)
-    gr2[50:, 1] = torch.from_numpy(d)
-    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 25)
-    assert cut == 100 + 55 and diff == pytest.approx(1e-7)
-    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 31)
-    assert cut is None and diff == pytest.approx(0.2)  # [40, 71): the run and one 0.2
-    cut, diff = _seam_cut(100, 200, gl2, (0, 200), gr2, (50, 200), 1e-5, 60)
-    assert cut is None and diff == pytest.approx(0.5)
-    # the range [lo, hi) clips the overlap: only [100, 150) read, i.e. d[0:50]
-    cut, diff = _seam_cut(100, 150, gl2, (0, 200), gr2, (50, 200), 1e-5, 5)
-    assert cut == 100 + 15  # two runs of 10: the first
 
 
 def test_window_terms_come_from_the_whole_sequence():

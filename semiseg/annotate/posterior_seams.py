@@ -9,11 +9,11 @@ not grow with it.
 The gene model decodes by a max-sum over internal-label posteriors under the grammar's
 masks (genemodel/head.FrameHead._decode_posteriors), so seams.certified_viterbi
 certifies that decode's seams over stitched posteriors. The posteriors themselves come
-from overlapping windows. At every seam the two windows must agree within `tol` at each
-of at least `agree` consecutive steps somewhere in their overlap, and the stitch is cut
-at the middle of that run (a measured agreement, not a proof: docs/decoding.md); where
-they do not, the overlap at that seam is doubled (its two windows again), and past
-`max_widen` doublings the two windows become one.
+from overlapping windows. Every seam is certified from the two windows' and their
+intersection's boundary marginals (posterior_bound.py; docs/decoding.md): at the cut
+chosen, every stitched posterior is proved within `tol` of the two windows' posteriors
+decoded as one window; where no cut is, the overlap at that seam is doubled (its two
+windows again), and past `max_widen` doublings the two windows become one.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import torch
 
 from .long_terms import chunked_terms
 from .maxsum_windows import parallel_certified_viterbi
+from .posterior_bound import WindowPass, posteriors_and_ends, seam_cut
 from .seams import POSTERIOR_TOL, SeamStats
 
-# A seam whose two windows differ by more than this at the first width is a dependence
-# reaching far past the overlap, not rounding: the sequence's posteriors are computed
-# whole at once instead of after max_widen doublings that would not close it. Only the
-# time depends on it (either way the result is the whole-sequence one or agrees within
+# A seam whose bound exceeds this at the first width is a dependence reaching far past
+# the overlap, not rounding: the sequence's posteriors are computed whole at once
+# instead of after max_widen doublings that would not close it. Only the time depends
+# on it (either way the result is the whole-sequence one or certified within
 # POSTERIOR_TOL). Measured (docs/decoding.md): yeast chrII's first-width failures were
 # at most 3.5e-3 and closed on widening; fly's reached 0.4-0.87 and stayed above 0.05
 # at 4x the overlap (16,384 steps).
@@ -68,26 +69,24 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                         tol: float = POSTERIOR_TOL, max_widen: int = 2,
                         stats: SeamStats | None = None, backend: str = "auto",
                         progress=None, far: float = POSTERIOR_FAR,
-                        probe: int | None = None, agree: int | None = None,
-                        windows_out: list | None = None):
+                        probe: int | None = None, windows_out: list | None = None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows, every seam
-    checked (module docstring; `agree` defaults to overlap // 8; seams may cut within
-    half of each neighbouring window's kept span of their place, so they stay in
-    order). `windows_out`, when given, receives the final windows as (kept start, kept
-    end, start, end).
+    certified (module docstring; seams may cut within half of each neighbouring
+    window's kept span of their place, so they stay in order). `windows_out`, when
+    given, receives the final windows as (kept start, kept end, start, end).
 
     Long windows (W > 2 * `probe`, 4 x the overlap by default): the first seam is tried
     first with two short windows reaching `probe` steps to either side of it; if even
-    they have no agreeing run and differ by more than `far` everywhere, or a seam of
-    the full windows does at the first width, the sequence is computed whole at once
+    they certify no cut and their bound exceeds `far`, or a seam of the full windows
+    does at the first width, the sequence is computed whole at once
     (widening or merging windows that long costs as much). Only the time depends on
     the probe and `far`."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
     wins = posterior_windows(S, W, overlap, period=3)
-    agree = max(1, overlap // 8) if agree is None else agree
+    K = terms["duration_bias"].shape[0]
 
     def whole(report=True):  # (report: progress, where no window reported it yet)
         return _whole(head, terms, stats, windows_out, backend,
@@ -98,7 +97,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     probe = 4 * overlap if probe is None else probe
     long_windows = W > 2 * probe
     if long_windows:
-        cut, d = _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree)
+        cut, d = _probe_first_seam(head, terms, wins, overlap, probe, backend, tol)
         if cut is None and not d <= far:
             stats.post_whole += len(wins) - 1
             stats.post_probes.append(d)
@@ -113,14 +112,15 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     at = [span[b + 1][0] for b in range(len(wins) - 1)]
     seam_ov = [overlap] * (len(wins) - 1)
     widened = [0] * (len(wins) - 1)
-    cache: dict = {}  # window key (its extent) -> (posteriors, allowed, proj_start)
-    checked: dict = {}  # (seam range, both extents) -> (cut or None, difference)
+    cache: dict = {}  # extent -> WindowPass (windows and their intersections)
+    checked: dict = {}  # (seam range, both extents) -> (cut or None, bound)
 
     def check(b):
         key = (*rng[b], *ext[b], *ext[b + 1])
         if key not in checked:
-            checked[key] = _seam_cut(*rng[b], cache[tuple(ext[b])][0], ext[b],
-                                     cache[tuple(ext[b + 1])][0], ext[b + 1], tol, agree)
+            checked[key] = _seam_cut(*rng[b], K, cache[tuple(ext[b])],
+                                     cache[tuple(ext[b + 1])],
+                                     cache[(ext[b + 1][0], ext[b][1])], tol)
         return checked[key]
 
     def widen(b):  # seam b's two windows reach twice as far across it
@@ -132,9 +132,11 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
 
     first = True
     while True:
-        todo = [i for i in range(len(ext)) if tuple(ext[i]) not in cache]
-        _compute_ext(head, terms, [tuple(ext[i]) for i in todo], cache, call_steps, backend,
-                     progress if first else None)
+        keep = _seam_rows(ext)
+        for key in set(cache) - set(keep):  # windows of an earlier width
+            del cache[key]
+        _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps,
+                     backend, progress if first else None, keep)
         res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
         if first:
@@ -160,6 +162,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
     final = [(0 if i == 0 else cuts[i - 1], S if i == len(ext) - 1 else cuts[i], *ext[i])
              for i in range(len(ext))]
+    for key in [k for k in cache if k not in {tuple(e) for e in ext}]:  # intersections
+        del cache[key]
     if windows_out is not None:
         windows_out[:] = final
     return _stitch_final(cache, final, S, terms)
@@ -183,34 +187,39 @@ def _seam_range(span, b) -> tuple[int, int]:
     return m - (m - span[b][0]) // 2, m + (span[b + 1][1] - m) // 2
 
 
-def _seam_cut(lo: int, hi: int, gl, left, gr, right, tol: float, agree: int):
-    """(cut, difference) of a seam: the two windows' posteriors `gl`, `gr` (over their
-    extents `left`, `right`) compared at each step of their overlap within [lo, hi); the
-    cut is the middle of the longest run of steps where they agree within `tol`, if it
-    is at least `agree` steps long (else None), and the difference is the largest one
-    over that run (else the smallest largest difference over any `agree` steps)."""
-    a0, a1 = max(lo, left[0], right[0]), min(hi, left[1], right[1])
-    if a1 - a0 < 1:
-        return None, float("inf")
-    d = (gl[a0 - left[0]:a1 - left[0]] - gr[a0 - right[0]:a1 - right[0]]).abs()
-    d = d.amax(-1).double().numpy()
-    ok = np.concatenate([[0], (d <= tol).astype(np.int8), [0]])
-    edges = np.diff(ok)
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    if len(starts):
-        i = int(np.argmax(ends - starts))
-        if ends[i] - starts[i] >= agree:
-            return a0 + int(starts[i] + ends[i]) // 2, float(d[starts[i]:ends[i]].max())
-    n = min(agree, len(d))
-    return None, float(np.lib.stride_tricks.sliding_window_view(d, n).max(-1).min())
+_seam_cut = seam_cut  # (a module name, so that tests can replace it)
 
 
-def _compute_ext(head, terms, exts, cache, call_steps, backend, progress):
-    """Posteriors of the windows with extents `exts`, longest first, into cache[extent]
-    on the host (allowed and proj_start are the whole sequence's terms': _stitch_final).
-    A semi-CRF call takes windows while their count times the longest stays within
-    `call_steps` (at least one): widened and merged windows are longer than the first
-    ones, and as many of them a call as of those took 27 GB at 50 Mb of fly."""
+def _seam_rows(ext) -> dict:
+    """What the seams of windows with extents `ext` read: extent -> (posteriors kept?,
+    the row ranges whose boundary marginals are kept). A window keeps its posteriors
+    and its overlaps with its neighbours; each seam's intersection window, all its
+    rows (posterior_bound.py)."""
+    keep: dict = {}
+
+    def want(e, post, rows):
+        old = keep.get(e, (False, []))
+        keep[e] = (old[0] or post, old[1] + [rows] if rows else old[1])
+
+    for i, (ws, we) in enumerate(ext):
+        want((ws, we), True, None)
+        if i + 1 < len(ext):
+            inter = (ext[i + 1][0], we)
+            want((ws, we), False, inter)
+            want(tuple(ext[i + 1]), False, inter)
+            want(inter, False, inter)
+    return keep
+
+
+def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=None):
+    """Posterior passes of the windows with extents `exts`, longest first, into
+    cache[extent] (a posterior_bound.WindowPass on the host), keeping what `keep` names
+    (_seam_rows; default: the posteriors alone, and allowed and proj_start are the whole
+    sequence's terms': _stitch_final). A semi-CRF call takes windows while their count
+    times the longest stays within `call_steps` (at least one): widened and merged
+    windows are longer than the first ones, and as many of them a call as of those took
+    27 GB at 50 Mb of fly."""
+    keep = keep or {}
     exts = sorted(set(exts), key=lambda e: e[0] - e[1])
     groups, i0 = [], 0
     while i0 < len(exts):
@@ -221,10 +230,17 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress):
     for group in groups:
         t = _window_terms(terms, group)
         with torch.no_grad():
-            g = head._posteriors(t, backend).detach().cpu()
+            if any(keep.get(e, (True, []))[1] for e in group):
+                g, e = posteriors_and_ends(t, backend)
+            else:
+                g, e = head._posteriors(t, backend), None
         del t
         for j, (ws, we) in enumerate(group):
-            cache[(ws, we)] = (g[j, :we - ws].clone(),)
+            post, rows = keep.get((ws, we), (True, []))
+            cache[(ws, we)] = WindowPass(
+                ws, we, g[j, :we - ws].detach().cpu().clone() if post else None,
+                {(a, b): e[j, a - ws:b - ws].detach().cpu().clone() for a, b in rows})
+        del g, e
         done += len(group)
         if progress is not None:
             progress(min(1.0, done / len(exts)))
@@ -234,10 +250,10 @@ def _stitch_final(cache, final, S, terms):
     """The posteriors over [0, S) from windows (kept start, kept end, start, end) whose
     extents are in `cache` (emptied as it goes), and the whole sequence's allowed and
     proj_start from its `terms`, all on the host."""
-    g0 = cache[tuple(final[0][2:])][0]
+    g0 = cache[tuple(final[0][2:])].post
     g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
     for cs, ce, ws, we in final:
-        g[cs:ce] = cache.pop((ws, we))[0][cs - ws:ce - ws]
+        g[cs:ce] = cache.pop((ws, we)).post[cs - ws:ce - ws]
     return g, terms["allowed"][0].cpu(), terms["proj_start"][0].cpu()
 
 
@@ -278,7 +294,7 @@ def _window_terms(full: dict, spans) -> dict:
     return t
 
 
-def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
+def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol):
     """_seam_cut of two short windows across the first seam of `wins`: [m - probe, m +
     overlap / 2) and [m - overlap / 2, m + probe), m the seam, starts on the frame
     period (3)."""
@@ -289,10 +305,12 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol, agree):
     right = max(0, m - half)
     right -= right % 3
     ext = [(left, min(S, m + half)), (right, min(S, m + probe))]
+    keep = _seam_rows(ext)
     cache: dict = {}
-    _compute_ext(head, terms, ext, cache, 2 * max(b - a for a, b in ext), backend, None)
-    return _seam_cut(right, min(S, m + half), cache[ext[0]][0], ext[0], cache[ext[1]][0],
-                     ext[1], tol, agree)
+    _compute_ext(head, terms, list(keep), cache, 2 * max(b - a for a, b in ext), backend,
+                 None, keep)
+    return _seam_cut(right, min(S, m + half), terms["duration_bias"].shape[0],
+                     cache[ext[0]], cache[ext[1]], cache[(ext[1][0], ext[0][1])], tol)
 
 
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,

@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - numba is a dependency of the CPU backe
         return lambda f: f
 
 NEG = -np.inf
-POSTERIOR_TOL = 1e-5  # the agreement asked of two windows' posteriors at a seam
+POSTERIOR_TOL = 1e-5  # a posterior seam's bound: stitched posteriors within it (posterior_bound.py)
 
 
 @dataclass
@@ -66,16 +66,16 @@ class SeamStats:
     first: int = 0  # certified at the first width
     widened: int = 0  # certified after the overlap was doubled (once or more)
     whole: int = 0  # not certified before the window reached the sequence end
-    post_first: int = 0  # posterior seams agreeing within tol at the first width
+    post_first: int = 0  # posterior seams certified within tol at the first width
     post_widened: int = 0
     post_whole: int = 0
-    post_max_diff: float = 0.0  # the largest difference at an accepted posterior seam
+    post_max_diff: float = 0.0  # the largest bound of a certified posterior seam
     widths: list = field(default_factory=list)  # the windows of certified seams
     points: list = field(default_factory=list)  # (boundary, label before it) certified
     depths: list = field(default_factory=list)  # steps from a first window's end back to
     # where its tracebacks met
-    post_first_diffs: list = field(default_factory=list)  # at the first width, per seam
-    post_probes: list = field(default_factory=list)  # the probed first seams' differences
+    post_first_diffs: list = field(default_factory=list)  # bounds at the first width
+    post_probes: list = field(default_factory=list)  # the probed first seams' bounds
     # (stitched_posteriors' probe), where one went whole at once
     post_seqs_whole: int = 0  # sequences whose posteriors were computed as one window
 
@@ -87,12 +87,12 @@ class SeamStats:
     def posterior_line(self, tol: float = POSTERIOR_TOL) -> str:
         first = max(self.post_first_diffs, default=0.0)
         probed = (f"; {len(self.post_probes)} sequence(s) whole at once after a probe of "
-                  f"their first seam differed by up to {max(self.post_probes):.2g}"
+                  f"their first seam's bound was up to {max(self.post_probes):.2g}"
                   if self.post_probes else "")
         at_first = f"; at the first width {first:.2g}" if self.post_first_diffs else ""
-        return (f"posterior seams: {self.post_first} agree within {tol:g} at the first "
+        return (f"posterior seams: {self.post_first} certified within {tol:g} at the first "
                 f"width, {self.post_widened} widened, {self.post_whole} decoded whole "
-                f"(largest difference {self.post_max_diff:.2g}{at_first}{probed})")
+                f"(largest bound {self.post_max_diff:.2g}{at_first}{probed})")
 
     def add(self, other: SeamStats) -> None:
         for k in ("side", "first", "widened", "whole", "post_first", "post_widened", "post_whole",
