@@ -133,8 +133,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     first = True
     while True:
         keep = _seam_rows(ext)
-        for key in set(cache) - set(keep):  # windows of an earlier width
-            del cache[key]
+        cache = {k: w for k, w in cache.items() if k in keep}  # not an earlier width's
         _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps,
                      backend, progress if first else None, keep)
         res = [check(b) for b in range(len(ext) - 1)]
@@ -162,8 +161,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     stats.post_max_diff = max([stats.post_max_diff, *(d for _, d in res)])
     final = [(0 if i == 0 else cuts[i - 1], S if i == len(ext) - 1 else cuts[i], *ext[i])
              for i in range(len(ext))]
-    for key in [k for k in cache if k not in {tuple(e) for e in ext}]:  # intersections
-        del cache[key]
+    cache = {k: w for k, w in cache.items() if list(k) in ext}  # no intersections
     if windows_out is not None:
         windows_out[:] = final
     return _stitch_final(cache, final, S, terms)
