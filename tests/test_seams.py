@@ -368,6 +368,35 @@ def test_short_windows_widen_then_merge_until_seams_agree(monkeypatch):
     assert float((g - whole).abs().max()) < 1e-6
 
 
+def test_widened_seam_recomputes_a_window_that_did_not_change(monkeypatch):
+    """Windows of 3,950 steps overlapping by 1,000 over 9,000: kept spans end at 2,950,
+    5,900 and 8,850, so the third window already reaches the sequence's end. Its seam
+    with the last window failing once (forced) is widened: the last window reaches
+    further left while the third keeps its extent, and so its pass is computed again
+    for the boundary marginals of the larger overlap (found at 300 kb of fly on a GPU:
+    the rows were missing). The posteriors are the whole sequence's."""
+    from semiseg.annotate import posterior_seams as seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    calls = _count_calls(monkeypatch, seams)
+    real = seams._seam_cut
+    failed = []
+
+    def cut(lo, hi, *a):  # the last seam (it may cut from 7,375) fails once
+        if lo > 7000 and not failed:
+            failed.append(lo)
+            return None, 1.0
+        return real(lo, hi, *a)
+    monkeypatch.setattr(seams, "_seam_cut", cut)
+    st = SeamStats()
+    out: list = []
+    g, _, _ = seams.stitched_posteriors(crf, em, 3950, 1000, 8, stats=st, windows_out=out)
+    assert failed and st.post_widened >= 1 and len(out) == 4
+    assert out[2][3] == 9000 and calls[1].count(9000 - out[2][2]) == 1  # computed again
+    assert float((g - whole).abs().max()) < 1e-6
+
+
 def test_window_terms_come_from_the_whole_sequence():
     """Windows of 9,374 steps overlapping by 2,048 over 15 kb of chrI leave a last window
     of 1,374 steps. Its head terms computed from its own bases alone (the ORF-length

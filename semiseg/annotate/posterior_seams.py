@@ -133,7 +133,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     first = True
     while True:
         keep = _seam_rows(ext)
-        cache = {k: w for k, w in cache.items() if k in keep}  # not an earlier width's
+        cache = {k: w for k, w in cache.items() if k in keep and _covers(w, *keep[k])}
         _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps,
                      backend, progress if first else None, keep)
         res = [check(b) for b in range(len(ext) - 1)]
@@ -207,6 +207,14 @@ def _seam_rows(ext) -> dict:
             want(tuple(ext[i + 1]), False, inter)
             want(inter, False, inter)
     return keep
+
+
+def _covers(w: WindowPass, post: bool, rows: list) -> bool:
+    """Whether window pass w holds its posteriors (if `post`) and the boundary marginals
+    of each row range in `rows` (a widened neighbour reaches further into a window that
+    itself did not change: its pass is computed again)."""
+    return (w.post is not None or not post) and all(
+        any(a <= lo and hi <= b for a, b in w.ends) for lo, hi in rows)
 
 
 def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=None):
