@@ -56,6 +56,9 @@ def main():
     ap.add_argument("--windows", default="131072,65536")
     ap.add_argument("--overlap", type=int, default=16384)
     ap.add_argument("--batch-steps", type=int, default=2_640_000)
+    ap.add_argument("--max-widen", default="2",
+                    help="doublings of a failing seam before its windows merge, "
+                         "comma-separated: one stitched run each")
     a = ap.parse_args()
     dev = torch.device(a.device)
     lo, hi = (int(v) for v in a.region.split("-"))
@@ -138,6 +141,13 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     print(f"\nseams certified at the first width: {n_cert} of {len(wins) - 1}; the "
           f"largest difference of such a stitch (within half an overlap of its cut) from the "
           f"whole posteriors: {worst:.2g}")
+    for mw in (int(v) for v in a.max_widen.split(",")):
+        stitched(dev, crf, em, whole, W, ov, per_call, mw)
+
+
+def stitched(dev, crf, em, whole, W, ov, per_call, max_widen):
+    """stitched_posteriors (widen up to max_widen times, then merge) against the whole
+    sequence's posteriors: each posterior call, the time, the seams."""
     st = seams.SeamStats()
     out: list = []
     rounds = []
@@ -150,10 +160,11 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     seams._compute_ext = spy
     try:
         (g, _, _), t_s = timed(dev, lambda: seams.stitched_posteriors(
-            crf, em, W, ov, per_call, stats=st, windows_out=out))
+            crf, em, W, ov, per_call, stats=st, windows_out=out, max_widen=max_widen))
     finally:
         seams._compute_ext = real
-    print("\n| posterior call | windows | longest (steps) | s |\n|---|---|---|---|")
+    print(f"\nmax_widen {max_widen}:\n\n| posterior call | windows | longest (steps) | s |\n"
+          "|---|---|---|---|")
     for i, (n, L, t) in enumerate(rounds):
         print(f"| {i + 1} | {n} | {L:,} | {t:.2f} |")
     diff = (g - whole).abs().amax(-1)
@@ -163,12 +174,13 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     inside = [(cs, ce, ws, we) for cs, ce, ws, we in out if cs <= at < ce][0]
     print(f"\nthe largest difference from the whole ({float(diff[at]):.2g}) at step {at:,}: "
           f"{near:,} steps from the nearest cut, in the window {inside} (kept, extent)")
-    print(f"\nstitched_posteriors (widen, merge): {t_s:.2f} s, {len(out)} final "
-          f"windows (longest {max(we - ws for _, _, ws, we in out):,} steps); "
+    print(f"\nstitched_posteriors (widen up to {max_widen}, merge): {t_s:.2f} s, {len(out)} "
+          f"final windows (longest {max(we - ws for _, _, ws, we in out):,} steps); "
           f"{st.posterior_line()}; largest difference from the whole sequence's "
           f"posteriors {float((g - whole).abs().max()):.2g}")
     if dev.type == "cuda":
         print(f"peak GPU memory so far {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
+
 
 if __name__ == "__main__":
     main()

@@ -38,6 +38,16 @@ POSTERIOR_FAR = 0.05
 # at most GPU_WINDOW steps, GPU_STEPS steps of windows a call (long_window)
 GPU_WINDOW = 65_536
 GPU_STEPS = 2_621_440
+# On a CUDA device a seam that does not certify at the first width merges its two
+# windows at once (no doubling first): the posterior calls are latency-bound chains, so
+# each round costs its longest window's length whatever the windows' number, and rounds
+# of doubling that end in a merge anyway cost more than the merge. 4 Mb of fly on an
+# H200 (benchmarks/fly_decode_profile.py --max-widen 2,1,0,2,0): the posteriors took
+# 21.9 and 19.8 s with 2 doublings, 17.2 with 1, 15.0 and 16.4 with none (the same bound
+# and the same largest difference from the whole sequence's). On a CPU (throughput-bound)
+# windows stay within max_decode_steps as long as doubling can close a seam: 2 doublings.
+GPU_MAX_WIDEN = 0
+CPU_MAX_WIDEN = 2
 # The longest sequence whose whole-sequence max-sum runs on a CUDA device (its
 # backpointers and scores take ~1.4 KB a step there: 4 Mb of fly peaked at 10 GB in
 # all); a longer one's max-sum runs in windows side by side on the host's cores
@@ -322,11 +332,12 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol):
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                 tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
                 backend: str = "auto", progress=None, post_overlap: int | None = None,
-                windows_out: list | None = None):
+                windows_out: list | None = None, max_widen: int = CPU_MAX_WIDEN):
     """The gene model's posterior decode of one long sequence (S, channels) in certified
     windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
     marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
-    Posterior windows of W steps overlap by `post_overlap` (default `overlap`); the
+    Posterior windows of W steps overlap by `post_overlap` (default `overlap`), a seam
+    not certified doubled up to `max_widen` times before its windows merge; the
     posterior decode's Viterbi runs whole on a CUDA device up to DEVICE_MAXSUM steps
     (14 s for 4 M steps of fly on an H200), else in certified windows of W steps
     reaching `overlap` steps into their neighbours, decoded side by side on the host
@@ -345,7 +356,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     codes = head._stop_codes(em[None], None)
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
-                                    windows_out=windows_out)
+                                    windows_out=windows_out, max_widen=max_widen)
     on_device = stats.post_seqs_whole > whole_before or em.device.type == "cuda"
     if on_device and S <= DEVICE_MAXSUM:
         # the posteriors were computed as one window, so the device held the whole
@@ -437,6 +448,7 @@ def annotate_long(ann, em: torch.Tensor, hid):
     wins: list = []
     labels, post, bnd = gene_decode(
         head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
+        max_widen=GPU_MAX_WIDEN if ann.device.type == "cuda" else CPU_MAX_WIDEN,
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()
