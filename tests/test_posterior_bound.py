@@ -180,9 +180,13 @@ def test_side_bound_against_direct_sums():
     entries with w = 0 ignored, those with d = 0 counted whole (w + n)."""
     rng = np.random.default_rng(3)
     w, n, d = rng.uniform(0, 1, 50), rng.uniform(0.5, 2, 50), rng.uniform(0.5, 2, 50)
+    w *= 4.0 / w.sum()  # a block's marginals sum to 1 or more
     w[:5] = 0.0
     n[5:8] = 0.0  # ratio 0: weight counts whole
     scan = min(float((w * np.abs(k * n / d - 1)).sum()) for k in np.linspace(0.1, 5, 20001))
     assert side_bound(w, n, d) == pytest.approx(scan, rel=1e-4)
     d[10] = 0.0
     assert side_bound(w, n, d) >= w[10] + n[10]
+    # a block's boundary marginals sum to 1 or more; zeros (a window the grammar
+    # forbids) certify nothing
+    assert side_bound(np.zeros(50), n, d) == float("inf")

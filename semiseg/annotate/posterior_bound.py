@@ -81,8 +81,14 @@ def posteriors_and_ends(t: dict, backend: str) -> tuple[torch.Tensor, torch.Tens
 
 def side_bound(weight: np.ndarray, num: np.ndarray, den: np.ndarray) -> float:
     """min over k of sum weight |k num / den - 1| over the entries with weight > 0 and
-    den > 0, plus weight + num over the entries with den = 0 (their ratio unknown)."""
+    den > 0, plus weight + num over the entries with den = 0 (their ratio unknown).
+    Infinite where the weights sum below 1/2: a block of K boundaries holds at least
+    one boundary of every segmentation (no segment is longer than K), so its marginals
+    sum to 1 or more; less is a window the grammar forbids (its pass gives zeros) or
+    lost precision, and nothing is certified from it."""
     weight, num, den = weight.ravel(), num.ravel(), den.ravel()
+    if not weight.sum() >= 0.5:
+        return float("inf")
     unknown = float((weight + num)[den == 0].sum())
     known = (weight > 0) & (den > 0)
     u, w = weight[known], num[known] / den[known]
