@@ -397,6 +397,32 @@ def test_widened_seam_recomputes_a_window_that_did_not_change(monkeypatch):
     assert float((g - whole).abs().max()) < 1e-6
 
 
+def test_annotate_long_merges_at_once_on_a_gpu_only(monkeypatch):
+    """annotate_long asks gene_decode for no doubling of a failing seam on a CUDA device
+    (GPU_MAX_WIDEN: its calls are latency-bound) and for CPU_MAX_WIDEN on the CPU, whose
+    windows are the user's memory bound; windows of at most GPU_WINDOW on the GPU."""
+    from types import SimpleNamespace
+
+    from semiseg.annotate import posterior_seams as seams
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(head, em, W, ov, per_call, **kw):
+        asked.append((W, kw["max_widen"]))
+        raise Stop
+    monkeypatch.setattr(seams, "gene_decode", spy)
+    for dev in ("cuda", "cpu"):
+        ann = SimpleNamespace(model=SimpleNamespace(crf=SimpleNamespace(max_duration=256)),
+                              device=torch.device(dev), max_steps=1_000_000, overlap=0,
+                              batch_steps=200_000)
+        with pytest.raises(Stop):
+            seams.annotate_long(ann, torch.zeros(5, 3), None)
+    assert asked == [(seams.GPU_WINDOW, 0), (1_000_000, 2)]
+
+
 def test_window_terms_come_from_the_whole_sequence():
     """Windows of 9,374 steps overlapping by 2,048 over 15 kb of chrI leave a last window
     of 1,374 steps. Its head terms computed from its own bases alone (the ORF-length
