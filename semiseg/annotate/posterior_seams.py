@@ -246,7 +246,7 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=N
     for group in groups:
         t = _window_terms(terms, group)
         with torch.no_grad():
-            if any(keep.get(e, (True, []))[1] for e in group):
+            if any(keep.get(x, (True, []))[1] for x in group):  # boundary marginals asked
                 g, e = posteriors_and_ends(t, backend)
             else:
                 g, e = head._posteriors(t, backend), None
