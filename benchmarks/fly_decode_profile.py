@@ -124,7 +124,7 @@ def windows(a, dev, crf, em, terms, whole, S, W, lo):
     for b in range(len(wins) - 1):
         m = wins[b + 1][0]
         A, B = cache[ext[b]], cache[ext[b + 1]]
-        cut, bound = seams._seam_cut(*seams._seam_range(span, b), K, A, B,
+        cut, bound = seams.posterior_bound.seam_cut(*seams._seam_range(span, b), K, A, B,
                                      cache[(ext[b + 1][0], ext[b][1])], TOL)
         d = float((A.post[m - A.start] - B.post[m - B.start]).abs().max())
         err = "-"

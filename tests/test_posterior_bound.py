@@ -73,6 +73,34 @@ def stitched_error(c: int, A: WindowPass, B: WindowPass, whole) -> float:
                float((B.post[c - B.start:] - whole[c:B.end]).abs().max()))
 
 
+@pytest.mark.parametrize("backend", ["torch", "numba"])
+def test_end_marginals_against_enumeration(backend):
+    """crf.marginals(ends=True)'s third output, P(a segment of label c ends at t), on
+    small periodic semi-CRFs with masks: the sum over every allowed segmentation."""
+    from bruteforce import enumerate_paths
+
+    from semiseg.crf.dispatch import marginals
+
+    for seed in range(3):
+        t = random_terms(seed, 7, 3, 4, periodic=True)
+        kw = dict(start=t["start"], end=t["end"], proj_start=t["proj_start"],
+                  allowed=t["allowed"])
+        args = (t["scores"], t["transition"], t["duration_bias"], t["lengths"])
+        want = torch.zeros(1, 7, 3, dtype=torch.float64)
+        paths = enumerate_paths(*args, **kw)[0]
+        probs = torch.softmax(torch.stack([sc for _, sc in paths]).detach(), 0)
+        for (seg, _), p in zip(paths, probs):
+            for s0, d, c in seg:
+                want[0, s0 + d - 1, c] += p
+        x = args if backend == "torch" else tuple(
+            a.float() if a.is_floating_point() else a for a in args)
+        kx = kw if backend == "torch" else {k: (v.float() if v.is_floating_point() else v)
+                                            for k, v in kw.items()}
+        _, _, got = marginals(*x, backend=backend, ends=True, **kx)
+        tol = 1e-9 if backend == "torch" else 1e-5
+        assert float((got.double() - want).abs().max()) < tol, (seed, backend)
+
+
 def test_boundary_marginals_of_the_union_are_the_product_over_the_intersection():
     """E_U = E_A E_B / E_C up to one constant over the whole overlap (alpha_C = alpha_B,
     beta_C = beta_A): the identity the certificate rests on."""

@@ -292,13 +292,15 @@ def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
     calls = _count_calls(monkeypatch, seams)
-    real = seams._seam_cut
+    from semiseg.annotate import posterior_bound
+
+    real = posterior_bound.seam_cut
     n = [0]
 
     def cut(*a):  # the probe's seam as it is, every later seam far apart
         n[0] += 1
         return real(*a) if n[0] == 1 else (None, 1.0)
-    monkeypatch.setattr(seams, "_seam_cut", cut)
+    monkeypatch.setattr(posterior_bound, "seam_cut", cut)
     # windows of 4,000 overlapping by 1,000 over 9,000: kept 3,000, windows [0, 3,500),
     # [2,499, 6,500), [5,499, 9,000) (starts rounded down to the frame period 3); the
     # probe reaches 700 steps either side of 3,000: [2,298, 3,500) and [2,499, 3,700)
@@ -380,7 +382,9 @@ def test_widened_seam_recomputes_a_window_that_did_not_change(monkeypatch):
     _, crf, em = _chri_emissions(30000, 39000)
     whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
     calls = _count_calls(monkeypatch, seams)
-    real = seams._seam_cut
+    from semiseg.annotate import posterior_bound
+
+    real = posterior_bound.seam_cut
     failed = []
 
     def cut(lo, hi, *a):  # the last seam (it may cut from 7,375) fails once
@@ -388,7 +392,7 @@ def test_widened_seam_recomputes_a_window_that_did_not_change(monkeypatch):
             failed.append(lo)
             return None, 1.0
         return real(lo, hi, *a)
-    monkeypatch.setattr(seams, "_seam_cut", cut)
+    monkeypatch.setattr(posterior_bound, "seam_cut", cut)
     st = SeamStats()
     out: list = []
     g, _, _ = seams.stitched_posteriors(crf, em, 3950, 1000, 8, stats=st, windows_out=out)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..crf.dispatch import log_partition
+from ..crf.dispatch import marginals
 
 # cuts tried per seam, evenly over where it may cut (the bound varies slowly with the
 # cut: it falls to float32 noise once both windows have forgotten their far edges)
@@ -62,21 +62,15 @@ class WindowPass:
         raise KeyError(f"rows [{lo}, {hi}) of window [{self.start}, {self.end}) not kept")
 
 
-def posteriors_and_ends(t: dict, backend: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """Label posteriors and boundary marginals (B, T, C) of the gene model's terms `t`
-    (head._terms: scores, transition, duration_bias, lengths, start, end, proj_start,
-    allowed) from one posterior pass: the gradients of log Z in the scores and in a
-    zero `proj_end`. A sequence the grammar forbids (log Z = -inf) gets zeros."""
-    with torch.enable_grad():
-        sc = t["scores"].detach().requires_grad_(True)
-        pe = torch.zeros_like(sc, requires_grad=True)
-        st = None if t["start"] is None else t["start"].detach()
-        en = None if t["end"] is None else t["end"].detach()
-        z = log_partition(sc, t["transition"].detach(), t["duration_bias"].detach(),
-                          t["lengths"], start=st, end=en, proj_start=t["proj_start"],
-                          proj_end=pe, allowed=t["allowed"], backend=backend)
-        g, e = torch.autograd.grad(torch.where(torch.isfinite(z), z, 0).sum(), [sc, pe])
-    return g, e
+def posteriors_and_ends(t: dict, backend: str, ends: bool = True):
+    """Label posteriors (B, T, C) of the gene model's terms `t` (head._terms: scores,
+    transition, duration_bias, lengths, start, end, proj_start, allowed) and, with
+    `ends`, their boundary marginals (B, T, C) from the same pass (else None):
+    crf.marginals. A sequence the grammar forbids gets zeros."""
+    out = marginals(t["scores"], t["transition"], t["duration_bias"], t["lengths"],
+                    start=t["start"], end=t["end"], proj_start=t["proj_start"],
+                    allowed=t["allowed"], backend=backend, ends=ends)
+    return out[0], (out[2] if ends else None)
 
 
 def side_bound(weight: np.ndarray, num: np.ndarray, den: np.ndarray) -> float:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import posterior_bound
 from .long_terms import chunked_terms
 from .maxsum_windows import parallel_certified_viterbi
-from .posterior_bound import WindowPass, posteriors_and_ends, seam_cut
+from .posterior_bound import WindowPass, posteriors_and_ends
 from .seams import POSTERIOR_TOL, SeamStats
 
 # A seam whose bound exceeds this at the first width is a dependence reaching far past
@@ -128,9 +129,9 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     def check(b):
         key = (*rng[b], *ext[b], *ext[b + 1])
         if key not in checked:
-            checked[key] = _seam_cut(*rng[b], K, cache[tuple(ext[b])],
-                                     cache[tuple(ext[b + 1])],
-                                     cache[(ext[b + 1][0], ext[b][1])], tol)
+            checked[key] = posterior_bound.seam_cut(
+                *rng[b], K, cache[tuple(ext[b])], cache[tuple(ext[b + 1])],
+                cache[(ext[b + 1][0], ext[b][1])], tol)
         return checked[key]
 
     def widen(b):  # seam b's two windows reach twice as far across it
@@ -195,9 +196,6 @@ def _seam_range(span, b) -> tuple[int, int]:
     return m - (m - span[b][0]) // 2, m + (span[b + 1][1] - m) // 2
 
 
-_seam_cut = seam_cut  # (a module name, so that tests can replace it)
-
-
 def _seam_rows(ext) -> dict:
     """What the seams of windows with extents `ext` read: extent -> (posteriors kept?,
     the row ranges whose boundary marginals are kept). A window keeps its posteriors
@@ -245,17 +243,13 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=N
     done = 0
     for group in groups:
         t = _window_terms(terms, group)
-        with torch.no_grad():
-            if any(keep.get(x, (True, []))[1] for x in group):  # boundary marginals asked
-                g, e = posteriors_and_ends(t, backend)
-            else:
-                g, e = head._posteriors(t, backend), None
+        g, e = posteriors_and_ends(t, backend, any(keep.get(x, (True, []))[1] for x in group))
         del t
-        for j, (ws, we) in enumerate(group):
+        for j, (ws, we) in enumerate(group):  # one copy each, into host memory
             post, rows = keep.get((ws, we), (True, []))
             cache[(ws, we)] = WindowPass(
-                ws, we, g[j, :we - ws].detach().cpu().clone() if post else None,
-                {(a, b): e[j, a - ws:b - ws].detach().cpu().clone() for a, b in rows})
+                ws, we, g[j, :we - ws].to("cpu", copy=True) if post else None,
+                {(a, b): e[j, a - ws:b - ws].to("cpu", copy=True) for a, b in rows})
         del g, e
         done += len(group)
         if progress is not None:
@@ -311,9 +305,9 @@ def _window_terms(full: dict, spans) -> dict:
 
 
 def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol):
-    """_seam_cut of two short windows across the first seam of `wins`: [m - probe, m +
-    overlap / 2) and [m - overlap / 2, m + probe), m the seam, starts on the frame
-    period (3)."""
+    """posterior_bound.seam_cut of two short windows across the first seam of `wins`:
+    [m - probe, m + overlap / 2) and [m - overlap / 2, m + probe), m the seam, starts on
+    the frame period (3)."""
     S = terms["scores"].shape[1]
     m, half = wins[1][0], max(1, overlap // 2)
     left = max(0, m - probe)
@@ -325,7 +319,7 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol):
     cache: dict = {}
     _compute_ext(head, terms, list(keep), cache, 2 * max(b - a for a, b in ext), backend,
                  None, keep)
-    return _seam_cut(right, min(S, m + half), terms["duration_bias"].shape[0],
+    return posterior_bound.seam_cut(right, min(S, m + half), terms["duration_bias"].shape[0],
                      cache[ext[0]], cache[ext[1]], cache[(ext[1][0], ext[0][1])], tol)
 
 

@@ -219,11 +219,6 @@ def _trace(bp_d, bp_c, t, c, stop=0, out=None):
     return t, c
 
 
-def _traceback(bp_d, bp_c, t, c, out):
-    """Labels of the traceback from state (t, c) down to boundary 0, into out[0:t]."""
-    _trace(bp_d, bp_c, t, c, 0, out)
-
-
 class WindowInputs:
     """One sequence's max-sum inputs on the host (certified_viterbi's arguments), each
     window's slice made float64 (and `allowed` bool) when asked for."""
@@ -283,7 +278,7 @@ def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.n
             c = int(np.argmax(v))
             if not np.isfinite(v[c]):
                 return T, -1, float("-inf")
-            _traceback(bp_d, bp_c, n, c, labels[p:])
+            _trace(bp_d, bp_c, n, c, 0, labels[p:])
             if k > 0:  # a seam that never certified: decoded to the end as one
                 stats.whole += 1
             return T, -1, (float(v[c]) if p == 0 else score + float(v[c]))
@@ -291,7 +286,7 @@ def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.n
         if k == 0:  # how far back the tracebacks met (None: only at the entry)
             stats.depths.append(n - t0 if t0 > 0 else None)
         if t0 > 0 and t0 >= n - max(ov, n // 2):
-            _traceback(bp_d, bp_c, t0, c0, labels[p:])
+            _trace(bp_d, bp_c, t0, c0, 0, labels[p:])
             if k == 0:
                 stats.first += 1
             else:

@@ -315,13 +315,18 @@ def viterbi(
 
 def marginals(
     scores, transition, duration_bias, lengths=None, *, start=None, end=None,
-    proj_start=None, proj_end=None, allowed=None, backend="auto",
-) -> tuple[Tensor, Tensor]:
+    proj_start=None, proj_end=None, allowed=None, backend="auto", ends: bool = False,
+) -> tuple[Tensor, ...]:
     """Label marginals (B, T, C) and boundary marginals (B, T) (arguments as `log_partition`).
 
     label[b, t, c] = P(position t has label c); boundary[b, t] = P(a segment starts at t).
-    Both are 0 at t >= L_b (and everywhere for a sequence with no allowed segmentation).
+    With `ends`, a third: end[b, t, c] = P(a segment of label c ends at position t) (its
+    last position; the gradient in `proj_end`), which factors as alpha * beta / Z at the
+    boundary after t (annotate/posterior_bound.py). All are 0 at t >= L_b (and
+    everywhere for a sequence with no allowed segmentation).
     """
+    if ends and proj_end is None:
+        proj_end = torch.zeros_like(torch.as_tensor(scores))
     x = check_inputs(scores, transition, duration_bias, lengths, start=start, end=end,
                      proj_start=proj_start, proj_end=proj_end, allowed=allowed)
     module = _backend(x, backend)
@@ -330,5 +335,6 @@ def marginals(
                          for n in FLOAT_FIELDS})
         log_z, saved = module.forward(x, keep=True)
         grads = module.backward(x, saved, torch.ones_like(log_z),
-                                wanted=("scores", "proj_start"))
-    return grads["scores"], grads["proj_start"].sum(-1)
+                                wanted=("scores", "proj_start", "proj_end")[:2 + ends])
+    out = grads["scores"], grads["proj_start"].sum(-1)
+    return (*out, grads["proj_end"]) if ends else out
