@@ -10,6 +10,7 @@ from datetime import UTC
 from pathlib import Path
 
 from ..errors import SemisegError
+from ..genome._util import deferred_signals, silenced_stderr
 from .outputset import ANNOTATION_FILES, OutputSet
 
 
@@ -178,22 +179,44 @@ def _merge_bigwig(parts: list[str], suffix: str, path: str) -> None:
         for s in sources:
             header += [(c, n) for c, n in s.chroms().items() if c not in seen]
             seen.update(s.chroms())
-        bw = pyBigWig.open(path, "w")
-        bw.addHeader(header)
-        for s in sources:
-            for c in s.chroms():
-                iv = s.intervals(c) or ()
-                if iv:
-                    bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
-                                  ends=[b for _, b, _ in iv],
-                                  values=[float(v) for _, _, v in iv])
-        bw.close()
+        _write_bigwig(path, header, sources)
         # zoom levels down to whole chromosomes, as annotate writes them (read
         # back from the merged file; docs/outputs.md)
         add_zoom_levels(path, dict(header))
     finally:
         for s in sources:
             s.close()
+
+
+def _write_bigwig(path: str, header: list, sources: list) -> None:
+    """The sources' intervals into a new bigWig at `path`. libBigWig's calls run with
+    signals deferred (a write cut by a signal fails); an interrupt between them closes the
+    file with stderr silenced (the staging folder is removed after), so the user's one
+    line stays `semiseg: interrupted`."""
+    import pyBigWig
+
+    with deferred_signals():
+        bw = pyBigWig.open(path, "w")
+    try:
+        with deferred_signals():
+            bw.addHeader(header)
+        for s in sources:
+            for c in s.chroms():
+                iv = s.intervals(c) or ()
+                if iv:
+                    with deferred_signals():
+                        bw.addEntries([c] * len(iv), [a for a, _, _ in iv],
+                                      ends=[b for _, b, _ in iv],
+                                      values=[float(v) for _, _, v in iv])
+    except BaseException:
+        with deferred_signals(), silenced_stderr():
+            try:
+                bw.close()
+            except RuntimeError:
+                pass
+        raise
+    with deferred_signals():
+        bw.close()
 
 
 def _sidecar(parts: list[str], path: str, files: list[str]) -> None:

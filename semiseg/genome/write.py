@@ -185,10 +185,12 @@ class OutputWriter(SignalWriter):
                 header = 8192 + sum(len(c) + 32 for c in self.chrom_sizes)
                 for s in series:
                     self._space.check(header, header * len(self._bw))
-                    bw = pyBigWig.open(self._path(f"{s}.bw"), "w")
-                    self._bw[s] = bw
                     try:
-                        with deferred_signals():  # no signal inside libBigWig's write
+                        # no signal between the open and the file's entry in _bw (a
+                        # bigWig dropped unclosed prints libBigWig's error when freed),
+                        # nor inside libBigWig's write of the header
+                        with deferred_signals():
+                            bw = self._bw[s] = pyBigWig.open(self._path(f"{s}.bw"), "w")
                             bw.addHeader(header_bw, maxZooms=10)
                     except RuntimeError as err:  # libBigWig says no more than this
                         raise OSError(errno.EIO, f"{err} ({s}.bw)") from None
