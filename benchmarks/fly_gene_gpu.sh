@@ -36,7 +36,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # wide (channels 128, LSTM 128, fine path 64). Fifth round (2026-11-27): types = base +
 # crf.exon_types (a length and transition model per exon type). Sixth round (2026-11-27):
 # long = base + crf.long_introns (two intron length tails), w20 = base with 20 kb
-# windows at batch 4 (the same bases a batch).
+# windows at batch 4 (the same bases a batch). Seventh round (2026-11-27, second
+# session): icontent = base + crf.intron_content (a counted intron Markov chain).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -48,6 +49,7 @@ declare -A VAR=(
   [types]="--set crf.exon_types=true"
   [long]="--set crf.long_introns=true"
   [w20]="--set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
+  [icontent]="--set crf.intron_content=true"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

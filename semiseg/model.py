@@ -205,6 +205,8 @@ class Segmenter(nn.Module):
             if getattr(c, key) and not (self.frames and c.head == "semicrf"):
                 raise SemisegError(f"crf.{key} exists for the gene model's semi-CRF head "
                                    "only (crf.frames: true, crf.head: semicrf)")
+        if c.intron_content and not c.content_scores:
+            raise SemisegError("crf.intron_content needs crf.content_scores: true")
         if c.head != "semicrf" and not self.frames:
             raise SemisegError(f"crf.head: {c.head!r} exists for the gene model only "
                                "(crf.frames: true)")
@@ -261,6 +263,7 @@ class Segmenter(nn.Module):
                                  orf_length_scores=c.orf_length_scores,
                                  upstream_start_scores=c.upstream_start_scores,
                                  content_scores=c.content_scores,
+                                 intron_content=c.intron_content,
                                  tie_noncoding=c.tie_noncoding)
             swap = layout.channel_swap()
         n = len(swap)

@@ -17,7 +17,9 @@ from semiseg.genemodel.content import (
     ContentScores,
     content_channels,
     count_content,
+    count_intron_content,
 )
+from semiseg.genemodel.frames import INTRON_ANY
 
 
 def word_id(word: str) -> int:
@@ -74,6 +76,78 @@ def test_table_matches_a_direct_count():
             pc = (coding[j, w] + PSEUDO) / (coding[j, ctx:ctx + 4].sum() + 4 * PSEUDO)
             pn = (background[w] + PSEUDO) / (background[ctx:ctx + 4].sum() + 4 * PSEUDO)
             assert table[j, w] == pytest.approx(math.log(pc) - math.log(pn), abs=1e-5)
+
+
+def test_intron_table_matches_a_direct_count():
+    """crf.intron_content's table: a homogeneous chain of the intron insides (gold
+    INTRON_ANY of each strand, read in that strand's direction) against the outside
+    bases, counted by hand here."""
+    rng = random.Random(5)
+    lay = layout()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    outside = [i for i, k in enumerate(kinds) if k.startswith("outside:")]
+    cds_plus = next(i for i, k in enumerate(kinds) if k == "CDS+")
+    seqs, golds = [], []
+    inside, background = np.zeros(WORDS), np.zeros(WORDS)
+    for _ in range(3):
+        seq = "".join(rng.choice("ACGTN" if rng.random() < 0.02 else "ACGT")
+                      for _ in range(400))
+        gold = np.full(len(seq), -1)
+        gold[:100] = outside[0]
+        gold[100:150] = cds_plus  # neither intron nor outside
+        gold[150:260] = INTRON_ANY["+"]
+        gold[270:390] = INTRON_ANY["-"]
+        for t, c in enumerate(gold):
+            for s in "+-":
+                w = read_word(seq, t, s)
+                if w is None:
+                    continue
+                if c in outside:
+                    background[word_id(w)] += 1
+                if c == INTRON_ANY[s]:
+                    inside[word_id(w)] += 1
+        seqs.append(onehot(seq))
+        golds.append(gold)
+    table, n = count_intron_content(seqs, golds, lay)
+    assert n == {"intron": int(inside.sum()), "outside": int(background.sum())}
+    assert n["intron"] > 400
+    for w in np.flatnonzero(inside + background)[:300]:
+        ctx = w - w % 4
+        pi = (inside[w] + PSEUDO) / (inside[ctx:ctx + 4].sum() + 4 * PSEUDO)
+        pn = (background[w] + PSEUDO) / (background[ctx:ctx + 4].sum() + 4 * PSEUDO)
+        assert table[w] == pytest.approx(math.log(pi) - math.log(pn), abs=1e-5)
+
+
+def test_head_scores_intron_labels_with_the_intron_table():
+    """With introns: every intron label of strand s at base t gets the intron table's
+    value of the word read on s ending at t, times its own weight; CDS labels keep the
+    coding table (times the coding weight); all else 0."""
+    lay = layout()
+    m = ContentScores(lay, introns=True)
+    itab = np.random.default_rng(4).normal(size=WORDS).astype(np.float32)
+    m.set(random_table(4).numpy(), itab)
+    with torch.no_grad():
+        m.weight.fill_(0.5)
+        m.intron_weight.fill_(-1.3)
+    r = random.Random(4)
+    seq = "".join(r.choice("ACGT") for _ in range(30)) + "N" + "".join(
+        r.choice("ACGT") for _ in range(20))
+    got = m(codes_of(seq))[0].detach().numpy()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    assert any(k.startswith("intron") for k in kinds)
+    for c, kind in enumerate(kinds):
+        for t in range(len(seq)):
+            s = kind[-1]
+            w = read_word(seq, t, s)
+            if kind in ("intron+", "intron-"):
+                want = 0.0 if w is None else -1.3 * float(itab[word_id(w)])
+            elif kind in ("CDS+", "CDS-"):
+                pos = (t - lay.frame[c]) % 3
+                j = pos if s == "+" else 2 - pos
+                want = 0.0 if w is None else 0.5 * float(m.table[j, word_id(w)])
+            else:
+                want = 0.0
+            assert got[t, c] == pytest.approx(want, abs=1e-5), (kind, t)
 
 
 def test_no_coding_bases_give_a_zero_table():

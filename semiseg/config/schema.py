@@ -154,6 +154,10 @@ class CRFConfig:
                   three-periodic 5th-order Markov chain of coding sequence against one of
                   sequence outside genes, counted at the training genes
                   (semiseg/genemodel/content.py)
+    intron_content: with content_scores, intron bases get the log-odds of a 5th-order
+                  Markov chain of intron sequence against the same chain outside genes,
+                  counted at the training introns (semiseg/genemodel/content.py), times
+                  a learned weight
     orf_length_scores: the gene model's head adds learned scores of ORF length to start
                   codons (the ORF each opens) and stop codons (the longest ORF each can
                   close), semiseg/genemodel/orflength.py
@@ -197,6 +201,7 @@ class CRFConfig:
     orf_length_scores: bool = False
     upstream_start_scores: bool = False
     content_scores: bool = False
+    intron_content: bool = False
     tie_noncoding: bool = False
     run_tails: bool = False
     exon_types: bool = False

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import reverse_complement_codes
+from .frames import INTRON_ANY
 
 ORDER = 5
 WORDS = 4 ** (ORDER + 1)
@@ -53,6 +54,27 @@ def _reverse_complement(codes: Tensor) -> Tensor:
     return reverse_complement_codes(codes)
 
 
+def _strand_words(onehots, golds):
+    """Per training window and strand: (strand, word ids read in that strand's direction
+    at each base (-1: none), the gold codes, the positions)."""
+    for x, y in zip(onehots, golds):
+        x = np.asarray(x, np.float32)[:, :4]
+        y = np.asarray(y)
+        code = torch.from_numpy(np.where(x.max(1) > 0.5, x.argmax(1), 4))[None]
+        t = np.arange(len(y))
+        for s in "+-":
+            ids = (word_ids(code) if s == "+" else
+                   word_ids(_reverse_complement(code)).flip(-1))[0].numpy()
+            yield s, ids, y, t
+
+
+def _cond(c: np.ndarray) -> np.ndarray:
+    """log P(base | context) from word counts: PSEUDO added, normalised over the last
+    base of each word."""
+    c = (c + PSEUDO).reshape(*c.shape[:-1], WORDS // 4, 4)
+    return np.log(c / c.sum(-1, keepdims=True)).reshape(*c.shape[:-2], WORDS)
+
+
 def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     """The log-odds table (3, WORDS): entry [j, w] for the word w = (context, base) read
     at codon position j, log P_coding(base | context, j) - log P_outside(base | context),
@@ -65,32 +87,45 @@ def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     outside = np.asarray([i for i, k in enumerate(kinds) if k.startswith("outside:")])
     coding = np.zeros((3, WORDS))
     background = np.zeros(WORDS)
-    for x, y in zip(onehots, golds):
-        x = np.asarray(x, np.float32)[:, :4]
-        y = np.asarray(y)
-        code = torch.from_numpy(np.where(x.max(1) > 0.5, x.argmax(1), 4))[None]
-        t = np.arange(len(y))
-        for s in "+-":
-            ids = (word_ids(code) if s == "+" else
-                   word_ids(_reverse_complement(code)).flip(-1))[0].numpy()
-            ok = ids >= 0
-            if len(outside):
-                sel = ok & np.isin(y, outside)
-                background += np.bincount(ids[sel], minlength=WORDS)
-            if s in layout.strands and len(cds[s]):
-                sel = ok & np.isin(y, cds[s])
-                pos = (t[sel] - frame[y[sel]]) % 3  # position in the left-to-right codon
-                j = pos if s == "+" else 2 - pos
-                np.add.at(coding, (j, ids[sel]), 1)
+    for s, ids, y, t in _strand_words(onehots, golds):
+        ok = ids >= 0
+        if len(outside):
+            sel = ok & np.isin(y, outside)
+            background += np.bincount(ids[sel], minlength=WORDS)
+        if s in layout.strands and len(cds[s]):
+            sel = ok & np.isin(y, cds[s])
+            pos = (t[sel] - frame[y[sel]]) % 3  # position in the left-to-right codon
+            j = pos if s == "+" else 2 - pos
+            np.add.at(coding, (j, ids[sel]), 1)
     n = {"coding": int(coding.sum()), "outside": int(background.sum())}
     if not n["coding"] or not n["outside"]:
         return np.zeros((3, WORDS), np.float32), n
+    return (_cond(coding) - _cond(background)[None]).astype(np.float32), n
 
-    def cond(c):  # log P(base | context): normalise over the last base of each word
-        c = (c + PSEUDO).reshape(*c.shape[:-1], WORDS // 4, 4)
-        return np.log(c / c.sum(-1, keepdims=True)).reshape(*c.shape[:-2], WORDS)
 
-    return (cond(coding) - cond(background)[None]).astype(np.float32), n
+def count_intron_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
+    """The intron log-odds table (WORDS,): log P_intron(base | context) - log
+    P_outside(base | context), a homogeneous chain of the same order counted at the gold
+    intron bases (between the splice bases, each intron read in its transcript's
+    direction) against the gold outside bases, both strands; returns the table and
+    {"intron": n, "outside": n} (zeros if either is 0)."""
+    kinds = [layout.kind_names[k] for k in layout.kind]
+    # gold intron insides are INTRON_ANY (any phase); a phase-coded one counts too
+    intron = {s: np.asarray([INTRON_ANY[s]] + [i for i, k in enumerate(kinds)
+                                               if k == f"intron{s}"]) for s in "+-"}
+    outside = np.asarray([i for i, k in enumerate(kinds) if k.startswith("outside:")])
+    inside = np.zeros(WORDS)
+    background = np.zeros(WORDS)
+    for s, ids, y, _ in _strand_words(onehots, golds):
+        ok = ids >= 0
+        if len(outside):
+            background += np.bincount(ids[ok & np.isin(y, outside)], minlength=WORDS)
+        if s in layout.strands and len(intron[s]):
+            inside += np.bincount(ids[ok & np.isin(y, intron[s])], minlength=WORDS)
+    n = {"intron": int(inside.sum()), "outside": int(background.sum())}
+    if not n["intron"] or not n["outside"]:
+        return np.zeros(WORDS, np.float32), n
+    return (_cond(inside) - _cond(background)).astype(np.float32), n
 
 
 def content_channels(codes: Tensor, table: Tensor) -> dict[str, Tensor]:
@@ -109,13 +144,16 @@ def content_channels(codes: Tensor, table: Tensor) -> dict[str, Tensor]:
 class ContentScores(nn.Module):
     """The coding-content scores (module docstring) as additive emissions of the CDS
     labels: the table is a buffer (saved with the model, set by train/loop.py), the weight a
-    learned scalar shared by both strands.
+    learned scalar shared by both strands. With `introns` (crf.intron_content) also the
+    intron table's scores (count_intron_content) to the intron labels, times a weight of
+    their own.
 
     Args:
         layout: the gene model's FrameLayout.
+        introns: score intron bases too.
     """
 
-    def __init__(self, layout):
+    def __init__(self, layout, introns: bool = False):
         super().__init__()
         self.register_buffer("table", torch.zeros(3, WORDS))
         self.weight = nn.Parameter(torch.ones(()))
@@ -123,11 +161,18 @@ class ContentScores(nn.Module):
         ch = {n: i for i, n in enumerate(layout.channels)}
         self.n_channels = len(layout.channels)
         self.cols = {s: [ch[f"CDS{s}.codon{j}"] for j in range(3)] for s in self.strands}
+        self.intron_cols = {s: ch[f"intron{s}"] for s in self.strands
+                            if introns and f"intron{s}" in ch}
+        if self.intron_cols:
+            self.register_buffer("intron_table", torch.zeros(WORDS))
+            self.intron_weight = nn.Parameter(torch.ones(()))
         self.register_buffer("em_idx", torch.as_tensor(layout.expand_index()),
                              persistent=False)
 
-    def set(self, table: np.ndarray) -> None:
+    def set(self, table: np.ndarray, intron_table: np.ndarray | None = None) -> None:
         self.table.copy_(torch.as_tensor(table))
+        if intron_table is not None and self.intron_cols:
+            self.intron_table.copy_(torch.as_tensor(intron_table))
 
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores of the internal labels."""
@@ -135,6 +180,11 @@ class ContentScores(nn.Module):
         sc = content_channels(codes, self.table)
         q = torch.zeros(B, T, self.n_channels, device=codes.device)
         for s in self.strands:
-            q[..., self.cols[s]] = sc[s]
+            q[..., self.cols[s]] = self.weight * sc[s]
+        for s, col in self.intron_cols.items():
+            ids = word_ids(codes if s == "+" else _reverse_complement(codes))
+            v = self.intron_table.to(torch.float32)[ids.clamp(min=0)]
+            v = v.masked_fill(ids < 0, 0.0)
+            q[..., col] = self.intron_weight * (v if s == "+" else v.flip(1))
         idx = self.em_idx[torch.arange(T, device=codes.device) % 3].expand(B, T, -1)
-        return self.weight * torch.gather(q, 2, idx)
+        return torch.gather(q, 2, idx)

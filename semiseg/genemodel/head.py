@@ -59,6 +59,8 @@ class FrameHead(nn.Module):
             codons upstream in the ORF to start codons (orflength.UpstreamStartScores).
         content_scores: add the coding-content log-odds (content.ContentScores; train/tables.py
             counts the table) to the CDS labels.
+        intron_content: with content_scores, also the intron-content log-odds to the
+            intron labels (content.ContentScores).
         tie_noncoding: each strand's intron channel is the background label's channel
             plus a learned constant (`noncoding_bias`), not an encoder output of its own.
 
@@ -74,7 +76,7 @@ class FrameHead(nn.Module):
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
                  content_scores: bool = False, upstream_start_scores: bool = False,
-                 tie_noncoding: bool = False):
+                 tie_noncoding: bool = False, intron_content: bool = False):
         super().__init__()
         self.register_buffer("tie", None, persistent=False)
         if tie_noncoding:
@@ -86,7 +88,8 @@ class FrameHead(nn.Module):
             if pairs:
                 self.register_buffer("tie", torch.as_tensor(pairs), persistent=False)
                 self.noncoding_bias = nn.Parameter(torch.zeros(len(pairs)))
-        self.content = ContentScores(layout) if content_scores else None
+        self.content = (ContentScores(layout, introns=intron_content) if content_scores
+                        else None)
         self.sites = SiteScores(layout) if site_scores else None
         self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
         self.upstream = UpstreamStartScores(layout) if upstream_start_scores else None

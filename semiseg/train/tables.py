@@ -87,11 +87,16 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
 def count_content(model, scheme, train_ds: Dataset) -> None:
     """The coding-content table of crf.content_scores, counted at the training windows'
     gold CDS and outside bases (semiseg/genemodel/content.py)."""
-    from ..genemodel.content import ORDER, count_content
+    from ..genemodel.content import ORDER, count_content, count_intron_content
 
-    table, n = count_content([x[:, :4] for x in train_ds.x], train_ds.y,
-                             _gold_layout(model, scheme))
-    model.crf.content.set(table)
+    onehots, layout = [x[:, :4] for x in train_ds.x], _gold_layout(model, scheme)
+    table, n = count_content(onehots, train_ds.y, layout)
+    introns = None
+    if model.crf.content.intron_cols:
+        introns, ni = count_intron_content(onehots, train_ds.y, layout)
+        ui.log(f"intron-content table (order {ORDER}) from {ni['intron']:,} intron bases"
+               + ("" if ni["intron"] and ni["outside"] else ": too few, the scores are 0"))
+    model.crf.content.set(table, introns)
     ui.log(f"coding-content table (order {ORDER}) from {n['coding']:,} coding and "
            f"{n['outside']:,} outside bases of the training windows"
            + ("" if n["coding"] and n["outside"] else ": too few, the scores are 0"))
