@@ -172,7 +172,7 @@ def named(lay, seg):
 
 
 SEQS = ["ATGAAATAG", "CTAGGCATT", "ATGTAAGTT", "TTATGCATT", "ATGATGTAG", "ATGGTAAGA",
-        "ATGTCTACAT"]
+        "ATGTCTACAT", "TAGTAAGCTA", "TAGCTTACTA"]
 
 
 def random_seq(seed: int, n: int) -> str:
@@ -281,8 +281,8 @@ def test_sequence_allowed_against_a_direct_scan():
                 want = len(word) == 3 and word == ("ATG" if kind.endswith("+") else "CAT")
             elif kind.startswith("stop"):
                 want = is_stop
-            else:
-                want = not is_stop
+            else:  # a stop triplet's last base in the gene's direction only
+                want = not (is_stop and t == (cs + 2 if kind.endswith("+") else cs))
             assert al[t, c] == want, (name, t, seq[max(0, t - 3):t + 4])
 
 
@@ -802,3 +802,57 @@ def test_window_edges_may_cut_deep_inside_an_intron():
         assert both_sides(p) == (True, True), p
     assert both_sides(a + m) == (False, True)  # one base short on the left piece
     assert both_sides(b - m) == (True, False)  # ... and on the right
+
+
+def _parts_log_z(seq, parts):
+    """log Z (zero scores, float64) of the segmentations that follow `parts` (kind, start,
+    end) under the grammar and the sequence mask: -inf where none is allowed. An
+    "intron" part is the splice labels at its ends and the inside between."""
+    from semiseg.crf import log_partition
+
+    lay = FrameLayout.from_scheme(scheme())
+    kinds = np.asarray(lay.kind)
+    mask = np.zeros((len(seq), len(lay)), bool)
+    for kind, a, b in parts:
+        if kind.startswith("intron"):
+            s = kind[-1]
+            left, right = ("donor", "acceptor") if s == "+" else ("acceptor", "donor")
+            mask[a] = kinds == lay.kind_of(left + s)
+            mask[a + 1:b - 1] = kinds == lay.kind_of(kind)
+            mask[b - 1] = kinds == lay.kind_of(right + s)
+            continue
+        mask[a:b] = kinds == lay.kind_of(kind)
+    mask &= sequence_allowed(lay, base_codes(seq))
+    return float(log_partition(
+        torch.zeros(1, len(seq), len(lay), dtype=torch.float64),
+        torch.tensor(lay.transition_mask()), torch.tensor(lay.duration_mask(8)),
+        allowed=torch.as_tensor(mask)[None], backend="torch",
+        proj_start=torch.tensor(np.where(lay.begin_mask(), 0.0, -1e4)[
+            np.arange(len(seq)) % 3])[None]))
+
+
+def _mirror(seq, parts):
+    """The same gene on the minus strand: the reverse complement, parts mirrored."""
+    T = len(seq)
+    return rc(seq), [(k[:-1] + "-", T - b, T - a) for k, a, b in reversed(parts)]
+
+
+@pytest.mark.parametrize("strand", "+-")
+def test_a_codon_split_by_an_intron_may_read_a_stop_in_the_genome(strand):
+    """ATG TA|GTAAAG|C TAA: the spliced CDS is ATG TAC TAA, a gene, while the genomic
+    triplet TA+G (the donor's G) reads a stop. The mask forbade CDS on all three bases of
+    that triplet, so no segmentation held this gene (t5428 and t5432 of the fly
+    annotation); now it is allowed, on both strands. A CDS run over a whole stop triplet
+    (ATG TAG TAA) stays forbidden, and so does the same split gene with the second exon
+    one base short (the spliced CDS is no longer whole codons)."""
+    gene = ("ATGTAGTAAAGCTAA", [("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 11),
+                                ("CDS+", 11, 12), ("stop+", 12, 15)])
+    stop_inside = ("ATGTAGTAA", [("start+", 0, 3), ("CDS+", 3, 6), ("stop+", 6, 9)])
+    short = ("ATGTAGTAAAGTAA", [("start+", 0, 3), ("CDS+", 3, 5), ("intron+", 5, 11),
+                                ("stop+", 11, 14)])
+    cases = [gene, stop_inside, short]
+    if strand == "-":
+        cases = [_mirror(*c) for c in cases]
+    assert np.isfinite(_parts_log_z(*cases[0]))
+    assert np.isneginf(_parts_log_z(*cases[1]))
+    assert _parts_log_z(*cases[2]) < -1e3

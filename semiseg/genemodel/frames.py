@@ -4,7 +4,8 @@ A gene-structure scheme's coding labels (role CDS, one per strand) become, insid
 model, six *kinds* per strand, each in three frames:
 
     start_f     3 bp: an ATG in frame f (minus strand: CAT, the start codon read backwards)
-    CDS_f       coding bases whose frame-f codon is not a stop codon
+    CDS_f       coding bases; never the last base (in transcript direction) of a
+                frame-f stop codon, so no CDS run holds one (seqmask.py)
     stop_f      3 bp: a frame-f stop codon (TAA TAG TGA; minus strand TTA CTA TCA)
     donor_g     1 bp: an intron's first base in transcript direction, the G of GT (minus
                 strand: the C of AC, its last base left to right)

@@ -32,7 +32,14 @@ def sequence_allowed(layout: FrameLayout, codes):
     (..., T) of the sequence as decoded (frames relative to its first base), a tensor of
     base codes (frames.base_codes); the mask is on its device.
 
-    CDS_f is forbidden on the bases of a frame-f stop codon and stop_f allowed only there;
+    A frame-f stop codon of the genome forbids CDS_f on its last base in the gene's
+    direction (plus strand: the right one; minus strand: the left one), and stop_f is
+    allowed only on its bases. One base is enough: a CDS run that holds the whole
+    triplet holds that base. A CDS run that holds only its first two (in the gene's
+    direction) ends there, so a donor covers the third: a codon split by an intron,
+    whose genomic triplet is no codon at all (plus: TA|GT.., minus: ..AC|TA); forbidding
+    every base of the triplet made such genes impossible. On the acceptor side no
+    triplet across the AG (minus: CT) reads a stop.
     start_f only on the bases of a frame-f start codon. A codon that runs past
     either end of the sequence, or holds an N, is not a stop (partial genes are fine).
     A splice-site label is allowed only on the first base of its intron-end
@@ -46,10 +53,12 @@ def sequence_allowed(layout: FrameLayout, codes):
     trip = _codon_ids(codes)
     t = torch.arange(T, device=dev)
     words = {}  # frame f -> the id of the frame-f triplet holding each base (-1: none)
+    last = {}  # frame f, strand -> whether t is the triplet's last base in that direction
     for f in range(3):
         cs = t - ((t - f) % 3)  # first base of the frame-f triplet holding t
         inside = (cs >= 0) & (cs + 3 <= T)
         words[f] = torch.where(inside, trip[..., cs.clamp(0, max(T - 1, 0))], -1)
+        last[f, "+"], last[f, "-"] = t == cs + 2, t == cs
     out = torch.ones(codes.shape + (len(layout),), dtype=torch.bool, device=dev)
     for c in range(len(layout)):
         f = layout.frame[c]
@@ -64,7 +73,7 @@ def sequence_allowed(layout: FrameLayout, codes):
             out[..., c] = words[f] == _ids([STARTS[s]])[0]
             continue
         stop = torch.isin(words[f], torch.tensor(_ids(STOPS[s]), device=dev))
-        out[..., c] = stop if kind == "stop" else ~stop
+        out[..., c] = stop if kind == "stop" else ~(stop & last[f, s])
     return out
 
 

@@ -20,9 +20,9 @@ loss sums over every labelling there):
    ``in-frame stop codon``, ``short exon before intron`` / ``short exon after intron``
    (the first / last coding exon, stop codon included, has 3 bp or fewer: the start or
    stop codon would touch or straddle the intron), ``non-canonical splice site`` (an
-   intron not GT..AG) and ``stop codon across a splice site`` (the genomic triplet of a
-   split codon reads a stop: the model's codon mask reads triplets of the genome, so it
-   forbids that CDS base).
+   intron not GT..AG). (A codon split by an intron whose genomic triplet reads a stop,
+   TA|GT.., is allowed: the sequence mask forbids CDS only on a stop triplet's last
+   base, which there is the donor's; genemodel/seqmask.py.)
 3. **overlapping isoform**: coding transcripts whose extents overlap (either strand; a
    gene inside another's intron counts) form a locus; of its transcripts without a
    defect the one with the longest CDS is used (ties: the smallest ID). Every other
@@ -64,10 +64,9 @@ INFRAME_STOP = "in-frame stop codon"
 SHORT_FIRST = "short exon before intron"
 SHORT_LAST = "short exon after intron"
 SPLICE = "non-canonical splice site"
-SPLIT_STOP = "stop codon across a splice site"
 GOLD_PATH = "gold path not allowed"  # found by annotation_check (the model's log Z)
 REASONS = (DUPLICATE, ISOFORM, OFF_END, NO_CDS, NO_STRAND, NOT_TRIPLET, SHORT_INTRON, NO_START,
-           NO_STOP, INFRAME_STOP, SHORT_FIRST, SHORT_LAST, SPLICE, SPLIT_STOP, GOLD_PATH)
+           NO_STOP, INFRAME_STOP, SHORT_FIRST, SHORT_LAST, SPLICE, GOLD_PATH)
 
 # the splice dinucleotides at an intron's left / right end (genome order) per strand
 _LEFT = {"+": "GT", "-": "CT"}
@@ -222,36 +221,7 @@ def defect(t: Transcript, seq: str | None, min_intron: int) -> str | None:
     for (_, a1), (b0, _) in pairwise(blocks):
         if seq[a1:a1 + 2] != _LEFT[s] or seq[b0 - 2:b0] != _RIGHT[s]:
             return SPLICE
-    if _split_stop(blocks, s, len(rna), seq):
-        return SPLIT_STOP
     return None
-
-
-def _split_stop(blocks, strand: str, total: int, seq: str) -> bool:
-    """Whether a CDS base next to an intron has a frame triplet in the genome (the
-    triplet its codon position points to, read as if there were no intron) that is a
-    stop codon on its strand: the gene model's sequence mask forbids CDS there."""
-    stops = STOPS[strand]  # as read left to right on the plus strand
-    order = blocks if strand == "+" else blocks[::-1]
-    done = 0
-    for i, (a, b) in enumerate(order):
-        edge = []  # bases within 2 of an intron
-        if i > 0:
-            edge += list(range(a, min(b, a + 2))) if strand == "+" else list(
-                range(max(a, b - 2), b))
-        if i < len(order) - 1:
-            edge += list(range(max(a, b - 2), b)) if strand == "+" else list(
-                range(a, min(b, a + 2)))
-        for p in set(edge):
-            k = done + (p - a if strand == "+" else b - 1 - p)  # index in the RNA
-            if k < 3 or k >= total - 3:
-                continue  # start / stop codon bases (never split: checked before)
-            cpos = k % 3
-            cs = p - cpos if strand == "+" else p - (2 - cpos)
-            if seq[cs:cs + 3] in stops:
-                return True
-        done += b - a
-    return False
 
 
 def clean_transcripts(transcripts: Iterable[Transcript], chrom_sizes: Mapping[str, int],
