@@ -241,6 +241,9 @@ def _segmenter(ckpt: Checkpoint, state: dict):
             f"(checkpoint made by semiseg {ckpt.data.get('semiseg_version', '?')}; "
             f"{first.rstrip('.')}): the model's layout changed since, retrain it "
             "with `semiseg train`") from None
+    scale = (ckpt.data.get("calibration") or {}).get("encoder_scale")
+    if scale is not None and hasattr(model.crf, "encoder_scale"):  # train.calibrate
+        model.crf.encoder_scale = float(scale)
     return model
 
 

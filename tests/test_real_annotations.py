@@ -331,6 +331,18 @@ def _train_ok(cfg, tmp_path, logs) -> str:
 
     out = train(cfg, tmp_path / "run")
     assert out["epochs_run"] == 1
+    # train.calibrate: the encoder scale fitted on the validation windows, in best.pt,
+    # and applied when the checkpoint is loaded
+    from semiseg.checkpoint import build_model, load_checkpoint
+
+    ckpt = load_checkpoint(out["best"])
+    cal = ckpt.data.get("calibration")
+    if cal is None:  # windows held to one region: no validation windows
+        assert "calibration: no validation windows; the encoder scale stays 1" in logs
+    else:
+        assert 0.3 <= cal["encoder_scale"] <= 1.5 and cal["nll_after"] <= cal["nll_before"]
+        assert build_model(ckpt)[0].crf.encoder_scale == cal["encoder_scale"]
+        assert any(m.startswith("calibration: encoder scale") for m in logs)
     line = next(m for m in logs if m.startswith("annotation: masked"))
     assert any(m.startswith("gold-path check:") and " 0 not allowed" in m for m in logs)
     n = int(re.search(r"masked (\d+) of", line).group(1))

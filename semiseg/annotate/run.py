@@ -371,6 +371,7 @@ def _in_effect(ann: Annotator, rules, precision: float, opts: AnnotateOptions) -
         "window": ann.window, "context": ann.context, "max_decode_steps": ann.max_steps,
         "batch_steps": ann.batch_steps, "decode_overlap": ann.overlap,
         "reverse_complement": ann.rc is not None, "signal_precision": precision,
+        "encoder_scale": getattr(crf, "encoder_scale", None),
         "intron_penalty": getattr(crf, "intron_penalty", None),
         "intron_rate": getattr(crf, "intron_rate", None),
         "branch_penalty": getattr(crf, "branch_penalty", None),
@@ -390,6 +391,8 @@ def _log_start(model: str, ckpt: Checkpoint, ann: Annotator, rules, n_items: int
            f"{n_chroms} chromosome(s), resolution {ckpt.config.model.resolution} bp, "
            f"device {dev.type}"
            + ("; emissions averaged over both strands" if ann.rc is not None else "")
+           + (f"; encoder scale {crf.encoder_scale:.3f} (calibrated)"
+              if getattr(crf, "encoder_scale", 1.0) != 1.0 else "")
            + "".join(f"; {attr.replace('_', ' ')} {getattr(crf, attr):g}"
                      for attr in ("intron_penalty", "intron_rate", "branch_penalty")
                      if 0 < getattr(crf, attr, 0) < math.inf)

@@ -232,6 +232,10 @@ class TrainConfig:
                        reversed, so use it with unstranded tracks only)
     amp:               auto | on | off; mixed precision (bfloat16) for the encoder on
                        CUDA; the CRF always runs in float32
+    calibrate:         the gene model (crf.frames) only: after the last epoch, fit one
+                       scale of the encoder's emissions on the validation windows by
+                       their negative log-likelihood and record it in best.pt
+                       (semiseg/genemodel/calibrate.py); annotate applies it
     world_size:        a record, not a setting: the number of processes that trained the
                        run (torchrun's WORLD_SIZE; 1 without torchrun), written by
                        `semiseg train` into the run's config.yaml
@@ -249,6 +253,7 @@ class TrainConfig:
     seed: int = 0
     reverse_complement: bool = False
     amp: str = "auto"
+    calibrate: bool = True
     world_size: int = 1
 
 

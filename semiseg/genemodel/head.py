@@ -154,6 +154,9 @@ class FrameHead(nn.Module):
         self._init_decode_groups(layout)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
+        # train.calibrate: the encoder's emissions times this (calibrate.py: fitted on
+        # the validation windows after training, recorded in the checkpoint)
+        self.encoder_scale = 1.0
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
         # base) when annotating; training leaves it at 0
         self.intron_penalty = 0.0
@@ -202,6 +205,8 @@ class FrameHead(nn.Module):
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
         B, T, _ = emissions.shape
         R = emissions[..., :self.n_channels].float()
+        if self.encoder_scale != 1.0:
+            R = R * self.encoder_scale
         if self.tie is not None:  # introns score as the background, plus a constant
             R = R.clone()
             R[..., self.tie[:, 0]] = R[..., self.tie[:, 1]] + self.noncoding_bias

@@ -476,6 +476,27 @@ def _save_epoch(ckpt_state: dict, state: RunState, names: list[str], out: Path,
                                f"{err.strerror}; {_kept(last_path)}") from None
 
 
+def _calibrate(cfg: Config, model, valid_ds, device, best_path: Path) -> None:
+    """train.calibrate: the encoder scale of best.pt fitted on the validation windows
+    (genemodel/calibrate.py), recorded in best.pt (written again)."""
+    from ..genemodel.calibrate import fit_encoder_scale
+
+    if not (cfg.train.calibrate and cfg.crf.frames and best_path.exists()):
+        return
+    best = torch.load(best_path, map_location="cpu", weights_only=False)
+    model.load_state_dict(best["model"])
+    fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+    if fit is None:
+        ui.log("calibration: no validation windows; the encoder scale stays 1")
+        return
+    best["calibration"] = fit
+    with deferred():  # an interrupt lands after the write: best.pt whole either way
+        _save(best, best_path, best_path.parent / "last.pt")
+    ui.log(f"calibration: encoder scale {fit['encoder_scale']:.3f} on {fit['windows']} "
+           f"validation windows (NLL per base {fit['nll_before']:.5f} -> "
+           f"{fit['nll_after']:.5f}, {fit['evaluations']} evaluations)")
+
+
 def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
            threads: int | None, ctx: Context, overwrite: bool = False) -> dict:
     import dataclasses
@@ -559,6 +580,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     if stopped_early:
         ui.log(f"early stopping: no better validation {cfg.train.select} for "
                f"{cfg.train.patience} epochs")
+    if ctx.main and (stopped_early or state.epoch >= cfg.train.epochs):
+        _calibrate(cfg, model, valid_ds, device, best_path)
     best = state.best
     ui.log(f"best epoch {best['epoch']} (val loss {best['val_loss']:.4f}, val F1 "
            f"{best['val_f1']:.4f}); model {best_path}")

@@ -1,0 +1,56 @@
+"""Fit the encoder scale of a gene-model checkpoint trained before `train.calibrate`
+existed (semiseg/genemodel/calibrate.py), on the validation windows of the run's own
+config (the data paths it records, or --fasta / --annotation), and write the checkpoint
+with it to OUT. `semiseg train` does this itself after the last epoch.
+
+    python scripts/calibrate_checkpoint.py MODEL.pt OUT.pt [--fasta FA] [--annotation GFF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint  # noqa: E402
+from semiseg.genemodel.calibrate import fit_encoder_scale  # noqa: E402
+from semiseg.train.loop import _load_data  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("out")
+    ap.add_argument("--fasta", nargs="+")
+    ap.add_argument("--annotation")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    a = ap.parse_args()
+    ckpt = load_checkpoint(a.model)
+    cfg = ckpt.config
+    if a.fasta:
+        cfg = dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, fasta=a.fasta))
+    if a.annotation:
+        cfg = dataclasses.replace(cfg, labels=dataclasses.replace(cfg.labels,
+                                                                  annotation=a.annotation))
+    *_, valid_ds = _load_data(cfg)
+    model, _ = build_model(ckpt)
+    device = torch.device(a.device)
+    model.to(device)
+    fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+    if fit is None:
+        sys.exit("no validation windows in the run's config (or not a gene model)")
+    state = dict(ckpt.data)
+    state["calibration"] = fit
+    save_checkpoint(state, a.out)
+    print(f"{a.model}: encoder scale {fit['encoder_scale']:.3f} on {fit['windows']} windows "
+          f"(NLL per base {fit['nll_before']:.5f} -> {fit['nll_after']:.5f}, "
+          f"{fit['evaluations']} evaluations) -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Held-out calibration of the gene model's encoder scale (`train.calibrate`).
+
+The gene model's head adds counted terms (site matrices, the coding-content chain, ORF
+lengths) to the encoder's emissions, each with a learned weight, and the transitions and
+durations are learned beside them. All of it is fitted on the training windows, where
+the encoder, the part with by far the most parameters, fits best: the head learns to
+trust the encoder more than it earns on sequence it has not seen. On fly (three seeds of
+configs/gene_structure.yaml) the validation windows' negative log-likelihood was lowest
+with the encoder's emissions scaled by 0.85-0.9, and annotation with 0.85 called more of
+the true genes (benchmarks/RESULTS-log.md, "The encoder's scale fitted on held-out
+windows").
+
+So after training one scalar `encoder_scale`, multiplying every encoder emission of the
+head (FrameHead._terms), is fitted on the validation windows by their CRF negative
+log-likelihood (the training loss itself), everything else fixed: a golden-section search
+over [LO, HI]. The checkpoint records it under "calibration" (best.pt is written again);
+`semiseg annotate` applies it (checkpoint._segmenter) and names it in its log.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+LO, HI, TOL = 0.3, 1.5, 0.005
+MAX_WINDOWS = 512  # validation windows used at most (spread over the set)
+
+
+@torch.no_grad()
+def _emissions(model, dataset, device, batch_size: int) -> list:
+    """The encoder's emissions of the validation windows (float32 on the host), with
+    their lengths and gold labels, in batches."""
+    n = len(dataset)
+    idx = list(range(n))
+    if n > MAX_WINDOWS:
+        idx = [round(i * (n - 1) / (MAX_WINDOWS - 1)) for i in range(MAX_WINDOWS)]
+    out = []
+    for i in range(0, len(idx), batch_size):
+        x, lengths, y = dataset.batch(idx[i:i + batch_size])
+        em, _, _ = model(x.to(device), lengths.to(device))
+        out.append((em.float().cpu(), lengths.cpu(), y.cpu()))
+    return out
+
+
+@torch.no_grad()
+def validation_nll(head, cached: list, scale: float, device) -> float:
+    """The windows' negative log-likelihood per base with the encoder scaled by `scale`
+    (windows whose gold the grammar forbids are left out)."""
+    old = head.encoder_scale
+    head.encoder_scale = scale
+    try:
+        total, bases = 0.0, 0
+        for em, lengths, y in cached:
+            nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double().cpu()
+            ok = torch.isfinite(nll)
+            total += float(nll[ok].sum())
+            bases += int(lengths[ok].sum())
+    finally:
+        head.encoder_scale = old
+    return total / max(bases, 1)
+
+
+def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | None:
+    """The encoder scale with the smallest validation NLL (golden-section search over
+    [LO, HI] to TOL), or None without validation windows or a gene-model head. Returns
+    {"encoder_scale", "nll_before", "nll_after", "windows", "evaluations"}; the model's
+    head keeps its scale (1 when trained)."""
+    head = getattr(model, "crf", None)
+    if dataset is None or len(dataset) == 0 or not hasattr(head, "encoder_scale"):
+        return None
+    was = model.training
+    model.eval()
+    try:
+        cached = _emissions(model, dataset, device, batch_size)
+        seen: dict[float, float] = {}
+
+        def f(s: float) -> float:
+            s = round(s, 6)
+            if s not in seen:
+                seen[s] = validation_nll(head, cached, s, device)
+            return seen[s]
+
+        g = (math.sqrt(5) - 1) / 2
+        a, b = LO, HI
+        c, d = b - g * (b - a), a + g * (b - a)
+        while b - a > TOL:
+            if f(c) <= f(d):
+                b, d = d, c
+                c = b - g * (b - a)
+            else:
+                a, c = c, d
+                d = a + g * (b - a)
+        best = min(seen, key=seen.get)
+        before = f(1.0)
+        if before <= seen[best]:  # the search did not beat the model as trained
+            best = 1.0
+    finally:
+        model.train(was)
+    return {"encoder_scale": float(best), "nll_before": before, "nll_after": seen[best],
+            "windows": sum(len(lengths) for _, lengths, _ in cached),
+            "evaluations": len(seen)}

@@ -1,0 +1,116 @@
+"""train.calibrate: the gene model's encoder scale (semiseg/genemodel/calibrate.py)
+against scaled emissions and a grid search of the validation NLL."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from test_frames import _gold, _intron_friendly, rc, scheme, tx
+
+from semiseg.genemodel.calibrate import fit_encoder_scale, validation_nll
+from semiseg.genemodel.frames import FrameLayout
+from semiseg.genemodel.head import FrameHead
+
+# + gene ATG AAG [intron] GGT TAA, then a - gene: gold codes with an intron
+INTRON = "GT" + "CTTAC" * 5 + "CAG"
+PLUS = "ATGAA" + INTRON + "GGGTTAA"
+MINUS = rc("ATGCCCAAATGA")
+SEQ = "CCAC" + PLUS + "CACCT" + MINUS + "ACCA"
+
+
+def _data(seed: int, gain: float):
+    """Emissions (float32, as the head computes: random channels plus `gain` on each
+    gold base's channel, then the one-hot) and gold codes of SEQ's two genes."""
+    p0, m0 = 4, SEQ.index(MINUS)
+    lay, codes, rep = _gold(SEQ, [tx("+", (p0, p0 + 5), (p0 + 5 + len(INTRON),
+                                                          p0 + len(PLUS))),
+                                  tx("-", (m0, m0 + len(MINUS)))])
+    assert rep.kept == 2
+    head = FrameHead(lay, max_duration=40, tie_noncoding=True)
+    R, onehot, _ = _intron_friendly(lay, SEQ, seed)
+    r = np.arange(len(SEQ)) % 3
+    for t, c in enumerate(codes.tolist()):
+        if c >= 0:
+            R[0, t, int(head.em_idx[r[t], c])] += gain
+    return head, torch.cat([R, onehot], -1).float(), torch.as_tensor(codes)[None]
+
+
+def test_the_scale_multiplies_the_encoder_channels_only():
+    """encoder_scale s: log Z and the NLL are those of the emissions with their encoder
+    channels times s (introns tied to the background plus its bias, which is not
+    scaled), the one-hot untouched."""
+    head, em, y = _data(3, 1.0)
+    with torch.no_grad():
+        head.noncoding_bias.fill_(0.7)
+    lengths = torch.tensor([em.shape[1]])
+    n = head.n_channels
+    for s in (0.5, 1.3):
+        scaled = em.clone()
+        scaled[..., :n] *= s
+        want = head.log_partition(scaled, lengths, backend="torch")
+        want_nll = head.nll(scaled, y, lengths, backend="torch")
+        head.encoder_scale = s
+        assert torch.allclose(head.log_partition(em, lengths, backend="torch"), want,
+                              atol=1e-4)
+        assert torch.allclose(head.nll(em, y, lengths, backend="torch"), want_nll,
+                              atol=1e-4)
+        head.encoder_scale = 1.0
+    assert not torch.allclose(want, head.log_partition(em, lengths, backend="torch"))
+
+
+class _Emits(torch.nn.Module):
+    """A stand-in Segmenter whose encoder is the identity: the input is the emissions."""
+
+    def __init__(self, head):
+        super().__init__()
+        self.crf = head
+
+    def forward(self, x, lengths):
+        return x, None, None
+
+
+class _Windows:
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def batch(self, idx):
+        x = torch.cat([self.items[i][0] for i in idx])
+        y = torch.cat([self.items[i][1] for i in idx])
+        return x, torch.tensor([x.shape[1]] * len(idx)), y
+
+
+def test_the_fit_is_the_minimum_of_the_validation_nll():
+    """The fitted scale's NLL is the least of a grid over [0.3, 1.5] in steps of 0.005 (within the
+    search's tolerance), at a minimum inside the range, and validation_nll is the NLL
+    per base of the windows."""
+    head, em0, y0 = _data(1, 1.5)
+    _, em1, y1 = _data(2, 1.5)
+    windows = _Windows([(em0, y0), (em1, y1)])
+    model = _Emits(head)
+    lengths = torch.tensor([em0.shape[1]])
+    cached = [(torch.cat([em0, em1]), torch.tensor([em0.shape[1]] * 2), torch.cat([y0, y1]))]
+    head.encoder_scale = 0.8
+    with torch.no_grad():
+        direct = (head.nll(em0, y0, lengths).sum() + head.nll(em1, y1, lengths).sum()) / (
+            2 * em0.shape[1])
+    head.encoder_scale = 1.0
+    assert abs(validation_nll(head, cached, 0.8, "cpu") - float(direct)) < 1e-6
+    grid = np.linspace(0.3, 1.5, 241)
+    nll = [validation_nll(head, cached, float(s), "cpu") for s in grid]
+    best = float(grid[int(np.argmin(nll))])
+    assert 0.4 < best < 1.4, best  # the case has an inside minimum
+    fit = fit_encoder_scale(model, windows, "cpu", batch_size=2)
+    assert abs(fit["encoder_scale"] - best) < 0.01
+    assert fit["nll_after"] <= min(nll) + 1e-6
+    assert fit["nll_before"] == validation_nll(head, cached, 1.0, "cpu")
+    assert fit["windows"] == 2 and head.encoder_scale == 1.0
+
+
+def test_no_validation_windows_no_fit():
+    head, _, _ = _data(1, 1.0)
+    assert fit_encoder_scale(_Emits(head), _Windows([]), "cpu") is None
+    assert fit_encoder_scale(torch.nn.Linear(2, 2), _Windows([1]), "cpu") is None
+    assert FrameLayout.from_scheme(scheme())  # the layout the cases use
