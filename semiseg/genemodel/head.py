@@ -154,18 +154,24 @@ class FrameHead(nn.Module):
         self._init_decode_groups(layout)
         self.register_buffer("collapse_idx", torch.as_tensor(layout.scheme_label),
                              persistent=False)
+        self.register_buffer("intron_inside", torch.tensor(
+            [layout.kind_names[layout.kind[b]] in ("intron+", "intron-")
+             for b in layout.base]), persistent=False)
+        self._init_settings()
+        self.register_buffer("intron_begin", left.float(), persistent=False)
+
+    def _init_settings(self) -> None:
+        """The settings annotate (and train.calibrate) set on a trained head; training
+        leaves each at its neutral value."""
         # train.calibrate: the encoder's emissions times this (calibrate.py: fitted on
         # the validation windows after training, recorded in the checkpoint)
         self.encoder_scale = 1.0
         # annotate.intron_penalty: a log-score taken from each intron (its left splice
-        # base) when annotating; training leaves it at 0
+        # base) when annotating
         self.intron_penalty = 0.0
         # annotate.intron_rate: a log-score added to every base inside an intron when
-        # annotating (per bp: a 10 kb intron gains 10,000 x rate); training leaves it at 0
+        # annotating (per bp: a 10 kb intron gains 10,000 x rate)
         self.intron_rate = 0.0
-        self.register_buffer("intron_inside", torch.tensor(
-            [layout.kind_names[layout.kind[b]] in ("intron+", "intron-")
-             for b in layout.base]), persistent=False)
         # annotate.branch_penalty: a log-score taken from each intron whose acceptor has
         # no branch point near the consensus (sites.SiteScores.weak_branch); inf: such
         # acceptors are masked out (no intron may end there)
@@ -173,10 +179,9 @@ class FrameHead(nn.Module):
         # annotate.donor_motif: introns must begin with this IUPAC motif ("": GT only)
         self.donor_motif = ""
         # annotate.split_stops: take stop codons split by an intron out of decoded genes
-        # (genemodel/splitstops.py); training leaves it off. Its counts, per process
+        # (genemodel/splitstops.py). Its counts, per process
         self.split_stops = False
         self.split_stop_counts: dict = {}
-        self.register_buffer("intron_begin", left.float(), persistent=False)
 
     def _init_long_introns(self, pnames: list[str]) -> None:
         """The second intron tails (crf.long_introns) apart from the first from the
