@@ -80,7 +80,7 @@ def components(head, em, lengths):
     run tails included) and the full terms; the same steps as _terms, part by part."""
     t = head._terms(em, lengths)
     B, T, _ = em.shape
-    R = em[..., :head.n_channels].float()
+    R = em[..., :head.n_channels].float() * head.encoder_scale  # train.calibrate
     if head.tie is not None:
         R = R.clone()
         R[..., head.tie[:, 0]] = R[..., head.tie[:, 1]] + head.noncoding_bias
