@@ -220,13 +220,15 @@ def build_model(source: Checkpoint | Config, n_features: int | None = None,
     if ckpt.members:
         from .genemodel.ensemble import Ensemble
 
-        return Ensemble([_segmenter(ckpt, state) for state in ckpt.data["members"]]), \
-            ckpt.config
+        cals = ckpt.data.get("member_calibration") or [None] * ckpt.members
+        return Ensemble([_segmenter(ckpt, state, cal)
+                         for state, cal in zip(ckpt.data["members"], cals)]), ckpt.config
     return _segmenter(ckpt, ckpt.data["model"]), ckpt.config
 
 
-def _segmenter(ckpt: Checkpoint, state: dict):
-    """A Segmenter of the checkpoint's config and scheme with the weights `state`."""
+def _segmenter(ckpt: Checkpoint, state: dict, calibration: dict | None = None):
+    """A Segmenter of the checkpoint's config and scheme with the weights `state` and
+    the encoder scale of `calibration` (default: the checkpoint's own; train.calibrate)."""
     from .model import Segmenter
 
     cfg = ckpt.config
@@ -241,7 +243,9 @@ def _segmenter(ckpt: Checkpoint, state: dict):
             f"(checkpoint made by semiseg {ckpt.data.get('semiseg_version', '?')}; "
             f"{first.rstrip('.')}): the model's layout changed since, retrain it "
             "with `semiseg train`") from None
-    scale = (ckpt.data.get("calibration") or {}).get("encoder_scale")
+    if calibration is None and not ckpt.members:
+        calibration = ckpt.data.get("calibration")
+    scale = (calibration or {}).get("encoder_scale")
     if scale is not None and hasattr(model.crf, "encoder_scale"):  # train.calibrate
         model.crf.encoder_scale = float(scale)
     return model

@@ -159,8 +159,11 @@ def member_checkpoint(ckpt: dict, i: int = 0) -> dict:
     checkpoint is returned as it is)."""
     if "members" not in ckpt:
         return ckpt
-    out = {k: v for k, v in ckpt.items() if k not in ("members", "member_hashes")}
+    out = {k: v for k, v in ckpt.items()
+           if k not in ("members", "member_hashes", "member_calibration")}
     out.update(model=ckpt["members"][i], model_hash=ckpt["member_hashes"][i])
+    if (ckpt.get("member_calibration") or [None] * (i + 1))[i] is not None:
+        out["calibration"] = ckpt["member_calibration"][i]
     return out
 
 
@@ -172,3 +175,16 @@ def test_a_member_comes_back_out(shipped):
     model, _ = build_model(Checkpoint("member 1", back))
     assert model_hash(model.state_dict()) == b["model_hash"]
     assert member_checkpoint(shipped) is shipped
+
+
+def test_each_member_keeps_its_own_encoder_scale(shipped):
+    """train.calibrate: an ensemble's members keep the scales fitted for them (one
+    unscaled), and a member taken back out has its own again."""
+    a = dict(shipped, calibration={"encoder_scale": 0.8})
+    b = perturbed(shipped, 5)
+    ens = make_ensemble([a, b], ["a", "b"])
+    assert "calibration" not in ens
+    model, _ = build_model(Checkpoint("ab", ens))
+    assert [m.crf.encoder_scale for m in model.members] == [0.8, 1.0]
+    back, _ = build_model(Checkpoint("a", member_checkpoint(ens, 0)))
+    assert back.crf.encoder_scale == 0.8

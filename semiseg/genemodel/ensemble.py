@@ -112,8 +112,10 @@ def make_ensemble(ckpts: list[dict], names: list[str]) -> dict:
                                    f"{name0}'s: members must differ only in training")
     digest = hashlib.sha256("".join(ck["model_hash"] for ck in ckpts).encode())
     out = {k: v for k, v in first.items()
-           if k not in ("model", "optimizer", "scheduler", "rng")}
+           if k not in ("model", "optimizer", "scheduler", "rng", "calibration")}
     out.update(members=[ck["model"] for ck in ckpts],
                member_hashes=[ck["model_hash"] for ck in ckpts],
+               # each member's own train.calibrate scale (None: unscaled)
+               member_calibration=[ck.get("calibration") for ck in ckpts],
                model_hash=digest.hexdigest()[:12])
     return out
