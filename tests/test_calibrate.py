@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from test_frames import _gold, _intron_friendly, rc, scheme, tx
+from test_frames import _gold, _intron_friendly, rc, tx
 
 from semiseg.genemodel.calibrate import fit_encoder_scale, validation_nll
-from semiseg.genemodel.frames import FrameLayout
 from semiseg.genemodel.head import FrameHead
 
 # + gene ATG AAG [intron] GGT TAA, then a - gene: gold codes with an intron
@@ -113,4 +112,3 @@ def test_no_validation_windows_no_fit():
     head, _, _ = _data(1, 1.0)
     assert fit_encoder_scale(_Emits(head), _Windows([]), "cpu") is None
     assert fit_encoder_scale(torch.nn.Linear(2, 2), _Windows([1]), "cpu") is None
-    assert FrameLayout.from_scheme(scheme())  # the layout the cases use

@@ -39,6 +39,24 @@ def read_word(seq: str, t: int, strand: str) -> str | None:
     return w if len(w) == ORDER + 1 and set(w) <= set("ACGT") else None
 
 
+def strand_words(seq: str):
+    """(position, strand, word id) of every word read_word finds, both strands."""
+    for t in range(len(seq)):
+        for s in "+-":
+            w = read_word(seq, t, s)
+            if w is not None:
+                yield t, s, word_id(w)
+
+
+def log_odds(num: np.ndarray, den: np.ndarray, w: int) -> float:
+    """log P(base | context) under counts `num` minus under `den`, PSEUDO added: the
+    table entry of word w, by hand."""
+    ctx = w - w % 4
+    p = (num[w] + PSEUDO) / (num[ctx:ctx + 4].sum() + 4 * PSEUDO)
+    q = (den[w] + PSEUDO) / (den[ctx:ctx + 4].sum() + 4 * PSEUDO)
+    return math.log(p) - math.log(q)
+
+
 def test_table_matches_a_direct_count():
     rng = random.Random(2)
     lay = layout()
@@ -56,26 +74,21 @@ def test_table_matches_a_direct_count():
         for s, (a, b) in (("+", (150, 300)), ("-", (320, 480))):
             c = rng.choice(cds[s])  # one frame for the whole run, as in a gene
             gold[a:b] = c
-        for t, c in enumerate(gold):
-            for s in "+-":
-                w = read_word(seq, t, s)
-                if w is None:
-                    continue
-                if c in outside:
-                    background[word_id(w)] += 1
-                if c in cds[s]:
-                    pos = (t - lay.frame[c]) % 3  # base of the left-to-right codon
-                    coding[pos if s == "+" else 2 - pos, word_id(w)] += 1
+        for t, s, w in strand_words(seq):
+            c = gold[t]
+            if c in outside:
+                background[w] += 1
+            if c in cds[s]:
+                pos = (t - lay.frame[c]) % 3  # base of the left-to-right codon
+                coding[pos if s == "+" else 2 - pos, w] += 1
         seqs.append(onehot(seq))
         golds.append(gold)
     table, n = count_content(seqs, golds, lay)
     assert n == {"coding": int(coding.sum()), "outside": int(background.sum())}
     for j in range(3):
         for w in np.flatnonzero(coding[j] + background)[:200]:
-            ctx = w - w % 4
-            pc = (coding[j, w] + PSEUDO) / (coding[j, ctx:ctx + 4].sum() + 4 * PSEUDO)
-            pn = (background[w] + PSEUDO) / (background[ctx:ctx + 4].sum() + 4 * PSEUDO)
-            assert table[j, w] == pytest.approx(math.log(pc) - math.log(pn), abs=1e-5)
+            assert table[j, w] == pytest.approx(log_odds(coding[j], background, w),
+                                                abs=1e-5)
 
 
 def test_intron_table_matches_a_direct_count():
@@ -97,25 +110,18 @@ def test_intron_table_matches_a_direct_count():
         gold[100:150] = cds_plus  # neither intron nor outside
         gold[150:260] = INTRON_ANY["+"]
         gold[270:390] = INTRON_ANY["-"]
-        for t, c in enumerate(gold):
-            for s in "+-":
-                w = read_word(seq, t, s)
-                if w is None:
-                    continue
-                if c in outside:
-                    background[word_id(w)] += 1
-                if c == INTRON_ANY[s]:
-                    inside[word_id(w)] += 1
+        for t, s, w in strand_words(seq):
+            if gold[t] in outside:
+                background[w] += 1
+            if gold[t] == INTRON_ANY[s]:
+                inside[w] += 1
         seqs.append(onehot(seq))
         golds.append(gold)
     table, n = count_intron_content(seqs, golds, lay)
     assert n == {"intron": int(inside.sum()), "outside": int(background.sum())}
     assert n["intron"] > 400
     for w in np.flatnonzero(inside + background)[:300]:
-        ctx = w - w % 4
-        pi = (inside[w] + PSEUDO) / (inside[ctx:ctx + 4].sum() + 4 * PSEUDO)
-        pn = (background[w] + PSEUDO) / (background[ctx:ctx + 4].sum() + 4 * PSEUDO)
-        assert table[w] == pytest.approx(math.log(pi) - math.log(pn), abs=1e-5)
+        assert table[w] == pytest.approx(log_odds(inside, background, w), abs=1e-5)
 
 
 def test_head_scores_intron_labels_with_the_intron_table():

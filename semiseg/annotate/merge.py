@@ -10,7 +10,7 @@ from datetime import UTC
 from pathlib import Path
 
 from ..errors import SemisegError
-from ..genome._util import deferred_signals, silenced_stderr
+from ..genome._util import close_silenced, deferred_signals
 from .outputset import ANNOTATION_FILES, OutputSet
 
 
@@ -209,11 +209,7 @@ def _write_bigwig(path: str, header: list, sources: list) -> None:
                                       ends=[b for _, b, _ in iv],
                                       values=[float(v) for _, _, v in iv])
     except BaseException:
-        with deferred_signals(), silenced_stderr():
-            try:
-                bw.close()
-            except RuntimeError:
-                pass
+        close_silenced(bw)
         raise
     with deferred_signals():
         bw.close()

@@ -128,17 +128,28 @@ def count_intron_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     return (_cond(inside) - _cond(background)).astype(np.float32), n
 
 
-def content_channels(codes: Tensor, table: Tensor) -> dict[str, Tensor]:
+def strand_word_ids(codes: Tensor) -> dict[str, Tensor]:
+    """(B, T) base codes -> per strand the word ids (word_ids) of the strand read in
+    its own direction (the minus strand's from the reverse complement, not flipped)."""
+    return {s: word_ids(codes if s == "+" else _reverse_complement(codes)) for s in "+-"}
+
+
+def _read(ids: Tensor, table: Tensor, strand: str) -> Tensor:
+    """Rows of `table` (WORDS, ...) at the word ids of one strand -> (B, T, ...) in the
+    genome's order, 0 where the word runs off the sequence or holds an N."""
+    sc = table.to(torch.float32)[ids.clamp(min=0)]
+    sc = sc.masked_fill((ids < 0).view(*ids.shape, *[1] * (sc.dim() - ids.dim())), 0.0)
+    return sc if strand == "+" else sc.flip(1)
+
+
+def content_channels(codes: Tensor, table: Tensor, ids: dict | None = None
+                     ) -> dict[str, Tensor]:
     """(B, T) base codes (A C G T = 0..3, else 4) and the (3, WORDS) table -> per strand
     a (B, T, 3) tensor: the score of each base read as codon position j = 0, 1, 2 of a
-    gene on that strand (0 where the word runs off the sequence or holds an N)."""
-    out = {}
-    for s in "+-":
-        ids = word_ids(codes if s == "+" else _reverse_complement(codes))
-        sc = table.to(torch.float32)[:, ids.clamp(min=0)].permute(1, 2, 0)  # (B, T, 3)
-        sc = sc.masked_fill((ids < 0)[..., None], 0.0)
-        out[s] = sc if s == "+" else sc.flip(1)
-    return out
+    gene on that strand (0 where the word runs off the sequence or holds an N). `ids`:
+    strand_word_ids(codes) if already made."""
+    ids = strand_word_ids(codes) if ids is None else ids
+    return {s: _read(ids[s], table.T, s) for s in "+-"}
 
 
 class ContentScores(nn.Module):
@@ -177,14 +188,12 @@ class ContentScores(nn.Module):
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores of the internal labels."""
         B, T = codes.shape
-        sc = content_channels(codes, self.table)
+        ids = strand_word_ids(codes)  # once for both tables
+        sc = content_channels(codes, self.table, ids)
         q = torch.zeros(B, T, self.n_channels, device=codes.device)
         for s in self.strands:
             q[..., self.cols[s]] = self.weight * sc[s]
         for s, col in self.intron_cols.items():
-            ids = word_ids(codes if s == "+" else _reverse_complement(codes))
-            v = self.intron_table.to(torch.float32)[ids.clamp(min=0)]
-            v = v.masked_fill(ids < 0, 0.0)
-            q[..., col] = self.intron_weight * (v if s == "+" else v.flip(1))
+            q[..., col] = self.intron_weight * _read(ids[s], self.intron_table, s)
         idx = self.em_idx[torch.arange(T, device=codes.device) % 3].expand(B, T, -1)
         return torch.gather(q, 2, idx)

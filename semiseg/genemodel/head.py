@@ -29,7 +29,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..crf import Segmentation, log_partition, viterbi
+from ..crf import Segmentation, log_partition, marginals, viterbi
 from ..errors import SemisegError
 from .content import ContentScores
 from .frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
@@ -315,16 +315,11 @@ class FrameHead(nn.Module):
                            backend=backend, **t)
 
     def _posteriors(self, t: dict, backend: str) -> Tensor:
-        """Internal-label marginals (B, T, C)."""
-        with torch.enable_grad():
-            sc = t["scores"].detach().requires_grad_(True)
-            st = None if t["start"] is None else t["start"].detach()
-            en = None if t["end"] is None else t["end"].detach()
-            z = log_partition(sc, t["transition"].detach(), t["duration_bias"].detach(),
-                              t["lengths"], start=st, end=en, proj_start=t["proj_start"],
-                              allowed=t["allowed"], backend=backend)
-            ok = torch.isfinite(z)
-            return torch.autograd.grad(torch.where(ok, z, 0).sum(), sc)[0]
+        """Internal-label marginals (B, T, C) (crf.marginals; zeros for a sequence the
+        grammar forbids)."""
+        return marginals(t["scores"], t["transition"], t["duration_bias"], t["lengths"],
+                         start=t["start"], end=t["end"], proj_start=t["proj_start"],
+                         allowed=t["allowed"], backend=backend)[0]
 
     def decode(self, emissions, lengths=None, hidden=None, *, backend="auto") -> Segmentation:
         """The gene structure with the most expected correct bases (posterior decoding).

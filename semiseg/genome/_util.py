@@ -200,6 +200,17 @@ def deferred_signals():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def close_silenced(bw) -> None:
+    """Close a pyBigWig file of an aborted set (removed after): signals deferred, stderr
+    silenced (libBigWig prints its own error when such a close fails), its RuntimeError
+    ignored."""
+    with deferred_signals(), silenced_stderr():
+        try:
+            bw.close()
+        except RuntimeError:
+            pass
+
+
 @contextmanager
 def silenced_stderr():
     """File descriptor 2 pointed at /dev/null for the block: for closing the bigWigs of an

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._util import deferred_signals, silenced_stderr
+from ._util import close_silenced, deferred_signals
 from .diskspace import detach
 from .zooms import add_zoom_levels
 
@@ -68,14 +68,11 @@ class SignalWriter:
     def _abort_bigwigs(self) -> None:
         """Close every bigWig of an aborted set (the files are removed after)."""
         low = not self._room(0, strict=False)
-        with deferred_signals(), silenced_stderr():
+        with deferred_signals():
             for s, bw in self._bw.items():
                 if low:  # libBigWig's close on a full disk aborts the process: in memory
                     detach(self._tmp.get(f"{self.prefix}.{s}.bw", ""))
-                try:
-                    bw.close()
-                except RuntimeError:
-                    pass
+                close_silenced(bw)
 
     def _entries(self, keys, chrom, lo, hi, values, ok) -> None:
         """Entries of the series `keys` (their steps `values`) over the runs of `ok`."""

@@ -483,7 +483,7 @@ def _calibrate(cfg: Config, model, valid_ds, device, best_path: Path) -> None:
 
     if not (cfg.train.calibrate and cfg.crf.frames and best_path.exists()):
         return
-    best = torch.load(best_path, map_location="cpu", weights_only=False)
+    best = dict(load_checkpoint(best_path).data)
     model.load_state_dict(best["model"])
     fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
     if fit is None:
