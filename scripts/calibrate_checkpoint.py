@@ -4,6 +4,10 @@ config (the data paths it records, or --fasta / --annotation), and write the che
 with it to OUT. `semiseg train` does this itself after the last epoch.
 
     python scripts/calibrate_checkpoint.py MODEL.pt OUT.pt [--fasta FA] [--annotation GFF]
+        [--terms]
+
+--terms: refit the head's counted-term weights and intron constants with the scale
+(calibrate.fit_head_terms, train.calibrate: terms).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint  # noqa: E402
-from semiseg.genemodel.calibrate import fit_encoder_scale  # noqa: E402
+from semiseg.genemodel.calibrate import TERMS, fit_encoder_scale, fit_head_terms  # noqa: E402
 from semiseg.train.loop import _load_data  # noqa: E402
 
 
@@ -28,6 +32,8 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--fasta", nargs="+")
     ap.add_argument("--annotation")
+    ap.add_argument("--terms", nargs="*", default=None,
+                    help="refit these head parameters too (none named: calibrate.TERMS)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = ap.parse_args()
     ckpt = load_checkpoint(a.model)
@@ -41,7 +47,11 @@ def main() -> None:
     model, _ = build_model(ckpt)
     device = torch.device(a.device)
     model.to(device)
-    fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+    if a.terms is None:
+        fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+    else:
+        fit = fit_head_terms(model, valid_ds, device, cfg.train.batch_size,
+                             terms=tuple(a.terms) or TERMS)
     if fit is None:
         sys.exit("no validation windows in the run's config (or not a gene model)")
     state = dict(ckpt.data)
@@ -50,6 +60,8 @@ def main() -> None:
     print(f"{a.model}: encoder scale {fit['encoder_scale']:.3f} on {fit['windows']} windows "
           f"(NLL per base {fit['nll_before']:.5f} -> {fit['nll_after']:.5f}, "
           f"{fit['evaluations']} evaluations) -> {a.out}")
+    for name, value in fit.get("params", {}).items():
+        print(f"  {name}: {value}")
 
 
 if __name__ == "__main__":

@@ -248,6 +248,9 @@ def _segmenter(ckpt: Checkpoint, state: dict, calibration: dict | None = None):
     scale = (calibration or {}).get("encoder_scale")
     if scale is not None and hasattr(model.crf, "encoder_scale"):  # train.calibrate
         model.crf.encoder_scale = float(scale)
+    with torch.no_grad():  # train.calibrate "terms": head parameters refitted beside it
+        for name, value in ((calibration or {}).get("params") or {}).items():
+            model.get_parameter(name).copy_(torch.as_tensor(value))
     return model
 
 

@@ -3,15 +3,20 @@ against scaled emissions and a grid search of the validation NLL."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
+from seqs import ROOT
 from test_frames import _gold, _intron_friendly, rc, tx
 
-from semiseg.genemodel.calibrate import fit_encoder_scale, validation_nll
+from semiseg.checkpoint import Checkpoint, build_model, load_checkpoint
+from semiseg.genemodel.calibrate import fit_encoder_scale, fit_head_terms, validation_nll
 from semiseg.genemodel.head import FrameHead
 
 # + gene ATG AAG [intron] GGT TAA, then a - gene: gold codes with an intron
 INTRON = "GT" + "CTTAC" * 5 + "CAG"
+FLY_MODEL = os.path.join(ROOT, "semiseg", "models", "fly_gene_frames.pt")
 PLUS = "ATGAA" + INTRON + "GGGTTAA"
 MINUS = rc("ATGCCCAAATGA")
 SEQ = "CCAC" + PLUS + "CACCT" + MINUS + "ACCA"
@@ -112,3 +117,65 @@ def test_no_validation_windows_no_fit():
     head, _, _ = _data(1, 1.0)
     assert fit_encoder_scale(_Emits(head), _Windows([]), "cpu") is None
     assert fit_encoder_scale(torch.nn.Linear(2, 2), _Windows([1]), "cpu") is None
+
+
+def _windows_and_cache():
+    head, em0, y0 = _data(1, 1.5)
+    _, em1, y1 = _data(2, 1.5)
+    cached = [(torch.cat([em0, em1]), torch.tensor([em0.shape[1]] * 2), torch.cat([y0, y1]))]
+    return head, _Windows([(em0, y0), (em1, y1)]), cached
+
+
+def test_the_terms_fit_is_a_minimum_at_least_as_low_as_the_scale_alone():
+    """train.calibrate "terms": the scale and the tied introns' constants fitted together
+    reach an NLL no higher than the scale alone (a point of their search), every
+    coordinate step of 0.02 from the fit lowers the NLL by no more than float32 noise
+    (validation_nll, no autograd; at the same scale the trained constants score worse),
+    and the head is left as trained."""
+    head, windows, cached = _windows_and_cache()
+    with torch.no_grad():
+        head.noncoding_bias.copy_(torch.tensor([0.3, -0.2]))
+    trained = head.noncoding_bias.detach().clone()
+    model = _Emits(head)
+    alone = fit_encoder_scale(model, windows, "cpu", batch_size=2)
+    fit = fit_head_terms(model, windows, "cpu", batch_size=2)
+    assert fit["nll_before"] == validation_nll(head, cached, 1.0, "cpu")
+    assert fit["nll_after"] <= alone["nll_after"] + 1e-7 < fit["nll_before"]
+    assert head.encoder_scale == 1.0 and torch.equal(head.noncoding_bias, trained)
+    bias = torch.tensor(fit["params"]["crf.noncoding_bias"])
+    assert not torch.allclose(bias, trained)
+
+    def nll(scale, b):
+        with torch.no_grad():
+            head.noncoding_bias.copy_(b)
+        try:
+            return validation_nll(head, cached, scale, "cpu")
+        finally:
+            with torch.no_grad():
+                head.noncoding_bias.copy_(trained)
+
+    s = fit["encoder_scale"]
+    at = nll(s, bias)
+    assert abs(at - fit["nll_after"]) < 1e-6
+    noise = 1e-6
+    for d in (-0.02, 0.02):
+        assert nll(s * (1 + d), bias) > at - noise
+        for i in range(2):
+            step = bias.clone()
+            step[i] += d
+            assert nll(s, step) > at - noise
+    assert nll(s, trained) > at + 5 * noise  # the constants' own part of the fit
+
+
+def test_a_checkpoint_applies_its_refitted_terms():
+    """Loading a checkpoint whose calibration holds refitted head parameters sets them
+    (and the scale); the stored weights themselves are unchanged."""
+    shipped = load_checkpoint(FLY_MODEL).data
+    want = [0.25, -0.5]
+    ck = dict(shipped, calibration={"encoder_scale": 0.9,
+                                    "params": {"crf.noncoding_bias": want}})
+    model, _ = build_model(Checkpoint("cal", ck))
+    assert model.crf.encoder_scale == 0.9
+    assert model.crf.noncoding_bias.tolist() == want
+    plain, _ = build_model(Checkpoint("plain", shipped))
+    assert plain.crf.noncoding_bias.tolist() != want

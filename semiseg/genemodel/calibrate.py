@@ -100,3 +100,86 @@ def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | Non
     return {"encoder_scale": float(best), "nll_before": before, "nll_after": seen[best],
             "windows": sum(len(lengths) for _, lengths, _ in cached),
             "evaluations": len(seen)}
+
+
+# train.calibrate: "terms": the head parameters refitted with the encoder scale, each a
+# weight or a constant learned beside the encoder on the training windows (the model's
+# names, under `crf.`): the coding-content chain's weight, the site matrices' weights and
+# the tied introns' per-base constants (the long-intron against intergenic balance)
+TERMS = ("content.weight", "sites.weight", "noncoding_bias")
+MAX_ITER = 40
+
+
+def _nll_and_grad(head, cached: list, device, bases: int) -> float:
+    """The cached windows' NLL per base with the head as it is; gradients accumulated
+    (one backward per batch). Windows whose gold the grammar forbids are left out."""
+    total = 0.0
+    for em, lengths, y in cached:
+        nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double()
+        ok = torch.isfinite(nll)
+        loss = nll[ok].sum() / bases
+        if loss.requires_grad:
+            loss.backward()
+        total += float(loss.detach())
+    return total
+
+
+def fit_head_terms(model, dataset, device, batch_size: int = 8,
+                   max_iter: int = MAX_ITER, terms: tuple = TERMS) -> dict | None:
+    """The encoder scale and the head's TERMS that minimise the validation windows'
+    NLL together (`terms`: names under the head; L-BFGS from the trained values, the
+    scale as exp(u), everything else
+    fixed), or None as fit_encoder_scale. Returns fit_encoder_scale's keys plus
+    "params" ({model parameter name: value as a list}); the model is left as trained.
+    When the fit does not lower the NLL the trained values are returned."""
+    head = getattr(model, "crf", None)
+    if dataset is None or len(dataset) == 0 or not hasattr(head, "encoder_scale"):
+        return None
+    named = {n: p for n, p in head.named_parameters() if n in terms}
+    was, grads = model.training, {p: p.requires_grad for p in model.parameters()}
+    trained = {n: p.detach().clone() for n, p in named.items()}
+    scale0 = float(head.encoder_scale)
+    model.eval()
+    try:
+        cached = _emissions(model, dataset, device, batch_size)
+        bases = sum(int(lengths.sum()) for _, lengths, _ in cached)
+        for p in model.parameters():
+            p.requires_grad_(False)
+        u = torch.tensor(math.log(scale0), dtype=torch.float32, device=device,
+                         requires_grad=True)
+        for p in named.values():
+            p.requires_grad_(True)
+        opt = torch.optim.LBFGS([u, *named.values()], lr=1.0, max_iter=max_iter,
+                                line_search_fn="strong_wolfe")
+        calls = [0]
+
+        def closure() -> float:
+            opt.zero_grad()
+            head.encoder_scale = u.exp()
+            calls[0] += 1
+            return _nll_and_grad(head, cached, device, bases)
+
+        with torch.no_grad():
+            head.encoder_scale = scale0
+            before = _nll_and_grad(head, cached, device, bases)
+        opt.step(closure)
+        with torch.no_grad():
+            head.encoder_scale = float(u.detach().exp())
+            after = _nll_and_grad(head, cached, device, bases)
+        fitted = {n: p.detach().clone() for n, p in named.items()}
+        scale = float(u.detach().exp())
+        if not after < before:  # the fit did not beat the model as trained
+            fitted, scale, after = trained, scale0, before
+    finally:
+        with torch.no_grad():
+            for n, p in named.items():
+                p.copy_(trained[n])
+        for p, g in grads.items():
+            p.requires_grad_(g)
+        head.encoder_scale = scale0
+        model.train(was)
+    return {"encoder_scale": scale, "nll_before": before, "nll_after": after,
+            "windows": sum(len(lengths) for _, lengths, _ in cached),
+            "evaluations": calls[0] + 2,
+            "params": {f"crf.{n}": v.cpu().tolist() for n, v in fitted.items()}}
+

@@ -210,8 +210,8 @@ class FrameHead(nn.Module):
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
         B, T, _ = emissions.shape
         R = emissions[..., :self.n_channels].float()
-        if self.encoder_scale != 1.0:
-            R = R * self.encoder_scale
+        if torch.is_tensor(self.encoder_scale) or self.encoder_scale != 1.0:
+            R = R * self.encoder_scale  # a tensor while calibrate.fit_head_terms fits it
         if self.tie is not None:  # introns score as the background, plus a constant
             R = R.clone()
             R[..., self.tie[:, 0]] = R[..., self.tie[:, 1]] + self.noncoding_bias
