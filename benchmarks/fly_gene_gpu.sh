@@ -38,6 +38,7 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # long = base + crf.long_introns (two intron length tails), w20 = base with 20 kb
 # windows at batch 4 (the same bases a batch). Seventh round (2026-11-27, second
 # session): icontent = base + crf.intron_content (a counted intron Markov chain).
+# Eighth round (2026-11-27, third session): drop3 = base with dropout 0.3 (0.1).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -50,6 +51,7 @@ declare -A VAR=(
   [long]="--set crf.long_introns=true"
   [w20]="--set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
   [icontent]="--set crf.intron_content=true"
+  [drop3]="--set model.dropout=0.3"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

@@ -110,11 +110,14 @@ TERMS = ("content.weight", "sites.weight", "noncoding_bias")
 MAX_ITER = 40
 
 
-def _nll_and_grad(head, cached: list, device, bases: int) -> float:
-    """The cached windows' NLL per base with the head as it is; gradients accumulated
+def _nll_and_grad(head, cached: list, device, bases: int, scale=None) -> float:
+    """The cached windows' NLL per base with the head as it is (`scale`: a callable
+    giving the encoder scale, made anew for each batch's graph); gradients accumulated
     (one backward per batch). Windows whose gold the grammar forbids are left out."""
     total = 0.0
     for em, lengths, y in cached:
+        if scale is not None:
+            head.encoder_scale = scale()
         nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double()
         ok = torch.isfinite(nll)
         loss = nll[ok].sum() / bases
@@ -155,9 +158,8 @@ def fit_head_terms(model, dataset, device, batch_size: int = 8,
 
         def closure() -> float:
             opt.zero_grad()
-            head.encoder_scale = u.exp()
             calls[0] += 1
-            return _nll_and_grad(head, cached, device, bases)
+            return _nll_and_grad(head, cached, device, bases, scale=u.exp)
 
         with torch.no_grad():
             head.encoder_scale = scale0
