@@ -15,6 +15,12 @@ head (FrameHead._terms), is fitted on the validation windows by their CRF negati
 log-likelihood (the training loss itself), everything else fixed: a golden-section search
 over [LO, HI]. The checkpoint records it under "calibration" (best.pt is written again);
 `semiseg annotate` applies it (checkpoint._segmenter) and names it in its log.
+
+`fit_head_terms` (an experiment, `scripts/calibrate_checkpoint.py --terms`; not a
+training option) refits the scale together with the head's other scalars learned
+beside the encoder (TERMS) and records them under "calibration"/"params", which loading
+applies too. On fly it lowered the validation NLL and every F1 (RESULTS-log, "Eighth
+round"), so `train.calibrate` fits the scale alone.
 """
 
 from __future__ import annotations
