@@ -7,7 +7,9 @@ with it to OUT. `semiseg train` does this itself after the last epoch.
         [--terms]
 
 --terms: refit the head's counted-term weights and intron constants with the scale
-(calibrate.fit_head_terms, train.calibrate: terms).
+(calibrate.fit_head_terms; an experiment). --symmetric-introns: instead of a fit, add the
+strand-symmetric tied-intron constants (genemodel/symmetry.py, train.symmetric_introns)
+to the checkpoint's calibration as it is.
 """
 
 from __future__ import annotations
@@ -34,9 +36,13 @@ def main() -> None:
     ap.add_argument("--annotation")
     ap.add_argument("--terms", nargs="*", default=None,
                     help="refit these head parameters too (none named: calibrate.TERMS)")
+    ap.add_argument("--symmetric-introns", action="store_true")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = ap.parse_args()
     ckpt = load_checkpoint(a.model)
+    if a.symmetric_introns:
+        _symmetric(ckpt, a.model, a.out)
+        return
     cfg = ckpt.config
     if a.fasta:
         cfg = dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, fasta=a.fasta))
@@ -62,6 +68,22 @@ def main() -> None:
           f"{fit['evaluations']} evaluations) -> {a.out}")
     for name, value in fit.get("params", {}).items():
         print(f"  {name}: {value}")
+
+
+def _symmetric(ckpt, path: str, out: str) -> None:
+    from semiseg.genemodel.symmetry import symmetric_intron_bias
+
+    model, _ = build_model(ckpt)
+    bias = symmetric_intron_bias(model.crf)
+    if bias is None:
+        sys.exit(f"{path}: no tied introns on two strands (crf.tie_noncoding)")
+    state = dict(ckpt.data)
+    cal = dict(state.get("calibration") or {})
+    cal["params"] = dict(cal.get("params") or {}, **{"crf.noncoding_bias": bias})
+    state["calibration"] = cal
+    save_checkpoint(state, out)
+    print(f"{path}: tied-intron constants {model.crf.noncoding_bias.tolist()} -> {bias} "
+          f"-> {out}")
 
 
 if __name__ == "__main__":

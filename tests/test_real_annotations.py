@@ -336,13 +336,18 @@ def _train_ok(cfg, tmp_path, logs) -> str:
     from semiseg.checkpoint import build_model, load_checkpoint
 
     ckpt = load_checkpoint(out["best"])
-    cal = ckpt.data.get("calibration")
-    if cal is None:  # windows held to one region: no validation windows
+    cal = ckpt.data.get("calibration") or {}
+    if "encoder_scale" not in cal:  # windows held to one region: no validation windows
         assert "calibration: no validation windows; the encoder scale stays 1" in logs
     else:
         assert 0.3 <= cal["encoder_scale"] <= 1.5 and cal["nll_after"] <= cal["nll_before"]
         assert build_model(ckpt)[0].crf.encoder_scale == cal["encoder_scale"]
         assert any(m.startswith("calibration: encoder scale") for m in logs)
+    # train.symmetric_introns: the tied introns' constants recorded and applied on load
+    if cfg.crf.tie_noncoding:
+        bias = cal["params"]["crf.noncoding_bias"]
+        assert build_model(ckpt)[0].crf.noncoding_bias.tolist() == pytest.approx(bias)
+        assert any(m.startswith("symmetric introns: tied-intron constants") for m in logs)
     line = next(m for m in logs if m.startswith("annotation: masked"))
     assert any(m.startswith("gold-path check:") and " 0 not allowed" in m for m in logs)
     n = int(re.search(r"masked (\d+) of", line).group(1))

@@ -236,6 +236,11 @@ class TrainConfig:
                        scale of the encoder's emissions on the validation windows by
                        their negative log-likelihood and record it in best.pt
                        (semiseg/genemodel/calibrate.py); annotate applies it
+    symmetric_introns: the gene model with crf.tie_noncoding only: after the last
+                       epoch, set the tied introns' per-strand constants so that both
+                       strands' introns score the same per base against intergenic
+                       sequence (their mean; semiseg/genemodel/symmetry.py), recorded in
+                       best.pt beside the encoder scale
     world_size:        a record, not a setting: the number of processes that trained the
                        run (torchrun's WORLD_SIZE; 1 without torchrun), written by
                        `semiseg train` into the run's config.yaml
@@ -254,6 +259,7 @@ class TrainConfig:
     reverse_complement: bool = False
     amp: str = "auto"
     calibrate: bool = True
+    symmetric_introns: bool = True
     world_size: int = 1
 
 

@@ -108,6 +108,36 @@ def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | Non
             "evaluations": len(seen)}
 
 
+def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
+    """What `semiseg train` records for a trained gene model (its best weights loaded):
+    with train.calibrate the fitted encoder scale (fit_encoder_scale), with
+    train.symmetric_introns the strand-symmetric tied-intron constants
+    (symmetry.symmetric_intron_bias, under "params"). Returns the checkpoint's
+    "calibration" record ({} when there is nothing to record) and lines for the log."""
+    cal: dict = {}
+    lines = []
+    if cfg.train.calibrate:
+        fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+        if fit is None:
+            lines.append("calibration: no validation windows; the encoder scale stays 1")
+        else:
+            cal.update(fit)
+            lines.append(f"calibration: encoder scale {fit['encoder_scale']:.3f} on "
+                         f"{fit['windows']} validation windows (NLL per base "
+                         f"{fit['nll_before']:.5f} -> {fit['nll_after']:.5f}, "
+                         f"{fit['evaluations']} evaluations)")
+    if cfg.train.symmetric_introns:
+        from .symmetry import symmetric_intron_bias
+
+        bias = symmetric_intron_bias(model.crf)
+        if bias is not None:
+            was = ", ".join(f"{b:.5f}" for b in model.crf.noncoding_bias.tolist())
+            cal["params"] = {"crf.noncoding_bias": bias}
+            lines.append(f"symmetric introns: tied-intron constants per strand {was} -> "
+                         + ", ".join(f"{b:.5f}" for b in bias))
+    return cal, lines
+
+
 # train.calibrate: "terms": the head parameters refitted with the encoder scale, each a
 # weight or a constant learned beside the encoder on the training windows (the model's
 # names, under `crf.`): the coding-content chain's weight, the site matrices' weights and

@@ -477,24 +477,22 @@ def _save_epoch(ckpt_state: dict, state: RunState, names: list[str], out: Path,
 
 
 def _calibrate(cfg: Config, model, valid_ds, device, best_path: Path) -> None:
-    """train.calibrate: the encoder scale of best.pt fitted on the validation windows
-    (genemodel/calibrate.py), recorded in best.pt (written again)."""
-    from ..genemodel.calibrate import fit_encoder_scale
+    """train.calibrate and train.symmetric_introns: best.pt's "calibration" record
+    (genemodel/calibrate.after_training), best.pt written again."""
+    from ..genemodel.calibrate import after_training
 
-    if not (cfg.train.calibrate and cfg.crf.frames and best_path.exists()):
+    if not (cfg.crf.frames and best_path.exists()
+            and (cfg.train.calibrate or cfg.train.symmetric_introns)):
         return
     best = dict(load_checkpoint(best_path).data)
     model.load_state_dict(best["model"])
-    fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
-    if fit is None:
-        ui.log("calibration: no validation windows; the encoder scale stays 1")
-        return
-    best["calibration"] = fit
-    with deferred():  # an interrupt lands after the write: best.pt whole either way
-        _save(best, best_path, best_path.parent / "last.pt")
-    ui.log(f"calibration: encoder scale {fit['encoder_scale']:.3f} on {fit['windows']} "
-           f"validation windows (NLL per base {fit['nll_before']:.5f} -> "
-           f"{fit['nll_after']:.5f}, {fit['evaluations']} evaluations)")
+    cal, lines = after_training(model, cfg, valid_ds, device)
+    for line in lines:
+        ui.log(line)
+    if cal:
+        best["calibration"] = cal
+        with deferred():  # an interrupt lands after the write: best.pt whole either way
+            _save(best, best_path, best_path.parent / "last.pt")
 
 
 def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
