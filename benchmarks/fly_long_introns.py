@@ -110,31 +110,15 @@ def cmd_balance(args) -> None:
     import torch
 
     from semiseg.checkpoint import build_model, load_checkpoint
-    from semiseg.crf import log_partition
+    from semiseg.genemodel.symmetry import run_rates
 
     torch.set_grad_enabled(False)
-    model = build_model(load_checkpoint(args.model))[0]
-    head = model.crf
-    names, kind = head.layout.kind_names, head.layout._run_kind()  # a run tail as its label
-    T, C = 6000, len(kind)
-    dummy = torch.zeros(1, 16, head.n_channels + 4)
-    t = head._terms(dummy, torch.tensor([16]))
+    head = build_model(load_checkpoint(args.model))[0].crf
     bias = head.noncoding_bias.detach().tolist() if head.tie is not None else []
     print(f"noncoding_bias (per intron base, per strand): {bias}")
-    for label in ("outside:intergenic", "intron+", "intron-"):
-        cols = [c for c in range(C) if names[kind[c]] == label]
-        # with run tails the two lengths differ by whole tail pieces (the last piece the
-        # same length), so the difference is exactly the tails' score per base
-        tails = [c for c in cols if head.layout.base[c] != c]
-        step = head.layout.tail_duration(tails[0], head.max_duration) if tails else 1
-        n0 = T // 2
-        n1 = n0 + step * -(-n0 // step)
-        allowed = torch.zeros(1, n1, C, dtype=torch.bool)
-        allowed[..., cols] = True
-        z = [float(log_partition(torch.zeros(1, n, C), t["transition"], t["duration_bias"],
-                                 allowed=allowed[:, :n])) for n in (n0, n1)]
-        print(f"{label}: log-partition per base of a long run, scores 0: "
-              f"{(z[1] - z[0]) / (n1 - n0):.5f}")
+    labels = ["outside:intergenic", "intron+", "intron-"]
+    for label, rate in run_rates(head, labels).items():
+        print(f"{label}: log-partition per base of a long run, scores 0: {rate:.5f}")
 
 
 def cmd_revcomp(args) -> None:

@@ -346,7 +346,9 @@ def _train_ok(cfg, tmp_path, logs) -> str:
     # train.symmetric_introns: the tied introns' constants recorded and applied on load
     if cfg.crf.tie_noncoding:
         bias = cal["params"]["crf.noncoding_bias"]
-        assert build_model(ckpt)[0].crf.noncoding_bias.tolist() == pytest.approx(bias)
+        # exact float32 values: after one epoch the stored ones differ only in late digits
+        want = torch.tensor(bias, dtype=torch.float32).tolist()
+        assert build_model(ckpt)[0].crf.noncoding_bias.tolist() == want
         assert any(m.startswith("symmetric introns: tied-intron constants") for m in logs)
     line = next(m for m in logs if m.startswith("annotation: masked"))
     assert any(m.startswith("gold-path check:") and " 0 not allowed" in m for m in logs)

@@ -49,6 +49,25 @@ def _emissions(model, dataset, device, batch_size: int) -> list:
     return out
 
 
+def _nll_sum(head, cached: list, device, norm: float = 1.0, scale=None) -> tuple[float, int]:
+    """The cached windows' NLL summed / `norm`, and their bases; windows whose gold the
+    grammar forbids are left out. With gradients on, one backward per batch of its sum /
+    norm (they accumulate). `scale`: a callable giving the encoder scale, made anew for
+    each batch (a batch's backward frees its graph)."""
+    total, bases = 0.0, 0
+    for em, lengths, y in cached:
+        if scale is not None:
+            head.encoder_scale = scale()
+        nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double()
+        ok = torch.isfinite(nll)
+        loss = nll[ok].sum() / norm
+        if loss.requires_grad:
+            loss.backward()
+        total += float(loss.detach())
+        bases += int(lengths[ok.cpu()].sum())
+    return total, bases
+
+
 @torch.no_grad()
 def validation_nll(head, cached: list, scale: float, device) -> float:
     """The windows' negative log-likelihood per base with the encoder scaled by `scale`
@@ -56,12 +75,7 @@ def validation_nll(head, cached: list, scale: float, device) -> float:
     old = head.encoder_scale
     head.encoder_scale = scale
     try:
-        total, bases = 0.0, 0
-        for em, lengths, y in cached:
-            nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double().cpu()
-            ok = torch.isfinite(nll)
-            total += float(nll[ok].sum())
-            bases += int(lengths[ok].sum())
+        total, bases = _nll_sum(head, cached, device)
     finally:
         head.encoder_scale = old
     return total / max(bases, 1)
@@ -146,23 +160,6 @@ TERMS = ("content.weight", "sites.weight", "noncoding_bias")
 MAX_ITER = 40
 
 
-def _nll_and_grad(head, cached: list, device, bases: int, scale=None) -> float:
-    """The cached windows' NLL per base with the head as it is (`scale`: a callable
-    giving the encoder scale, made anew for each batch's graph); gradients accumulated
-    (one backward per batch). Windows whose gold the grammar forbids are left out."""
-    total = 0.0
-    for em, lengths, y in cached:
-        if scale is not None:
-            head.encoder_scale = scale()
-        nll = head.nll(em.to(device), y.to(device), lengths.to(device)).double()
-        ok = torch.isfinite(nll)
-        loss = nll[ok].sum() / bases
-        if loss.requires_grad:
-            loss.backward()
-        total += float(loss.detach())
-    return total
-
-
 def fit_head_terms(model, dataset, device, batch_size: int = 8,
                    max_iter: int = MAX_ITER, terms: tuple = TERMS) -> dict | None:
     """The encoder scale and the head's TERMS that minimise the validation windows'
@@ -181,7 +178,10 @@ def fit_head_terms(model, dataset, device, batch_size: int = 8,
     model.eval()
     try:
         cached = _emissions(model, dataset, device, batch_size)
-        bases = sum(int(lengths.sum()) for _, lengths, _ in cached)
+        with torch.no_grad():
+            before, bases = _nll_sum(head, cached, device)
+        bases = max(bases, 1)
+        before /= bases
         for p in model.parameters():
             p.requires_grad_(False)
         u = torch.tensor(math.log(scale0), dtype=torch.float32, device=device,
@@ -195,15 +195,10 @@ def fit_head_terms(model, dataset, device, batch_size: int = 8,
         def closure() -> float:
             opt.zero_grad()
             calls[0] += 1
-            return _nll_and_grad(head, cached, device, bases, scale=u.exp)
+            return _nll_sum(head, cached, device, bases, scale=u.exp)[0]
 
-        with torch.no_grad():
-            head.encoder_scale = scale0
-            before = _nll_and_grad(head, cached, device, bases)
         opt.step(closure)
-        with torch.no_grad():
-            head.encoder_scale = float(u.detach().exp())
-            after = _nll_and_grad(head, cached, device, bases)
+        after = validation_nll(head, cached, float(u.detach().exp()), device)
         fitted = {n: p.detach().clone() for n, p in named.items()}
         scale = float(u.detach().exp())
         if not after < before:  # the fit did not beat the model as trained
