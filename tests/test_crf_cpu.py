@@ -76,6 +76,32 @@ def test_neg_inf_parameters(form, monkeypatch):
     _check_chunks(kw, monkeypatch=monkeypatch)
 
 
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_sparse_grammar_transitions(form, monkeypatch):
+    """A gene grammar's transitions: most -inf, so the kernels sum over the finite ones
+    only; rows (r, dst) with no source, one source and several, a source with no
+    target, and a row whose linear-space sum underflows (the exact log-space path)."""
+    B, T, C, K = 2, 6, 4, 4
+    kw = make(B, T, C, K, dd=form, terms=("start", "end", "proj", "allowed"), seed=11,
+              allowed_p=0.1)
+    tr = kw["transition"].view(-1, C, C)  # (Q, src, dst)
+    keep = torch.zeros(C, C, dtype=torch.bool)
+    for src, dst in [(0, 1), (1, 1), (1, 2), (3, 2), (2, 0), (3, 0), (0, 0), (2, 2)]:
+        keep[src, dst] = True
+    tr[:, ~keep] = -math.inf  # dst 3: no source; dst 0: three; src 3 -> 2 and 0
+    if tr.shape[0] > 1:
+        tr[1, 0, 1] = -math.inf  # a row with a source in one residue only
+    _check_chunks(kw, monkeypatch=monkeypatch)
+    # every path starts in 0 and ends in 2, which only 1 and 3 enter; their scores -700 a
+    # position put them ~700 nats below 0 at every boundary, so dst 2's linear sum
+    # underflows (the exact path), and the whole log Z rests on it
+    kw["scores"][:, :, [1, 3]] -= 700.0
+    kw["start"][1:] = -math.inf
+    kw["end"][[0, 1, 3]] = -math.inf
+    kw["allowed"][:] = True
+    _check_chunks(kw, monkeypatch=monkeypatch)
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_nothing_allowed(form, monkeypatch):
     """No allowed segmentation: log Z = -inf, zero gradients, Viterbi -inf and empty."""

@@ -74,6 +74,18 @@ def _lin(a: np.ndarray):
     return m, np.exp(a - m[..., None])
 
 
+def _sparse_rows(a: np.ndarray) -> tuple:
+    """The finite entries of a (rows, cols) matrix by row: (ptr, col, value,
+    exp(value - the row's maximum), the row's maximum (0 for a row with none)); row i's
+    entries are [ptr[i], ptr[i + 1]), columns ascending."""
+    rows, cols = np.nonzero(np.isfinite(a))
+    ptr = np.zeros(a.shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=a.shape[0]), out=ptr[1:])
+    val = np.ascontiguousarray(a[rows, cols], dtype=np.float64)
+    top, _ = _lin(a)
+    return (ptr, cols.astype(np.int64), val, np.exp(val - top[rows]), top)
+
+
 class _Arrays:
     """The inputs as float64 numpy arrays, parameters truncated to K_eff = min(K, T).
 
@@ -112,11 +124,13 @@ class _Arrays:
             self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
         else:
             self.tr = np.ascontiguousarray(tr.reshape(-1, C, C))  # (Q, src, dst)
-            self.trT = np.ascontiguousarray(self.tr.transpose(0, 2, 1))  # (Q, dst, src)
             self.trp = np.ascontiguousarray(self.tr.transpose(1, 0, 2)).reshape(C, -1)
-            self.trm, self.etrT = _lin(self.trT)  # per (r, dst), over src
+            # the finite transitions only (gene grammars allow a few percent of them):
+            # by row (r, dst) over src for the forward and Viterbi, by src over (r, dst)
+            # for the backward
+            self.sp = _sparse_rows(self.tr.transpose(0, 2, 1).reshape(-1, C))
+            self.sq = _sparse_rows(self.trp)
         # trp: (src, (d-1 or r, dst)) flat, the layout of the backward passes
-        self.trpm, self.etrp = _lin(self.trp)  # per src, over (r, dst)
         self.n = CHUNK or max(1, int(math.sqrt((T + 1) * K)))
         self.n_chunks = -(-(T + 1) // self.n)
 
@@ -142,7 +156,7 @@ def forward(x: CRFInputs, keep: bool = False):
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
         log_z = _each(B, lambda b: fac.fac_forward(
-            *a.common(b), a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
+            *a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
             a.n, ck[0][b], ck_lo[b], alpha_end[b]))
     log_z = np.array(log_z, dtype=np.float64)
     saved = (a, ck, ck_lo, alpha_end, log_z)
@@ -233,12 +247,12 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
 
     def recompute(k: int):
         rows = bufs[k % 2]
-        fac.fac_recompute(*common, a.trT, a.etrT, a.trm, a.db_rev, a.edb_rev, a.dbm, a.start,
+        fac.fac_recompute(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.start,
                           n, ck_ring, ck_lo, k, *rows)
         return rows
 
     def reverse(k: int, rows) -> None:
-        fac.fac_reverse_chunk(*common, a.trp, a.etrp, a.trpm, a.db_t, a.edb_t, a.dbm, a.end,
+        fac.fac_reverse_chunk(*common, a.sq, a.db_t, a.edb_t, a.dbm, a.end,
                               n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps, g_pe, g_tr,
                               g_db, g_start, params)
 
@@ -280,7 +294,7 @@ def viterbi(x: CRFInputs):
     else:
         bp_c = np.zeros((B, T + 1, a.tr.shape[0], C), idx)
         score = _each(B, lambda b: fac.fac_viterbi(
-            *a.common(b), a.trT, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            *a.common(b), a.sp, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
             labels[b], seg_start[b]))
     score = np.array(score, dtype=np.float64)
     return (torch.from_numpy(score).to(x.scores.dtype), torch.from_numpy(labels),
