@@ -274,12 +274,12 @@ def _axpy_v(y, x, a, n):
 def _label_marginals(g_ps, g_pe, g_sc, L):
     """d log Z / d scores[u] = segments started at or before u minus ended before u."""
     C = g_ps.shape[1]
-    for c in range(C):
-        run = 0.0
-        for u in range(L):
-            run += g_ps[u, c]
-            g_sc[u, c] = run
-            run -= g_pe[u, c]
+    run = np.zeros(C)  # row by row (the arrays' order): the same sums as label by label
+    for u in range(L):
+        for c in range(C):
+            run[c] += g_ps[u, c]
+            g_sc[u, c] = run[c]
+            run[c] -= g_pe[u, c]
 
 
 @njit(cache=True)
