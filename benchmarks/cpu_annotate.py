@@ -1,0 +1,104 @@
+"""`semiseg annotate` on the CPU as a user runs it, whole process (start-up included):
+the shipped yeast model on yeast chrII (issue 42's CPU row), one code tree or several
+side by side (runs alternate A B A B, so a drift of the machine hits each alike), and
+whether their outputs are the same files.
+
+    python benchmarks/cpu_annotate.py [--tree DIR ...] [--runs 3] [--threads 2]
+        [--model yeast] [--fasta data/yeast/chrII.fa]
+
+--tree: a checkout to time (default: this one), e.g. `git worktree add /tmp/old COMMIT`
+for a before/after pair; each runs from its own folder with a numba cache of its own.
+One warm-up call per tree first (numba compiles on a cold cache). Prints a table of the
+median wall seconds and bp/s per tree with device, date and commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lib import header  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _commit(tree: str) -> str:
+    out = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return out.stdout.strip() + (" (modified)" if dirty else "")
+
+
+def _run(tree: str, args, prefix: str, cache: str) -> float:
+    cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model", args.model,
+           "--fasta", os.path.abspath(args.fasta), "--out", prefix, "--threads",
+           str(args.threads), "--quiet"]
+    env = dict(os.environ, SEMISEG_CACHE_DIR=cache, PYTHONPATH=tree)
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def _same(a: str, b: str) -> str:
+    """Whether two runs' outputs are the same files: text files without their provenance
+    lines (# and track lines, which name the command, prefix and date), the run's .json
+    (its provenance) left out."""
+    diff = []
+    for fa in sorted(glob.glob(a + ".*")):
+        fb = b + fa[len(a):]
+        if fa.endswith(".json"):
+            continue
+        if fa.endswith((".gff3", ".bed")):
+            rows = [[ln for ln in open(f) if not ln.startswith(("#", "track "))]
+                    for f in (fa, fb)]
+            ok = rows[0] == rows[1]
+        else:
+            ok = os.path.exists(fb) and filecmp.cmp(fa, fb, shallow=False)
+        if not ok:
+            diff.append(os.path.basename(fa))
+    return "same files" if not diff else "differ: " + ", ".join(diff)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", nargs="+", default=[ROOT])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", default="yeast")
+    ap.add_argument("--fasta", default=os.path.join(ROOT, "data/yeast/chrII.fa"))
+    args = ap.parse_args()
+    size = sum(len(ln.strip()) for ln in open(args.fasta) if not ln.startswith(">"))
+    trees = [os.path.abspath(t) for t in args.tree]
+    work = tempfile.mkdtemp(prefix="cpu_annotate_")
+    caches = [os.path.join(work, f"cache{i}") for i in range(len(trees))]
+    times: list[list[float]] = [[] for _ in trees]
+    for i, tree in enumerate(trees):  # warm-up: compile into each tree's own cache
+        _run(tree, args, os.path.join(work, f"t{i}"), caches[i])
+    for _ in range(args.runs):
+        for i, tree in enumerate(trees):
+            times[i].append(_run(tree, args, os.path.join(work, f"t{i}"), caches[i]))
+    print(header("benchmarks/cpu_annotate.py", "cpu", "python " + " ".join(sys.argv)))
+    print(f"`semiseg annotate --model {args.model} --fasta {os.path.relpath(args.fasta, ROOT)} "
+          f"--threads {args.threads}`, {size:,} bp, {args.runs} runs per tree after a warm-up, "
+          f"alternating; load average {os.getloadavg()[0]:.1f} at the end\n")
+    print("| code | runs s | median s | bp/s | outputs against the first tree |")
+    print("|---|---|---|---|---|")
+    for i, tree in enumerate(trees):
+        med = statistics.median(times[i])
+        same = "-" if i == 0 else _same(os.path.join(work, "t0"), os.path.join(work, f"t{i}"))
+        print(f"| {_commit(tree)} | {', '.join(f'{t:.1f}' for t in times[i])} | {med:.1f} | "
+              f"{size / med:,.0f} | {same} |")
+
+
+if __name__ == "__main__":
+    main()
