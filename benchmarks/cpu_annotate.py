@@ -4,7 +4,7 @@ side by side (runs alternate A B A B, so a drift of the machine hits each alike)
 whether their outputs are the same files.
 
     python benchmarks/cpu_annotate.py [--tree DIR ...] [--runs 3] [--threads 2]
-        [--model yeast] [--fasta data/yeast/chrII.fa]
+        [--model yeast] [--fasta data/yeast/chrII.fa] [--regions BED] [--warmup 1]
 
 --tree: a checkout to time (default: this one), e.g. `git worktree add /tmp/old COMMIT`
 for a before/after pair; each runs from its own folder with a numba cache of its own.
@@ -43,6 +43,8 @@ def _run(tree: str, args, prefix: str, cache: str) -> float:
     cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model", args.model,
            "--fasta", os.path.abspath(args.fasta), "--out", prefix, "--threads",
            str(args.threads), "--quiet"]
+    if args.regions:
+        cmd += ["--regions", os.path.abspath(args.regions)]
     env = dict(os.environ, SEMISEG_CACHE_DIR=cache, PYTHONPATH=tree)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -76,21 +78,30 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default="yeast")
     ap.add_argument("--fasta", default=os.path.join(ROOT, "data/yeast/chrII.fa"))
+    ap.add_argument("--regions", help="BED of regions to annotate (default: everything)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed calls per tree first")
     args = ap.parse_args()
-    size = sum(len(ln.strip()) for ln in open(args.fasta) if not ln.startswith(">"))
+    if args.regions:
+        size = sum(int(f[2]) - int(f[1]) for f in (ln.split() for ln in open(args.regions))
+                   if len(f) >= 3 and not f[0].startswith(("#", "track")))
+    else:
+        size = sum(len(ln.strip()) for ln in open(args.fasta) if not ln.startswith(">"))
     trees = [os.path.abspath(t) for t in args.tree]
     work = tempfile.mkdtemp(prefix="cpu_annotate_")
     caches = [os.path.join(work, f"cache{i}") for i in range(len(trees))]
     times: list[list[float]] = [[] for _ in trees]
-    for i, tree in enumerate(trees):  # warm-up: compile into each tree's own cache
-        _run(tree, args, os.path.join(work, f"t{i}"), caches[i])
+    for _ in range(args.warmup):  # warm-up: compile into each tree's own cache
+        for i, tree in enumerate(trees):
+            _run(tree, args, os.path.join(work, f"t{i}"), caches[i])
     for _ in range(args.runs):
         for i, tree in enumerate(trees):
             times[i].append(_run(tree, args, os.path.join(work, f"t{i}"), caches[i]))
     print(header("benchmarks/cpu_annotate.py", "cpu", "python " + " ".join(sys.argv)))
-    print(f"`semiseg annotate --model {args.model} --fasta {os.path.relpath(args.fasta, ROOT)} "
-          f"--threads {args.threads}`, {size:,} bp, {args.runs} runs per tree after a warm-up, "
-          f"alternating; load average {os.getloadavg()[0]:.1f} at the end\n")
+    regions = f" --regions {os.path.relpath(args.regions, ROOT)}" if args.regions else ""
+    print(f"`semiseg annotate --model {args.model} --fasta {os.path.relpath(args.fasta, ROOT)}"
+          f"{regions} --threads {args.threads}`, {size:,} bp, {args.runs} runs per tree after "
+          f"{args.warmup} warm-up(s), alternating; load average {os.getloadavg()[0]:.1f} "
+          "at the end\n")
     print("| code | runs s | median s | bp/s | outputs against the first tree |")
     print("|---|---|---|---|---|")
     for i, tree in enumerate(trees):
