@@ -12,10 +12,11 @@ numba (dispatch.py imports it only when first needed); compiled code is cached o
 disk outside the package (core.cache_dir()), so only the first process compiles.
 
 Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kernels at
-O(T (P C^2 + K C)); fully duration-dependent ones (P >= K) at O(T K C^2). Memory per
-sequence: the rings (O(K C P) or O(K C)), checkpoints every n ~ sqrt(T K) boundaries,
-one chunk of recomputed per-boundary values, and O(T C) for inputs, gradients and
-Viterbi backpointers.
+O(T (P C^2 + K C)), or O(T (nnz + K C)) with nnz finite transitions (only those are
+summed: a gene grammar allows a few percent); fully duration-dependent ones (P >= K)
+at O(T K C^2). Memory per sequence: the rings (O(K C P) or O(K C)), checkpoints every
+n ~ sqrt(T K) boundaries, one chunk of recomputed per-boundary values, and O(T C) for
+inputs, gradients and Viterbi backpointers.
 """
 
 from __future__ import annotations
