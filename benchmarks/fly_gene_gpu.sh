@@ -39,6 +39,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # windows at batch 4 (the same bases a batch). Seventh round (2026-11-27, second
 # session): icontent = base + crf.intron_content (a counted intron Markov chain).
 # Eighth round (2026-11-27, third session): drop3 = base with dropout 0.3 (0.1).
+# Eleventh round (2026-11-28): narrow = base with the encoder half as wide (channels 32,
+# LSTM 32, fine path 16).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -52,6 +54,7 @@ declare -A VAR=(
   [w20]="--set windows.size=20000 --set windows.overlap=2000 --set train.batch_size=4"
   [icontent]="--set crf.intron_content=true"
   [drop3]="--set model.dropout=0.3"
+  [narrow]="--set model.channels=32 --set model.lstm_hidden=32 --set model.fine_channels=16"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
