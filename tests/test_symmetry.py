@@ -106,3 +106,13 @@ def test_a_known_shift_of_one_strand_moves_the_constants_by_half():
 def test_no_tied_introns_nothing_to_set():
     lay = FrameLayout.from_scheme(scheme())
     assert symmetric_intron_bias(FrameHead(lay, max_duration=K)) is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_head_on_the_gpu_gives_the_same_constants():
+    """After GPU training the head lives on CUDA (train.symmetric_introns runs there):
+    the constants are those of the same head on the CPU (the run's own inputs were once
+    made on the CPU, and training crashed after its last epoch)."""
+    head = _head(3, tails=True)
+    want = symmetric_intron_bias(head)
+    assert symmetric_intron_bias(head.cuda()) == pytest.approx(want, abs=1e-9)

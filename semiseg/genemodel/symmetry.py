@@ -34,8 +34,10 @@ def run_rates(head, kinds: list[str]) -> dict[str, float]:
     lay = head.layout
     names, kind = lay.kind_names, lay._run_kind()
     C = len(kind)
+    dev = head.transition.device  # the head's own (after GPU training: CUDA)
     with torch.no_grad():
-        t = head._terms(torch.zeros(1, 16, head.n_channels + 4), torch.tensor([16]))
+        t = head._terms(torch.zeros(1, 16, head.n_channels + 4, device=dev),
+                        torch.tensor([16], device=dev))
         tr, db = t["transition"].double().cpu(), t["duration_bias"].double().cpu()
         out = {}
         for name in kinds:
