@@ -25,8 +25,13 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint  # noqa: E402
-from semiseg.genemodel.content import ORDER, WORDS, _strand_words  # noqa: E402
-from semiseg.genemodel.frames import INTRON_ANY  # noqa: E402
+from semiseg.genemodel.content import (  # noqa: E402
+    ORDER,
+    WORDS,
+    _cond,
+    _strand_words,
+    intron_and_outside_codes,
+)
 from semiseg.model import model_hash  # noqa: E402
 from semiseg.train.loop import _load_data  # noqa: E402
 from semiseg.train.tables import _gold_layout  # noqa: E402
@@ -36,11 +41,7 @@ def counts(ckpt) -> dict:
     """Word counts per split: intron (read on its own strand), anti (an intron read on
     the other strand) and outside (both strands)."""
     _, scheme, _, train_ds, valid_ds = _load_data(ckpt.config)
-    layout = _gold_layout(build_model(ckpt)[0], scheme)
-    kinds = [layout.kind_names[k] for k in layout.kind]
-    intron = {s: np.asarray([INTRON_ANY[s]] + [i for i, k in enumerate(kinds)
-                                               if k == f"intron{s}"]) for s in "+-"}
-    outside = np.asarray([i for i, k in enumerate(kinds) if k.startswith("outside:")])
+    intron, outside = intron_and_outside_codes(_gold_layout(build_model(ckpt)[0], scheme))
     out = {}
     for name, ds in (("train", train_ds), ("valid", valid_ds)):
         c = {k: np.zeros(WORDS) for k in ("intron", "anti", "outside")}
@@ -55,11 +56,11 @@ def counts(ckpt) -> dict:
 
 
 def cond(c: np.ndarray, k: int) -> np.ndarray:
-    """log P(base | the k bases before) from (ORDER+1)-mer counts (+1 pseudo-count),
-    written back at every (ORDER+1)-mer id."""
-    ck = c.reshape([4] * (ORDER + 1)).sum(axis=tuple(range(ORDER - k))) + 1.0
-    lp = np.log(ck / ck.sum(-1, keepdims=True))
-    return np.broadcast_to(lp, [4] * (ORDER + 1)).reshape(WORDS)
+    """log P(base | the k bases before) from (ORDER+1)-mer counts, at every
+    (ORDER+1)-mer id: the counts summed over the oldest ORDER - k bases, written back at
+    each id, then content._cond (its pseudo-count and normalisation)."""
+    ck = c.reshape([4] * (ORDER + 1)).sum(axis=tuple(range(ORDER - k)))
+    return _cond(np.broadcast_to(ck, [4] * (ORDER + 1)).reshape(WORDS))
 
 
 def table(c: dict, k: int) -> np.ndarray:

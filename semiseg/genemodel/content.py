@@ -103,17 +103,23 @@ def count_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     return (_cond(coding) - _cond(background)[None]).astype(np.float32), n
 
 
+def intron_and_outside_codes(layout) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The gold codes of intron insides per strand (INTRON_ANY, any phase, and the
+    phase-coded ones) and of outside bases."""
+    kinds = [layout.kind_names[k] for k in layout.kind]
+    intron = {s: np.asarray([INTRON_ANY[s]] + [i for i, k in enumerate(kinds)
+                                               if k == f"intron{s}"]) for s in "+-"}
+    outside = np.asarray([i for i, k in enumerate(kinds) if k.startswith("outside:")])
+    return intron, outside
+
+
 def count_intron_content(onehots, golds, layout) -> tuple[np.ndarray, dict]:
     """The intron log-odds table (WORDS,): log P_intron(base | context) - log
     P_outside(base | context), a homogeneous chain of the same order counted at the gold
     intron bases (between the splice bases, each intron read in its transcript's
     direction) against the gold outside bases, both strands; returns the table and
     {"intron": n, "outside": n} (zeros if either is 0)."""
-    kinds = [layout.kind_names[k] for k in layout.kind]
-    # gold intron insides are INTRON_ANY (any phase); a phase-coded one counts too
-    intron = {s: np.asarray([INTRON_ANY[s]] + [i for i, k in enumerate(kinds)
-                                               if k == f"intron{s}"]) for s in "+-"}
-    outside = np.asarray([i for i, k in enumerate(kinds) if k.startswith("outside:")])
+    intron, outside = intron_and_outside_codes(layout)
     inside = np.zeros(WORDS)
     background = np.zeros(WORDS)
     for s, ids, y, _ in _strand_words(onehots, golds):
