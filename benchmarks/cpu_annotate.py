@@ -26,17 +26,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import header  # noqa: E402
+from lib import commit, header  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _commit(tree: str) -> str:
-    out = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return out.stdout.strip() + (" (modified)" if dirty else "")
 
 
 def _run(tree: str, args, prefix: str, cache: str) -> float:
@@ -107,7 +99,7 @@ def main() -> None:
     for i, tree in enumerate(trees):
         med = statistics.median(times[i])
         same = "-" if i == 0 else _same(os.path.join(work, "t0"), os.path.join(work, f"t{i}"))
-        print(f"| {_commit(tree)} | {', '.join(f'{t:.1f}' for t in times[i])} | {med:.1f} | "
+        print(f"| {commit(tree)} | {', '.join(f'{t:.1f}' for t in times[i])} | {med:.1f} | "
               f"{size / med:,.0f} | {same} |")
 
 

@@ -18,15 +18,16 @@ ROOT = os.path.dirname(HERE)
 LOG = os.path.join(HERE, "RESULTS-log.md")
 
 
-def commit() -> str:
+def commit(tree: str | None = None) -> str:
     """$COMMIT when set (a copy's own git may be stale: the GPU machine), else the
-    checkout's short commit, marked when the working tree differs from it."""
-    if os.environ.get("COMMIT"):
+    checkout's short commit (this one, or the checkout at `tree`), marked when the
+    working tree differs from it."""
+    if os.environ.get("COMMIT") and tree is None:
         return os.environ["COMMIT"]
 
     def git(*a):
         return subprocess.run(["git", *a], capture_output=True, check=False, text=True,
-                              cwd=HERE).stdout.strip()
+                              cwd=tree or HERE).stdout.strip()
 
     out = git("rev-parse", "--short", "HEAD")
     if out and git("status", "--porcelain", "--untracked-files=no"):
