@@ -307,30 +307,41 @@ def test_short_contigs_batched_equal_single(work, trained, annotated):
                                                             abs=1)
 
 
-def test_resume_equals_uninterrupted(work):
+@pytest.mark.parametrize("average", [0, 0.5])
+def test_resume_equals_uninterrupted(work, average):
     """On CPU, stopping after epoch 1 and resuming gives bitwise the same model (9
-    training windows in batches of 4: three steps an epoch, the last one short)."""
+    training windows in batches of 4: three steps an epoch, the last one short), with
+    weight averaging (train.average_epochs) as without: both the average and the
+    optimiser's own weights."""
     from semiseg import ui
     from semiseg.config.load import load_config
     from semiseg.train.loop import train
 
     ui.set_quiet(True)
     cfg = load_config(work / "small.yaml", ["train.epochs=2", "windows.valid_fraction=0.1",
-                                           "train.batch_size=4"])
+                                           "train.batch_size=4",
+                                           f"train.average_epochs={average}"])
     torch.set_num_threads(1)
-    train(cfg, work / "full")
-    train(cfg, work / "part", stop_after=1)
-    first = torch.load(work / "part" / "last.pt", weights_only=True)
+    full, part = work / f"full{average}", work / f"part{average}"
+    train(cfg, full)
+    train(cfg, part, stop_after=1)
+    first = torch.load(part / "last.pt", weights_only=True)
     assert first["epoch"] == 1
-    train(cfg, work / "part", resume=True)
-    a = torch.load(work / "full" / "last.pt", weights_only=True)
-    b = torch.load(work / "part" / "last.pt", weights_only=True)
+    train(cfg, part, resume=True)
+    a = torch.load(full / "last.pt", weights_only=True)
+    b = torch.load(part / "last.pt", weights_only=True)
     assert b["epoch"] == 2
-    for k in a["model"]:
-        assert torch.equal(a["model"][k], b["model"][k]), k
+    keys = ["model", "trained_model"] if average else ["model"]
+    assert ("trained_model" in a) == bool(average)
+    for key in keys:
+        for k in a[key]:
+            assert torch.equal(a[key][k], b[key][k]), (key, k)
+    if average:  # the average is not the last step's weights
+        assert any(not torch.equal(a["model"][k], a["trained_model"][k])
+                   for k in a["model"] if a["model"][k].is_floating_point())
     assert a["history"][-1]["train_loss"] == b["history"][-1]["train_loss"]
-    assert (work / "full" / "metrics.tsv").read_text() .split("\n")[0] == \
-        (work / "part" / "metrics.tsv").read_text().split("\n")[0]
+    assert (full / "metrics.tsv").read_text().split("\n")[0] == \
+        (part / "metrics.tsv").read_text().split("\n")[0]
 
 
 def test_annotate_with_tracks_the_model_lacks(work, trained):

@@ -43,8 +43,9 @@ POSITIVE = {
 }
 NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
-    "train.warmup_epochs", "train.grad_clip", "train.patience", "annotate.context",
-    "annotate.signal_precision", "annotate.long_orfs", "annotate.decode_overlap",
+    "train.warmup_epochs", "train.average_epochs", "train.grad_clip", "train.patience",
+    "annotate.context", "annotate.signal_precision", "annotate.long_orfs",
+    "annotate.decode_overlap",
 }
 
 

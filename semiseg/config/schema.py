@@ -241,6 +241,10 @@ class TrainConfig:
                        strands' introns score the same per base against intergenic
                        sequence (their mean; semiseg/genemodel/symmetry.py), recorded in
                        best.pt beside the encoder scale
+    average_epochs:    weight averaging: validation, best.pt and annotation use an
+                       exponential moving average of the weights over the optimiser
+                       steps, with a horizon of this many epochs' batches (0 = off, the
+                       last step's weights; semiseg/train/averaging.py)
     world_size:        a record, not a setting: the number of processes that trained the
                        run (torchrun's WORLD_SIZE; 1 without torchrun), written by
                        `semiseg train` into the run's config.yaml
@@ -260,6 +264,7 @@ class TrainConfig:
     amp: str = "auto"
     calibrate: bool = True
     symmetric_introns: bool = True
+    average_epochs: float = 0.0
     world_size: int = 1
 
 

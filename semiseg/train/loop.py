@@ -32,6 +32,7 @@ floating-point reductions; with dropout each process draws its own masks.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -55,6 +56,7 @@ from ..metrics import (
     segment_f1,
 )
 from ..runtime import Interrupted, amp_enabled, deferred
+from . import averaging
 from .data import (
     Dataset,
     check_fasta,
@@ -180,7 +182,7 @@ class BatchLoss(torch.nn.Module):
 # ----------------------------------------------------------------------------- epochs
 def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunState,
                 schedule: Schedule, device, amp: bool, on_batch=None,
-                ctx: Context | None = None, loss_fn=None) -> dict:
+                ctx: Context | None = None, loss_fn=None, average=None) -> dict:
     """One pass over the training windows in the epoch's seeded order (half of them
     reverse-complemented when the Dataset flips strands). Advances `state.step`; returns
     {"epoch", "lr" (the last one used), "train_loss" (NLL per CRF step)}.
@@ -190,7 +192,8 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     DistributedDataParallel, which averages the gradients, and each share's loss is
     weighted by world_size / (global batch) so the average is the global batch mean.
     A process whose share of the last batch is empty runs one window at weight 0 (every
-    process must join each gradient reduction)."""
+    process must join each gradient reduction). `average` (a WeightAverage) takes each
+    step's weights."""
     ctx = ctx or Context(device=device)
     loss_fn = loss_fn or BatchLoss(model, device, amp)
     model.train()
@@ -223,6 +226,8 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
         if cfg.train.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
         opt.step()
+        if average is not None:
+            average.update(model)
         state.step += 1
         if weight:
             loss_sum += float(nll.detach().double().sum())
@@ -526,9 +531,11 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     model.to(device)
     opt = _optimizer(model, cfg)
     schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
+    H = averaging.horizon(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
+    average = averaging.WeightAverage(model, H) if H else None
     state = RunState()
     if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
+        averaging.resume(model, average, ckpt)
         opt.load_state_dict(ckpt["optimizer"])
         state = RunState.from_checkpoint(ckpt)
         set_rng_state(ckpt["rng"])
@@ -558,14 +565,16 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                                info=f"epoch {epoch}/{cfg.train.epochs} loss {loss:.4f}")
 
                 row = train_epoch(model, opt, train_ds, cfg, epoch, state, schedule, device,
-                                  amp, on_batch, ctx=ctx, loss_fn=loss_fn)
-                row.update(validate(model, valid_ds, cfg, device, amp, len(names), ctx=ctx))
+                                  amp, on_batch, ctx=ctx, loss_fn=loss_fn, average=average)
+                with (average.applied(model) if average else contextlib.nullcontext()):
+                    row.update(validate(model, valid_ds, cfg, device, amp, len(names), ctx=ctx))
                 row["seconds"] = time.perf_counter() - t0
                 # the row is the same on every process (reduced), so is this decision
                 improved = state.record(row, cfg.train.select)
                 if ctx.main:
                     _save_epoch(checkpoint_state(model, opt, state, schedule, cfg, scheme,
-                                                 data, columns), state, names, out, improved)
+                                                 data, columns, average),
+                                state, names, out, improved)
                 done_here += 1
                 ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
                        f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "

@@ -112,14 +112,16 @@ def set_rng_state(state: dict) -> None:
 
 
 def checkpoint_state(model, opt, state, schedule, cfg: Config, scheme, data,
-                     columns: list[int]) -> dict:
-    """Everything a checkpoint holds (see checkpoint.py), as tensors and plain data."""
+                     columns: list[int], average=None) -> dict:
+    """Everything a checkpoint holds (see checkpoint.py), as tensors and plain data;
+    "model" is the weight average where the run keeps one (train/averaging.py)."""
     from ..model import model_hash
+    from .averaging import checkpoint_weights
 
-    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    weights = checkpoint_weights(model, average)
     return {
         "format": CHECKPOINT_FORMAT, "semiseg_version": __version__, "epoch": state.epoch,
-        "model": sd, "model_hash": model_hash(sd), "optimizer": opt.state_dict(),
+        **weights, "model_hash": model_hash(weights["model"]), "optimizer": opt.state_dict(),
         "scheduler": {"step": state.step, "total": schedule.total, "warmup": schedule.warmup,
                       "base_lr": schedule.base_lr},
         "rng": rng_state(), "config": cfg.to_dict(), "labels": scheme.to_dict(),
