@@ -173,6 +173,9 @@ def annotate(
     long_orfs: int | None = typer.Option(
         None, "--long-orfs", rich_help_panel=_GENE_MODEL,
         help="Intergenic ORFs of N+ codons called genes."),
+    min_gene_score: float | None = typer.Option(
+        None, "--min-gene-score", rich_help_panel=_GENE_MODEL,
+        help="Genes whose mean posterior is below this: not called."),
     split_stops: bool | None = typer.Option(
         None, "--split-stops/--allow-split-stops", rich_help_panel=_GENE_MODEL,
         help="Take stop codons split by an intron out of genes."),
@@ -229,6 +232,7 @@ def annotate(
         certified_seams=certified_seams, intron_penalty=intron_penalty,
         intron_rate=intron_rate, branch_penalty=branch_penalty, first_atg=first_atg,
         long_orfs=long_orfs, donor_motif=donor_motif, split_stops=split_stops,
+        min_gene_score=min_gene_score,
         samples=samples, seed=seed,
         signal_precision=signal_precision, genetic_code=genetic_code)
     annotate_job(resolve_model(model), str(fasta) if fasta else None, out, options)

@@ -191,6 +191,7 @@ class AnnotateOptions:
     long_orfs: int | None = None  # intergenic ORFs of this many codons called genes (0: off)
     donor_motif: str | None = None  # introns begin with this IUPAC motif ("": any GT)
     split_stops: bool | None = None  # stops split by an intron taken out of genes
+    min_gene_score: float | None = None  # genes under this mean posterior not called
     # outputs
     samples: int = 0  # exact posterior samples per sequence (PREFIX.samples.bed)
     seed: int = 0
@@ -358,7 +359,8 @@ def _gene_model_settings(crf, ckpt: Checkpoint, opts: AnnotateOptions):
     if hasattr(crf, "split_stops"):
         crf.split_stops = acfg.split_stops if opts.split_stops is None else opts.split_stops
     rules = gene_rules(ckpt.scheme, ckpt.config.model.resolution, acfg.first_atg,
-                       opts.first_atg, acfg.long_orfs, opts.long_orfs)
+                       opts.first_atg, acfg.long_orfs, opts.long_orfs,
+                       acfg.min_gene_score, opts.min_gene_score)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if opts.signal_precision is None else opts.signal_precision)
     return rules, precision
@@ -378,7 +380,8 @@ def _in_effect(ann: Annotator, rules, precision: float, opts: AnnotateOptions) -
         "donor_motif": getattr(crf, "donor_motif", None),
         "split_stops": getattr(crf, "split_stops", None),
         "first_atg": bool(rules and rules.first_atg),
-        "long_orfs": rules.long_orfs if rules else 0, "samples": opts.samples,
+        "long_orfs": rules.long_orfs if rules else 0,
+        "min_gene_score": rules.min_gene_score if rules else 0.0, "samples": opts.samples,
         "seed": opts.seed})
 
 
@@ -402,7 +405,9 @@ def _log_start(model: str, ckpt: Checkpoint, ann: Annotator, rules, n_items: int
            + ("; start codons moved to the first ATG of their ORF"
               if rules and rules.first_atg else "")
            + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"
-              if rules and rules.long_orfs else ""))
+              if rules and rules.long_orfs else "")
+           + (f"; genes scoring under {rules.min_gene_score:g} not called"
+              if rules and rules.min_gene_score else ""))
 
 
 def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
@@ -454,6 +459,9 @@ def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
                   if total_bp < given_bp else ""))
         if ann.seam_stats is not None:  # certified windows (annotate/seams.py)
             ui.log(ann.seam_stats.line() + "; " + ann.seam_stats.posterior_line())
+        if rules is not None and rules.min_gene_score:
+            ui.log(f"{sink.writer.weak_genes} gene(s) scoring under "
+                   f"{rules.min_gene_score:g} not called (annotate.min_gene_score)")
         stopped = sink.writer.internal_stop_genes
         if stopped:
             ui.log(f"warning: {len(stopped)} predicted gene(s) read a stop codon inside "

@@ -304,6 +304,10 @@ class AnnotateConfig:
              of at least this many codons (stop included; first ATG to stop) that lies
              wholly in intergenic sequence a gene, the longest first
              (semiseg/genemodel/orffill.py; 0: off). SGD's convention for yeast is 100
+    min_gene_score: the gene model at 1 bp only: a decoded gene whose mean label
+             posterior over its bases (the score of its GFF3 gene row) is below this is
+             not called: its bases are written as intergenic, before first_atg and
+             long_orfs (semiseg/genemodel/genefilter.py; 0: off)
     learn_rules: the gene model at 1 bp only: `semiseg train` sets donor_motif,
              branch_penalty, first_atg and long_orfs from the training annotation,
              each turned on only where the training genes obey it
@@ -332,6 +336,7 @@ class AnnotateConfig:
     donor_motif: str = ""
     first_atg: bool = False
     long_orfs: int = 0
+    min_gene_score: float = 0.0
     learn_rules: bool = False
     split_stops: bool = False
     signal_precision: float = 1e-4

@@ -114,6 +114,7 @@ class OutputWriter(SignalWriter):
         # transcripts whose CDS reads a stop codon before its end (with `proteins`): a
         # codon split by an intron can form one, which the gene model does not forbid
         self.internal_stop_genes: list[str] = []
+        self.weak_genes = 0  # genes not called for their score (genemodel/genefilter.py)
         self.extra = dict(provenance or {})
         self._score_kinds: set[str] = set()
         self.stranded_bed = stranded_bed
