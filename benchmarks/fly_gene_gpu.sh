@@ -41,7 +41,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # Eighth round (2026-11-27, third session): drop3 = base with dropout 0.3 (0.1).
 # Eleventh round (2026-11-28): narrow = base with the encoder half as wide (channels 32,
 # LSTM 32, fine path 16). Twelfth round (2026-11-28, second session): avg1 / avg3 = base
-# with weight averaging over 1 / 3 epochs of steps (train.average_epochs).
+# with weight averaging over 1 / 3 epochs of steps (train.average_epochs); iw = base +
+# windows.intron_windows (a training window around each long intron with its exons).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -58,6 +59,7 @@ declare -A VAR=(
   [narrow]="--set model.channels=32 --set model.lstm_hidden=32 --set model.fine_channels=16"
   [avg1]="--set train.average_epochs=1"
   [avg3]="--set train.average_epochs=3"
+  [iw]="--set windows.intron_windows=true"
 )
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

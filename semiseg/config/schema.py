@@ -77,6 +77,10 @@ class WindowsConfig:
     holdout:      regions kept out of training and validation (and of the track
                   statistics): a BED file, or a list of "chrom:start-end" (0-based,
                   end exclusive) or "chrom" (the whole chromosome)
+    intron_windows: the gene model (crf.frames) only: one more training window around
+                  each annotated intron longer than size // 2, with size // 4 bp on
+                  each side (overlapping ones merged; within the training regions),
+                  batched apart from the tiles (semiseg/genemodel/intronwindows.py)
     """
 
     size: int = 20000
@@ -86,6 +90,7 @@ class WindowsConfig:
     valid_fraction: float = 0.15
     valid_offset: float | None = None
     holdout: str | list[str] | None = None
+    intron_windows: bool = False
 
 
 @dataclass

@@ -302,6 +302,8 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
         rc = {"rc_columns": rc_columns([data.feature_names[i] for i in columns]),
               "rc_labels": gold.layout.flip if cfg.crf.frames else strand_swap(scheme),
               "pool": res // cfg.inputs.bin_size}
+    if cfg.crf.frames and cfg.windows.intron_windows:
+        train_windows = train_windows + _intron_windows(cfg, gold, data)
     if cfg.crf.frames:
         train_windows, moved_t = clear_of_rigid(gold, train_windows)
         valid_windows, moved_v = clear_of_rigid(gold, valid_windows)
@@ -319,6 +321,19 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
         ui.log("annotation: " + cleanup.line())
     train_ds.cleanup = cleanup  # train/loop.py writes its list to the run folder
     return train_ds, valid_ds
+
+
+def _intron_windows(cfg: Config, gold, data) -> list[Window]:
+    """windows.intron_windows: the windows around the training annotation's long
+    introns (genemodel/intronwindows.py), inside the training regions."""
+    from ..genemodel.intronwindows import intron_windows
+
+    train_regions, _ = split_regions(cfg, data.chrom_sizes)
+    kept = [t for ts in gold._transcripts.values() for t in ts]
+    extra = intron_windows(kept, train_regions, cfg.windows.size, Window)
+    ui.log(f"{len(extra)} intron window(s) ({sum(w.end - w.start for w in extra):,} bp): "
+           f"the annotation's introns over {cfg.windows.size // 2:,} bp with both exons")
+    return extra
 
 
 def check_windows(cfg: Config, gold, annotation, datasets) -> dict:

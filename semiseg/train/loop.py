@@ -47,6 +47,7 @@ from ..checkpoint import load_checkpoint, save_checkpoint
 from ..config.load import save_config
 from ..config.schema import Config
 from ..errors import SemisegError
+from ..genemodel import intronwindows
 from ..metrics import (
     add_segment_counts,
     confusion,
@@ -68,6 +69,7 @@ from .data import (
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
 from .runfolder import checkpoint_state, folder_lock, open_run, set_rng_state
+from .runfolder import write_metrics as _write_metrics
 from .tables import new_model, with_learned_rules
 
 
@@ -90,6 +92,7 @@ class Schedule:
 
     @classmethod
     def for_run(cls, cfg: Config, batches_per_epoch: int) -> Schedule:
+        """batches_per_epoch: epoch_batches(ds, cfg)."""
         return cls(total=batches_per_epoch * cfg.train.epochs,
                    warmup=round(cfg.train.warmup_epochs * batches_per_epoch),
                    base_lr=cfg.train.lr)
@@ -147,6 +150,12 @@ def _better(row: dict, best: dict, select: str) -> bool:
     return row["val_loss"] < best["val_loss"]
 
 
+def epoch_batches(ds: Dataset, cfg: Config) -> int:
+    """Optimiser steps per epoch (long windows batch apart: genemodel/intronwindows.py)."""
+    return intronwindows.batch_count([w.end - w.start for w in ds.windows],
+                                     cfg.windows.size, cfg.train.batch_size)
+
+
 # ----------------------------------------------------------------------------- one batch
 def _forward(model, x, lengths, device, amp: bool):
     """Encoder (bfloat16 autocast when `amp`) -> float32 emissions, hidden states, steps."""
@@ -201,15 +210,16 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     gen = torch.Generator().manual_seed(cfg.train.seed * 100003 + epoch)
     order = torch.randperm(len(ds), generator=gen).tolist()
     flips = (torch.rand(len(ds), generator=gen) < 0.5).tolist()
+    lengths = [w.end - w.start for w in ds.windows]
+    plan = intronwindows.batches(order, lengths, cfg.windows.size, bs, gen)
     # dropout masks: seeded per epoch and process (the same on resume; distinct per rank)
     torch.manual_seed((cfg.train.seed * 100003 + epoch) * 1009 + ctx.rank)
     loss_sum, n_steps = 0.0, 0
     lr = cfg.train.lr
-    for i in range(0, len(order), bs):
+    for nb, batch in enumerate(plan, 1):
         lr = schedule.lr(state.step)
         for g in opt.param_groups:
             g["lr"] = lr * g.get("lr_scale", 1.0)
-        batch = order[i:i + bs]
         idx = shard(batch, ctx)
         weight = ctx.world_size / len(batch)
         if not idx:
@@ -219,8 +229,7 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
         # the batch mean over all processes: the same value (and divergence check) on each
         mean = all_sum(loss.detach(), ctx) / ctx.world_size
         if not torch.isfinite(mean):
-            raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch,
-                                              i // bs + 1))
+            raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch, nb))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.train.grad_clip > 0:
@@ -380,27 +389,6 @@ def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.train.lr)
 
 
-def _write_metrics(history: list[dict], names: list[str], path: Path) -> None:
-    cols = ["epoch", "lr", "train_loss", "val_loss", "val_f1", "val_accuracy",
-            "val_segment_f1", "val_boundary_f1"]
-    cols += [f"val_f1_{n}" for n in names] + ["seconds", "best"]
-    lines = ["\t".join(cols)]
-    for row in history:
-        vals = dict(row)
-        for n, v in zip(names, row.get("val_f1_per_label", [])):
-            vals[f"val_f1_{n}"] = v
-        lines.append("\t".join(
-            (f"{vals[c]:.6g}" if isinstance(vals.get(c), float) else str(vals.get(c, "")))
-            for c in cols))
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    except BaseException:  # disk full or interrupted: no partial file
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _load_data(cfg: Config):
     """(data, scheme, columns, training Dataset, validation Dataset) of a config, with
     track statistics fitted on the training chromosomes."""
@@ -530,8 +518,9 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     model = new_model(cfg, scheme, columns, train_ds)
     model.to(device)
     opt = _optimizer(model, cfg)
-    schedule = Schedule.for_run(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
-    H = averaging.horizon(cfg, math.ceil(len(train_ds) / cfg.train.batch_size))
+    per_epoch = epoch_batches(train_ds, cfg)
+    schedule = Schedule.for_run(cfg, per_epoch)
+    H = averaging.horizon(cfg, per_epoch)
     average = averaging.WeightAverage(model, H) if H else None
     state = RunState()
     if ckpt is not None:

@@ -5,6 +5,7 @@ run reads back: the random-number generators). train/loop.py writes the checkpoi
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -129,3 +130,24 @@ def checkpoint_state(model, opt, state, schedule, cfg: Config, scheme, data,
         "feature_names": [data.feature_names[i] for i in columns],
         "best": dict(state.best), "bad_epochs": state.bad_epochs, "history": state.history,
     }
+
+
+def write_metrics(history: list[dict], names: list[str], path: Path) -> None:
+    cols = ["epoch", "lr", "train_loss", "val_loss", "val_f1", "val_accuracy",
+            "val_segment_f1", "val_boundary_f1"]
+    cols += [f"val_f1_{n}" for n in names] + ["seconds", "best"]
+    lines = ["\t".join(cols)]
+    for row in history:
+        vals = dict(row)
+        for n, v in zip(names, row.get("val_f1_per_label", [])):
+            vals[f"val_f1_{n}"] = v
+        lines.append("\t".join(
+            (f"{vals[c]:.6g}" if isinstance(vals.get(c), float) else str(vals.get(c, "")))
+            for c in cols))
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, path)
+    except BaseException:  # disk full or interrupted: no partial file
+        tmp.unlink(missing_ok=True)
+        raise
