@@ -87,7 +87,10 @@ def test_batches(seed):
 
 def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
     """18 kb of fly holding t186's 3,962 bp intron (over half of the 5 kb tiles): one
-    intron window, inside the training part, trained on for an epoch."""
+    intron window, inside the training part, trained on for an epoch. With
+    train.calibrate_introns the tied-intron constants are fitted with the encoder scale
+    on the validation windows (a lower held-out NLL) and the symmetric constants start
+    from the fitted ones."""
     from test_real_annotations import _config, _write_region
 
     from semiseg import ui
@@ -96,7 +99,8 @@ def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
     lines = []
     monkeypatch.setattr(ui, "log", lambda m: lines.append(str(m)))
     fa, gff = _write_region(tmp_path, 548_000, 566_000)
-    cfg = _config(tmp_path, fa, gff, windows__intron_windows=True)
+    cfg = _config(tmp_path, fa, gff, windows__intron_windows=True,
+                  train__calibrate_introns=True)
     out = train(cfg, tmp_path / "run")
     assert out["epochs_run"] == 1
     line = next(m for m in lines if "intron window(s)" in m)
@@ -104,3 +108,11 @@ def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
     # t186's intron [550262, 554224) (2,262-6,224 in region coordinates) and 1,250 bp
     # of flank each side: one window of 6,462 bp (other introns of the region are short)
     assert int(n) >= 1 and int(bp.replace(",", "")) >= 6462
+    fitted = next(m for m in lines if m.startswith("calibration: crf.noncoding_bias"))
+    new = fitted.split("-> ")[1]
+    sym = next(m for m in lines if m.startswith("symmetric introns:"))
+    assert sym.split("per strand ")[1].startswith(new + " ->")
+    from semiseg.checkpoint import load_checkpoint
+
+    cal = load_checkpoint(out["best"]).data["calibration"]
+    assert cal["nll_after"] <= cal["nll_before"]

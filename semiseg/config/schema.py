@@ -241,6 +241,10 @@ class TrainConfig:
                        scale of the encoder's emissions on the validation windows by
                        their negative log-likelihood and record it in best.pt
                        (semiseg/genemodel/calibrate.py); annotate applies it
+    calibrate_introns: with calibrate, the gene model with crf.tie_noncoding only: fit
+                       the tied introns' per-strand constants together with the encoder
+                       scale on the validation windows (held-out NLL; before
+                       symmetric_introns, which then starts from them)
     symmetric_introns: the gene model with crf.tie_noncoding only: after the last
                        epoch, set the tied introns' per-strand constants so that both
                        strands' introns score the same per base against intergenic
@@ -268,6 +272,7 @@ class TrainConfig:
     reverse_complement: bool = False
     amp: str = "auto"
     calibrate: bool = True
+    calibrate_introns: bool = False
     symmetric_introns: bool = True
     average_epochs: float = 0.0
     world_size: int = 1

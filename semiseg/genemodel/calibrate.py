@@ -124,14 +124,20 @@ def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | Non
 
 def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
     """What `semiseg train` records for a trained gene model (its best weights loaded):
-    with train.calibrate the fitted encoder scale (fit_encoder_scale), with
+    with train.calibrate the fitted encoder scale (fit_encoder_scale; with
+    train.calibrate_introns the tied introns' per-strand constants fitted with it,
+    fit_head_terms, and applied to the model for the next step), with
     train.symmetric_introns the strand-symmetric tied-intron constants
     (symmetry.symmetric_intron_bias, under "params"). Returns the checkpoint's
     "calibration" record ({} when there is nothing to record) and lines for the log."""
     cal: dict = {}
     lines = []
     if cfg.train.calibrate:
-        fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
+        introns = (cfg.train.calibrate_introns
+                   and getattr(model.crf, "noncoding_bias", None) is not None)
+        fit = (fit_head_terms(model, valid_ds, device, cfg.train.batch_size,
+                              terms=("noncoding_bias",)) if introns else
+               fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size))
         if fit is None:
             lines.append("calibration: no validation windows; the encoder scale stays 1")
         else:
@@ -140,6 +146,13 @@ def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
                          f"{fit['windows']} validation windows (NLL per base "
                          f"{fit['nll_before']:.5f} -> {fit['nll_after']:.5f}, "
                          f"{fit['evaluations']} evaluations)")
+            for name, value in (fit.get("params") or {}).items():
+                param = model.get_parameter(name)
+                was = ", ".join(f"{b:.5f}" for b in param.tolist())
+                with torch.no_grad():
+                    param.copy_(torch.as_tensor(value, dtype=param.dtype))
+                lines.append(f"calibration: {name} {was} -> "
+                             + ", ".join(f"{b:.5f}" for b in param.tolist()))
     if cfg.train.symmetric_introns:
         from .symmetry import symmetric_intron_bias
 
