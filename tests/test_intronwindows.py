@@ -87,10 +87,9 @@ def test_batches(seed):
 
 def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
     """18 kb of fly holding t186's 3,962 bp intron (over half of the 5 kb tiles): one
-    intron window, inside the training part, trained on for an epoch. With
-    train.calibrate_introns the tied-intron constants are fitted with the encoder scale
-    on the validation windows (a lower held-out NLL) and the symmetric constants start
-    from the fitted ones."""
+    intron window, inside the training part, trained on for an epoch, with
+    train.calibrate_introns: the calibration keeps the scale in range and does not
+    raise the held-out NLL (test_calibration_of_the_introns checks the steps)."""
     from test_real_annotations import _config, _write_region
 
     from semiseg import ui
@@ -108,11 +107,49 @@ def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
     # t186's intron [550262, 554224) (2,262-6,224 in region coordinates) and 1,250 bp
     # of flank each side: one window of 6,462 bp (other introns of the region are short)
     assert int(n) >= 1 and int(bp.replace(",", "")) >= 6462
-    fitted = next(m for m in lines if m.startswith("calibration: crf.noncoding_bias"))
-    new = fitted.split("-> ")[1]
-    sym = next(m for m in lines if m.startswith("symmetric introns:"))
-    assert sym.split("per strand ")[1].startswith(new + " ->")
     from semiseg.checkpoint import load_checkpoint
 
     cal = load_checkpoint(out["best"]).data["calibration"]
-    assert cal["nll_after"] <= cal["nll_before"]
+    assert cal["nll_after"] <= cal["nll_before"] and 0.3 <= cal["encoder_scale"] <= 1.5
+
+
+@pytest.mark.parametrize("scale", [0.9, 3.0])
+def test_calibration_of_the_introns(monkeypatch, scale):
+    """train.calibrate_introns in calibrate.after_training, the fits replaced by known
+    results: a joint fit in range is applied to the model before the symmetric step
+    (whose constants equal those of a fresh model given the fitted ones); one that takes
+    the scale out of [0.3, 1.5] is dropped for the scale alone, constants as trained."""
+    import dataclasses
+
+    from semiseg.checkpoint import build_model, load_checkpoint, resolve_model
+    from semiseg.genemodel import calibrate
+    from semiseg.genemodel.symmetry import symmetric_intron_bias
+
+    ck = load_checkpoint(resolve_model("fly"))
+    bare = dict(ck.data)
+    bare.pop("calibration", None)  # the constants as trained
+    from semiseg.checkpoint import Checkpoint
+
+    model = build_model(Checkpoint("trained", bare))[0]
+    trained = model.crf.noncoding_bias.tolist()
+    want = [0.25, -0.5]
+    fit = {"encoder_scale": scale, "nll_before": 1.0, "nll_after": 0.9, "windows": 1,
+           "evaluations": 3, "params": {"crf.noncoding_bias": want}}
+    alone = {"encoder_scale": 0.8, "nll_before": 1.0, "nll_after": 0.95, "windows": 1,
+             "evaluations": 5}
+    monkeypatch.setattr(calibrate, "fit_head_terms", lambda *a, **k: dict(fit))
+    monkeypatch.setattr(calibrate, "fit_encoder_scale", lambda *a, **k: dict(alone))
+    cfg = dataclasses.replace(ck.config, train=dataclasses.replace(
+        ck.config.train, calibrate=True, calibrate_introns=True, symmetric_introns=True))
+    cal, lines = calibrate.after_training(model, cfg, object(), "cpu")
+    fresh = build_model(Checkpoint("trained", bare))[0]
+    if scale <= 1.5:
+        assert model.crf.noncoding_bias.tolist() == want  # applied before the next step
+        with torch.no_grad():
+            fresh.crf.noncoding_bias.copy_(torch.tensor(want))
+        assert cal["encoder_scale"] == scale
+    else:
+        assert any("outside [0.3, 1.5]" in m for m in lines)
+        assert model.crf.noncoding_bias.tolist() == trained
+        assert cal["encoder_scale"] == 0.8
+    assert cal["params"]["crf.noncoding_bias"] == symmetric_intron_bias(fresh.crf)

@@ -48,62 +48,69 @@ def _inner_stops(names, lab, seq: str) -> list[str]:
     return out
 
 
+# two 30 kb pieces of fly where the shipped fly model's posterior decode gives a gene
+# with an in-frame stop across a splice junction: one on each strand
+SPLIT_REGIONS = ((2_700_000, 2_730_000), (2_970_000, 3_000_000))
+
+
 def test_split_stops_are_taken_out_of_a_fly_decode():
-    """30 kb of fly (2,970,000-3,000,000) where the shipped fly model's posterior decode
-    gives genes with an in-frame stop across a splice junction: with split_stops on,
-    every whole gene's spliced CDS is free of inner stops, the decode's posterior sum
-    can only fall (each locus's new structure is one the same grammar allows), and only
-    loci with a split stop change."""
+    """SPLIT_REGIONS of fly: with split_stops on, every whole gene's spliced CDS is free
+    of inner stops, the decode's posterior sum can only fall (each locus's new
+    structure is one the same grammar allows), and only loci with a split stop
+    change."""
     from semiseg.annotate.annotator import Annotator, Item
     from semiseg.checkpoint import load_checkpoint, resolve_model
     from semiseg.genemodel.splitstops import split_stops
     from semiseg.genome import Fasta, GenomeData
 
     ck = load_checkpoint(resolve_model("fly"))
-    lo, hi = 2_970_000, 3_000_000
-    with Fasta(str(ROOT / "data" / "fly" / "chr2R_2M_6M.fa")) as fa:
-        data = GenomeData.from_config(ck.genome, fa)
-        ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
-        em, _ = ann.emissions(Item("chr2R_2M_6M", lo, hi))
-        seq = fa.fetch("chr2R_2M_6M", lo, hi).upper()
-    crf = ann.model.crf
-    names = ck.scheme.names
-    L = torch.tensor([em.shape[0]])
-    internal, scheme = {}, {}
-    for on in (False, True):
-        crf.split_stops = on
-        internal[on] = crf.decode_posterior_internal(em[None], L)
-        scheme[on] = crf.decode(em[None], L).labels[0].numpy()
-    crf.split_stops = False
-    before = _inner_stops(names, scheme[False], seq)
-    assert sorted(set(before)) == ["+", "-"]  # the case is real, on both strands
-    codes = crf.codes(em[None], L)[0].numpy()
-    assert len(split_stops(crf.layout, internal[False].labels[0].numpy(), codes)) == len(
-        before)
-    assert _inner_stops(names, scheme[True], seq) == []
-    assert split_stops(crf.layout, internal[True].labels[0].numpy(), codes) == []
-    # the posterior sum of the new labels is no more than the decode's best
-    g = crf.decode_posteriors(crf._posteriors(crf._terms(em[None], L), "auto"))[0]
-    score = {on: float(g[torch.arange(len(g)), internal[on].labels[0]].sum()) for on in
-             (False, True)}
-    assert score[True] <= score[False] + 1e-6
-    changed = np.flatnonzero(scheme[True] != scheme[False])
-    assert len(changed) > 0
-    # every change lies within a gene that had a split stop (its locus), never elsewhere
-    loci = [(gs, ge) for gs, ge, _, _ in split_stops(
-        crf.layout, internal[False].labels[0].numpy(), codes)]
-    margin = 3000 + 3  # LOCUS_MARGIN, and the frame period
-    assert all(any(gs - margin <= p < ge + margin for gs, ge in loci) for p in changed)
+    strands = []
+    for lo, hi in SPLIT_REGIONS:
+        with Fasta(str(ROOT / "data" / "fly" / "chr2R_2M_6M.fa")) as fa:
+            data = GenomeData.from_config(ck.genome, fa)
+            ann = Annotator(ck, data, torch.device("cpu"), 100000, 5000, 2000000, 200000)
+            em, _ = ann.emissions(Item("chr2R_2M_6M", lo, hi))
+            seq = fa.fetch("chr2R_2M_6M", lo, hi).upper()
+        crf = ann.model.crf
+        names = ck.scheme.names
+        L = torch.tensor([em.shape[0]])
+        internal, scheme = {}, {}
+        for on in (False, True):
+            crf.split_stops = on
+            internal[on] = crf.decode_posterior_internal(em[None], L)
+            scheme[on] = crf.decode(em[None], L).labels[0].numpy()
+        crf.split_stops = False
+        before = _inner_stops(names, scheme[False], seq)
+        assert before  # each piece holds one
+        strands += before
+        codes = crf.codes(em[None], L)[0].numpy()
+        assert len(split_stops(crf.layout, internal[False].labels[0].numpy(), codes)) == len(
+            before)
+        assert _inner_stops(names, scheme[True], seq) == []
+        assert split_stops(crf.layout, internal[True].labels[0].numpy(), codes) == []
+        # the posterior sum of the new labels is no more than the decode's best
+        g = crf.decode_posteriors(crf._posteriors(crf._terms(em[None], L), "auto"))[0]
+        score = {on: float(g[torch.arange(len(g)), internal[on].labels[0]].sum()) for on in
+                 (False, True)}
+        assert score[True] <= score[False] + 1e-6
+        changed = np.flatnonzero(scheme[True] != scheme[False])
+        assert len(changed) > 0
+        # every change lies within a gene that had a split stop (its locus), never elsewhere
+        loci = [(gs, ge) for gs, ge, _, _ in split_stops(
+            crf.layout, internal[False].labels[0].numpy(), codes)]
+        margin = 3000 + 3  # LOCUS_MARGIN, and the frame period
+        assert all(any(gs - margin <= p < ge + margin for gs, ge in loci) for p in changed)
+    assert sorted(set(strands)) == ["+", "-"]  # the case is real, on both strands
 
 
 def test_annotate_split_stops_option(tmp_path):
-    """`semiseg annotate --split-stops` on the same 30 kb: the log counts the split stops
+    """`semiseg annotate --split-stops` on the same two pieces: the log counts the split stops
     taken out, none is left, and no transcript of PREFIX.proteins.fa has an internal
     stop; without it the warning names the genes and points at the option."""
     from test_shipped_models import cli
 
     reg = tmp_path / "r.bed"
-    reg.write_text("chr2R_2M_6M\t2970000\t3000000\n")
+    reg.write_text("".join(f"chr2R_2M_6M\t{lo}\t{hi}\n" for lo, hi in SPLIT_REGIONS))
     fa = ROOT / "data" / "fly" / "chr2R_2M_6M.fa"
     for on in (True, False):
         proc = cli("annotate", "--model", "fly", "--fasta", fa, "--regions", reg,

@@ -136,8 +136,16 @@ def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
         introns = (cfg.train.calibrate_introns
                    and getattr(model.crf, "noncoding_bias", None) is not None)
         fit = (fit_head_terms(model, valid_ds, device, cfg.train.batch_size,
-                              terms=("noncoding_bias",)) if introns else
-               fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size))
+                              terms=("noncoding_bias",)) if introns else None)
+        if fit is not None and not LO <= fit["encoder_scale"] <= HI:
+            # the joint fit left the scale's range (a model that barely reads its
+            # encoder): the scale alone, in range, and the constants as trained
+            lines.append(f"calibration: the tied-intron constants' fit took the encoder "
+                         f"scale to {fit['encoder_scale']:.3g}, outside [{LO}, {HI}]: "
+                         "the scale is fitted alone")
+            fit = None
+        if fit is None:
+            fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
         if fit is None:
             lines.append("calibration: no validation windows; the encoder scale stays 1")
         else:
