@@ -244,7 +244,8 @@ class TrainConfig:
     calibrate_introns: with calibrate, the gene model with crf.tie_noncoding only: fit
                        the tied introns' per-strand constants together with the encoder
                        scale on the validation windows (held-out NLL; before
-                       symmetric_introns, which then starts from them)
+                       symmetric_introns, which then starts from them); a fit that
+                       takes the scale outside [0.3, 1.5] gives way to the scale alone
     symmetric_introns: the gene model with crf.tie_noncoding only: after the last
                        epoch, set the tied introns' per-strand constants so that both
                        strands' introns score the same per base against intergenic

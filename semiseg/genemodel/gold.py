@@ -166,6 +166,11 @@ class FrameGold:
         for t in transcripts:
             self._transcripts.setdefault(t.chrom, []).append(t)
 
+    @property
+    def transcripts(self) -> list:
+        """The transcripts the codes are made from (every chromosome's)."""
+        return [t for ts in self._transcripts.values() for t in ts]
+
     def _chrom(self, chrom: str) -> np.ndarray:
         if chrom not in self.codes:
             size = self._annotation.chrom_sizes[chrom]

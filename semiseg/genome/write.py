@@ -440,16 +440,8 @@ class OutputWriter(SignalWriter):
                 continue
             if gene_mode and role in ("CDS", "UTR", "ncRNA"):
                 coding = role != "ncRNA"
-                exonic = ("CDS", "UTR") if coding else ("ncRNA",)
                 strand = sc.strands[lb]
-                j = last = k
-                while j + 1 < len(labs):
-                    l2, r2 = labs[j + 1], roles[j + 1]
-                    if l2 < 0 or sc.strands[l2] != strand or r2 not in exonic + ("intron",):
-                        break
-                    j += 1
-                    if r2 != "intron":
-                        last = j
+                j, last = gene_runs(labs, roles, sc.strands, k)
                 # a gene that runs into the chromosome's end or a gap may go on beyond
                 # it: a partial gene (NCBI's GFF3 attributes: partial, start_range and
                 # end_range with '.' on the open side); so may one whose first or last
@@ -564,6 +556,25 @@ class OutputWriter(SignalWriter):
         self._fh["cds"].write(fasta_record(tid, f"{desc} length={len(g.cds)}", g.cds))
         self._fh["proteins"].write(fasta_record(tid, f"{desc} length={len(g.protein)}",
                                                 g.protein))
+
+
+def gene_runs(labs: list, roles: list, strands, k: int) -> tuple[int, int]:
+    """The runs of the gene whose first exonic run (role CDS, UTR or ncRNA) is run k of
+    a chromosome's runs (labels `labs`, -1 for none, and their `roles`): (j, last), the
+    last run of its strand's exonic or intron labels after k, and the last exonic one
+    (an ncRNA gene holds ncRNA exons only). The GFF3's genes (OutputWriter) and the
+    gene-score filter (genemodel/genefilter.py) group runs so."""
+    exonic = ("ncRNA",) if roles[k] == "ncRNA" else ("CDS", "UTR")
+    strand = strands[labs[k]]
+    j = last = k
+    while j + 1 < len(labs):
+        l2, r2 = labs[j + 1], roles[j + 1]
+        if l2 < 0 or strands[l2] != strand or r2 not in exonic + ("intron",):
+            break
+        j += 1
+        if r2 != "intron":
+            last = j
+    return j, last
 
 
 def write_outputs(prefix: str | os.PathLike, scheme: LabelScheme, chrom_sizes: Mapping[str, int],

@@ -329,8 +329,7 @@ def _intron_windows(cfg: Config, gold, data) -> list[Window]:
     from ..genemodel.intronwindows import intron_windows
 
     train_regions, _ = split_regions(cfg, data.chrom_sizes)
-    kept = [t for ts in gold._transcripts.values() for t in ts]
-    extra = intron_windows(kept, train_regions, cfg.windows.size, Window)
+    extra = intron_windows(gold.transcripts, train_regions, cfg.windows.size, Window)
     ui.log(f"{len(extra)} intron window(s) ({sum(w.end - w.start for w in extra):,} bp): "
            f"the annotation's introns over {cfg.windows.size // 2:,} bp with both exons")
     return extra
