@@ -44,7 +44,7 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # with weight averaging over 1 / 3 epochs of steps (train.average_epochs); iw = base +
 # windows.intron_windows (a training window around each long intron with its exons).
 # Fourteenth round (2026-11-28, third session): half = the config on half the training
-# sequence (1.275-2.55 Mb; a learning-curve point), noiw = the config without intron
+# sequence (1.275-2.55 Mb; a learning-curve point; q3: three quarters, 0.6375-2.55 Mb), noiw = the config without intron
 # windows (calibrate_introns alone: the ablation), all = the config trained on the whole
 # shared sequence (0-3.4 Mb, validation 3.4-4.0 Mb; the shipped model's candidate, seed 0
 # only: its test-region scores are not held out).
@@ -66,6 +66,7 @@ declare -A VAR=(
   [avg3]="--set train.average_epochs=3"
   [iw]="--set windows.intron_windows=true"
   [half]="--set windows.holdout=[chr2R_2M_6M:0-1275000,chr2R_2M_6M:3000000-4000000]"
+  [q3]="--set windows.holdout=[chr2R_2M_6M:0-637500,chr2R_2M_6M:3000000-4000000]"
   [noiw]="--set windows.intron_windows=false"
   [all]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15"
 )
