@@ -1,14 +1,16 @@
 """Fly baselines (issue 41): AUGUSTUS and the ORF finder on the held-out fly region, and
 any prediction scored the same way.
 
-    python benchmarks/fly_baselines.py [--region test|valid] [--pred NAME=PATH ...]
+    python benchmarks/fly_baselines.py [--region test|valid|tune|late] [--pred NAME=PATH ...]
                                        [--no-baselines] [--rerun-augustus] [--record]
 
 Data: data/fly/chr2R_2M_6M.fa / .gff3 (dm3 chr2R 2-6 Mb, scipio CDS structures; see
 data/README.md). Split: training and choosing settings on sequence coordinates
 0-3,000,000; `--region valid` = 2,000,000-3,000,000 (the validation part, for
-reference), `--region test` (default) = 3,000,000-4,000,000, the held-out last 1 Mb
-(0-based half-open).
+reference), `--region tune` = 2,550,000-3,000,000 (the training runs' validation block),
+`--region test` (default) = 3,000,000-4,000,000, the held-out last 1 Mb, `--region late`
+= 3,400,000-4,000,000 (its part that a model trained on the whole shared sequence,
+0-3.4 Mb, did not train on) (0-based half-open).
 
 What is scored, for each method, exactly as `semiseg evaluate --pred P --truth
 benchmarks/results/fly/truth_REGION.gff3 --scheme gene_structure --regions
