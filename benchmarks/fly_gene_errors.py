@@ -1,7 +1,7 @@
 """Where gene-level F1 is lost: each truth locus of a fly region sorted into one kind of
 miss, for any number of predictions (issue 41).
 
-    python benchmarks/fly_gene_errors.py [--region tune|test] NAME=PATH [NAME=PATH ...]
+    python benchmarks/fly_gene_errors.py [--region tune|test|late] NAME=PATH [NAME=PATH ...]
                                          [--detail NAME]
 
 Truth: the CDS chains of data/fly/chr2R_2M_6M.gff3 lying wholly inside the region,
@@ -30,13 +30,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from fly_baselines import CHROM, REGIONS  # noqa: E402  (one definition of the regions)
 
 from semiseg.evaluate.genelevel import inside, normalise_stops, read_gene_models  # noqa: E402
 from semiseg.genome import Fasta  # noqa: E402
 from semiseg.metrics import loci  # noqa: E402
-
-CHROM = "chr2R_2M_6M"
-REGIONS = {"tune": (2_550_000, 3_000_000), "test": (3_000_000, 4_000_000)}
 
 
 def cds_overlap(a, b) -> bool:
