@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..genome._util import runs
 from ..genome.write import gene_runs
 
 EXONIC = ("CDS", "UTR", "ncRNA")
@@ -24,13 +25,8 @@ def gene_spans(lab: np.ndarray, roles: list, strands: list) -> list[tuple[int, i
     """[lo, hi) of each decoded gene of a chromosome's labels (-1: no label), from its
     first exonic step to its last, grouped as the GFF3 writer groups rows into genes
     (genome/write.gene_runs)."""
-    S = len(lab)
-    if not S:
-        return []
-    cut = np.flatnonzero(np.diff(lab)) + 1  # runs of equal labels
-    starts = np.concatenate([[0], cut])
-    ends = np.concatenate([cut, [S]])
-    run_lab = lab[starts].tolist()
+    starts, ends, values = runs(lab)
+    run_lab = values.tolist()
     run_role = [roles[lb] if lb >= 0 else None for lb in run_lab]
     spans = []
     k = 0

@@ -49,6 +49,16 @@ def intron_windows(transcripts, regions: list[tuple[str, int, int]], size: int,
     return out
 
 
+def _groups(order: list[int], lengths: list[int], size: int,
+            batch_size: int) -> list[list[int]]:
+    """The batches of `order` before shuffling: windows of at most `size` bp as they
+    come, then longer ones longest first."""
+    short = [i for i in order if lengths[i] <= size]
+    long = sorted((i for i in order if lengths[i] > size), key=lambda i: -lengths[i])
+    return ([short[i:i + batch_size] for i in range(0, len(short), batch_size)]
+            + [long[i:i + batch_size] for i in range(0, len(long), batch_size)])
+
+
 def batches(order: list[int], lengths: list[int], size: int, batch_size: int,
             gen) -> list[list[int]]:
     """The batches of an epoch's window order: windows of at most `size` bp in batches
@@ -56,19 +66,13 @@ def batches(order: list[int], lengths: list[int], size: int, batch_size: int,
     first, so that a batch's chain is not as long as its longest window for the sake of
     one window; then the batches in a random order (from `gen`). Without long windows,
     the order's consecutive batches, and `gen` is not drawn from."""
-    long = [i for i in order if lengths[i] > size]
-    if not long:
-        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-    short = [i for i in order if lengths[i] <= size]
-    long.sort(key=lambda i: -lengths[i])
-    out = [short[i:i + batch_size] for i in range(0, len(short), batch_size)]
-    out += [long[i:i + batch_size] for i in range(0, len(long), batch_size)]
+    out = _groups(order, lengths, size, batch_size)
+    if all(lengths[i] <= size for i in order):
+        return out
     perm = torch.randperm(len(out), generator=gen).tolist()
     return [out[p] for p in perm]
 
 
 def batch_count(lengths: list[int], size: int, batch_size: int) -> int:
     """The number of batches `batches` makes of these windows."""
-    n_long = sum(1 for n in lengths if n > size)
-    n_short = len(lengths) - n_long
-    return -(-n_short // batch_size) + -(-n_long // batch_size)
+    return len(_groups(list(range(len(lengths))), lengths, size, batch_size))
