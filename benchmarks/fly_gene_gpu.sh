@@ -47,7 +47,10 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # sequence (1.275-2.55 Mb; a learning-curve point; q3: three quarters, 0.6375-2.55 Mb), noiw = the config without intron
 # windows (calibrate_introns alone: the ablation), all = the config trained on the whole
 # shared sequence (0-3.4 Mb, validation 3.4-4.0 Mb; the shipped model's candidate, seed 0
-# only: its test-region scores are not held out).
+# only: its test-region scores are not held out). Fifteenth round (2026-11-28, fourth
+# session): b32 = the config at batch 32 (4x the windows a step; lr 0.004, sqrt-scaled
+# from 0.002; 2 warm-up epochs), the same 30 epochs: does the batch that runs the chains
+# at 0.85 Mb/s train as well?
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -69,6 +72,7 @@ declare -A VAR=(
   [q3]="--set windows.holdout=[chr2R_2M_6M:0-637500,chr2R_2M_6M:3000000-4000000]"
   [noiw]="--set windows.intron_windows=false"
   [all]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15"
+  [b32]="--set train.batch_size=32 --set train.lr=0.004 --set train.warmup_epochs=2"
 )
 declare -A VSEEDS=([all]="0")
 VARIANTS=${VARIANTS:-"base one"}
