@@ -473,6 +473,29 @@ def test_periodic_against_bruteforce(case, seg_len, ring, monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero")
+@pytest.mark.parametrize("gap", [95.0, 130.0])
+@pytest.mark.parametrize("tiles", [False, True], ids=["registers", "tiles_of_one_slot"])
+def test_periodic_residues_far_apart_against_bruteforce(gap, tiles, monkeypatch):
+    """A label whose segments of two duration residues are `gap` nats below those of the
+    third in the duration bias, and as far above it in the transition into them, so all
+    three residues carry probability: the backward's residue sums must each be taken
+    against their own maximum. Against the maximum over every residue (the kernel before
+    this test) the far residues underflowed: at 130 nats to 0 (their segments dropped:
+    wrong posteriors and gradients), at 95 to a subnormal whose P_start / sum overflowed
+    (NaN duration-bias gradients; found in fly training at batch 32). tiles: every ring
+    in memory in tiles of one slot (own maxima already), else the register ring (the
+    bug's path)."""
+    if tiles:
+        _tiles_of_one_slot(monkeypatch)
+    p, extra = make(2, 9, 6, 2, seed=23, lengths=[9, 7], period=3)
+    p["scores"] /= 3
+    for r in (1, 2):  # durations 2, 5 and 3, 6 of label 1
+        p["duration_bias"][r::3, 1] -= gap
+        p["transition"][r, :, 1] += gap
+    check_against_brute(p, extra)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero")
 @pytest.mark.parametrize("case,seg_len", [("all_terms_P3", 2), ("allowed_neginf", None),
                                           ("all_terms_P2", 1)])
 def test_periodic_reversed_ring_with_and_without_residue_planes(case, seg_len, monkeypatch):

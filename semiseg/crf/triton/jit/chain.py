@@ -810,18 +810,28 @@ def _bwd_kernel(
                 v = R + tl.load(db + (d - 1) * CP + cs)
                 # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
                 # for the segment posteriors
-                mx = tl.max(v, 0)
-                mxs = tl.where(mx == NEG, 0.0, mx)
-                e = tl.exp(v - mxs[None, :])
-            if NP > 1:
-                # split by the residue of each slot's duration
-                if TILE > 0:  # esum3 against each residue's own max mx3
-                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
-                    bg3 = tl.where(mx3 == NEG, NEG, mxs3 + tl.log(esum3))
-                else:  # esum3 against the max over every residue
+                if NP > 1:  # each slot against its own residue's max (below)
                     sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
+                    mx3 = tl.max(tl.where(sel, v[None, :, :], NEG), 1)  # (NPP, CP)
+                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
+                    e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
+                else:
+                    mx = tl.max(v, 0)
+                    mxs = tl.where(mx == NEG, 0.0, mx)
+                    e = tl.exp(v - mxs[None, :])
+            if NP > 1:
+                # split by the residue of each slot's duration, each residue's sum esum3
+                # against its own max mx3 (>= 1 where the residue has a finite slot). Not
+                # against the max over every residue: a residue far below another (a
+                # transition into it far above, so its segments still count) underflowed
+                # to 0 there, dropping its segments, or to a subnormal whose ratio
+                # P_start / esum3 overflowed (NaN duration-bias gradients: fly training at
+                # batch 32, 2026-11-28)
+                if TILE == 0:
                     esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
-                    bg3 = tl.where(mx[None, :] == NEG, NEG, mxs[None, :] + tl.log(esum3))
+                else:
+                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
+                bg3 = tl.where(mx3 == NEG, NEG, mxs3 + tl.log(esum3))
                 bg3 = bg3 + psr[None, :]
                 m = _safe_max(tl.max(bg3, 0))
                 bg3 = bg3 - m
