@@ -48,7 +48,7 @@ def cut(kw: dict, idx: list[int], B: int, length: int | None = None) -> dict:
     """The per-sequence CRF inputs of sequences idx (and their first `length` steps)."""
     out = {}
     for k, v in kw.items():
-        if torch.is_tensor(v) and v.dim() >= 1 and v.shape[0] == B:
+        if torch.is_tensor(v) and k not in ("start", "end") and v.shape[0] == B:
             v = v[idx]
             if length is not None and v.dim() >= 2:
                 v = v[:, :length]
