@@ -325,6 +325,35 @@ def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
     assert re.search(r"window fly:\d+-\d+", msg) and "lr" not in msg
 
 
+def test_nonfinite_gradient_stops_before_the_step(tmp_path, logs, monkeypatch):
+    """A NaN gradient under a finite loss (here made by a hook on the emissions; for
+    real: the periodic backward's residue underflow, fixed 2026-11-28) stops training at
+    that batch with an error naming the windows and the parameters, before the optimiser
+    step: no NaN reaches the weights, and no checkpoint is written."""
+    from semiseg.train import loop
+
+    fa, gff = _write_region(tmp_path, *BAD)
+    cfg = _config(tmp_path, fa, gff, train__batch_size=4)
+    real = loop._batch_nll
+    seen = {}
+
+    def nan_grad(model, *a, **k):
+        seen["model"] = model
+        out = real(model, *a, **k)
+        if out[1].requires_grad:
+            out[1].register_hook(lambda g: g * float("nan"))
+        return out
+
+    monkeypatch.setattr(loop, "_batch_nll", nan_grad)
+    with pytest.raises(SemisegError) as err:
+        loop.train(cfg, tmp_path / "run")
+    msg = str(err.value)
+    assert msg.startswith("non-finite gradient at epoch 1, batch 1 (windows fly:")
+    assert "parameters encoder." in msg and "lr" not in msg
+    assert all(bool(torch.isfinite(p).all()) for p in seen["model"].parameters())
+    assert not list((tmp_path / "run").glob("*.pt"))
+
+
 # ----------------------------------------------------------------------------- bad input trains
 def _train_ok(cfg, tmp_path, logs) -> str:
     from semiseg.train.loop import train

@@ -68,6 +68,7 @@ from .data import (
     prepare,
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
+from .nonfinite import nonfinite_gradient, nonfinite_loss
 from .runfolder import checkpoint_state, folder_lock, open_run, set_rng_state
 from .runfolder import write_metrics as _write_metrics
 from .tables import new_model, with_learned_rules
@@ -232,8 +233,13 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
             raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch, nb))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        params = [p for p in model.parameters() if p.grad is not None]
         if cfg.train.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if not torch.isfinite(norm):  # before the step: no NaN reaches the weights
+            raise SemisegError(nonfinite_gradient(model, ds, batch, flips, epoch, nb))
         opt.step()
         if average is not None:
             average.update(model)
@@ -246,24 +252,6 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     totals = all_sum(torch.tensor([loss_sum, float(n_steps)], dtype=torch.float64), ctx)
     return {"epoch": epoch, "lr": lr,
             "train_loss": float(totals[0]) / max(1.0, float(totals[1]))}
-
-
-def nonfinite_loss(value: float, nll, ds: Dataset, idx: list[int], flips: list[bool],
-                   epoch: int, batch: int) -> str:
-    """The error for an infinite or NaN training loss: the windows of the batch whose
-    loss is not finite (this process's share), and what it means. Not a learning-rate
-    matter: an infinite loss is a gold segmentation the model cannot take (which the
-    check before training should have masked), a NaN one a numerical bug."""
-    bad = [j for j, v in zip(idx, nll.detach().cpu().tolist()) if not math.isfinite(v)]
-    where = ", ".join(f"{ds.windows[j].chrom}:{ds.windows[j].start}-{ds.windows[j].end}"
-                      + (" reverse-complemented" if flips[j] and ds.rc_columns is not None
-                         else "") for j in bad[:4]) or "in another process's share"
-    kind = "NaN" if math.isnan(value) else "infinite"
-    why = ("log Z(gold) = -inf: the window's gold labels have no segmentation the model "
-           "allows, which the gold-path check before training should have masked"
-           if kind == "infinite" else "a NaN in the encoder or the CRF")
-    return (f"{kind} training loss at epoch {epoch}, batch {batch} (window {where}): {why}. "
-            "This is a bug in semiseg; please report it with the window and the config")
 
 
 NO_VALIDATION = {"val_loss": float("nan"), "val_f1": float("nan"),
