@@ -19,6 +19,8 @@ Kinds, in this order (the first that applies):
   same introns but start (and/or stop) wrong; same number of introns, a splice site off;
   fewer introns; more introns.
 Predicted genes whose CDS overlaps no truth CDS of their strand are counted apart.
+A second table counts the exact ones among the nested loci (wholly inside an intron of
+another locus) and the loci holding them.
 """
 
 from __future__ import annotations
@@ -95,14 +97,17 @@ def main(argv=None) -> int:
 
     loci = loci_of(load(os.path.join(root, "data/fly/chr2R_2M_6M.gff3")))
     truth = [g for m in loci for g in m]
-    table, kinds = {}, []
+    table, kinds, exact = {}, [], {}
     for item in args.pred:
         name, path = item.split("=", 1)
         pred = load(path)
         counts = collections.Counter()
-        for locus in loci:
+        exact[name] = set()
+        for i, locus in enumerate(loci):
             kind, _ = classify(locus, pred, loci)
             counts[kind] += 1
+            if kind == "exact":
+                exact[name].add(i)
             if kind not in kinds:
                 kinds.append(kind)
             if name == args.detail and kind.startswith("missed"):
@@ -118,7 +123,29 @@ def main(argv=None) -> int:
     print("|---|" + "---|" * len(table))
     for k in kinds:
         print(f"| {k} | " + " | ".join(str(table[n][k]) for n in table) + " |")
+    inner, outer = nested(loci)
+    print(f"\n{len(inner)} loci lie inside an intron of another locus (nested) and {len(outer)}"
+          " hold one (outer): one label per base can get at most one of each pair right.\n")
+    print("| " + " | ".join(["loci"] + list(table)) + " |")
+    print("|---|" + "---|" * len(table))
+    for name, group in (("nested", inner), ("outer", outer)):
+        print(f"| {name}: exact / all | " + " | ".join(
+            f"{len(exact[n] & group)} / {len(group)}" for n in table)
+              + " |")
     return 0
+
+
+def nested(loci) -> tuple[set, set]:
+    """Indices of the truth loci that lie wholly inside an intron of another locus's
+    transcript, and of the loci holding them."""
+    inner, outer = set(), set()
+    for i, locus in enumerate(loci):
+        s, e = min(g.start for g in locus), max(g.end for g in locus)
+        for j, other in enumerate(loci):
+            if j != i and any(a <= s and e <= b for h in other for a, b in introns(h)):
+                inner.add(i)
+                outer.add(j)
+    return inner, outer
 
 
 if __name__ == "__main__":
