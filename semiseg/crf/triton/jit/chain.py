@@ -822,8 +822,8 @@ def _bwd_kernel(
             if NP > 1:
                 # split by the residue of each slot's duration, each residue's sum esum3
                 # against its own max mx3 (>= 1 where the residue has a finite slot). Not
-                # against the max over every residue: a residue far below another (a
-                # transition into it far above, so its segments still count) underflowed
+                # against the max over every residue: a residue far below another (its
+                # gamma far above, so its segments still count) underflowed
                 # to 0 there, dropping its segments, or to a subnormal whose ratio
                 # P_start / esum3 overflowed (NaN duration-bias gradients: fly training at
                 # batch 32, 2026-11-28)
