@@ -233,13 +233,14 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
             raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch, nb))
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        # clip_grad_norm_ in its two steps, the check between them: before the clip (which
+        # would spread a NaN to every gradient, hiding where it came from) and the step
         params = [p for p in model.parameters() if p.grad is not None]
-        if cfg.train.grad_clip > 0:
-            norm = torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip)
-        else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        if not torch.isfinite(norm):  # before the step: no NaN reaches the weights
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if not torch.isfinite(norm):
             raise SemisegError(nonfinite_gradient(model, ds, batch, flips, epoch, nb))
+        if cfg.train.grad_clip > 0:
+            torch.nn.utils.clip_grads_with_norm_(params, cfg.train.grad_clip, norm)
         opt.step()
         if average is not None:
             average.update(model)

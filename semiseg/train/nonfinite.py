@@ -18,9 +18,7 @@ def nonfinite_loss(value: float, nll, ds: Dataset, idx: list[int], flips: list[b
     matter: an infinite loss is a gold segmentation the model cannot take (which the
     check before training should have masked), a NaN one a numerical bug."""
     bad = [j for j, v in zip(idx, nll.detach().cpu().tolist()) if not math.isfinite(v)]
-    where = ", ".join(f"{ds.windows[j].chrom}:{ds.windows[j].start}-{ds.windows[j].end}"
-                      + (" reverse-complemented" if flips[j] and ds.rc_columns is not None
-                         else "") for j in bad[:4]) or "in another process's share"
+    where = ", ".join(_window(ds, j, flips) for j in bad[:4]) or "in another process's share"
     kind = "NaN" if math.isnan(value) else "infinite"
     why = ("log Z(gold) = -inf: the window's gold labels have no segmentation the model "
            "allows, which the gold-path check before training should have masked"
@@ -33,15 +31,20 @@ def nonfinite_gradient(model, ds: Dataset, idx: list[int], flips: list[bool], ep
                        batch: int) -> str:
     """The error for a NaN or infinite gradient under a finite loss: the batch's windows
     (the whole global batch: the gradients are its sum) and the parameters whose
-    gradient is not finite. Raised before the optimiser step, so the weights (and any
+    gradient is not finite (read before the gradients are clipped, which would spread a
+    NaN to all of them). Raised before the optimiser step, so the weights (and any
     checkpoint written later) stay finite."""
     names = [n for n, p in model.named_parameters()
              if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
-    where = ", ".join(f"{ds.windows[j].chrom}:{ds.windows[j].start}-{ds.windows[j].end}"
-                      + (" reverse-complemented" if flips[j] and ds.rc_columns is not None
-                         else "") for j in idx[:4])
+    where = ", ".join(_window(ds, j, flips) for j in idx[:4])
     more = f" and {len(idx) - 4} more" if len(idx) > 4 else ""
     what = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return (f"non-finite gradient at epoch {epoch}, batch {batch} (windows {where}{more}; "
-            f"parameters {what or 'in another process'}) under a finite loss: a numerical "
-            "bug in semiseg; please report it with the windows and the config")
+            f"parameters {what}) under a finite loss: a numerical bug in semiseg; please "
+            "report it with the windows and the config")
+
+
+def _window(ds: Dataset, j: int, flips: list[bool]) -> str:
+    w = ds.windows[j]
+    flipped = " reverse-complemented" if flips[j] and ds.rc_columns is not None else ""
+    return f"{w.chrom}:{w.start}-{w.end}{flipped}"
