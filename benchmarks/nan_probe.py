@@ -6,8 +6,9 @@ residue sums against the max over every residue, fixed 2026-11-28; tests/test_ke
 
 Trains one epoch of the fly config (benchmarks/fly_gene_gpu.sh's split) at batch 32, lr
 0.004, 2 warm-up epochs (the run that stopped with `scores: contains NaN`; KEY=VALUE
-overrides more) and reports: before each gradient clip, the parameters whose gradient
-is not finite; at the first CRF call whose duration-bias gradient is not finite, the
+overrides more). The trainer itself now stops at a non-finite gradient and names the
+parameters (train/nonfinite.py); this adds, at the first CRF call whose duration-bias
+gradient is not finite, the
 batch's shape, which of its sequences gives it alone (B = 1), whether trimming that
 sequence to its length or forcing the rows or wave backward changes it, and that
 sequence's CRF inputs in OUTDIR/bad.pt (for a CPU reproduction). Prints "no non-finite
@@ -121,17 +122,6 @@ def main():
             db.register_hook(hook)
         return z
 
-    real_clip = torch.nn.utils.clip_grad_norm_
-
-    def clip(params, max_norm, *a, **k):
-        params = list(params)
-        names = [n for n, _ in seen["model"].named_parameters()]
-        bad = [(names[i], tuple(p.shape)) for i, p in enumerate(params)
-               if p.grad is not None and not finite(p.grad)]
-        if bad:
-            print(f"call {calls[0]}: non-finite gradients in {bad[:8]}", flush=True)
-        return real_clip(params, max_norm, *a, **k)
-
     real_init = loop.BatchLoss.__init__
 
     def init(self, model, *a, **k):
@@ -139,7 +129,6 @@ def main():
         real_init(self, model, *a, **k)
 
     headmod.log_partition = probe
-    torch.nn.utils.clip_grad_norm_ = clip
     loop.BatchLoss.__init__ = init
     cfg = load_config("configs/gene_structure.yaml", FLY + [f"train.seed={seed}"] + extra)
     try:
