@@ -8,10 +8,9 @@ Trains one epoch of the fly config (benchmarks/fly_gene_gpu.sh's split) at batch
 0.004, 2 warm-up epochs (the run that stopped with `scores: contains NaN`; KEY=VALUE
 overrides more). The trainer itself now stops at a non-finite gradient and names the
 parameters (train/nonfinite.py); this adds, at the first CRF call whose duration-bias
-gradient is not finite, the
-batch's shape, which of its sequences gives it alone (B = 1), whether trimming that
-sequence to its length or forcing the rows or wave backward changes it, and that
-sequence's CRF inputs in OUTDIR/bad.pt (for a CPU reproduction). Prints "no non-finite
+gradient is not finite, the batch's shape, which of its sequences gives it alone (B =
+1), whether trimming that sequence to its length or forcing the rows or wave backward
+changes it, and that sequence's CRF inputs in OUTDIR/bad.pt (for a CPU reproduction). Prints "no non-finite
 gradient in epoch 1" otherwise.
 """
 
