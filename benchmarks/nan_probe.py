@@ -10,8 +10,8 @@ overrides more). The trainer itself now stops at a non-finite gradient and names
 parameters (train/nonfinite.py); this adds, at the first CRF call whose duration-bias
 gradient is not finite, the batch's shape, which of its sequences gives it alone (B =
 1), whether trimming that sequence to its length or forcing the rows or wave backward
-changes it, and that sequence's CRF inputs in OUTDIR/bad.pt (for a CPU reproduction). Prints "no non-finite
-gradient in epoch 1" otherwise.
+changes it, and that sequence's CRF inputs in OUTDIR/bad.pt (for a CPU reproduction).
+Prints "no non-finite gradient in epoch 1" otherwise.
 """
 
 from __future__ import annotations
