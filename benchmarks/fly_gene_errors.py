@@ -129,9 +129,8 @@ def main(argv=None) -> int:
     print("| " + " | ".join(["loci"] + list(table)) + " |")
     print("|---|" + "---|" * len(table))
     for name, group in (("nested", inner), ("outer", outer)):
-        print(f"| {name}: exact / all | " + " | ".join(
-            f"{len(exact[n] & group)} / {len(group)}" for n in table)
-              + " |")
+        cells = [f"{len(exact[n] & group)} / {len(group)}" for n in table]
+        print(f"| {name}: exact / all | " + " | ".join(cells) + " |")
     return 0
 
 

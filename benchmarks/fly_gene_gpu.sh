@@ -44,8 +44,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # with weight averaging over 1 / 3 epochs of steps (train.average_epochs); iw = base +
 # windows.intron_windows (a training window around each long intron with its exons).
 # Fourteenth round (2026-11-28, third session): half = the config on half the training
-# sequence (1.275-2.55 Mb; a learning-curve point; q3: three quarters, 0.6375-2.55 Mb), noiw = the config without intron
-# windows (calibrate_introns alone: the ablation), all = the config trained on the whole
+# sequence (1.275-2.55 Mb; a learning-curve point; q3: three quarters, 0.6375-2.55 Mb),
+# noiw = the config without intron windows (calibrate_introns alone: the ablation),
+# all = the config trained on the whole
 # shared sequence (0-3.4 Mb, validation 3.4-4.0 Mb; the shipped model's candidate, seed 0
 # only: its test-region scores are not held out). Fifteenth round (2026-11-28, fourth
 # session): b32 = the config at batch 32 (4x the windows a step; lr 0.004, sqrt-scaled

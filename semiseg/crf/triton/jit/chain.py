@@ -799,6 +799,7 @@ def _bwd_kernel(
             if TILE > 0 and NP > 1:  # per residue, tile by tile (online over the tiles)
                 mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP, CP,
                                                 TILE, NP, NPP, False)
+                mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
             elif TILE > 0:
                 # the same, tile by tile, with an online logsumexp over the tiles
                 mx, esum, _ = _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP, CP, TILE,
@@ -815,6 +816,7 @@ def _bwd_kernel(
                     mx3 = tl.max(tl.where(sel, v[None, :, :], NEG), 1)  # (NPP, CP)
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
                     e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
+                    esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
                 else:
                     mx = tl.max(v, 0)
                     mxs = tl.where(mx == NEG, 0.0, mx)
@@ -823,14 +825,10 @@ def _bwd_kernel(
                 # split by the residue of each slot's duration, each residue's sum esum3
                 # against its own max mx3 (>= 1 where the residue has a finite slot). Not
                 # against the max over every residue: a residue far below another (its
-                # gamma far above, so its segments still count) underflowed
-                # to 0 there, dropping its segments, or to a subnormal whose ratio
+                # gamma far above, so its segments still count) underflowed to 0 there,
+                # dropping its segments, or to a subnormal whose ratio
                 # P_start / esum3 overflowed (NaN duration-bias gradients: fly training at
                 # batch 32, 2026-11-28)
-                if TILE == 0:
-                    esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
-                else:
-                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
                 bg3 = tl.where(mx3 == NEG, NEG, mxs3 + tl.log(esum3))
                 bg3 = bg3 + psr[None, :]
                 m = _safe_max(tl.max(bg3, 0))
