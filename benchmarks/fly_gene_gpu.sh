@@ -10,6 +10,7 @@
 #   bash benchmarks/fly_gene_gpu.sh launch  # variants x 3 seeds in the background
 #   bash benchmarks/fly_gene_gpu.sh wait S  # wait up to S seconds for training to end
 #   bash benchmarks/fly_gene_gpu.sh score   # annotate both regions with every run; pack
+#                                           # (refused while a run trains; STOP=1 stops it)
 # Environment: EPOCHS (30), LIMIT (training wall limit, s; 1500), VARIANTS (see below).
 set -uo pipefail
 stage=${1:-start}
@@ -124,7 +125,17 @@ if [ "$stage" = wait ]; then
 fi
 
 if [ "$stage" = score ]; then
-  pkill -INT -f "semiseg.cli train"; sleep 5
+  # a run still training is not scored by accident (a longer variant outlasting `wait`
+  # was once stopped here at epoch 25 of 30): STOP=1 stops it (best.pt so far is scored)
+  if pgrep -f "semiseg.cli train" >/dev/null; then
+    for r in runs/*_s*; do
+      echo "$r: $(tail -n +2 $r/metrics.tsv 2>/dev/null | wc -l) of $EPOCHS epochs"
+    done
+    if [ -z "${STOP:-}" ]; then
+      echo "score: training has not ended; run wait again, or STOP=1 to stop it"; exit 1
+    fi
+    pkill -INT -f "semiseg.cli train"; sleep 5
+  fi
   printf 'chr2R_2M_6M\t2550000\t3000000\n' > runs/valid.bed
   printf 'chr2R_2M_6M\t3000000\t4000000\n' > runs/test.bed
   ann() {
