@@ -191,13 +191,23 @@ def deferred_signals():
     """SIGINT and SIGTERM held back in this thread while libBigWig writes, and delivered
     when the block ends: a signal that lands inside the C library's write makes it fail
     (EINTR), after which libBigWig prints its own error to stderr on close. With the
-    signals deferred an interrupt still stops the run, a moment later, cleanly."""
+    signals deferred an interrupt still stops the run, a moment later, cleanly.
+
+    The mask holds a signal back from this thread only: the kernel hands a process's
+    signal to any thread that does not block it (numpy's BLAS threads, torch's), and
+    Python then runs its handler in the main thread at once, inside the block (a bigWig
+    just opened was dropped unclosed, and freed with libBigWig's error; 1 run in 3 of
+    tests/test_faults_runtime.py's open race). So in the main thread the Python-level
+    handlers are deferred too (runtime.deferred: recorded, then run after the block)."""
+    from ..runtime import deferred
+
     held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    with deferred():
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def close_silenced(bw) -> None:
