@@ -118,7 +118,8 @@ def test_fly_region_trains_with_intron_windows(tmp_path, monkeypatch):
 @pytest.mark.parametrize("scale", [0.9, 3.0])
 def test_calibration_of_the_introns(monkeypatch, scale):
     """train.calibrate_introns in calibrate.after_training, the fits replaced by known
-    results: a joint fit in range is applied to the model before the symmetric step
+    results: the joint fit starts from the scale fitted alone; a joint fit in range is
+    applied to the model before the symmetric step
     (whose constants equal those of a fresh model given the fitted ones); one that takes
     the scale out of [0.3, 1.5] is dropped for the scale alone, constants as trained."""
     import dataclasses
@@ -139,11 +140,20 @@ def test_calibration_of_the_introns(monkeypatch, scale):
            "evaluations": 3, "params": {"crf.noncoding_bias": want}}
     alone = {"encoder_scale": 0.8, "nll_before": 1.0, "nll_after": 0.95, "windows": 1,
              "evaluations": 5}
-    monkeypatch.setattr(calibrate, "fit_head_terms", lambda *a, **k: dict(fit))
+    starts = []  # the head's scale when the joint fit starts
+
+    def joint(model, *a, **k):
+        starts.append(model.crf.encoder_scale)
+        return dict(fit)
+
+    monkeypatch.setattr(calibrate, "fit_head_terms", joint)
     monkeypatch.setattr(calibrate, "fit_encoder_scale", lambda *a, **k: dict(alone))
     cfg = dataclasses.replace(ck.config, train=dataclasses.replace(
         ck.config.train, calibrate=True, calibrate_introns=True, symmetric_introns=True))
     cal, lines = calibrate.after_training(model, cfg, object(), "cpu")
+    # the joint fit starts from the scale fitted alone (L-BFGS from 1 stopped near 1 on
+    # fly), and the head's own scale is left as trained
+    assert starts == [0.8] and model.crf.encoder_scale == 1.0
     fresh = build_model(Checkpoint("trained", bare))[0]
     if scale <= 1.5:
         assert model.crf.noncoding_bias.tolist() == want  # applied before the next step

@@ -243,7 +243,8 @@ class TrainConfig:
                        (semiseg/genemodel/calibrate.py); annotate applies it
     calibrate_introns: with calibrate, the gene model with crf.tie_noncoding only: fit
                        the tied introns' per-strand constants together with the encoder
-                       scale on the validation windows (held-out NLL; before
+                       scale on the validation windows, from the scale fitted alone
+                       (held-out NLL; before
                        symmetric_introns, which then starts from them); a fit that
                        takes the scale outside [0.3, 1.5] gives way to the scale alone
     symmetric_introns: the gene model with crf.tie_noncoding only: after the last
