@@ -21,11 +21,10 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import threading
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from .errors import SemisegError
+from .genome._util import deferred_handlers
 
 if TYPE_CHECKING:
     import torch
@@ -65,27 +64,10 @@ def install() -> None:
         signal.signal(sig, _handler)
 
 
-@contextmanager
-def deferred():
-    """Hold SIGINT and SIGTERM back while the block runs, then raise KeyboardInterrupt if
-    either came. Outside the main thread (where handlers cannot be set) a no-op."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    old = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-           for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, h in old.items():
-            signal.signal(sig, h)
-    if caught:
-        h = old[caught[0]]
-        if callable(h):
-            h(caught[0], None)  # install()'s handler or Python's own: raises as usual
-        elif h != signal.SIG_IGN:
-            raise KeyboardInterrupt
+# deferred(): hold SIGINT and SIGTERM back while a block runs, then raise
+# KeyboardInterrupt if either came (a no-op outside the main thread). One implementation,
+# in genome/ (which may import nothing of the jobs), where libBigWig's writes use it too.
+deferred = deferred_handlers
 
 
 def pick_device(name: str) -> torch.device:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import signal
+import threading
 from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from typing import IO
@@ -187,6 +188,30 @@ def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @contextmanager
+def deferred_handlers():
+    """Hold SIGINT and SIGTERM back while the block runs, then raise KeyboardInterrupt if
+    either came (runtime.deferred). Outside the main thread (where handlers cannot be
+    set) a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+           for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+    if caught:
+        h = old[caught[0]]
+        if callable(h):
+            h(caught[0], None)  # runtime.install()'s handler or Python's own: raises
+        elif h != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
+@contextmanager
 def deferred_signals():
     """SIGINT and SIGTERM held back in this thread while libBigWig writes, and delivered
     when the block ends: a signal that lands inside the C library's write makes it fail
@@ -198,11 +223,9 @@ def deferred_signals():
     Python then runs its handler in the main thread at once, inside the block (a bigWig
     just opened was dropped unclosed, and freed with libBigWig's error; 1 run in 3 of
     tests/test_faults_runtime.py's open race). So in the main thread the Python-level
-    handlers are deferred too (runtime.deferred: recorded, then run after the block)."""
-    from ..runtime import deferred
-
+    handlers are deferred too (deferred_handlers: recorded, then run after the block)."""
     held = {signal.SIGINT, signal.SIGTERM}
-    with deferred():
+    with deferred_handlers():
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
             yield
