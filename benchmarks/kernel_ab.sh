@@ -24,7 +24,7 @@ SHAPES=${SHAPES:-"64,20000,256,37;8,20000,100,24"}
 FLY=(--config configs/gene_structure.yaml --set inputs.fasta=../data/fly/chr2R_2M_6M.fa
      --set labels.annotation=../data/fly/chr2R_2M_6M.gff3 --set windows.chroms=null
      --set "windows.holdout=[chr2R_2M_6M:3000000-4000000]")
-names=(tree); for t in .trees/*/; do names+=("$(basename "$t")"); done
+shopt -s nullglob; names=(tree); for t in .trees/*/; do names+=("$(basename "$t")"); done
 for n in "${names[@]}"; do  # each tree: its semiseg, the scripts and data of this one
   d=/tmp/ab/$n; rm -rf "$d"; mkdir -p "$d/benchmarks"
   if [ "$n" = tree ]; then cp -r semiseg "$d/"; else cp -r ".trees/$n/semiseg" "$d/"; fi

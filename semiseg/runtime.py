@@ -24,7 +24,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from .errors import SemisegError
-from .genome._util import deferred_handlers
+from .genome._util import SIGNALS, deferred_handlers
 
 if TYPE_CHECKING:
     import torch
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from .config.schema import Config
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _state = {"received": None}  # the name of the first signal received, e.g. "SIGTERM"
 

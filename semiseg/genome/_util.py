@@ -187,6 +187,9 @@ def runs(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, arr[starts]
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)  # the ones that stop a run (runtime.install)
+
+
 @contextmanager
 def deferred_handlers():
     """Hold SIGINT and SIGTERM back while the block runs, then raise KeyboardInterrupt if
@@ -197,7 +200,7 @@ def deferred_handlers():
         return
     caught: list[int] = []
     old = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-           for sig in (signal.SIGINT, signal.SIGTERM)}
+           for sig in SIGNALS}
     try:
         yield
     finally:
@@ -224,9 +227,8 @@ def deferred_signals():
     just opened was dropped unclosed, and freed with libBigWig's error; 1 run in 3 of
     tests/test_faults_runtime.py's open race). So in the main thread the Python-level
     handlers are deferred too (deferred_handlers: recorded, then run after the block)."""
-    held = {signal.SIGINT, signal.SIGTERM}
     with deferred_handlers():
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
             yield
         finally:
