@@ -812,11 +812,20 @@ def _bwd_kernel(
                 # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
                 # for the segment posteriors
                 if NP > 1:  # each slot against its own residue's max (below)
-                    sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-                    mx3 = tl.max(tl.where(sel, v[None, :, :], NEG), 1)  # (NPP, CP)
+                    # one (KP, CP) pass per residue (unrolled), no (NPP, KP, CP) temporary
+                    dres = (d - 1) % NP  # (KP, 1): the residue of each slot's duration
+                    mx3 = tl.full((NPP, CP), NEG, tl.float32)
+                    sh = tl.zeros((KP, CP), tl.float32)
+                    for q in tl.static_range(NP):
+                        mq = tl.max(tl.where(dres == q, v, NEG), 0)  # (CP,)
+                        mx3 = tl.where(rr2 == q, mq[None, :], mx3)
+                        sh = tl.where(dres == q, tl.where(mq == NEG, 0.0, mq)[None, :], sh)
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
-                    e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
-                    esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
+                    e = tl.exp(v - sh)
+                    esum3 = tl.zeros((NPP, CP), tl.float32)
+                    for q in tl.static_range(NP):
+                        esq = tl.sum(tl.where(dres == q, e, 0.0), 0)
+                        esum3 = tl.where(rr2 == q, esq[None, :], esum3)
                 else:
                     mx = tl.max(v, 0)
                     mxs = tl.where(mx == NEG, 0.0, mx)
@@ -846,7 +855,11 @@ def _bwd_kernel(
                         _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mxs3, fac3, KP, CP, TILE,
                                   NP)
                     else:
-                        w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+                        fs = tl.zeros((KP, CP), tl.float32)  # each slot's residue's factor
+                        for q in tl.static_range(NP):
+                            fq = tl.sum(tl.where(rr2 == q, fac3, 0.0), 0)
+                            fs = tl.where(dres == q, fq[None, :], fs)
+                        w = e * fs
                         acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 if SP == 0:
