@@ -376,20 +376,29 @@ def _fwd_kernel(
                     a3 = _lse_join(mx3, es3)
                 if (LZ == 0) | (PARTG == 0):  # (LZ with PARTG: plane order, _lazy_alpha)
                     a3 = _planes_by_residue(a3, i, NP, NPP)
-            else:
+            elif MODE == 2:
                 sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
                 v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
-                if MODE == 2:
-                    a3 = tl.max(v3, 1)
-                    bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
-                else:
-                    # logsumexp over the slots per residue with one exponential per slot
-                    # (against its own residue's max) instead of NPP: the same terms, the
-                    # others exactly 0 either way (bitwise the same as exp(v3 - max))
-                    mx3 = tl.max(v3, 1)
-                    mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
-                    e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
-                    a3 = mxs3 + tl.log(tl.sum(tl.where(sel, e[None, :, :], 0.0), 1))
+                a3 = tl.max(v3, 1)
+                bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+            else:
+                # logsumexp over the slots per residue with one exponential per slot
+                # (against its own residue's max), one (KP, CP) pass per residue
+                # (unrolled) with no (NPP, KP, CP) temporary
+                dres = (d - 1) % NP  # (KP, 1)
+                mxs3 = tl.zeros((NPP, CP), tl.float32)
+                sh = tl.zeros((KP, CP), tl.float32)
+                for rq in tl.static_range(NP):
+                    mq = tl.max(tl.where(dres == rq, v, NEG), 0)
+                    mq = tl.where(mq == NEG, 0.0, mq)
+                    mxs3 = tl.where(rr2 == rq, mq[None, :], mxs3)
+                    sh = tl.where(dres == rq, mq[None, :], sh)
+                e = tl.exp(v - sh)
+                a3 = tl.zeros((NPP, CP), tl.float32)  # log 0 = NEG where a residue is empty
+                for rq in tl.static_range(NP):
+                    esq = tl.sum(tl.where(dres == rq, e, 0.0), 0)
+                    a3 = tl.where(rr2 == rq, esq[None, :], a3)
+                a3 = mxs3 + tl.log(a3)
             if PARTG == 0:  # (PARTG: added above)
                 a3 = a3 + per[None, :]
             if XT:
@@ -812,11 +821,20 @@ def _bwd_kernel(
                 # beta_gamma[p] = logsumexp over the slots + ps; the exponentials are kept
                 # for the segment posteriors
                 if NP > 1:  # each slot against its own residue's max (below)
-                    sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-                    mx3 = tl.max(tl.where(sel, v[None, :, :], NEG), 1)  # (NPP, CP)
+                    # one (KP, CP) pass per residue (unrolled), no (NPP, KP, CP) temporary
+                    dres = (d - 1) % NP  # (KP, 1): the residue of each slot's duration
+                    mx3 = tl.full((NPP, CP), NEG, tl.float32)
+                    sh = tl.zeros((KP, CP), tl.float32)
+                    for rq in tl.static_range(NP):
+                        mq = tl.max(tl.where(dres == rq, v, NEG), 0)  # (CP,)
+                        mx3 = tl.where(rr2 == rq, mq[None, :], mx3)
+                        sh = tl.where(dres == rq, tl.where(mq == NEG, 0.0, mq)[None, :], sh)
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
-                    e = tl.exp(v - tl.sum(tl.where(sel, mxs3[:, None, :], 0.0), 0))
-                    esum3 = tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)  # (NPP, CP)
+                    e = tl.exp(v - sh)
+                    esum3 = tl.zeros((NPP, CP), tl.float32)
+                    for rq in tl.static_range(NP):
+                        esq = tl.sum(tl.where(dres == rq, e, 0.0), 0)
+                        esum3 = tl.where(rr2 == rq, esq[None, :], esum3)
                 else:
                     mx = tl.max(v, 0)
                     mxs = tl.where(mx == NEG, 0.0, mx)
@@ -846,7 +864,11 @@ def _bwd_kernel(
                         _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mxs3, fac3, KP, CP, TILE,
                                   NP)
                     else:
-                        w = e * tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+                        fs = tl.zeros((KP, CP), tl.float32)  # each slot's residue's factor
+                        for rq in tl.static_range(NP):
+                            fq = tl.sum(tl.where(rr2 == rq, fac3, 0.0), 0)
+                            fs = tl.where(dres == rq, fq[None, :], fs)
+                        w = e * fs
                         acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 if SP == 0:
