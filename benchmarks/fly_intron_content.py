@@ -40,7 +40,7 @@ from semiseg.train.tables import _gold_layout  # noqa: E402
 def counts(ckpt) -> dict:
     """Word counts per split: intron (read on its own strand), anti (an intron read on
     the other strand) and outside (both strands)."""
-    _, scheme, _, train_ds, valid_ds = _load_data(ckpt.config)
+    _, _, scheme, _, train_ds, valid_ds = _load_data(ckpt.config)
     intron, outside = intron_and_outside_codes(_gold_layout(build_model(ckpt)[0], scheme))
     out = {}
     for name, ds in (("train", train_ds), ("valid", valid_ds)):

@@ -209,12 +209,12 @@ def build_model(source: Checkpoint | Config, n_features: int | None = None,
                 num_labels: int | None = None):
     """(model, cfg): the Segmenter (or Ensemble) of a Checkpoint with its weights loaded,
     or a new Segmenter from (cfg, n_features, num_labels)."""
-    from .genome import load_scheme
+    from .config.load import config_scheme
     from .model import Segmenter
 
     if isinstance(source, Config):
         cfg = source
-        scheme = load_scheme(cfg.labels.scheme) if cfg.crf.frames else None
+        scheme = config_scheme(cfg) if cfg.crf.frames else None
         return Segmenter(n_features, num_labels, cfg, scheme=scheme), cfg
     ckpt = source
     if ckpt.members:

@@ -638,3 +638,57 @@ def test_gene_pieces_decide_as_whole_windows(tmp_path, size, monkeypatch):
     assert 0 < chk.bases < 2 * n  # both strands of the pieces, less than both of all
     assert all(b - a < len(y) for y in ds.y for a, b in gene_pieces(gold.layout, y)
                if len(gene_pieces(gold.layout, y)) > 1)
+
+
+# ----------------------------------------------------------------------------- labels.min_intron
+# 25 kb whose genes' introns inside the training part (the first 20 kb) are all longer than
+# one inside the validation block (the last 20%): chr2R_2M_6M 490,000-515,000
+MIN_REGION = (490_000, 515_000)
+
+
+def test_min_intron_learned_from_the_training_regions_only(tmp_path, logs):
+    """labels.min_intron: learned is the shortest CDS gap (>= the scheme's 20 bp) of the
+    genes inside the training part, read here from the GFF3 by hand; a validation gene
+    with a shorter intron is masked (unknown), not taught as a gene; the number is what
+    the trained checkpoint's config and its model's grammar hold."""
+    from semiseg.checkpoint import build_model, load_checkpoint
+    from semiseg.train.data import frame_gold_for, learn_min_intron, prepare
+    from semiseg.train.loop import train
+
+    fa, gff = _write_region(tmp_path, *MIN_REGION)
+    size = MIN_REGION[1] - MIN_REGION[0]
+    cut = size - size // 5  # windows.valid_fraction 0.2: the last 20% validates
+    gaps = [(b, c) for t in _parse_gff3(gff).values()
+            for (_, b), (c, _) in pairwise(t["cds"]) if c - b >= 20]
+    want = min(c - b for b, c in gaps if c <= cut)
+    short = [(b, c) for b, c in gaps if b >= cut and c - b < want]
+    assert short  # the premise: the validation block has a shorter intron
+    cfg = _config(tmp_path, fa, gff, labels__min_intron="learned")
+    data, ann, scheme, _ = prepare(cfg)
+    cfg2, scheme2 = learn_min_intron(cfg, scheme, ann, data)
+    assert cfg2.labels.min_intron == scheme2.min_intron == want != scheme.min_intron
+    assert any(m.startswith(f"labels.min_intron: learned: {want} bp") for m in logs)
+    lab = frame_gold_for(cfg2, scheme2, ann, data).labels("fly", 0, size)
+    for b, c in short:
+        assert (lab[b:c] == UNKNOWN).all()
+    lab20 = frame_gold_for(cfg, scheme, ann, data).labels("fly", 0, size)
+    for b, c in short:  # with the scheme's own 20 bp the same gene is taught
+        assert (lab20[b:c] != UNKNOWN).all()
+    out = train(cfg, tmp_path / "run")
+    ckpt = load_checkpoint(out["best"])
+    assert ckpt.config.labels.min_intron == want
+    assert build_model(ckpt)[0].crf.layout.min_intron == want
+    assert f"min_intron: {want}" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_min_intron_setting_checked():
+    """labels.min_intron takes null, a positive integer or 'learned'; anything else is a
+    one-line error naming the key."""
+    data = read_yaml(ROOT / "configs" / "gene_structure.yaml")
+    for bad in (0, -3, "shortest", 2.5, True):
+        data["labels"]["min_intron"] = bad
+        with pytest.raises(SemisegError, match=r"^labels\.min_intron"):
+            from_dict(data)
+    for ok in (None, 45, "learned"):
+        data["labels"]["min_intron"] = ok
+        assert from_dict(data).labels.min_intron == ok

@@ -249,7 +249,7 @@ def test_training_counts_the_sites_into_the_head(tmp_path):
 
     cfg = load_config("configs/demo.yaml", ["crf.site_scores=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])
-    data, scheme, columns, train_ds, _ = _load_data(cfg)
+    _, data, scheme, columns, train_ds, _ = _load_data(cfg)
     model, _ = build_model(cfg, len(columns), len(scheme.names))
     count_sites(model, scheme, train_ds)
     sites = model.crf.sites

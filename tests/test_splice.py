@@ -100,7 +100,7 @@ def test_training_counts_the_yeast_splice_sites_into_the_model(tmp_path):
 
     cfg = load_config("configs/demo.yaml", ["model.splice_features=true", "model.channels=8",
                                             "model.layers=2", "model.fine_channels=8"])
-    data, scheme, columns, train_ds, _ = _load_data(cfg)
+    _, data, scheme, columns, train_ds, _ = _load_data(cfg)
     model, _ = build_model(cfg, len(columns), len(scheme.names))
     count_sites(model, scheme, train_ds)
     d = model.encoder.splice.donor.numpy()

@@ -32,7 +32,7 @@ def test_the_head_moves_scale_times_further_in_the_first_step(tmp_path, scale):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     ui.set_quiet(True)
     c = load_config(tmp_path / "cfg.yaml")
-    _, scheme, columns, train_ds, _ = _load_data(c)
+    _, _, scheme, columns, train_ds, _ = _load_data(c)
     torch.manual_seed(0)
     model, _ = build_model(c, len(columns), len(scheme.names))
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -152,6 +152,11 @@ def _validate(cfg: Config) -> None:
         value = _get(cfg, key)
         if value not in choices:
             raise SemisegError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    mi = cfg.labels.min_intron
+    if not (mi is None or mi == "learned" or (isinstance(mi, int) and not isinstance(mi, bool)
+                                               and mi >= 1)):
+        raise SemisegError(f"labels.min_intron: expected null, a positive integer or "
+                           f"'learned', got {mi!r}")
     dt = cfg.crf.duration_transitions
     if not isinstance(dt, bool) and dt < 1:
         raise SemisegError("crf.duration_transitions: expected false, true or a period P >= 1,"
@@ -336,3 +341,17 @@ def save_config(cfg: Config, path: str | Path) -> None:
     with open(tmp, "w") as fh:
         yaml.safe_dump(cfg.to_dict(), fh, sort_keys=False)
     os.replace(tmp, path)
+
+
+def config_scheme(cfg: Config):
+    """The label scheme of a config: labels.scheme with labels.min_intron where that is a
+    number. Where it is "learned" (a config before `semiseg train` resolves it), the
+    scheme's own, which reads the annotation the number is learned from."""
+    from ..genome import load_scheme
+
+    scheme = load_scheme(cfg.labels.scheme)
+    mi = cfg.labels.min_intron
+    if mi is None or mi == "learned":
+        return scheme
+    return dataclasses.replace(scheme, min_intron=int(mi))
+

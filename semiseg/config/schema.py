@@ -55,10 +55,18 @@ class LabelsConfig:
     annotation: GFF3/GTF or BED file with the labelled intervals
     scheme:     a built-in scheme name ("gene_structure"), a scheme YAML path, or an
                 inline scheme mapping (see semiseg.genome.labels)
+    min_intron: the scheme's min_intron replaced (gene_structure: gaps between a
+                transcript's exons shorter than this are not introns, and the gene model
+                calls no intron shorter): null, the scheme's own (20 in gene_structure);
+                an integer; or "learned": `semiseg train` sets it to the shortest intron
+                of the annotated transcripts inside the training regions (never the
+                validation or held-out ones), logs it, and records the number in the
+                run's config
     """
 
     annotation: str | None = None
     scheme: Any = "gene_structure"
+    min_intron: int | str | None = None
 
 
 @dataclass

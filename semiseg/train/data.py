@@ -232,6 +232,42 @@ def check_signal(ds: Dataset, names: list[str]) -> None:
            "the model only the labels there")
 
 
+def learn_min_intron(cfg: Config, scheme, annotation, data):
+    """(cfg, scheme) with labels.min_intron "learned" resolved: the shortest intron of the
+    annotated transcripts (after the clean-up) lying inside the training regions, never
+    the validation or held-out ones. Both as they are for any other setting. The
+    annotation is the one the scheme's own min_intron read; a validation transcript with
+    a shorter intron is then masked by the gold-path rules, and named in the log."""
+    import dataclasses
+
+    if cfg.labels.min_intron != "learned":
+        return cfg, scheme
+    if getattr(annotation, "cleanup", None) is not None:
+        transcripts = annotation.cleanup.kept
+    else:
+        from ..genome.gff import gff_transcripts, read_gff_rows
+
+        rows, gtf = read_gff_rows(cfg.labels.annotation, annotation.chrom_sizes,
+                                  cfg.inputs.alias)
+        transcripts = gff_transcripts(rows, gtf, scheme, cfg.labels.annotation)
+    regions: dict[str, list[tuple[int, int]]] = {}
+    for chrom, start, end in split_regions(cfg, data.chrom_sizes)[0]:
+        regions.setdefault(chrom, []).append((start, end))
+    lengths = [b - a for t in transcripts for a, b in np.asarray(t.introns).reshape(-1, 2)
+               .tolist() if any(s <= a and b <= e for s, e in regions.get(t.chrom, ()))]
+    if not lengths:
+        ui.log(f"labels.min_intron: learned: no intron in the training regions; the "
+               f"scheme's {scheme.min_intron} bp stays")
+        m = scheme.min_intron
+    else:
+        m = int(min(lengths))
+        ui.log(f"labels.min_intron: learned: {m} bp, the shortest of {len(lengths):,} "
+               f"annotated introns in the training regions (the scheme's own: "
+               f"{scheme.min_intron} bp)")
+    return (dataclasses.replace(cfg, labels=dataclasses.replace(cfg.labels, min_intron=m)),
+            dataclasses.replace(scheme, min_intron=m))
+
+
 def frame_gold_for(cfg: Config, scheme, annotation, data):
     """Gold frame codes (genemodel/frames.py) for training the reading-frame gene model."""
     from ..genemodel.frames import UNKNOWN, FrameLayout
@@ -367,7 +403,8 @@ def _named(cleanup, start: int = 0) -> list[str]:
 
 def prepare(cfg: Config):
     """Open the inputs of a config: (GenomeData, Annotation, LabelScheme, columns)."""
-    from ..genome import Fasta, GenomeData, load_scheme, read_annotation, sizes_with_extras
+    from ..config.load import config_scheme
+    from ..genome import Fasta, GenomeData, read_annotation, sizes_with_extras
     from ..genome.windows import ChromSizes
 
     if cfg.inputs.fasta is None and cfg.inputs.chrom_sizes is None:
@@ -381,7 +418,7 @@ def prepare(cfg: Config):
         raise SemisegError("labels.annotation: training needs an annotation (GFF3/GTF/BED)")
     if not os.path.isfile(cfg.labels.annotation):
         raise SemisegError(f"labels.annotation: file not found: {cfg.labels.annotation}")
-    scheme = load_scheme(cfg.labels.scheme)
+    scheme = config_scheme(cfg)
     if cfg.inputs.chrom_sizes is not None:
         try:
             fasta = ChromSizes(cfg.inputs.chrom_sizes)

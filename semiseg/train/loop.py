@@ -63,6 +63,7 @@ from .data import (
     check_fasta,
     check_signal,
     holdout_regions,
+    learn_min_intron,
     make_datasets,
     make_windows,
     prepare,
@@ -379,9 +380,11 @@ def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
 
 
 def _load_data(cfg: Config):
-    """(data, scheme, columns, training Dataset, validation Dataset) of a config, with
-    track statistics fitted on the training chromosomes."""
+    """(cfg, data, scheme, columns, training Dataset, validation Dataset) of a config,
+    with track statistics fitted on the training chromosomes (cfg: labels.min_intron
+    "learned" resolved, data.learn_min_intron)."""
     data, annotation, scheme, columns = prepare(cfg)
+    cfg, scheme = learn_min_intron(cfg, scheme, annotation, data)
     tr, va, train_chroms = make_windows(cfg, data.chrom_sizes)
     check_fasta(cfg, data, tr)
     if cfg.inputs.tracks:  # deterministic, so a resumed run gets the same statistics
@@ -394,7 +397,7 @@ def _load_data(cfg: Config):
     check_signal(train_ds, [data.feature_names[i] for i in columns])
     ui.log(f"{len(train_ds)} training windows, {len(valid_ds)} validation windows of "
            f"{cfg.windows.size:,} bp")
-    return data, scheme, columns, train_ds, valid_ds
+    return cfg, data, scheme, columns, train_ds, valid_ds
 
 
 # ----------------------------------------------------------------------------- the run
@@ -494,7 +497,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                                                              world_size=ctx.world_size))
     last_path, best_path = out / "last.pt", out / "best.pt"
     ckpt = open_run(cfg, out, resume, overwrite)
-    data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
+    cfg, data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
     cfg = with_learned_rules(cfg, scheme, train_ds)
     names = list(scheme.names)
     procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"

@@ -61,6 +61,8 @@ from .common import (
     _planes_by_residue,
     _planes_to_ring,
     _position,
+    _res_max,
+    _res_rows,
     _ring_tiles,
     _ring_tiles_res,
     _ring_to_planes,
@@ -349,7 +351,7 @@ def _fwd_kernel(
         if NP > 1:
             # the reversed chain of the periodic family: split by the residue of d
             if TILE > 0:  # the same over the ring in memory, tile by tile
-                a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP,
+                a3, esum3, bd3 = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP,
                                                  CP, TILE, NP, NPP, MODE == 2)
                 if MODE != 2:
                     a3 = _lse_join(a3, esum3)
@@ -377,10 +379,7 @@ def _fwd_kernel(
                 if (LZ == 0) | (PARTG == 0):  # (LZ with PARTG: plane order, _lazy_alpha)
                     a3 = _planes_by_residue(a3, i, NP, NPP)
             elif MODE == 2:
-                sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-                v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
-                a3 = tl.max(v3, 1)
-                bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+                a3, bd3 = _res_max(v, d, (d - 1) % NP, NP, NPP, KP, CP)
             else:
                 # logsumexp over the slots per residue with one exponential per slot
                 # (against its own residue's max), one (KP, CP) pass per residue
@@ -806,7 +805,7 @@ def _bwd_kernel(
             nF = tl.load(rows_n + r)
             ins = gam + per
             if TILE > 0 and NP > 1:  # per residue, tile by tile (online over the tiles)
-                mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP, CP,
+                mx3, esum3, _ = _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP, CP,
                                                 TILE, NP, NPP, False)
                 mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
             elif TILE > 0:
@@ -861,14 +860,10 @@ def _bwd_kernel(
                 if PARAM_GRADS:
                     fac3 = tl.where(esum3 > 0, ps3 / esum3, 0.0)
                     if TILE > 0:
-                        _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mxs3, fac3, KP, CP, TILE,
-                                  NP)
+                        _db_tiles(g_db, wp, db, slot, i, jt, cs, mxs3, fac3, KP, CP, TILE,
+                                  NP, NPP)
                     else:
-                        fs = tl.zeros((KP, CP), tl.float32)  # each slot's residue's factor
-                        for rq in tl.static_range(NP):
-                            fq = tl.sum(tl.where(rr2 == rq, fac3, 0.0), 0)
-                            fs = tl.where(dres == rq, fq[None, :], fs)
-                        w = e * fs
+                        w = e * _res_rows(fac3, dres, NP, NPP)  # its residue's factor
                         acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
                 # beta_alpha[p, c'] = logsumexp_{r, c} trans[r, c', c] + bg^r[p, c]
                 if SP == 0:
@@ -895,9 +890,9 @@ def _bwd_kernel(
                 # P(p, d, c) for every slot = e * pstart / esum (<= 1: no overflow),
                 # gathered into duration order
                 if PARAM_GRADS and TILE > 0:  # one residue: r = 0 for every slot
-                    _db_tiles(g_db, wp, db, slot, i, jt, cs, tl.zeros((1, 1, 1), tl.int32),
-                              mxs[None, :], tl.where(esum > 0, pstart / esum, 0.0)[None, :],
-                              KP, CP, TILE, 1)
+                    _db_tiles(g_db, wp, db, slot, i, jt, cs, mxs[None, :],
+                              tl.where(esum > 0, pstart / esum, 0.0)[None, :],
+                              KP, CP, TILE, 1, 1)
                 elif PARAM_GRADS:
                     w = e * tl.where(esum > 0, pstart / esum, 0.0)[None, :]
                     acc_db = _db_step(acc_db, g_db, slot, w, i, js, cs, KP, CP, DB_GLOBAL)
@@ -961,20 +956,20 @@ def _bwd_kernel(
 
 
 @triton.jit
-def _db_tiles(g_db, wp, db, slot, i, jt, cs, r3, mx3, fac3, KP: tl.constexpr,
-              CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr):
+def _db_tiles(g_db, wp, db, slot, i, jt, cs, mx3, fac3, KP: tl.constexpr,
+              CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr):
     """The tiled backward's duration-bias step: every slot's segment posterior, its
     exponential recomputed from the ring in memory (wp, after step i) against its residue's
     max, exp(v - mx3[r]) * fac3[r] (fac3 = P_start / the residue's sum), added to g_db's
     slot `slot` in duration order, TILE slots at a time; then a barrier. Static
-    transitions: one residue (NP 1, r3 = 0, (1, CP) mx3 and fac3)."""
+    transitions: one residue (NP = NPP = 1, (1, CP) mx3 and fac3)."""
     for j0 in range(0, KP, TILE):
         jj = j0 + jt
         dt = ((i - jj) & (KP - 1)) + 1
         vt = tl.load(wp + jj * CP + cs) + tl.load(db + (dt - 1) * CP + cs)
-        sel = ((dt - 1) % NP)[None, :, :] == r3
-        mt = tl.sum(tl.where(sel, mx3[:, None, :], 0.0), 0)
-        ft = tl.sum(tl.where(sel, fac3[:, None, :], 0.0), 0)
+        dres = (dt - 1) % NP
+        mt = _res_rows(mx3, dres, NP, NPP)
+        ft = _res_rows(fac3, dres, NP, NPP)
         gp = g_db + (slot * KP + dt - 1) * CP + cs
         acc = tl.load(gp) + tl.exp(vt - mt) * ft
         tl.debug_barrier()  # loaded by every (replicated) thread before a store: _tile_step

@@ -235,6 +235,49 @@ def _ring_to_planes(ptr, i, r3, qv3, u3, cs3, NP: tl.constexpr, KP: tl.constexpr
 
 
 @triton.jit
+def _res_rows(x3, dres, NP: tl.constexpr, NPP: tl.constexpr):
+    """Per slot, the row of x3 (NPP, CP) named by its residue: dres (slots, 1) each slot's
+    (d - 1) mod NP; (slots, CP). NP unrolled selects with no (NPP, slots, CP) temporary
+    (a register ring is register-bound: KERNELS_NOTES, Session 29). The bits are those of
+    the one-hot sum over residues it replaces (x + 0 = x)."""
+    rr2 = tl.arange(0, NPP)[:, None]
+    out = tl.where(dres == 0, tl.sum(tl.where(rr2 == 0, x3, 0), 0)[None, :], 0)
+    for q in tl.static_range(1, NP):
+        out = tl.where(dres == q, tl.sum(tl.where(rr2 == q, x3, 0), 0)[None, :], out)
+    return out
+
+
+@triton.jit
+def _res_max(v, d, dres, NP: tl.constexpr, NPP: tl.constexpr, KP: tl.constexpr,
+             CP: tl.constexpr):
+    """Per residue, the max over the slots of that residue of v (slots, CP) and the
+    shortest duration d (slots, 1) reaching it (every slot counts where a residue's max is
+    -inf, so a padded residue gets the shortest d of all, as in the (NPP, slots, CP) select
+    it replaces): two (NPP, CP), NP unrolled (slots, CP) passes."""
+    rr2 = tl.arange(0, NPP)[:, None]
+    mx3 = tl.full((NPP, CP), NEG, tl.float32)
+    bd3 = tl.zeros((NPP, CP), tl.int32) + tl.min(d, 0)[None, :]  # a padded residue's
+    for q in tl.static_range(NP):
+        vq = tl.where(dres == q, v, NEG)
+        mq = tl.max(vq, 0)
+        bq = tl.min(tl.where(vq == mq[None, :], d, KP + 1), 0)
+        mx3 = tl.where(rr2 == q, mq[None, :], mx3)
+        bd3 = tl.where(rr2 == q, bq[None, :], bd3)
+    return mx3, bd3
+
+
+@triton.jit
+def _res_sums(e, dres, NP: tl.constexpr, NPP: tl.constexpr, CP: tl.constexpr):
+    """Per residue, the sum over the slots of that residue of e (slots, CP): (NPP, CP),
+    NP unrolled passes (0 where a residue has no slot)."""
+    rr2 = tl.arange(0, NPP)[:, None]
+    s3 = tl.zeros((NPP, CP), tl.float32)
+    for q in tl.static_range(NP):
+        s3 = tl.where(rr2 == q, tl.sum(tl.where(dres == q, e, 0.0), 0)[None, :], s3)
+    return s3
+
+
+@triton.jit
 def _planes_by_residue(vq, i, NP: tl.constexpr, NPP: tl.constexpr):
     """Per-plane logsumexps vq (NPP, CP) reordered by residue: at step i, plane q holds
     the durations d with (d - 1) mod NP = (i - q) mod NP; rows >= NP get -inf."""
@@ -412,31 +455,29 @@ def _ring_tiles(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
 
 
 @triton.jit
-def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, r3, KP: tl.constexpr,
+def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
                     CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr,
                     NPP: tl.constexpr, BEST: tl.constexpr):
     """_ring_tiles for the periodic family's reversed chain: the same walk, its reduction
-    split by the residue (d - 1) mod NP of each slot's duration d (r3: the residues as an
-    (NPP, 1, 1) range). Returns, per (residue, label), (NPP, CP) each: the max and the sum
-    of exp(v - max) (one exponential per slot, against its own residue's max), or (BEST)
-    the max and the shortest duration reaching it; ends with a barrier."""
+    split by the residue (d - 1) mod NP of each slot's duration d (NP unrolled passes:
+    _res_max, _res_rows, _res_sums). Returns, per (residue, label), (NPP, CP) each: the
+    max and the sum of exp(v - max) (one exponential per slot, against its own residue's
+    max), or (BEST) the max and the shortest duration reaching it; ends with a barrier."""
     acc = tl.full((NPP, CP), NEG, tl.float32)
     esum = tl.zeros((NPP, CP), tl.float32)
     best = tl.full((NPP, CP), KP + 1, tl.int32)
     for j0 in range(0, KP, TILE):
         v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
-        sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, TILE, 1)
-        v3 = tl.where(sel, v[None, :, :], NEG)
-        tm = tl.max(v3, 1)
+        dres = (d - 1) % NP  # (TILE, 1)
+        tm, tb = _res_max(v, d, dres, NP, NPP, KP, CP)
         if BEST:
-            tb = tl.min(tl.where(v3 == tm[:, None, :], d[None, :, :], KP + 1), 1)
             best = tl.where(tm > acc, tb, tl.where(tm == acc, tl.minimum(best, tb), best))
             acc = tl.maximum(acc, tm)
         else:
             nm = tl.maximum(acc, tm)
             nms = tl.where(nm == NEG, 0.0, nm)
-            e = tl.exp(v - tl.sum(tl.where(sel, nms[:, None, :], 0.0), 0))
-            esum = esum * tl.exp(acc - nms) + tl.sum(tl.where(sel, e[None, :, :], 0.0), 1)
+            e = tl.exp(v - _res_rows(nms, dres, NP, NPP))
+            esum = esum * tl.exp(acc - nms) + _res_sums(e, dres, NP, NPP, CP)
             acc = nm
     tl.debug_barrier()
     return acc, esum, best
