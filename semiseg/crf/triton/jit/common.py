@@ -459,21 +459,26 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
                     CP: tl.constexpr, TILE: tl.constexpr, NP: tl.constexpr,
                     NPP: tl.constexpr, BEST: tl.constexpr):
     """_ring_tiles for the periodic family's reversed chain: the same walk, its reduction
-    split by the residue (d - 1) mod NP of each slot's duration d (NP unrolled passes:
-    _res_max, _res_rows, _res_sums). Returns, per (residue, label), (NPP, CP) each: the
-    max and the sum of exp(v - max) (one exponential per slot, against its own residue's
-    max), or (BEST) the max and the shortest duration reaching it; ends with a barrier."""
+    split by the residue (d - 1) mod NP of each slot's duration d (the logsumexp in NP
+    unrolled passes: _res_max, _res_rows, _res_sums; KERNELS_NOTES, Session 29).
+    Returns, per (residue, label), (NPP, CP) each: the max and the sum of exp(v - max)
+    (one exponential per slot, against its own residue's max), or (BEST) the max and the
+    shortest duration reaching it; ends with a barrier."""
     acc = tl.full((NPP, CP), NEG, tl.float32)
     esum = tl.zeros((NPP, CP), tl.float32)
     best = tl.full((NPP, CP), KP + 1, tl.int32)
     for j0 in range(0, KP, TILE):
         v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
-        dres = (d - 1) % NP  # (TILE, 1)
-        tm, tb = _res_max(v, d, dres, NP, NPP, KP, CP)
-        if BEST:
+        if BEST:  # the (NPP, TILE, CP) select: unrolled passes ran 2.7x slower here
+            sel = ((d - 1) % NP)[None, :, :] == tl.arange(0, NPP)[:, None, None]
+            v3 = tl.where(sel, v[None, :, :], NEG)
+            tm = tl.max(v3, 1)
+            tb = tl.min(tl.where(v3 == tm[:, None, :], d[None, :, :], KP + 1), 1)
             best = tl.where(tm > acc, tb, tl.where(tm == acc, tl.minimum(best, tb), best))
             acc = tl.maximum(acc, tm)
-        else:
+        else:  # NP unrolled (TILE, CP) passes, no (NPP, TILE, CP) temporary
+            dres = (d - 1) % NP  # (TILE, 1)
+            tm, _ = _res_max(v, d, dres, NP, NPP, KP, CP)
             nm = tl.maximum(acc, tm)
             nms = tl.where(nm == NEG, 0.0, nm)
             e = tl.exp(v - _res_rows(nms, dres, NP, NPP))

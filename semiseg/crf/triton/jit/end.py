@@ -16,7 +16,6 @@ from .common import (
     _logaddexp,
     _lse_last,
     _paint,
-    _res_rows,
     _safe_max,
     _split,
     _through,
@@ -64,19 +63,20 @@ def _end_rows(rows_gam, rows_alp, rows_n, gam3, alp, n, b, p, i, i0, P, T, rr2, 
 
 
 @triton.jit
-def _end_insert(js, i, gam3, psr, db, cs, KP: tl.constexpr, CP: tl.constexpr,
-                NP: tl.constexpr, NPP: tl.constexpr):
+def _end_insert(js, i, gam3, psr, db, cs, r3, KP: tl.constexpr, CP: tl.constexpr,
+                NP: tl.constexpr):
     """What step i of the end-indexed chain puts into its ring's slots js (all of them,
     or a tile): in each slot, the segment [i, i + d) that ends there (d its duration),
     x = gamma^{(d-1) mod NP}[i] + ps[i] + db[d-1] (-inf for d > K: the host's (KP, CP)
-    table, kernels._db_table); also d, its residue
-    dres = (d - 1) mod NP (slots, 1) and own, the slot of end i (read at the last step, now
+    table, kernels._db_table); also d, the residue
+    select sel (NPP, slots, 1) and own, the slot of end i (read at the last step, now
     free). One definition for the register and the tiled ring: their bits must agree."""
     d = ((js - i - 1) & (KP - 1)) + 1
-    dres = (d - 1) % NP  # (slots, 1)
-    x = _res_rows(gam3, dres, NP, NPP) + psr[None, :] + tl.load(db + (d - 1) * CP + cs)
+    sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, slots, 1)
+    gsel = tl.sum(tl.where(sel, gam3[:, None, :], 0.0), 0)
+    x = gsel + psr[None, :] + tl.load(db + (d - 1) * CP + cs)
     own = js == (i & (KP - 1))
-    return d, dres, x, own
+    return d, sel, x, own
 
 
 @triton.jit
@@ -132,6 +132,7 @@ def _fwd_end_kernel(
     cs1 = tl.arange(0, CP)
     cmask1 = cs1 < C
     rr = tl.arange(0, NPP)
+    r3 = rr[:, None, None]
     rr2 = rr[:, None]
     tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
     if SP > 0:
@@ -211,13 +212,13 @@ def _fwd_end_kernel(
                       cs1, CP, NPP, MODE)
         if TILE == 0:
             # the segments [i, i + d) go into the slots of their ends, gamma^{(d-1) mod NP}
-            d, dres, x, own = _end_insert(js, i, gam3, psr, db, cs, KP, CP, NP, NPP)
+            d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
             A = A - mprev
             if MODE == 2:
                 up = own | (x > A)
                 A = tl.where(up, x, A)
                 BD = tl.where(up, d, BD)
-                BC = tl.where(up, _res_rows(bc3, dres, NP, NPP), BC)
+                BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
             else:
                 A = tl.where(own, x, _logaddexp(A, x))
             A = A + f[None, :]
@@ -239,7 +240,7 @@ def _fwd_end_kernel(
                 if MODE == 0:  # noqa: SIM102
                     if i % P == 0:
                         tl.store(ck_ring + (ck + k) * KP * CP + at, A - mprev)
-                d, dres, x, own = _end_insert(js, i, gam3, psr, db, cs, KP, CP, NP, NPP)
+                d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
                 A = A - mprev
                 if MODE == 2:
                     BD = tl.load(bd + at)
@@ -247,7 +248,7 @@ def _fwd_end_kernel(
                     up = own | (x > A)
                     A = tl.where(up, x, A)
                     BD = tl.where(up, d, BD)
-                    BC = tl.where(up, _res_rows(bc3, dres, NP, NPP), BC)
+                    BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
                 else:
                     A = tl.where(own, x, _logaddexp(A, x))
                 # every (replicated) thread's loads of this tile, and of the last step's
