@@ -17,6 +17,9 @@ if [ "$stage" = pack ]; then
     git archive "$rev" semiseg ':!semiseg/models' | tar -x -C ".trees/$n" || exit 1
     echo "$rev = $(git rev-parse --short "$rev")" > ".trees/$n/REV"
   done
+  # the working tree as packed (the GPU machine's copy has no history of its own: its
+  # `git log` once named a stale commit)
+  git describe --always --dirty > .trees/TREE_REV
   du -sh .trees; exit 0
 fi
 source benchmarks/gpu_setup.sh > /dev/null || exit 1
@@ -31,7 +34,8 @@ for n in "${names[@]}"; do  # each tree: its semiseg, the scripts and data of th
   if [ "$n" = tree ]; then cp -r semiseg "$d/"; else cp -r ".trees/$n/semiseg" "$d/"; fi
   cp benchmarks/*.py "$d/benchmarks/"; ln -sfn "$R/data" "$d/data"; ln -sfn "$R/configs" "$d/configs"
 done
-date -u; nvidia-smi --query-gpu=name --format=csv,noheader; git log --oneline -1
+date -u; nvidia-smi --query-gpu=name --format=csv,noheader
+echo "tree: the working tree of $(cat .trees/TREE_REV 2>/dev/null || echo 'unknown (not packed)')"
 for ((k = 1; k <= ${ROUNDS:-1}; k++)); do
   for n in "${names[@]}"; do
     echo "== round $k, $n $(cat .trees/$n/REV 2>/dev/null): crf_speed rows (static, periodic)"
