@@ -646,12 +646,14 @@ def test_gene_pieces_decide_as_whole_windows(tmp_path, size, monkeypatch):
 MIN_REGION = (490_000, 515_000)
 
 
-def test_min_intron_learned_from_the_training_regions_only(tmp_path, logs):
+def test_min_intron_learned_from_the_training_regions_only(tmp_path, logs, monkeypatch):
     """labels.min_intron: learned is the shortest CDS gap (>= the scheme's 20 bp) of the
     genes inside the training part, read here from the GFF3 by hand; a validation gene
     with a shorter intron is masked (unknown), not taught as a gene; the number is what
-    the trained checkpoint's config and its model's grammar hold."""
+    the trained checkpoint's config and its model's grammar hold. With fewer training
+    introns than the rule needs, the scheme's own stays."""
     from semiseg.checkpoint import build_model, load_checkpoint
+    from semiseg.train import data as td
     from semiseg.train.data import frame_gold_for, learn_min_intron, prepare
     from semiseg.train.loop import train
 
@@ -665,6 +667,12 @@ def test_min_intron_learned_from_the_training_regions_only(tmp_path, logs):
     assert short  # the premise: the validation block has a shorter intron
     cfg = _config(tmp_path, fa, gff, labels__min_intron="learned")
     data, ann, scheme, _ = prepare(cfg)
+    assert sum(c <= cut for _, c in gaps) < td.MIN_INTRON_MIN_N  # too few for the rule
+    kept, same = learn_min_intron(cfg, scheme, ann, data)
+    assert kept.labels.min_intron == same.min_intron == scheme.min_intron
+    assert any("fewer than the 100 a floor needs; the scheme's 20 bp stays" in m
+               for m in logs)
+    monkeypatch.setattr(td, "MIN_INTRON_MIN_N", 2)  # the rule itself, on this small region
     cfg2, scheme2 = learn_min_intron(cfg, scheme, ann, data)
     assert cfg2.labels.min_intron == scheme2.min_intron == want != scheme.min_intron
     assert any(m.startswith(f"labels.min_intron: learned: {want} bp") for m in logs)
@@ -674,7 +682,7 @@ def test_min_intron_learned_from_the_training_regions_only(tmp_path, logs):
     lab20 = frame_gold_for(cfg, scheme, ann, data).labels("fly", 0, size)
     for b, c in short:  # with the scheme's own 20 bp the same gene is taught
         assert (lab20[b:c] != UNKNOWN).all()
-    out = train(cfg, tmp_path / "run")
+    out = train(cfg, tmp_path / "run")  # (MIN_INTRON_MIN_N still 2)
     ckpt = load_checkpoint(out["best"])
     assert ckpt.config.labels.min_intron == want
     assert build_model(ckpt)[0].crf.layout.min_intron == want

@@ -60,8 +60,8 @@ class LabelsConfig:
                 calls no intron shorter): null, the scheme's own (20 in gene_structure);
                 an integer; or "learned": `semiseg train` sets it to the shortest intron
                 of the annotated transcripts inside the training regions (never the
-                validation or held-out ones), logs it, and records the number in the
-                run's config
+                validation or held-out ones; at least 100 of them, else the scheme's
+                stays), logs it, and records the number in the run's config
     """
 
     annotation: str | None = None
