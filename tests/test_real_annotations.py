@@ -700,3 +700,27 @@ def test_min_intron_setting_checked():
     for ok in (None, 45, "learned"):
         data["labels"]["min_intron"] = ok
         assert from_dict(data).labels.min_intron == ok
+
+
+def test_min_intron_learned_run_resumes_with_its_own_config(tmp_path, logs, monkeypatch):
+    """A run started with labels.min_intron: learned resumes from the same config (the
+    number it recorded stands for "learned"); a different number is still refused, and
+    so is a resume whose data now teach another number."""
+    from semiseg.train import data as td
+    from semiseg.train.loop import train
+
+    fa, gff = _write_region(tmp_path, *MIN_REGION)
+    cfg = _config(tmp_path, fa, gff, labels__min_intron="learned", train__epochs=2)
+    train(cfg, tmp_path / "run", stop_after=1)
+    assert train(cfg, tmp_path / "run", resume=True)["epochs_run"] == 2
+    other = from_dict({**cfg.to_dict(), "labels": {**cfg.to_dict()["labels"],
+                                                   "min_intron": 30}})
+    with pytest.raises(SemisegError, match=r"config differs .*labels\.min_intron"):
+        train(other, tmp_path / "run", resume=True)
+    run2 = tmp_path / "run2"
+    train(cfg, run2, stop_after=1)  # too few introns for the rule: the scheme's 20 bp
+    monkeypatch.setattr(td, "MIN_INTRON_MIN_N", 2)  # now the same data teach a number
+    with pytest.raises(SemisegError, match=r"^--resume: labels\.min_intron: learned gives "
+                                           r"\d+ bp from the data now, the run in .* has 20"):
+        train(cfg, run2, resume=True)
+

@@ -70,7 +70,13 @@ from .data import (
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
 from .nonfinite import nonfinite_gradient, nonfinite_loss
-from .runfolder import checkpoint_state, folder_lock, open_run, set_rng_state
+from .runfolder import (
+    check_learned_on_resume,
+    checkpoint_state,
+    folder_lock,
+    open_run,
+    set_rng_state,
+)
 from .runfolder import write_metrics as _write_metrics
 from .tables import new_model, with_learned_rules
 
@@ -498,6 +504,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     last_path, best_path = out / "last.pt", out / "best.pt"
     ckpt = open_run(cfg, out, resume, overwrite)
     cfg, data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
+    check_learned_on_resume(ckpt, cfg, out)
     cfg = with_learned_rules(cfg, scheme, train_ds)
     names = list(scheme.names)
     procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"

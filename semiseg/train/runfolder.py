@@ -57,14 +57,32 @@ def open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> d
         raise SemisegError(f"--resume: {err}; start the run again with --overwrite or "
                            "choose another --out") from None
     # the device and the annotation settings may change; everything else must match
-    # (and the number of processes: the global batch, hence the run, is the same)
+    # (and the number of processes: the global batch, hence the run, is the same).
+    # labels.min_intron "learned" was resolved to a number from the same data (and is
+    # again, by _load_data): the run's number stands for it
+    learned = ("labels.min_intron",) if cfg.labels.min_intron == "learned" else ()
     diff = [k for k in config_diff(ckpt["config"], cfg.to_dict())
-            if k not in ("device", "train.world_size") and not k.startswith("annotate.")]
+            if k not in ("device", "train.world_size", *learned)
+            and not k.startswith("annotate.")]
     if diff:
         raise SemisegError(f"--resume: the config differs from the run in {out} "
                            f"({', '.join(diff[:6])}); resume with {out / 'config.yaml'}, or "
                            "start again with --overwrite")
     return ckpt
+
+
+def check_learned_on_resume(ckpt: dict | None, cfg: Config, out: Path) -> None:
+    """A resumed run whose labels.min_intron "learned" (resolved in cfg by
+    data.learn_min_intron) now gives another number than the run recorded: its data
+    changed, and its grammar with them (open_run let "learned" stand for the number)."""
+    if ckpt is None:
+        return
+    ran = ckpt.get("config", {}).get("labels", {}).get("min_intron")
+    if ran != cfg.labels.min_intron:
+        raise SemisegError(f"--resume: labels.min_intron: learned gives "
+                           f"{cfg.labels.min_intron} bp from the data now, the run in {out} "
+                           f"has {ran} (its training annotation or regions changed); "
+                           "start again with --overwrite")
 
 
 @contextmanager
