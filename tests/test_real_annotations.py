@@ -702,6 +702,21 @@ def test_min_intron_setting_checked():
         assert from_dict(data).labels.min_intron == ok
 
 
+def test_min_intron_learned_needs_a_gene_scheme(tmp_path):
+    """A BED scheme has no introns to learn from: a one-line error naming the key."""
+    from types import SimpleNamespace
+
+    from semiseg.genome.scheme import LabelScheme
+    from semiseg.train.data import learn_min_intron
+
+    cfg = SimpleNamespace(labels=SimpleNamespace(min_intron="learned"))
+    bed = LabelScheme.from_dict({"name": "states", "kind": "bed",
+                                 "labels": [{"name": "a"}, {"name": "b"}]})
+    with pytest.raises(SemisegError, match=r"^labels\.min_intron: learned needs a "
+                                           r"gene_structure scheme"):
+        learn_min_intron(cfg, bed, None, None)
+
+
 def test_min_intron_learned_run_resumes_with_its_own_config(tmp_path, logs, monkeypatch):
     """A run started with labels.min_intron: learned resumes from the same config (the
     number it recorded stands for "learned"); a different number is still refused, and

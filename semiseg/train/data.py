@@ -249,6 +249,10 @@ def learn_min_intron(cfg: Config, scheme, annotation, data):
 
     if cfg.labels.min_intron != "learned":
         return cfg, scheme
+    if scheme.kind != "gene_structure":
+        raise SemisegError(f"labels.min_intron: learned needs a gene_structure scheme "
+                           f"(introns read from a GFF3/GTF); {scheme.name!r} is "
+                           f"{scheme.kind!r}")
     if getattr(annotation, "cleanup", None) is not None:
         transcripts = annotation.cleanup.kept
     else:
