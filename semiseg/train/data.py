@@ -253,14 +253,7 @@ def learn_min_intron(cfg: Config, scheme, annotation, data):
         raise SemisegError(f"labels.min_intron: learned needs a gene_structure scheme "
                            f"(introns read from a GFF3/GTF); {scheme.name!r} is "
                            f"{scheme.kind!r}")
-    if getattr(annotation, "cleanup", None) is not None:
-        transcripts = annotation.cleanup.kept
-    else:
-        from ..genome.gff import gff_transcripts, read_gff_rows
-
-        rows, gtf = read_gff_rows(cfg.labels.annotation, annotation.chrom_sizes,
-                                  cfg.inputs.alias)
-        transcripts = gff_transcripts(rows, gtf, scheme, cfg.labels.annotation)
+    transcripts = annotated_transcripts(cfg, scheme, annotation)
     regions: dict[str, list[tuple[int, int]]] = {}
     for chrom, start, end in split_regions(cfg, data.chrom_sizes)[0]:
         regions.setdefault(chrom, []).append((start, end))
@@ -280,21 +273,27 @@ def learn_min_intron(cfg: Config, scheme, annotation, data):
             dataclasses.replace(scheme, min_intron=m))
 
 
+def annotated_transcripts(cfg: Config, scheme, annotation) -> list:
+    """The annotation's transcripts (genome/gff.Transcript): the clean-up's kept ones, or
+    (an annotation read without it) the GFF3/GTF parsed again."""
+    if getattr(annotation, "cleanup", None) is not None:
+        return annotation.cleanup.kept
+    from ..genome.gff import gff_transcripts, read_gff_rows
+
+    rows, gtf = read_gff_rows(cfg.labels.annotation, annotation.chrom_sizes, cfg.inputs.alias)
+    return gff_transcripts(rows, gtf, scheme, cfg.labels.annotation)
+
+
 def frame_gold_for(cfg: Config, scheme, annotation, data):
     """Gold frame codes (genemodel/frames.py) for training the reading-frame gene model."""
     from ..genemodel.frames import UNKNOWN, FrameLayout
     from ..genemodel.gold import FrameGold
-    from ..genome.gff import gff_transcripts, read_gff_rows
 
     path = cfg.labels.annotation
     if not path.lower().removesuffix(".gz").endswith((".gff", ".gff3", ".gtf")):
         raise SemisegError(f"crf.frames: the annotation must be GFF3 or GTF (transcripts "
                            f"with CDS rows), got {path}")
-    if getattr(annotation, "cleanup", None) is not None:  # the clean-up's kept transcripts
-        transcripts = annotation.cleanup.kept
-    else:
-        rows, gtf = read_gff_rows(path, annotation.chrom_sizes, cfg.inputs.alias)
-        transcripts = gff_transcripts(rows, gtf, scheme, path)
+    transcripts = annotated_transcripts(cfg, scheme, annotation)
     gold = FrameGold(FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types),
                      annotation, transcripts, data.fasta,
                      min_intron=scheme.min_intron)

@@ -61,7 +61,9 @@ from .common import (
     _planes_by_residue,
     _planes_to_ring,
     _position,
+    _res_max,
     _res_rows,
+    _res_sums,
     _ring_tiles,
     _ring_tiles_res,
     _ring_to_planes,
@@ -389,19 +391,10 @@ def _fwd_kernel(
                 # (against its own residue's max), one (KP, CP) pass per residue
                 # (unrolled) with no (NPP, KP, CP) temporary
                 dres = (d - 1) % NP  # (KP, 1)
-                mxs3 = tl.zeros((NPP, CP), tl.float32)
-                sh = tl.zeros((KP, CP), tl.float32)
-                for rq in tl.static_range(NP):
-                    mq = tl.max(tl.where(dres == rq, v, NEG), 0)
-                    mq = tl.where(mq == NEG, 0.0, mq)
-                    mxs3 = tl.where(rr2 == rq, mq[None, :], mxs3)
-                    sh = tl.where(dres == rq, mq[None, :], sh)
-                e = tl.exp(v - sh)
-                a3 = tl.zeros((NPP, CP), tl.float32)  # log 0 = NEG where a residue is empty
-                for rq in tl.static_range(NP):
-                    esq = tl.sum(tl.where(dres == rq, e, 0.0), 0)
-                    a3 = tl.where(rr2 == rq, esq[None, :], a3)
-                a3 = mxs3 + tl.log(a3)
+                mx3, sh = _res_max(v, dres, NP, NPP, KP, CP)
+                # log 0 = NEG where a residue is empty
+                a3 = (tl.where(mx3 == NEG, 0.0, mx3)
+                      + tl.log(_res_sums(tl.exp(v - sh), dres, NP, NPP, CP)))
             if PARTG == 0:  # (PARTG: added above)
                 a3 = a3 + per[None, :]
             if XT:
@@ -826,18 +819,10 @@ def _bwd_kernel(
                 if NP > 1:  # each slot against its own residue's max (below)
                     # one (KP, CP) pass per residue (unrolled), no (NPP, KP, CP) temporary
                     dres = (d - 1) % NP  # (KP, 1): the residue of each slot's duration
-                    mx3 = tl.full((NPP, CP), NEG, tl.float32)
-                    sh = tl.zeros((KP, CP), tl.float32)
-                    for rq in tl.static_range(NP):
-                        mq = tl.max(tl.where(dres == rq, v, NEG), 0)  # (CP,)
-                        mx3 = tl.where(rr2 == rq, mq[None, :], mx3)
-                        sh = tl.where(dres == rq, tl.where(mq == NEG, 0.0, mq)[None, :], sh)
+                    mx3, sh = _res_max(v, dres, NP, NPP, KP, CP)
                     mxs3 = tl.where(mx3 == NEG, 0.0, mx3)
                     e = tl.exp(v - sh)
-                    esum3 = tl.zeros((NPP, CP), tl.float32)
-                    for rq in tl.static_range(NP):
-                        esq = tl.sum(tl.where(dres == rq, e, 0.0), 0)
-                        esum3 = tl.where(rr2 == rq, esq[None, :], esum3)
+                    esum3 = _res_sums(e, dres, NP, NPP, CP)
                 else:
                     mx = tl.max(v, 0)
                     mxs = tl.where(mx == NEG, 0.0, mx)

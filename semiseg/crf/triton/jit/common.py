@@ -248,22 +248,20 @@ def _res_rows(x3, dres, NP: tl.constexpr, NPP: tl.constexpr):
 
 
 @triton.jit
-def _res_max(v, d, dres, NP: tl.constexpr, NPP: tl.constexpr, KP: tl.constexpr,
+def _res_max(v, dres, NP: tl.constexpr, NPP: tl.constexpr, SLOTS: tl.constexpr,
              CP: tl.constexpr):
-    """Per residue, the max over the slots of that residue of v (slots, CP) and the
-    shortest duration d (slots, 1) reaching it (every slot counts where a residue's max is
-    -inf, so a padded residue gets the shortest d of all, as in the (NPP, slots, CP) select
-    it replaces): two (NPP, CP), NP unrolled (slots, CP) passes."""
+    """Per residue, the max over the slots of that residue of v (SLOTS, CP): mx3 (NPP,
+    CP), -inf where a residue has no finite slot; and per slot its own residue's max, 0
+    for -inf (the shift of a logsumexp): sh (SLOTS, CP). NP unrolled (SLOTS, CP) passes,
+    no (NPP, SLOTS, CP) temporary (KERNELS_NOTES, Session 29)."""
     rr2 = tl.arange(0, NPP)[:, None]
     mx3 = tl.full((NPP, CP), NEG, tl.float32)
-    bd3 = tl.zeros((NPP, CP), tl.int32) + tl.min(d, 0)[None, :]  # a padded residue's
+    sh = tl.zeros((SLOTS, CP), tl.float32)
     for q in tl.static_range(NP):
-        vq = tl.where(dres == q, v, NEG)
-        mq = tl.max(vq, 0)
-        bq = tl.min(tl.where(vq == mq[None, :], d, KP + 1), 0)
+        mq = tl.max(tl.where(dres == q, v, NEG), 0)  # (CP,)
         mx3 = tl.where(rr2 == q, mq[None, :], mx3)
-        bd3 = tl.where(rr2 == q, bq[None, :], bd3)
-    return mx3, bd3
+        sh = tl.where(dres == q, tl.where(mq == NEG, 0.0, mq)[None, :], sh)
+    return mx3, sh
 
 
 @triton.jit
@@ -460,7 +458,7 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
                     NPP: tl.constexpr, BEST: tl.constexpr):
     """_ring_tiles for the periodic family's reversed chain: the same walk, its reduction
     split by the residue (d - 1) mod NP of each slot's duration d (the logsumexp in NP
-    unrolled passes: _res_max, _res_rows, _res_sums; KERNELS_NOTES, Session 29).
+    unrolled passes: _res_max, _res_rows, _res_sums).
     Returns, per (residue, label), (NPP, CP) each: the max and the sum of exp(v - max)
     (one exponential per slot, against its own residue's max), or (BEST) the max and the
     shortest duration reaching it; ends with a barrier."""
@@ -478,7 +476,7 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
             acc = tl.maximum(acc, tm)
         else:  # NP unrolled (TILE, CP) passes, no (NPP, TILE, CP) temporary
             dres = (d - 1) % NP  # (TILE, 1)
-            tm, _ = _res_max(v, d, dres, NP, NPP, KP, CP)
+            tm, _ = _res_max(v, dres, NP, NPP, TILE, CP)
             nm = tl.maximum(acc, tm)
             nms = tl.where(nm == NEG, 0.0, nm)
             e = tl.exp(v - _res_rows(nms, dres, NP, NPP))
