@@ -52,9 +52,10 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # only: its test-region scores are not held out). Fifteenth round (2026-11-28, fourth
 # session): b32 = the config at batch 32 (4x the windows a step; lr 0.004, sqrt-scaled
 # from 0.002; 2 warm-up epochs), the same 30 epochs: does the batch that runs the chains
-# at 0.85 Mb/s train as well? Seventeenth round (prepared 2026-11-28, not yet run): mi =
-# the config with labels.min_intron: learned (the shortest training intron, not the
-# scheme's 20 bp, as the grammar's floor).
+# at 0.85 Mb/s train as well? Eighteenth round (2026-11-28, sixth session): mi = the
+# config with labels.min_intron: learned (the shortest training intron, not the scheme's
+# 20 bp, as the grammar's floor); adopted, so since then mi is the config itself and
+# mi20 the config before it.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -78,6 +79,7 @@ declare -A VAR=(
   [all]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15"
   [b32]="--set train.batch_size=32 --set train.lr=0.004 --set train.warmup_epochs=2"
   [mi]="--set labels.min_intron=learned"
+  [mi20]="--set labels.min_intron=null"
 )
 declare -A VSEEDS=([all]="0")
 VARIANTS=${VARIANTS:-"base one"}

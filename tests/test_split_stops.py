@@ -4,6 +4,7 @@ from the scheme labels and the sequence, and reads its codons, in the test."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ def _inner_stops(names, lab, seq: str) -> list[str]:
 
 # two 30 kb pieces of fly where the shipped fly model's posterior decode gives a gene
 # with an in-frame stop across a splice junction: one on each strand
-SPLIT_REGIONS = ((2_712_000, 2_742_000), (2_970_000, 3_000_000))
+SPLIT_REGIONS = ((2_235_000, 2_265_000), (2_970_000, 3_000_000))
 
 
 def test_split_stops_are_taken_out_of_a_fly_decode():
@@ -112,7 +113,8 @@ def test_annotate_split_stops_option(tmp_path):
     reg = tmp_path / "r.bed"
     reg.write_text("".join(f"chr2R_2M_6M\t{lo}\t{hi}\n" for lo, hi in SPLIT_REGIONS))
     fa = ROOT / "data" / "fly" / "chr2R_2M_6M.fa"
-    for on in (True, False):
+    n_split = None
+    for on in (False, True):
         proc = cli("annotate", "--model", "fly", "--fasta", fa, "--regions", reg,
                    "--out", tmp_path / f"o{on}" / "p", "--device", "cpu",
                    "--split-stops" if on else "--allow-split-stops")
@@ -120,8 +122,11 @@ def test_annotate_split_stops_option(tmp_path):
         prot = (tmp_path / f"o{on}" / "p.proteins.fa").read_text()
         stops = [h for h in prot.splitlines() if h.startswith(">") and
                  "internal_stops=0" not in h]
-        if on:
-            assert "split stop codons: 2 taken out, 0 left" in proc.stderr, proc.stderr
+        if on:  # each protein with an inner stop was a split stop, and is taken out (a
+            # locus decoded again can show another, taken out in a further round)
+            took = re.search(r"split stop codons: (\d+) taken out, 0 left", proc.stderr)
+            assert took and int(took.group(1)) >= n_split, proc.stderr
             assert stops == []
-        else:
-            assert len(stops) == 2 and "--split-stops decodes" in proc.stderr
+        else:  # at least the one whole gene of each piece (the other test)
+            n_split = len(stops)
+            assert n_split >= 2 and "--split-stops decodes" in proc.stderr
