@@ -103,6 +103,56 @@ def test_sparse_grammar_transitions(form, monkeypatch):
     _check_chunks(kw, monkeypatch=monkeypatch)
 
 
+def _duration_windows(kw, K):
+    """Each label's finite durations a window inside 1..K, as a gene grammar's are (codon
+    and site labels 1-3 bases, run tails exactly one length): label 0 all of 1..K, 1
+    exactly 3, 2 from 2 to K - 1 (a hole at 3 when K > 4), 3 exactly K, 4 (if there is
+    one) none at all."""
+    db = kw["duration_bias"]  # (K, C)
+    keep = torch.zeros_like(db, dtype=torch.bool)
+    keep[:, 0] = True
+    keep[2, 1] = True
+    keep[1:K - 1, 2] = True
+    keep[2, 2] = K <= 4
+    keep[K - 1, 3] = True
+    db[~keep] = -math.inf
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+def test_duration_windows_per_label(form, monkeypatch):
+    """Labels whose finite durations are a window of 1..K (the kernels sum over that
+    window only, _Arrays.dr): brute force at every chunk size, then T = 80 against the
+    plain dynamic programme (log Z, every gradient, the Viterbi score)."""
+    B, T, C, K = 2, 5, 4, 4  # the oracle's cost: 5-10 s
+    kw = make(B, T, C, K, dd=form, terms=("start", "end", "proj"), seed=17)
+    _duration_windows(kw, K)
+    _check_chunks(kw, monkeypatch=monkeypatch)
+    monkeypatch.setattr(cpu, "CHUNK", 7)
+    B, T, C, K = 2, 80, 5, 6
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=23, allowed_p=0.03,
+              lengths=[T, 61])
+    _duration_windows(kw, K)
+    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+    args, opts = split({**kw, **leaves})
+    want = naive_dp(*args, **opts)
+    got = log_partition(*args, **opts, backend="numba")
+    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
+    w = torch.tensor([0.7, -1.3], dtype=F64)
+    names = list(leaves)
+    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
+    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
+    for n, a, b in zip(names, g_got, g_want):
+        a, b = torch.nan_to_num(a), torch.nan_to_num(b)
+        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
+    args_d, opts_d = split(kw)
+    seg = viterbi(*args_d, **opts_d, backend="numba")
+    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
+    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+    for b in range(2):  # every segment's duration is one its label allows
+        for _, d, c in seg.segments[b]:
+            assert torch.isfinite(kw["duration_bias"][d - 1, c])
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_nothing_allowed(form, monkeypatch):
     """No allowed segmentation: log Z = -inf, zero gradients, Viterbi -inf and empty."""

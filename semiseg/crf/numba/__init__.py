@@ -118,6 +118,13 @@ class _Arrays:
         self.dbm = np.where(np.isfinite(top), top, 0.0)
         self.edb_rev = np.exp(self.db_rev - self.dbm[:, None])
         self.edb_t = np.exp(self.db_t - self.dbm[:, None])
+        # each label's finite durations, dr[0, c]..dr[1, c] (1..0: none): the factorised
+        # kernels' windows hold only those (a gene grammar's codon and site labels last
+        # 1-3 bases, its run tails exactly one length; the rest of K adds exact zeros)
+        fin = np.isfinite(db)
+        some = fin.any(axis=0)
+        self.dr = np.stack([np.where(some, fin.argmax(axis=0) + 1, 1),
+                            np.where(some, K - fin[::-1].argmax(axis=0), 0)]).astype(np.int64)
         tr = _np(x.transition)
         if self.dd:
             self.tr = np.ascontiguousarray(tr[:K])  # (K, src, dst)
@@ -157,7 +164,7 @@ def forward(x: CRFInputs, keep: bool = False):
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
         log_z = _each(B, lambda b: fac.fac_forward(
-            *a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.start, a.end,
+            *a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr, a.start, a.end,
             a.n, ck[0][b], ck_lo[b], alpha_end[b]))
     log_z = np.array(log_z, dtype=np.float64)
     saved = (a, ck, ck_lo, alpha_end, log_z)
@@ -248,12 +255,12 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
 
     def recompute(k: int):
         rows = bufs[k % 2]
-        fac.fac_recompute(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.start,
+        fac.fac_recompute(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr, a.start,
                           n, ck_ring, ck_lo, k, *rows)
         return rows
 
     def reverse(k: int, rows) -> None:
-        fac.fac_reverse_chunk(*common, a.sq, a.db_t, a.edb_t, a.dbm, a.end,
+        fac.fac_reverse_chunk(*common, a.sq, a.db_t, a.edb_t, a.dbm, a.dr, a.end,
                               n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps, g_pe, g_tr,
                               g_db, g_start, params)
 
@@ -295,7 +302,7 @@ def viterbi(x: CRFInputs):
     else:
         bp_c = np.zeros((B, T + 1, a.tr.shape[0], C), idx)
         score = _each(B, lambda b: fac.fac_viterbi(
-            *a.common(b), a.sp, a.db_rev, a.start, a.end, a.n, bp_d[b], bp_c[b],
+            *a.common(b), a.sp, a.db_rev, a.dr, a.start, a.end, a.n, bp_d[b], bp_c[b],
             labels[b], seg_start[b]))
     score = np.array(score, dtype=np.float64)
     return (torch.from_numpy(score).to(x.scores.dtype), torch.from_numpy(labels),

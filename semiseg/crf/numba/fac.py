@@ -122,15 +122,17 @@ def _gammas(alpha, sp, ea, gam):
 
 
 @njit(cache=True)
-def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, start,
-             ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
+def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
+             start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
     S = 0). Stores alpha_t, G^r_t and S[t] at row t - t0 of alphas, opens, Ss when those
     have rows (the backward pass); returns alpha at the last boundary processed.
 
     The window sums run in linear space: lring = exp(ring - R[c]) (entries at most
     exp(HEADROOM)), edb_rev = exp(db_rev - dbm[c]); where such a sum is below TINY the
-    terms it lost to underflow might matter, and the exact log-space sum is used."""
+    terms it lost to underflow might matter, and the exact log-space sum is used. Each
+    label's window holds only its finite durations, dr[0, c]..dr[1, c] (_Arrays.dr): the
+    others add exact zeros (-inf in log space)."""
     C, Q, K2 = ring.shape
     K = K2 // 2
     A = np.empty(C)
@@ -146,13 +148,14 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, db
         if t > 0:
             j, q = t % K, t % Q
             for c in range(C):
-                dmax = min(K, t - lo[c])  # the window: d = dmax..1 at [j + K - dmax, j + K)
-                sm = _dot(lring[c, q], j + K - dmax, edb_rev[c], K - dmax, dmax)
+                # the window: d = top..dr[0, c] at [j + K - top, j + K - dr[0, c]]
+                top = min(dr[1, c], t - lo[c])
+                nd = max(0, top - dr[0, c] + 1)
+                sm = _dot(lring[c, q], j + K - top, edb_rev[c], K - top, nd)
                 if sm >= TINY:
                     alpha[c] = A[c] + R[c] + dbm[c] + math.log(sm)
                 else:
-                    alpha[c] = A[c] + _lse2(ring[c, q], j + K - dmax, db_rev[c], K - dmax,
-                                            dmax)
+                    alpha[c] = A[c] + _lse2(ring[c, q], j + K - top, db_rev[c], K - top, nd)
         if keep:
             for c in range(C):
                 alphas[t - t0, c] = alpha[c]
@@ -180,7 +183,7 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, db
 
 
 @njit(cache=True, nogil=True)
-def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm,
+def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
                 start, end, n, ck_ring, ck_lo, alpha_end):
     """log Z of one sequence; fills the checkpoints and alpha_L."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
@@ -204,7 +207,7 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
                 for i in range(K):
                     ck_ring[k, c, q, i] = ring[c, q, i]
         alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
-                         dbm, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
+                         dbm, dr, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
                          none.reshape(0, 1, C), none)
     z = NEG
     for c in range(C):
@@ -214,33 +217,23 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
 
 
 @njit(cache=True, fastmath=FM)
-def _close_max(hr, j, dbt, r, dmax, Q):
-    """max over d - 1 = r, r + Q, ... < dmax of h_{s+d} + duration_bias[d-1]."""
+def _close_max(hr, j, dbt, r, d0lo, dmax, Q):
+    """max over d0lo <= d - 1 < dmax, d - 1 = r mod Q, of h_{s+d} + duration_bias[d-1]."""
     m = NEG
-    if Q == 1:
-        for d0 in range(dmax):
-            m = max(m, hr[j + d0] + dbt[d0])
-    else:
-        for d0 in range(r, dmax, Q):
-            m = max(m, hr[j + d0] + dbt[d0])
+    for d0 in range(d0lo + (r - d0lo) % Q, dmax, Q):
+        m = max(m, hr[j + d0] + dbt[d0])
     return m
 
 
 @njit(cache=True, fastmath=FM)
-def _close_sum(hr, j, dbt, gdb, r, dmax, Q, m, fr):
-    """sum of exp(h_{s+d} + duration_bias[d-1] - m) over the durations of residue r, and
-    gdb[d-1] += that exponential * fr (the segment marginals)."""
+def _close_sum(hr, j, dbt, gdb, r, d0lo, dmax, Q, m, fr):
+    """sum of exp(h_{s+d} + duration_bias[d-1] - m) over the durations of residue r in
+    d0lo <= d - 1 < dmax, and gdb[d-1] += that exponential * fr (the segment marginals)."""
     tot = 0.0
-    if Q == 1:
-        for d0 in range(dmax):
-            e = fexp(hr[j + d0] + dbt[d0] - m)
-            tot += e
-            gdb[d0] += e * fr
-    else:
-        for d0 in range(r, dmax, Q):
-            e = fexp(hr[j + d0] + dbt[d0] - m)
-            tot += e
-            gdb[d0] += e * fr
+    for d0 in range(d0lo + (r - d0lo) % Q, dmax, Q):
+        e = fexp(hr[j + d0] + dbt[d0] - m)
+        tot += e
+        gdb[d0] += e * fr
     return tot
 
 
@@ -293,7 +286,7 @@ def _beta_and_transitions(sq, bg, eb, alphas_i, z, w, g_tr, beta, params):
 
 
 @njit(cache=True, nogil=True)
-def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm,
+def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
                   start, n, ck_ring, ck_lo, k, alphas, opens, Ss):
     """The forward rows of chunk k (boundaries [k n, min(k n + n, L + 1))) from its
     checkpoint: alpha, the ring's openings G^r and S at rows t - k n of alphas, opens,
@@ -314,8 +307,8 @@ def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_re
                 ring[c, q, i + K] = ck_ring[k, c, q, i]
         lo[c] = ck_lo[k, c]
     _relinearise(ring, lring, R)
-    _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, start,
-             ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
+    _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
+             start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
 
 
 def reverse_state(C: int, Q: int, K: int, L: int) -> tuple:
@@ -329,7 +322,7 @@ def reverse_state(C: int, Q: int, K: int, L: int) -> tuple:
 
 @njit(cache=True, nogil=True)
 def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
-                      edb_t, dbm, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi, beta,
+                      edb_t, dbm, dr, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi, beta,
                       z, w, g_ps, g_pe, g_tr, g_db, g_start, params):
     """The reverse pass over chunk k (positions from its last boundary down to k n), from
     the chunk's forward rows (fac_recompute) and the state the chunk after it left
@@ -370,18 +363,23 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                 # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
                 # the marginals of the segments (s, d, c) from the same exponentials
                 P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                dmax = min(K, hi[c] - s)
+                # the label's finite durations only: d - 1 in [lo0, dmax) (_fac_run)
+                lo0 = dr[0, c] - 1
+                dmax = min(dr[1, c], hi[c] - s)
+                nd = max(0, dmax - lo0)
                 st = 0.0
                 # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
-                hl = hlin[c, j:j + dmax]  # a slice: vector loads (_dot)
-                for d0 in range(dmax):
-                    prod[d0] = hl[d0] * edb_t[c, d0]
+                hl = hlin[c, j + lo0:j + lo0 + nd]  # slices: vector loads (_dot)
+                eb_c = edb_t[c, lo0:lo0 + nd]
+                pr = prod[lo0:lo0 + nd]
+                for d0 in range(nd):
+                    pr[d0] = hl[d0] * eb_c[d0]
                 if Q == 1:
-                    tot[0] = _sum(prod, dmax)
+                    tot[0] = _sum(pr, nd)
                 else:
                     for r in range(Q):
                         acc = 0.0
-                        for d0 in range(r, dmax, Q):
+                        for d0 in range(lo0 + (r - lo0) % Q, dmax, Q):
                             acc += prod[d0]
                         tot[r] = acc
                 for r in range(Q):
@@ -393,22 +391,22 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                         continue
                     # exact log space for this residue
                     fr[r] = 0.0
-                    m = _close_max(hring[c], j, db_t[c], r, dmax, Q)
+                    m = _close_max(hring[c], j, db_t[c], r, lo0, dmax, Q)
                     if m == NEG:
                         bg[r * C + c] = NEG
                         continue
                     f_r = w * fexp(opens[i, r, c] + m - z)
-                    tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, dmax, Q, m, f_r)
+                    tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, lo0, dmax, Q, m, f_r)
                     bg[r * C + c] = P + m + math.log(tr_)
                     st += tr_ * f_r
                 if params and Q == 1:
-                    _axpy(g_db[c], prod, fr[0], dmax)
+                    _axpy(g_db[c, lo0:], pr, fr[0], nd)
                 elif params:
-                    r = 0
-                    for d0 in range(dmax):
+                    r = lo0 % Q
+                    for d0 in range(nd):
                         fv[d0] = fr[r]
                         r = r + 1 if r + 1 < Q else 0
-                    _axpy_v(g_db[c], prod, fv, dmax)
+                    _axpy_v(g_db[c, lo0:], pr, fv, nd)
                 g_ps[s, c] = st
             if s == 0:
                 for c in range(C):
@@ -432,7 +430,7 @@ def fac_end_grads(alpha_end, end, z, w, g_end):
 
 
 @njit(cache=True, nogil=True)
-def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, start, end,
+def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, dr, start, end,
                 n, bp_d, bp_c, labels, seg_start):
     """Best score of one sequence; fills its labels and segment starts."""
     C, Q = bp_c.shape[2], bp_c.shape[1]
@@ -453,11 +451,12 @@ def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, start, e
         _terms(ps, pe, has_ps, has_pe, S, t, L, A, P)
         if t > 0:
             j, q = t % K, t % Q
-            for c in range(C):
-                dmax = min(K, t - lo[c])
-                m, i = _argmax2(ring[c, q], j + K - dmax, db_rev[c], K - dmax, dmax)
+            for c in range(C):  # the label's finite durations only (_fac_run)
+                top = min(dr[1, c], t - lo[c])
+                m, i = _argmax2(ring[c, q], j + K - top, db_rev[c], K - top,
+                                max(0, top - dr[0, c] + 1))
                 alpha[c] = A[c] + m
-                bp_d[t, c] = dmax - i
+                bp_d[t, c] = top - i
         if t == L:
             break
         for r in range(Q):
