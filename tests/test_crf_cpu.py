@@ -103,6 +103,29 @@ def test_sparse_grammar_transitions(form, monkeypatch):
     _check_chunks(kw, monkeypatch=monkeypatch)
 
 
+def _against_naive_dp(kw):
+    """The numba backend against the plain dynamic programme (autograd for the
+    gradients; its NaN gradients of -inf parameters count as zero): log Z, every
+    gradient, the Viterbi score. Returns the Viterbi segmentation."""
+    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
+    args, opts = split({**kw, **leaves})
+    want = naive_dp(*args, **opts)
+    got = log_partition(*args, **opts, backend="numba")
+    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
+    w = torch.tensor([0.7, -1.3], dtype=F64)
+    names = list(leaves)
+    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
+    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
+    for n, a, b in zip(names, g_got, g_want):
+        torch.testing.assert_close(a, torch.nan_to_num(b), atol=1e-9, rtol=1e-9,
+                                   msg=lambda m, n=n: f"{n}: {m}")
+    args_d, opts_d = split(kw)
+    seg = viterbi(*args_d, **opts_d, backend="numba")
+    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
+    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+    return seg
+
+
 def _duration_windows(kw, K):
     """Each label's finite durations a window inside 1..K, as a gene grammar's are (codon
     and site labels 1-3 bases, run tails exactly one length): label 0 all of 1..K, 1
@@ -132,22 +155,7 @@ def test_duration_windows_per_label(form, monkeypatch):
     kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=23, allowed_p=0.03,
               lengths=[T, 61])
     _duration_windows(kw, K)
-    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
-    args, opts = split({**kw, **leaves})
-    want = naive_dp(*args, **opts)
-    got = log_partition(*args, **opts, backend="numba")
-    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
-    w = torch.tensor([0.7, -1.3], dtype=F64)
-    names = list(leaves)
-    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
-    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
-    for n, a, b in zip(names, g_got, g_want):
-        a, b = torch.nan_to_num(a), torch.nan_to_num(b)
-        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
-    args_d, opts_d = split(kw)
-    seg = viterbi(*args_d, **opts_d, backend="numba")
-    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
-    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+    seg = _against_naive_dp(kw)
     for b in range(2):  # every segment's duration is one its label allows
         for _, d, c in seg.segments[b]:
             assert torch.isfinite(kw["duration_bias"][d - 1, c])
@@ -186,21 +194,7 @@ def test_long_sequences_against_naive_dp(form, monkeypatch):
     kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=21, allowed_p=0.03,
               lengths=[T, 57])
     kw["scores"] = kw["scores"] * 3
-    leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(kw).items()}
-    args, opts = split({**kw, **leaves})
-    want = naive_dp(*args, **opts)
-    got = log_partition(*args, **opts, backend="numba")
-    torch.testing.assert_close(got, want.detach(), atol=1e-9, rtol=1e-12)
-    w = torch.tensor([0.7, -1.3], dtype=F64)
-    names = list(leaves)
-    g_want = torch.autograd.grad((want * w).sum(), [leaves[n] for n in names])
-    g_got = torch.autograd.grad((got * w).sum(), [leaves[n] for n in names])
-    for n, a, b in zip(names, g_got, g_want):
-        torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-9, msg=lambda m, n=n: f"{n}: {m}")
-    args_d, opts_d = split(kw)
-    seg = viterbi(*args_d, **opts_d, backend="numba")
-    best = naive_dp(*args_d, **opts_d, reduce=lambda x, dim: x.amax(dim))
-    torch.testing.assert_close(seg.score, best, atol=1e-9, rtol=1e-12)
+    _against_naive_dp(kw)
 
 
 @pytest.mark.parametrize("form", FORMS)
