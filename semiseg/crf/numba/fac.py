@@ -122,6 +122,20 @@ def _gammas(alpha, sp, ea, gam):
 
 
 @njit(cache=True)
+def _window(dr, c, run):
+    """Label c's window of durations at a boundary whose allowed run is `run` bases:
+    (top, n), d = top, top - 1, ..., top - n + 1 = dr[0, c] (its finite ones, _Arrays.dr)."""
+    top = min(dr[1, c], run)
+    return top, max(0, top - dr[0, c] + 1)
+
+
+@njit(cache=True)
+def _first(r, lo0, Q):
+    """The first d - 1 >= lo0 of residue r mod Q."""
+    return lo0 + (r - lo0) % Q
+
+
+@njit(cache=True)
 def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
              start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
@@ -149,8 +163,7 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, db
             j, q = t % K, t % Q
             for c in range(C):
                 # the window: d = top..dr[0, c] at [j + K - top, j + K - dr[0, c]]
-                top = min(dr[1, c], t - lo[c])
-                nd = max(0, top - dr[0, c] + 1)
+                top, nd = _window(dr, c, t - lo[c])
                 sm = _dot(lring[c, q], j + K - top, edb_rev[c], K - top, nd)
                 if sm >= TINY:
                     alpha[c] = A[c] + R[c] + dbm[c] + math.log(sm)
@@ -220,7 +233,7 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
 def _close_max(hr, j, dbt, r, d0lo, dmax, Q):
     """max over d0lo <= d - 1 < dmax, d - 1 = r mod Q, of h_{s+d} + duration_bias[d-1]."""
     m = NEG
-    for d0 in range(d0lo + (r - d0lo) % Q, dmax, Q):
+    for d0 in range(_first(r, d0lo, Q), dmax, Q):
         m = max(m, hr[j + d0] + dbt[d0])
     return m
 
@@ -230,7 +243,7 @@ def _close_sum(hr, j, dbt, gdb, r, d0lo, dmax, Q, m, fr):
     """sum of exp(h_{s+d} + duration_bias[d-1] - m) over the durations of residue r in
     d0lo <= d - 1 < dmax, and gdb[d-1] += that exponential * fr (the segment marginals)."""
     tot = 0.0
-    for d0 in range(d0lo + (r - d0lo) % Q, dmax, Q):
+    for d0 in range(_first(r, d0lo, Q), dmax, Q):
         e = fexp(hr[j + d0] + dbt[d0] - m)
         tot += e
         gdb[d0] += e * fr
@@ -363,10 +376,9 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                 # beta_gamma^r_s(c) = P_s(c) + lse_{d-1 = r mod Q} db + h_{s+d}, and
                 # the marginals of the segments (s, d, c) from the same exponentials
                 P = (ps[s, c] if has_ps else 0.0) - Ss[i, c]
-                # the label's finite durations only: d - 1 in [lo0, dmax) (_fac_run)
-                lo0 = dr[0, c] - 1
-                dmax = min(dr[1, c], hi[c] - s)
-                nd = max(0, dmax - lo0)
+                # the label's finite durations only: d - 1 in [lo0, dmax) (_window)
+                dmax, nd = _window(dr, c, hi[c] - s)
+                lo0 = dmax - nd
                 st = 0.0
                 # linear space first: prod[d-1] = exp(h_{s+d} + db[d-1] - Rh - dbm)
                 hl = hlin[c, j + lo0:j + lo0 + nd]  # slices: vector loads (_dot)
@@ -379,7 +391,7 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                 else:
                     for r in range(Q):
                         acc = 0.0
-                        for d0 in range(lo0 + (r - lo0) % Q, dmax, Q):
+                        for d0 in range(_first(r, lo0, Q), dmax, Q):
                             acc += prod[d0]
                         tot[r] = acc
                 for r in range(Q):
@@ -452,9 +464,8 @@ def fac_viterbi(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, dr, star
         if t > 0:
             j, q = t % K, t % Q
             for c in range(C):  # the label's finite durations only (_fac_run)
-                top = min(dr[1, c], t - lo[c])
-                m, i = _argmax2(ring[c, q], j + K - top, db_rev[c], K - top,
-                                max(0, top - dr[0, c] + 1))
+                top, nd = _window(dr, c, t - lo[c])
+                m, i = _argmax2(ring[c, q], j + K - top, db_rev[c], K - top, nd)
                 alpha[c] = A[c] + m
                 bp_d[t, c] = top - i
         if t == L:

@@ -61,6 +61,7 @@ from .common import (
     _planes_by_residue,
     _planes_to_ring,
     _position,
+    _res_best,
     _res_max,
     _res_rows,
     _res_sums,
@@ -380,12 +381,7 @@ def _fwd_kernel(
                 if (LZ == 0) | (PARTG == 0):  # (LZ with PARTG: plane order, _lazy_alpha)
                     a3 = _planes_by_residue(a3, i, NP, NPP)
             elif MODE == 2:
-                # (NPP, KP, CP) select: NP unrolled passes (common._res_max) ran 2x slower
-                # here on an H200 (KERNELS_NOTES, Session 29)
-                sel = ((d - 1) % NP)[None, :, :] == r3  # (NPP, KP, 1)
-                v3 = tl.where(sel, v[None, :, :], NEG)  # (NPP, KP, CP)
-                a3 = tl.max(v3, 1)
-                bd3 = tl.min(tl.where(v3 == a3[:, None, :], d[None, :, :], KP + 1), 1)
+                a3, bd3 = _res_best(v, d, NP, NPP, KP)
             else:
                 # logsumexp over the slots per residue with one exponential per slot
                 # (against its own residue's max), one (KP, CP) pass per residue

@@ -248,6 +248,18 @@ def _res_rows(x3, dres, NP: tl.constexpr, NPP: tl.constexpr):
 
 
 @triton.jit
+def _res_best(v, d, NP: tl.constexpr, NPP: tl.constexpr, KP: tl.constexpr):
+    """Per residue (d - 1) mod NP, the max over its slots of v (slots, CP) and the
+    shortest duration d (slots, 1) reaching it: two (NPP, CP), through one (NPP, slots,
+    CP) select (the Viterbi's; NP unrolled passes ran 2-2.7x slower, KERNELS_NOTES,
+    Session 29)."""
+    sel = ((d - 1) % NP)[None, :, :] == tl.arange(0, NPP)[:, None, None]  # (NPP, slots, 1)
+    v3 = tl.where(sel, v[None, :, :], NEG)
+    tm = tl.max(v3, 1)
+    return tm, tl.min(tl.where(v3 == tm[:, None, :], d[None, :, :], KP + 1), 1)
+
+
+@triton.jit
 def _res_max(v, dres, NP: tl.constexpr, NPP: tl.constexpr, SLOTS: tl.constexpr,
              CP: tl.constexpr):
     """Per residue, the max over the slots of that residue of v (SLOTS, CP): mx3 (NPP,
@@ -467,11 +479,8 @@ def _ring_tiles_res(wp, ins, f, mprev, i, db, jt, cs, KP: tl.constexpr,
     best = tl.full((NPP, CP), KP + 1, tl.int32)
     for j0 in range(0, KP, TILE):
         v, d = _tile_step(wp, j0 + jt, ins, f, mprev, i, db, cs, KP, CP)
-        if BEST:  # the (NPP, TILE, CP) select: unrolled passes ran 2.7x slower here
-            sel = ((d - 1) % NP)[None, :, :] == tl.arange(0, NPP)[:, None, None]
-            v3 = tl.where(sel, v[None, :, :], NEG)
-            tm = tl.max(v3, 1)
-            tb = tl.min(tl.where(v3 == tm[:, None, :], d[None, :, :], KP + 1), 1)
+        if BEST:
+            tm, tb = _res_best(v, d, NP, NPP, KP)
             best = tl.where(tm > acc, tb, tl.where(tm == acc, tl.minimum(best, tb), best))
             acc = tl.maximum(acc, tm)
         else:  # NP unrolled (TILE, CP) passes, no (NPP, TILE, CP) temporary
