@@ -318,8 +318,9 @@ def test_periodic_against_float64(B, T, K, C):
     determinism, at realistic shapes with allowed masks, variable lengths and -inf
     transitions; "auto" picks the kernels. (2, 5000, 300, 25) runs the periodic Viterbi's
     end-indexed chain at 32 warps (_viterbi_per_warps) and its reversed chain at 8
-    (_rev_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64) and the backward's
-    wave kernels at 32 warps, its posterior-only _bwd_kernel at 8 (_wave_warps)."""
+    (_rev_warps), (2, 3000, 256, 37) the gene model's ring (256 x 64): the wave's recompute at
+    32 warps (_wave_warps), the backward in tiles (bwd_tile's wide rings), its
+    posterior-only _bwd_kernel with the ring in registers at 8 warps."""
     kn = _kn()
     p, extra = problem(B, T, K, C, seed=B * T + K + 3, period=3, allowed=True,
                        lengths=[T] + [T - 13 * i for i in range(1, B)])
@@ -408,6 +409,23 @@ def sparsify(p, seed):
         for o in (1 + seed % 5, 7 + seed % 7, 15 + seed % 3):
             keep[r, src, (src + o + r) % C] = True
     p["transition"] = tr.masked_fill(~keep.to(tr.device), float("-inf"))
+
+
+def test_wide_rings_in_tiles_against_float64():
+    """The gene model's ring (256 x 64) with the parameter sums: the backward walks it in
+    tiles by rule (Tuning.bwd_tile's wide rings; static here, periodic with dense tables in
+    test_periodic_against_float64 and sparse ones in test_periodic_sparse_against_float64),
+    against float64, deterministic; without the parameter sums (posteriors) it stays in
+    registers."""
+    kn = _kn()
+    p, extra = problem(2, 3000, 256, 37, seed=3301, allowed=True, lengths=[3000, 2987])
+    x = inputs(p, extra, torch.float32)
+    KP, CP = kn._shape(x)
+    t = kn.DEFAULT
+    assert (KP, CP) == (256, 64) and not x.periodic
+    assert t.bwd_tile(KP, CP) == 128 and t.bwd_tile(KP, CP, params=False) == 0
+    assert t.bwd_tile(KP, CP, NP=3) == 256 and t.bwd_tile(KP, CP, NP=3, sparse=True) == 64
+    check_against_float64(kn, p, extra, deterministic=True)
 
 
 @pytest.mark.parametrize("B,T,K,C", [(2, 3000, 256, 37), (3, 4000, 300, 40)])

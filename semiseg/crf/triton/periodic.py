@@ -207,7 +207,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     g_db = torch.zeros(B, nck, KP, CP, **f32) if params else dummy
     g_tr = torch.zeros(B, nck, NPP, CP, sp or CP, **f32) if params else dummy
     nw_rec = t.wave_warps(KP, CP, "recompute")
-    bw = t.bwd_opts(KP, CP, t.wave_warps(KP, CP, "bwd", params, sp > 0), params, B * nck, dummy)
+    bw = t.bwd_opts(KP, CP, t.wave_warps(KP, CP, "bwd", params, sp > 0), params, B * nck, dummy,
+                    NP, sp > 0)
     rec_sp = _sparse_opts(sp, B * W, 1, CP, dummy)
     bwd_sp = _sparse_opts(sp, B * nck, NPP, CP, dummy)
     for k0 in range(0, nseg, W):

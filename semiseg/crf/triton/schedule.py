@@ -131,8 +131,14 @@ class Tuning:
     bwd_tile_from: int = 32768
     # ring elements (slots x CP) per tile there; benchmarks set both
     bwd_tile_elems: int = 8192
-    # warps of the tiled backward; None = 16
+    # warps of the tiled backward; None = 16 (8 for the wide rings below)
     bwd_tile_warps: int | None = None
+    # wide rings (CP >= 64, KP x CP from wide_tile_from up to bwd_tile_from: the gene
+    # model's 256 x 64): the backward with its parameter sums walks its ring in tiles of
+    # these elements at 8 warps: static, periodic with dense tables, periodic with sparse
+    # tables (bwd_tile's docstring); benchmarks set them
+    wide_tile_from: int = 16384
+    wide_tile_elems: tuple[int, int, int] = (8192, 16384, 4096)
     # ring elements per tile of the end-indexed chain from CHAIN_TILE_FROM (the gene
     # shape's 64 x 64 below it); benchmarks set it
     end_tile_elems: int = 4096
@@ -282,25 +288,45 @@ class Tuning:
         the sum without spilling), hence CP <= 32."""
         return params and KP * CP >= self.db_global_from and CP <= 32
 
-    def bwd_tile(self, KP: int, CP: int) -> int:
-        """Slots per tile of the static backward's ring in memory (chain._bwd_kernel TILE),
-        or 0 for the ring in registers: from KP x CP = bwd_tile_from, where the whole-ring
-        step spilled. On an H100 (benchmarks/bwd_tiles_probe.py; RESULTS-log.md, "The static
-        backward's ring in tiles") forward+backward at (16, 20000, K, 13) went 835 -> 333 ms
-        at K = 2000 and 3812 -> 1170 ms at K = 4000, and K = 8192 runs (3.8 s); at 1000 x 16
-        the tiles lost (100 -> 113 ms). Tiles of 8192 elements at 16 warps were the best of
-        2048 / 4096 / 8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096)."""
-        return _tile_slots(KP, CP, self.bwd_tile_from, self.bwd_tile_elems)
+    def bwd_tile(self, KP: int, CP: int, params: bool = True, NP: int = 1,
+                 sparse: bool = False) -> int:
+        """Slots per tile of the backward's ring in memory (chain._bwd_kernel TILE), or 0
+        for the ring in registers.
+
+        From KP x CP = bwd_tile_from, where the whole-ring step spilled: on an H100
+        (benchmarks/bwd_tiles_probe.py; RESULTS-log.md, "The static backward's ring in
+        tiles") forward+backward at (16, 20000, K, 13) went 835 -> 333 ms at K = 2000 and
+        3812 -> 1170 ms at K = 4000, and K = 8192 runs (3.8 s); at 1000 x 16 the tiles lost
+        (100 -> 113 ms). Tiles of 8192 elements at 16 warps were the best of 2048 / 4096 /
+        8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096).
+
+        Wide rings (CP >= 64, KP x CP from wide_tile_from), with the parameter sums
+        (`params`): tiles of wide_tile_elems[static, periodic dense, periodic `sparse`]. On
+        an H200 at (64, 20000, 256, 37) (benchmarks/periodic_bwd_probe.py; RESULTS-log.md,
+        "The gene shape's backward in tiles") _bwd_kernel went 159 -> 133 ms static, 550 ->
+        361 ms periodic, 303 -> 183 ms periodic with sparse tables, each the best of 2048 /
+        4096 / 8192 / 16384 elements x 8 / 16 / 32 warps tried (the register ring at 32
+        warps spilled 172 bytes, at 8 warps 200-430); at the training step's (8, 10000,
+        256, 37) sparse 18.6 -> 10.6 ms. Without the parameter sums (posteriors) the
+        register ring stayed faster (101 against 111 ms)."""
+        if KP * CP >= self.bwd_tile_from:
+            return _tile_slots(KP, CP, self.bwd_tile_from, self.bwd_tile_elems)
+        if params and CP >= 64 and KP * CP >= self.wide_tile_from:
+            elems = self.wide_tile_elems[2 if sparse else 1 if NP > 1 else 0]
+            return max(1, min(KP, elems // CP))
+        return 0
 
     def bwd_opts(self, KP: int, CP: int, nw: int, params: bool, programs: int,
-                 dummy: Tensor) -> dict:
-        """Launch options of _bwd_kernel (static or periodic): TILE (bwd_tile) with each of
-        `programs` segments' ring in `work` and bwd_tile_warps, else the caller's warps nw; the
-        duration-bias sum in g_db where tiled or db_global asks for it."""
-        tile = self.bwd_tile(KP, CP)
+                 dummy: Tensor, NP: int = 1, sparse: bool = False) -> dict:
+        """Launch options of _bwd_kernel (static or periodic, NP residues, `sparse` tables):
+        TILE (bwd_tile) with each of `programs` segments' ring in `work` and bwd_tile_warps
+        (16; 8 for the wide rings), else the caller's warps nw; the duration-bias sum in g_db
+        where tiled or db_global asks for it."""
+        tile = self.bwd_tile(KP, CP, params, NP, sparse)
+        wide = KP * CP < self.bwd_tile_from
         return {"TILE": tile, "work": _work(tile, programs, KP, CP, dummy), "PARAM_GRADS": params,
                 "DB_GLOBAL": params and (tile > 0 or self.db_global(KP, CP, params)),
-                "num_warps": (self.bwd_tile_warps or 16) if tile else nw}
+                "num_warps": (self.bwd_tile_warps or (8 if wide else 16)) if tile else nw}
 
     def chain_opts(self, KP: int, CP: int, nw: int) -> dict:
         """Launch options (TILE, num_warps) of a static _fwd_kernel chain or the join: tiled
