@@ -138,7 +138,9 @@ class Tuning:
     # these elements at 8 warps: static, periodic with dense tables, periodic with sparse
     # tables (bwd_tile's docstring); benchmarks set them
     wide_tile_from: int = 16384
-    wide_tile_elems: tuple[int, int, int] = (8192, 16384, 4096)
+    wide_tile_static: int = 8192
+    wide_tile_dense: int = 16384
+    wide_tile_sparse: int = 4096
     # ring elements per tile of the end-indexed chain from CHAIN_TILE_FROM (the gene
     # shape's 64 x 64 below it); benchmarks set it
     end_tile_elems: int = 4096
@@ -301,7 +303,7 @@ class Tuning:
         8192 x 8 / 16 / 32 at K = 2000 (4-5% over 4096).
 
         Wide rings (CP >= 64, KP x CP from wide_tile_from), with the parameter sums
-        (`params`): tiles of wide_tile_elems[static, periodic dense, periodic `sparse`]. On
+        (`params`): tiles of wide_tile_static, _dense (periodic) or _sparse elements. On
         an H200 at (64, 20000, 256, 37) (benchmarks/periodic_bwd_probe.py; RESULTS-log.md,
         "The gene shape's backward in tiles") _bwd_kernel went 159 -> 133 ms static, 550 ->
         361 ms periodic, 303 -> 183 ms periodic with sparse tables, each the best of 2048 /
@@ -312,7 +314,8 @@ class Tuning:
         if KP * CP >= self.bwd_tile_from:
             return _tile_slots(KP, CP, self.bwd_tile_from, self.bwd_tile_elems)
         if params and CP >= 64 and KP * CP >= self.wide_tile_from:
-            elems = self.wide_tile_elems[2 if sparse else 1 if NP > 1 else 0]
+            elems = (self.wide_tile_sparse if sparse else self.wide_tile_dense if NP > 1
+                     else self.wide_tile_static)
             return max(1, min(KP, elems // CP))
         return 0
 
