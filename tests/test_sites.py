@@ -322,3 +322,31 @@ def test_weak_branch_marks_acceptors_without_a_near_consensus_motif():
             assert not got[:, c].any(), kind
     m.set({"branch": np.zeros((4, 7), np.float32)})  # no matrix counted: no evidence
     assert not m.weak_branch(codes_of(seq)).any()
+
+
+def test_label_sum_is_the_masked_sum():
+    """label_sum against the sum it replaces, sum over pairs of values[..., None] * mask:
+    the same bits (labels named by two pairs summed in order, none: 0), the same
+    gradients, None for no pairs; a mask other than 0/1 is refused."""
+    from semiseg.genemodel.labelsum import label_sum, mask_labels
+
+    g = torch.Generator().manual_seed(5)
+    C = 9
+    masks = [torch.zeros(C) for _ in range(3)]
+    masks[0][[1, 4]] = 1
+    masks[1][[4, 7, 8]] = 1
+    masks[2][[0]] = 1
+    vals = [torch.randn(2, 50, generator=g, dtype=torch.float64).requires_grad_(True)
+            for _ in masks]
+    want = sum(v[..., None] * m.double() for v, m in zip(vals, masks))
+    got = label_sum([(v, mask_labels(m)) for v, m in zip(vals, masks)], C)
+    assert got.shape == (2, 50, C) and torch.equal(got, want)
+    assert torch.equal(got[..., [2, 3, 5, 6]], torch.zeros(2, 50, 4, dtype=torch.float64))
+    w = torch.randn(2, 50, C, generator=g, dtype=torch.float64)
+    g_want = torch.autograd.grad((want * w).sum(), vals)
+    g_got = torch.autograd.grad((got * w).sum(), vals)
+    for a, b in zip(g_want, g_got):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert label_sum([], C) is None
+    with pytest.raises(ValueError, match="0/1"):
+        mask_labels(torch.tensor([0.0, 0.5]))

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import START_IDS, STOP_IDS
+from .labelsum import label_sum, mask_labels
 from .orf import NONE, _first_at_or_after, _last_at_or_before, _shift
 
 N_KNOTS = 16
@@ -142,7 +143,8 @@ N_UPSTREAM = 4  # 0, 1, 2, 3 or more in-frame start codons upstream
 
 def _codon_masks(module: nn.Module, layout, sites) -> list[tuple[str, str]]:
     """Register a (C,) float mask of each site kind's internal labels per strand on
-    `module` (buffers mask_startp, mask_stopm, ...); returns [(kind, buffer name)]."""
+    `module` (buffers mask_startp, mask_stopm, ...), and set module.labels (each mask's
+    labels, label_sum's) and module.n_labels; returns [(kind, buffer name)]."""
     kinds = [layout.kind_names[k] for k in layout.kind]
     out = []
     for site in sites:
@@ -151,6 +153,8 @@ def _codon_masks(module: nn.Module, layout, sites) -> list[tuple[str, str]]:
             module.register_buffer(name, torch.tensor(
                 [k == f"{site}{st}" for k in kinds], dtype=torch.float32), persistent=False)
             out.append((f"{site}{st}", name))
+    module.labels = {name: mask_labels(getattr(module, name)) for _, name in out}
+    module.n_labels = len(kinds)
     return out
 
 
@@ -171,13 +175,12 @@ class UpstreamStartScores(nn.Module):
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""
         n = upstream_starts(codes, lengths)
-        out = None
+        parts = []
         for key, name in self.targets:
             k = n[key]
-            sc = self.weight[k.clamp(0, N_UPSTREAM - 1)] * (k >= 0)
-            term = sc[..., None] * getattr(self, name)
-            out = term if out is None else out + term
-        return out
+            parts.append((self.weight[k.clamp(0, N_UPSTREAM - 1)] * (k >= 0),
+                          self.labels[name]))
+        return label_sum(parts, self.n_labels)
 
 
 def hat_basis(length: Tensor) -> Tensor:
@@ -209,10 +212,9 @@ class OrfLengthScores(nn.Module):
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""
         ln = orf_lengths(codes, lengths)
-        out = None
+        parts = []
         for i, key, name in self.targets:
             v = ln[key]
-            sc = (hat_basis(v.to(self.knots.dtype)) @ self.knots[i]) * (v > 0)
-            term = sc[..., None] * getattr(self, name)
-            out = term if out is None else out + term
-        return out
+            parts.append(((hat_basis(v.to(self.knots.dtype)) @ self.knots[i]) * (v > 0),
+                          self.labels[name]))
+        return label_sum(parts, self.n_labels)

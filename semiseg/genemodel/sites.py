@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import STARTS, STOPS, codon_id
+from .labelsum import label_sum, mask_labels
 
 # bases before the anchor, bases from the anchor on (anchor included)
 SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
@@ -253,6 +254,7 @@ class SiteScores(nn.Module):
                 name = f"mask_{s}{'p' if st == '+' else 'm'}"
                 self.register_buffer(name, mask, persistent=False)
                 self.targets.append((s, st, name))
+        self.labels = {name: mask_labels(getattr(self, name)) for _, _, name in self.targets}
 
     def set(self, mats: dict) -> None:
         """Copy counted matrices ({site: (4, L)}: count_site_pwms, and "branch":
@@ -289,7 +291,7 @@ class SiteScores(nn.Module):
             a, b, c = codes[:, :-2], codes[:, 1:-1], codes[:, 2:]
             ok = (a < 4) & (b < 4) & (c < 4)
             trip[:, :-2] = torch.where(ok, a * 16 + b * 4 + c, torch.full_like(a, -1))
-        out = None
+        parts = []
         for s, st, name in self.targets:
             if s == "branch":
                 sc = branch_scores(x, self.pwm_branch, st == "-")
@@ -302,6 +304,5 @@ class SiteScores(nn.Module):
                 if st == "-":  # the codon's anchor is its right end
                     at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
                 sc = sc * at
-            term = (self.weight[self.names.index(s)] * sc)[..., None] * getattr(self, name)
-            out = term if out is None else out + term
-        return out
+            parts.append((self.weight[self.names.index(s)] * sc, self.labels[name]))
+        return label_sum(parts, self.n_labels)
