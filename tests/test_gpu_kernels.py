@@ -3,6 +3,7 @@
 Run on a CUDA machine with `PYTHONPATH=. pytest -m gpu tests/test_gpu_kernels.py`.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -374,6 +375,32 @@ def test_periodic_split_planes_against_float64(B, T, K, C, split, sparse, tagged
     assert rk.get("XT", 0) == rk.get("TAG", 0)
     assert kn.DEFAULT.end_programs(B, KP, CP, 3, torch.device("cuda")) == rk["SPLIT"]
     assert (kn.DEFAULT.sparse_width(x) > 0) == sparse
+    check_against_float64(kn, p, extra, deterministic=True)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_wide_planes_split_against_float64(sparse, monkeypatch):
+    """The gene model's ring (256 x 64, CP above res_planes_max_cp) as residue planes
+    split over NP = 3 programs per sequence by rule (split_planes_max_cp; each program
+    forms its part of gamma), both directions, dense and sparse tables: log Z, every
+    gradient, Viterbi and its path against float64, deterministic. Not split (rev_split
+    False), the wide ring is one ring, no planes."""
+    kn = _kn()
+    if sparse:
+        tuned(monkeypatch, sparse_viterbi=True)
+    p, extra = problem(2, 3000, 256, 37, seed=3307, period=3, allowed=True,
+                       lengths=[3000, 2983])
+    if sparse:
+        sparsify(p, 2)
+    x = inputs(p, extra, torch.float32)
+    KP, CP = kn._shape(x)
+    dummy = torch.empty(1, device="cuda")
+    rk = kn.DEFAULT.rev_opts(KP, CP, kn.DEFAULT.chain_warps(KP, CP), 2, dummy, 3)
+    assert CP == 64 > kn.DEFAULT.res_planes_max_cp and (kn.DEFAULT.sparse_width(x) > 0) == sparse
+    assert rk["KQ"] == 128 and rk["SPLIT"] == 3 and rk["PARTG"] == 1
+    assert kn.DEFAULT.end_programs(2, KP, CP, 3, torch.device("cuda")) == 3
+    off = dataclasses.replace(kn.DEFAULT, rev_split=False)
+    assert off.rev_opts(KP, CP, off.chain_warps(KP, CP), 2, dummy, 3)["KQ"] == 0
     check_against_float64(kn, p, extra, deterministic=True)
 
 

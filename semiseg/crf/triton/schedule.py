@@ -170,6 +170,10 @@ class Tuning:
     # CP; above it (and at 0: benchmarks, tests) one (KP, CP) ring split by residue at
     # every read
     res_planes_max_cp: int = 32
+    # ... and above it up to this CP (the gene shape's 64) only where they are split over
+    # programs (rev_opts; end_programs alike): wide planes, each program forming its
+    # residue's part of gamma; 0 = never
+    split_planes_max_cp: int = 64
     # the residue planes split over NP programs per sequence (True / False forces it where
     # the planes are on; None = rev_opts' rule)
     rev_split: bool | None = None
@@ -500,18 +504,27 @@ class Tuning:
         programs"). Where the parts are formed, the exchange is tagged (rev_tag; label-major
         with lazy_alpha) and the split programs load their rows a step ahead (prefetch): with
         lazy_alpha the chain went 64.5 -> 45.9 ms at (8, 20000, 100, 24); all of gamma per
-        program (8 warps) ran 4% slower tagged (RESULTS-log.md, "Tagged exchanges")."""
+        program (8 warps) ran 4% slower tagged (RESULTS-log.md, "Tagged exchanges"). Above
+        res_planes_max_cp, up to split_planes_max_cp, the planes only where they are split,
+        each program forming its part of gamma: at the fly training step's (16, 10000, 256,
+        37) with sparse tables the chain went 102.8 -> 45.2 ms (RESULTS-log.md, "Wide residue
+        planes split over programs")."""
         kw = self.chain_opts(KP, CP, self.rev_chain_warps(nw))
-        planes = NP > 1 and not kw["TILE"] and CP <= self.res_planes_max_cp
+        dev = dummy.device
+        wide = CP > self.res_planes_max_cp
+        planes = (NP > 1 and not kw["TILE"]
+                  and CP <= (self.split_planes_max_cp if wide else self.res_planes_max_cp))
+        split = (planes and dev.type == "cuda" and B * NP <= _sm_count(dev)
+                 and (B * (NP + 1) <= _sm_count(dev) if self.rev_split is None
+                      else self.rev_split))
+        planes = planes and (split or not wide)  # wide planes only split over programs
         kq = _pow2(-(-KP // NP)) if planes else 0
         kw = dict(kw, work=_work(kw["TILE"], B, KP, CP, dummy), KQ=kq, SPLIT=1,
                   LAZY=int(bool(self.lazy_alpha)))
-        dev = dummy.device
-        if not planes or dev.type != "cuda" or B * NP > _sm_count(dev):
+        if not split:
             return kw
-        if not (B * (NP + 1) <= _sm_count(dev) if self.rev_split is None else self.rev_split):
-            return kw
-        part = kq * CP <= 2048 if self.rev_part_gamma is None else bool(self.rev_part_gamma)
+        part = (kq * CP <= 2048 or wide) if self.rev_part_gamma is None else \
+            bool(self.rev_part_gamma)
         nw = self.rev_split_warps or (4 if part else 8)
         tag = part if self.rev_tag is None else bool(self.rev_tag)
         xt = int(tag and part and bool(self.lazy_alpha))
@@ -538,8 +551,10 @@ class Tuning:
         before alpha's row became a masked store; RESULTS-log.md, "The periodic chains' residue
         planes split over programs"); with alpha's row as a tagged word (end_tag) and the
         rows loaded a step ahead (prefetch), 47.3 -> 46.6 and 80.9 -> 69.5 ms (RESULTS-log.md,
-        "Tagged exchanges")."""
-        if NP < 2 or CP > self.res_planes_max_cp or dev.type != "cuda" or B * NP > _sm_count(dev):
+        "Tagged exchanges"). Up to split_planes_max_cp the same (the gene shape's 64: 63.0 ->
+        35.5 ms at (16, 10000, 256, 37) with sparse tables)."""
+        top = max(self.res_planes_max_cp, self.split_planes_max_cp)
+        if NP < 2 or CP > top or dev.type != "cuda" or B * NP > _sm_count(dev):
             return 1
         on = 2 * B * NP <= _sm_count(dev) if self.end_split is None else self.end_split
         return NP if on else 1
