@@ -269,17 +269,17 @@ class SiteScores(nn.Module):
         BRANCH_MIN_MATCH or more bases, else 0; all 0 when no branch matrix was counted.
         (annotate.branch_penalty takes a log-score from such introns.)"""
         B, T = codes.shape
-        out = torch.zeros(B, T, self.n_labels, device=codes.device)
         if not bool(self.pwm_branch.any()):
-            return out
+            return torch.zeros(B, T, self.n_labels, device=codes.device)
         x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()
         cons = nn.functional.one_hot(self.pwm_branch.argmax(0), 4).T.float()  # (4, width)
+        parts = []
         for s, st, name in self.targets:
             if s == "branch":
                 matches = branch_scores(x, cons, st == "-")  # bases matched, best motif
-                out = out + (matches < BRANCH_MIN_MATCH - 0.5).float()[..., None] * \
-                    getattr(self, name)
-        return out
+                parts.append(((matches < BRANCH_MIN_MATCH - 0.5).float(), self.labels[name]))
+        out = label_sum(parts, self.n_labels)
+        return torch.zeros(B, T, self.n_labels, device=codes.device) if out is None else out
 
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) int64 (A C G T = 0..3, anything else 4) -> (B, T, C) additive

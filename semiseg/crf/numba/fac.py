@@ -136,6 +136,31 @@ def _first(r, lo0, Q):
 
 
 @njit(cache=True)
+def _residue_sums3(prod, lo0, dmax, tot):
+    """tot[r] = sum of prod[d0] over d0 in [lo0, dmax) with d0 = r mod 3, each in
+    ascending d0 from 0.0: the bits of one loop per residue, but the three sums advance
+    together (three chains of dependent additions instead of one after another; the
+    reverse pass's period-3 windows were bound by the latency of those additions)."""
+    a = 0.0
+    b = 0.0
+    c = 0.0
+    d0 = lo0
+    while d0 + 2 < dmax:
+        a += prod[d0]
+        b += prod[d0 + 1]
+        c += prod[d0 + 2]
+        d0 += 3
+    if d0 < dmax:
+        a += prod[d0]
+    if d0 + 1 < dmax:
+        b += prod[d0 + 1]
+    r = lo0 % 3
+    tot[r] = a
+    tot[(r + 1) % 3] = b
+    tot[(r + 2) % 3] = c
+
+
+@njit(cache=True)
 def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
              start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss):
     """Boundaries [t0, t1) of one chunk from its restored state (ring, lring, R, lo,
@@ -388,6 +413,8 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                     pr[d0] = hl[d0] * eb_c[d0]
                 if Q == 1:
                     tot[0] = _sum(pr, nd)
+                elif Q == 3:
+                    _residue_sums3(prod, lo0, dmax, tot)
                 else:
                     for r in range(Q):
                         acc = 0.0
