@@ -461,9 +461,10 @@ def main() -> None:
     """Console-script entry point. Exit codes (docs/reliability.md): 0 success; 2 a user
     error or a failed write, as one line `semiseg: error: ...`; 130 interrupted (Ctrl-C
     or SIGTERM, e.g. a SLURM time limit): `semiseg: interrupted`, temporary files removed."""
-    from .runtime import EXIT_INTERRUPTED, Interrupted, install
+    from .runtime import EXIT_INTERRUPTED, Interrupted, install, keep_freed_memory
 
     install()  # SIGINT and SIGTERM raise KeyboardInterrupt: clean-ups run
+    keep_freed_memory()  # large temporaries reused, not mapped afresh (runtime.py)
     try:
         rc = app(standalone_mode=False)
     except Interrupted as err:  # interrupted, with something to say (train: --resume)
