@@ -161,6 +161,21 @@ def test_duration_windows_per_label(form, monkeypatch):
             assert torch.isfinite(kw["duration_bias"][d - 1, c])
 
 
+@pytest.mark.parametrize("period", [2, 4])
+def test_periods_other_than_three_against_naive_dp(period, monkeypatch):
+    """Periods other than 3 (the reverse pass's generic residue sums; period 3 has a loop
+    of its own, fac._residue_sums3): T = 80 with chunks of 7 and per-label duration
+    windows, against the plain dynamic programme."""
+    monkeypatch.setattr(cpu, "CHUNK", 7)
+    B, T, C, K = 2, 80, 5, 6
+    kw = make(B, T, C, K, dd="periodic", terms=TERMS["all"], seed=29 + period,
+              allowed_p=0.03, lengths=[T, 59])
+    tr = kw["transition"]  # (3, C, C)
+    kw["transition"] = torch.cat([tr, tr[:1] + 0.5])[:period].contiguous()
+    _duration_windows(kw, K)
+    _against_naive_dp(kw)
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_nothing_allowed(form, monkeypatch):
     """No allowed segmentation: log Z = -inf, zero gradients, Viterbi -inf and empty."""
