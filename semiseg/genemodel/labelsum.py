@@ -6,19 +6,17 @@ import torch
 from torch import Tensor
 
 
-def mask_labels(mask: Tensor) -> list[int]:
-    """The labels a 0/1 float label mask (C,) selects (read once, when a module is built:
-    no device sync in forward)."""
-    if not bool(((mask == 0) | (mask == 1)).all()):
-        raise ValueError("label mask: expected 0/1 entries")
-    return torch.nonzero(mask).flatten().tolist()
+def kind_labels(layout, kind: str) -> list[int]:
+    """The internal labels of a FrameLayout whose kind is `kind` (e.g. "start+"), fixed
+    when a module is built: label_sum's columns, no mask tensor and no device sync."""
+    return [i for i, k in enumerate(layout.kind) if layout.kind_names[k] == kind]
 
 
 def label_sum(parts: list[tuple[Tensor, list[int]]], n_labels: int) -> Tensor | None:
     """(..., n_labels) from (values (...), labels) pairs: column c is the sum, in the
     pairs' order, of the values of the pairs that name c, and 0 where none does; None for
-    no pairs. The same bits as summing values[..., None] * mask over the pairs (a 0/1
-    mask adds exact zeros elsewhere), without a (..., n_labels) tensor per pair: on a
+    no pairs. The same bits as summing values[..., None] * mask over the pairs with 0/1
+    label masks (they add exact zeros elsewhere), without a (..., n_labels) tensor per pair: on a
     whole chromosome those were most of the site and ORF-length terms' time."""
     if not parts:
         return None

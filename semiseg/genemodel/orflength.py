@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import START_IDS, STOP_IDS
-from .labelsum import label_sum, mask_labels
+from .labelsum import kind_labels, label_sum
 from .orf import NONE, _first_at_or_after, _last_at_or_before, _shift
 
 N_KNOTS = 16
@@ -141,21 +141,10 @@ def upstream_starts(codes: Tensor, lengths: Tensor | None = None) -> dict[str, T
 N_UPSTREAM = 4  # 0, 1, 2, 3 or more in-frame start codons upstream
 
 
-def _codon_masks(module: nn.Module, layout, sites) -> list[tuple[str, str]]:
-    """Register a (C,) float mask of each site kind's internal labels per strand on
-    `module` (buffers mask_startp, mask_stopm, ...), and set module.labels (each mask's
-    labels, label_sum's) and module.n_labels; returns [(kind, buffer name)]."""
-    kinds = [layout.kind_names[k] for k in layout.kind]
-    out = []
-    for site in sites:
-        for st in layout.strands:
-            name = f"mask_{site}{'p' if st == '+' else 'm'}"
-            module.register_buffer(name, torch.tensor(
-                [k == f"{site}{st}" for k in kinds], dtype=torch.float32), persistent=False)
-            out.append((f"{site}{st}", name))
-    module.labels = {name: mask_labels(getattr(module, name)) for _, name in out}
-    module.n_labels = len(kinds)
-    return out
+def _codon_labels(layout, sites) -> list[tuple[str, list[int]]]:
+    """(kind, its internal labels) of each site kind per strand, e.g. ("start+", [...])."""
+    return [(f"{site}{st}", kind_labels(layout, f"{site}{st}"))
+            for site in sites for st in layout.strands]
 
 
 class UpstreamStartScores(nn.Module):
@@ -170,16 +159,16 @@ class UpstreamStartScores(nn.Module):
     def __init__(self, layout):
         super().__init__()
         self.weight = nn.Parameter(torch.zeros(N_UPSTREAM))
-        self.targets = _codon_masks(self, layout, ("start",))
+        self.n_labels = len(layout.kind)
+        self.targets = _codon_labels(layout, ("start",))
 
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""
         n = upstream_starts(codes, lengths)
         parts = []
-        for key, name in self.targets:
+        for key, labels in self.targets:
             k = n[key]
-            parts.append((self.weight[k.clamp(0, N_UPSTREAM - 1)] * (k >= 0),
-                          self.labels[name]))
+            parts.append((self.weight[k.clamp(0, N_UPSTREAM - 1)] * (k >= 0), labels))
         return label_sum(parts, self.n_labels)
 
 
@@ -206,15 +195,16 @@ class OrfLengthScores(nn.Module):
     def __init__(self, layout):
         super().__init__()
         self.knots = nn.Parameter(torch.zeros(2, N_KNOTS))  # start, stop
-        self.targets = [(0 if key.startswith("start") else 1, key, name)
-                        for key, name in _codon_masks(self, layout, ("start", "stop"))]
+        self.n_labels = len(layout.kind)
+        self.targets = [(0 if key.startswith("start") else 1, key, labels)
+                        for key, labels in _codon_labels(layout, ("start", "stop"))]
 
     def forward(self, codes: Tensor, lengths: Tensor | None = None) -> Tensor:
         """codes (B, T) -> (B, T, C) additive emission scores."""
         ln = orf_lengths(codes, lengths)
         parts = []
-        for i, key, name in self.targets:
+        for i, key, labels in self.targets:
             v = ln[key]
             parts.append(((hat_basis(v.to(self.knots.dtype)) @ self.knots[i]) * (v > 0),
-                          self.labels[name]))
+                          labels))
         return label_sum(parts, self.n_labels)

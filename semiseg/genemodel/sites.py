@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import STARTS, STOPS, codon_id
-from .labelsum import label_sum, mask_labels
+from .labelsum import kind_labels, label_sum
 
 # bases before the anchor, bases from the anchor on (anchor included)
 SITES = {"donor": (3, 8), "acceptor": (24, 4), "start": (9, 6), "stop": (6, 6)}
@@ -244,17 +244,10 @@ class SiteScores(nn.Module):
             self.register_buffer(f"pwm_{s}", torch.zeros(4, sum(SITES[s])))
         self.register_buffer("pwm_branch", torch.zeros(4, BRANCH_WIDTH))
         self.weight = nn.Parameter(torch.ones(len(self.names)))
-        kinds = [layout.kind_names[k] for k in layout.kind]
-        self.n_labels = len(kinds)
-        self.targets = []  # (score name, strand, label mask buffer name)
-        for s in self.names:
-            for st in layout.strands:
-                kind = f"{'acceptor' if s == 'branch' else s}{st}"
-                mask = torch.tensor([k == kind for k in kinds], dtype=torch.float32)
-                name = f"mask_{s}{'p' if st == '+' else 'm'}"
-                self.register_buffer(name, mask, persistent=False)
-                self.targets.append((s, st, name))
-        self.labels = {name: mask_labels(getattr(self, name)) for _, _, name in self.targets}
+        self.n_labels = len(layout.kind)
+        # (score name, strand, the internal labels it is added to)
+        self.targets = [(s, st, kind_labels(layout, f"{'acceptor' if s == 'branch' else s}{st}"))
+                        for s in self.names for st in layout.strands]
 
     def set(self, mats: dict) -> None:
         """Copy counted matrices ({site: (4, L)}: count_site_pwms, and "branch":
@@ -274,12 +267,11 @@ class SiteScores(nn.Module):
         x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()
         cons = nn.functional.one_hot(self.pwm_branch.argmax(0), 4).T.float()  # (4, width)
         parts = []
-        for s, st, name in self.targets:
-            if s == "branch":
+        for s, st, labels in self.targets:
+            if s == "branch":  # (one per strand: never no pairs)
                 matches = branch_scores(x, cons, st == "-")  # bases matched, best motif
-                parts.append(((matches < BRANCH_MIN_MATCH - 0.5).float(), self.labels[name]))
-        out = label_sum(parts, self.n_labels)
-        return torch.zeros(B, T, self.n_labels, device=codes.device) if out is None else out
+                parts.append(((matches < BRANCH_MIN_MATCH - 0.5).float(), labels))
+        return label_sum(parts, self.n_labels)
 
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) int64 (A C G T = 0..3, anything else 4) -> (B, T, C) additive
@@ -292,7 +284,7 @@ class SiteScores(nn.Module):
             ok = (a < 4) & (b < 4) & (c < 4)
             trip[:, :-2] = torch.where(ok, a * 16 + b * 4 + c, torch.full_like(a, -1))
         parts = []
-        for s, st, name in self.targets:
+        for s, st, labels in self.targets:
             if s == "branch":
                 sc = branch_scores(x, self.pwm_branch, st == "-")
             else:
@@ -304,5 +296,5 @@ class SiteScores(nn.Module):
                 if st == "-":  # the codon's anchor is its right end
                     at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
                 sc = sc * at
-            parts.append((self.weight[self.names.index(s)] * sc, self.labels[name]))
+            parts.append((self.weight[self.names.index(s)] * sc, labels))
         return label_sum(parts, self.n_labels)
