@@ -81,9 +81,9 @@ def keep_freed_memory() -> bool:
     """Large blocks from the heap, and freed memory kept up to 2 GB at its top (glibc's
     mallopt M_MMAP_MAX = 0, M_TRIM_THRESHOLD); False where not done (another C library,
     or SEMISEG_MALLOC=system). On yeast chrII with the shipped model (`semiseg annotate`,
-    2-core CPU) page faults fell from 1.41-1.70 M to 0.40-0.48 M and the run 11% (3 runs
-    each, alternating; benchmarks/RESULTS-log.md, "Freed memory kept"), the peak resident
-    memory within 8%."""
+    2-core CPU) page faults fell from 1.41-1.70 M to 0.40-0.48 M and the run took 11-13%
+    less time (benchmarks/RESULTS-log.md, "Freed memory kept"), with the peak resident
+    memory 1-8% higher."""
     if os.environ.get("SEMISEG_MALLOC", "").lower() == "system" or \
             not sys.platform.startswith("linux"):
         return False

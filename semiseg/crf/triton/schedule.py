@@ -330,10 +330,10 @@ class Tuning:
         (16; 8 for the wide rings), else the caller's warps nw; the duration-bias sum in g_db
         where tiled or db_global asks for it."""
         tile = self.bwd_tile(KP, CP, params, NP, sparse)
-        wide = KP * CP < self.bwd_tile_from
+        warps = 16 if KP * CP >= self.bwd_tile_from else 8  # the wide rings' tiles: 8
         return {"TILE": tile, "work": _work(tile, programs, KP, CP, dummy), "PARAM_GRADS": params,
                 "DB_GLOBAL": params and (tile > 0 or self.db_global(KP, CP, params)),
-                "num_warps": (self.bwd_tile_warps or (8 if wide else 16)) if tile else nw}
+                "num_warps": (self.bwd_tile_warps or warps) if tile else nw}
 
     def chain_opts(self, KP: int, CP: int, nw: int) -> dict:
         """Launch options (TILE, num_warps) of a static _fwd_kernel chain or the join: tiled
