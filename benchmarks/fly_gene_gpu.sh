@@ -55,7 +55,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # at 0.85 Mb/s train as well? Eighteenth round (2026-11-28, sixth session): mi = the
 # config with labels.min_intron: learned (the shortest training intron, not the scheme's
 # 20 bp, as the grammar's floor); adopted, so since then mi is the config itself and
-# mi20 the config before it.
+# mi20 the config before it. Nineteenth round (2026-11-28, seventh session): base again
+# (the first seeds trained with the tiled backward and the split residue planes), e60 =
+# the config for 60 epochs (VEPOCHS; the kernels now train an epoch in half the time).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -80,8 +82,10 @@ declare -A VAR=(
   [b32]="--set train.batch_size=32 --set train.lr=0.004 --set train.warmup_epochs=2"
   [mi]="--set labels.min_intron=learned"
   [mi20]="--set labels.min_intron=null"
+  [e60]=""
 )
 declare -A VSEEDS=([all]="0")
+declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
 
@@ -109,7 +113,7 @@ if [ "$stage" = launch ]; then
   for v in $VARIANTS; do for s in ${VSEEDS[$v]:-0 1 2}; do
     setsid nohup timeout -s INT "$LIMIT" python -m semiseg.cli train --config $CFG \
         --out runs/${v}_s$s "${FLY[@]}" ${VAR[$v]} --set train.seed=$s \
-        --set train.epochs=$EPOCHS --threads 1 > runs/logs/${v}_s$s.log 2>&1 < /dev/null &
+        --set train.epochs=${VEPOCHS[$v]:-$EPOCHS} --threads 1 > runs/logs/${v}_s$s.log 2>&1 < /dev/null &
   done; done
   date +%s > runs/logs/t0
   sleep 30; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
@@ -134,7 +138,7 @@ if [ "$stage" = score ]; then
   # was once stopped here at epoch 25 of 30): STOP=1 stops it (best.pt so far is scored)
   if pgrep -f "semiseg.cli train" >/dev/null; then
     for r in runs/*_s*; do
-      echo "$r: $(tail -n +2 $r/metrics.tsv 2>/dev/null | wc -l) of $EPOCHS epochs"
+      echo "$r: $(tail -n +2 $r/metrics.tsv 2>/dev/null | wc -l) epochs"
     done
     if [ -z "${STOP:-}" ]; then
       echo "score: training has not ended; run wait again, or STOP=1 to stop it"; exit 1

@@ -14,6 +14,8 @@ synchronised before and after it:
             log_partition over the free and the clamped copies of the batch)
   backward  loss.backward() (CRF kernels' backward, then the encoder's)
   optimizer AdamW step
+and a step as the trainer runs it (no synchronisation between stages; `trainer step`),
+with the share of its wall the device is busy (the union of kernel intervals).
 Median over --reps steps after one warm-up step (which also compiles the kernels). Then
 torch.profiler over 3 more steps gives the share of device time in the Triton kernels
 (kernel names ending in `_kernel`). Prints a markdown table; --out also writes it (with
@@ -81,6 +83,62 @@ def step(model, opt, ds, idx, dev, amp: bool):
     return [b - a for a, b in itertools.pairwise(t)]
 
 
+def trainer_step(model, opt, ds, idx, dev, amp: bool) -> None:
+    """One step as train.loop.train_epoch runs it: no synchronisation between stages,
+    only the trainer's own (the loss and gradient-norm checks, the logged loss)."""
+    from semiseg.train.loop import BatchLoss
+
+    x, lengths, y = ds.batch(idx, flip=[False] * len(idx))
+    loss, nll, steps = BatchLoss(model, dev, amp)(x, lengths, y, 1.0 / len(idx))
+    if not torch.isfinite(loss):
+        raise RuntimeError("non-finite loss")
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+    if not torch.isfinite(norm):
+        raise RuntimeError("non-finite gradient")
+    torch.nn.utils.clip_grads_with_norm_(params, 1.0, norm)
+    opt.step()
+    float(nll.detach().double().sum())
+
+
+def trainer_timing(model, opt, ds, idx, dev, amp: bool, reps: int) -> tuple[float, float]:
+    """(median ms of a trainer-like step over `reps` steps, the share of that wall the
+    device is busy: the union of its kernels' and copies' intervals over 3 profiled
+    steps, against their wall)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    walls = []
+    for _ in range(reps):
+        _sync(dev)
+        t0 = time.perf_counter()
+        trainer_step(model, opt, ds, idx, dev, amp)
+        _sync(dev)
+        walls.append(time.perf_counter() - t0)
+    if dev.type != "cuda":
+        return statistics.median(walls) * 1e3, float("nan")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        _sync(dev)
+        t0 = time.perf_counter()
+        for _ in range(3):
+            trainer_step(model, opt, ds, idx, dev, amp)
+        _sync(dev)
+        wall_us = (time.perf_counter() - t0) * 1e6
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    busy, cur_s, cur_e = 0.0, None, None
+    for a, b in spans:
+        if cur_e is None or a > cur_e:
+            busy += 0.0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    busy += 0.0 if cur_e is None else cur_e - cur_s
+    return statistics.median(walls) * 1e3, busy / wall_us
+
+
 def kernel_share(model, opt, ds, idx, dev, amp: bool, top: int = 0) -> float:
     """The share of device time in the Triton CRF kernels over 3 steps; with `top`, also
     prints the `top` kernels by device time (ms per step)."""
@@ -131,13 +189,15 @@ def main() -> None:
         share = (kernel_share(model, opt, ds, idx, dev, amp, args.top)
                  if dev.type == "cuda" else None)
         bp = len(idx) * window
+        tstep, busy = trainer_timing(model, opt, ds, idx, dev, amp, args.reps)
         rows.append(f"| {len(idx)} x {window:,} | " + " | ".join(f"{m:.1f}" for m in med)
                     + f" | {total:.1f} | {bp / total / 1e3:.3f} | "
-                    + ("-" if share is None else f"{100 * share:.0f}%") + " |")
+                    + ("-" if share is None else f"{100 * share:.0f}%")
+                    + f" | {tstep:.1f} | {bp / tstep / 1e3:.3f} | {100 * busy:.0f}% |")
         print(rows[-1], flush=True)
     head = ("| batch x window bp | " + " | ".join(f"{s} ms" for s in STAGES)
-            + " | step ms | Mb/s | device time in CRF kernels |\n|"
-            + "---|" * (len(STAGES) + 4))
+            + " | step ms | Mb/s | device time in CRF kernels | trainer step ms | trainer Mb/s"
+            " | device busy |\n|" + "---|" * (len(STAGES) + 7))
     table = head + "\n" + "\n".join(rows)
     print(table)
     if args.out:

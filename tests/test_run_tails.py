@@ -259,3 +259,31 @@ def test_long_introns_without_run_tails_is_a_clear_error():
                                                       "crf.run_tails=false"]), 4, 5)
     build_model(load_config("configs/demo.yaml", ["crf.long_introns=true",
                                                   "crf.run_tails=true"]), 4, 5)
+
+
+@pytest.mark.parametrize("tails", [False, True])
+def test_gold_mask_against_its_definition(tails):
+    """gold_mask, element by element: a code allows its own label, UNKNOWN allows all,
+    a strand's any-intron code allows every label whose run is that strand's intron,
+    and a run tail is allowed wherever its label is. Array and tensor input alike."""
+    from semiseg.genemodel.frames import INTRON_ANY, UNKNOWN
+
+    lay = FrameLayout.from_scheme(_scheme(20), tails=tails)
+    C = len(lay)
+    rng = np.random.default_rng(3)
+    codes = rng.integers(-3, C, size=(3, 41))
+    codes[0, :3] = (UNKNOWN, INTRON_ANY["+"], INTRON_ANY["-"])  # each special code at least once
+    run = lay._run_kind()
+
+    def own(code, c):
+        if code == UNKNOWN or code == c:
+            return True
+        return any(code == ic and run[c] == lay.kind_of(f"intron{s}")
+                   for s, ic in INTRON_ANY.items())
+
+    want = np.array([[[own(k, c) or own(k, lay.base[c]) for c in range(C)] for k in row]
+                     for row in codes])
+    assert tails == lay.has_tails
+    assert np.array_equal(lay.gold_mask(codes), want)
+    got = lay.gold_mask(torch.as_tensor(codes))
+    assert isinstance(got, torch.Tensor) and torch.equal(got, torch.as_tensor(want))

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import reverse_complement_codes
+from .devconst import ids_on
 from .frames import INTRON_ANY
 
 ORDER = 5
@@ -198,7 +199,7 @@ class ContentScores(nn.Module):
         sc = content_channels(codes, self.table, ids)
         q = torch.zeros(B, T, self.n_channels, device=codes.device)
         for s in self.strands:
-            q[..., self.cols[s]] = self.weight * sc[s]
+            q[..., ids_on(self.cols[s], q.device)] = self.weight * sc[s]
         for s, col in self.intron_cols.items():
             q[..., col] = self.intron_weight * _read(ids[s], self.intron_table, s)
         idx = self.em_idx[torch.arange(T, device=codes.device) % 3].expand(B, T, -1)

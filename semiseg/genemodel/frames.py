@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from ..errors import SemisegError
 
@@ -478,19 +479,32 @@ class FrameLayout:
                     return i
         return c
 
-    def gold_mask(self, codes: np.ndarray) -> np.ndarray:
-        """(..., C) bool: the internal labels each gold code allows."""
-        C = len(self)
-        m = codes[..., None] == np.arange(C)
-        m |= (codes == UNKNOWN)[..., None]
-        run = np.asarray(self._run_kind())
-        for s, code in INTRON_ANY.items():
-            if s in self.strands:
-                ks = self.kind_of(f"intron{s}")
-                m |= (codes == code)[..., None] & (run == ks)
+    def gold_mask(self, codes):
+        """(..., C) bool: the internal labels each gold code allows. A tensor of codes
+        gives a tensor on its device (no copy through the host); an array, an array."""
+        as_array = not isinstance(codes, torch.Tensor)
+        x = torch.as_tensor(codes) if as_array else codes
+        table = self._gold_tables(x.device)
+        m = (x[..., None] == table["labels"]) | (x == UNKNOWN)[..., None]
+        for code, runs in table["introns"]:
+            m |= (x == code)[..., None] & runs
         if self.has_tails:  # a tail wherever its label is allowed
-            m |= m[..., self.base]
-        return m
+            m |= m[..., table["base"]]
+        return m.numpy() if as_array else m
+
+    def _gold_tables(self, device) -> dict:
+        """gold_mask's constants on `device`, made once per device (a new small tensor
+        on a GPU each call would wait for the device)."""
+        cache = self.__dict__.setdefault("_gold_cache", {})
+        key = (device, tuple(self.base), tuple(self.kind), tuple(self.strands))
+        if key not in cache:  # keyed by the layout too: a copy may add run tails
+            run = torch.as_tensor(self._run_kind())
+            introns = [(code, run == self.kind_of(f"intron{s}"))
+                       for s, code in INTRON_ANY.items() if s in self.strands]
+            cache[key] = {"labels": torch.arange(len(self)).to(device),
+                          "introns": [(c, r.to(device)) for c, r in introns],
+                          "base": torch.as_tensor(self.base).to(device)}
+        return cache[key]
 
     def collapse(self, codes: np.ndarray) -> np.ndarray:
         """Gold codes -> scheme labels (-1 where unknown)."""

@@ -293,8 +293,7 @@ class FrameHead(nn.Module):
         """log Z - log Z(gold) per sequence; `labels` are gold codes (genemodel/frames.py)."""
         t = self._terms(emissions, lengths)
         B, T = labels.shape
-        gold = torch.as_tensor(self.layout.gold_mask(labels.cpu().numpy()),
-                               device=labels.device) & t["allowed"]
+        gold = self.layout.gold_mask(labels) & t["allowed"]
         if lengths is not None:
             pad = torch.arange(T, device=labels.device)[None, :] >= lengths[:, None]
             gold |= pad[..., None]

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import START_IDS, STOP_IDS
+from .devconst import isin_ids
 from .labelsum import kind_labels, label_sum
 from .orf import NONE, _first_at_or_after, _last_at_or_before, _shift
 
@@ -64,7 +65,7 @@ def _codon_scan(codes: Tensor, lengths: Tensor | None) -> dict[str, Tensor]:
     trip = triplets(codes.masked_fill(u >= L, 4))  # past a sequence's end: N
     out = {"trip": trip, "u": u, "L": L}
     for st, stops in (("+", _STOP_PLUS), ("-", _STOP_MINUS)):
-        stop = torch.isin(trip, torch.tensor(stops, device=dev))
+        stop = isin_ids(trip, stops)
         out[f"stop{st}"] = stop
         out[f"prv{st}"] = _shift(_last_at_or_before(stop), 3, NONE)
         out[f"nxt{st}"] = _shift(_first_at_or_after(stop), -3, -NONE)

@@ -9,6 +9,7 @@ import torch
 
 from ..genome.codes import STARTS, STOPS, reverse_complement
 from ..genome.iupac import IUPAC
+from .devconst import isin_ids
 from .frames import BASES, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 
 
@@ -72,7 +73,7 @@ def sequence_allowed(layout: FrameLayout, codes):
         if kind == "start":
             out[..., c] = words[f] == _ids([STARTS[s]])[0]
             continue
-        stop = torch.isin(words[f], torch.tensor(_ids(STOPS[s]), device=dev))
+        stop = isin_ids(words[f], _ids(STOPS[s]))
         out[..., c] = stop if kind == "stop" else ~(stop & last[f, s])
     return out
 
@@ -93,8 +94,7 @@ def donor_motif_mask(codes: torch.Tensor, motif: str, strand: str) -> torch.Tens
         if ch == "N":
             continue
         word = codes[..., i:T - n + 1 + i]
-        ok &= torch.isin(word, torch.tensor([BASES.index(b) for b in IUPAC[ch]],
-                                            device=codes.device))
+        ok &= isin_ids(word, [BASES.index(b) for b in IUPAC[ch]])
     if strand == "+":
         out[..., :T - n + 1] = ok
     else:

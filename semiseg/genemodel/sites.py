@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from ..genome.codes import STARTS, STOPS, codon_id
+from .devconst import isin_ids
 from .labelsum import kind_labels, label_sum
 
 # bases before the anchor, bases from the anchor on (anchor included)
@@ -290,9 +291,7 @@ class SiteScores(nn.Module):
             else:
                 sc = pwm_scores(x, getattr(self, f"pwm_{s}"), SITES[s][0], st == "-")
             if s in _TRIPLETS:  # only at the anchor of such a codon
-                ids = torch.tensor([_trip_id(t) for t in _TRIPLETS[s][st]],
-                                   device=codes.device)
-                at = torch.isin(trip, ids)
+                at = isin_ids(trip, [_trip_id(t) for t in _TRIPLETS[s][st]])
                 if st == "-":  # the codon's anchor is its right end
                     at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
                 sc = sc * at
