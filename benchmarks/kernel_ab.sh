@@ -6,7 +6,7 @@
 #   bash benchmarks/kernel_ab.sh pack REV...   # here: .trees/REV/semiseg from git (ignored)
 #   bash benchmarks/kernel_ab.sh run           # on the GPU machine: carry .trees and .whlg
 # Environment: SHAPES (crf_speed.py --shapes; "64,20000,256,37;8,20000,100,24"), ROUNDS
-# (1), STEP (1: the training step too; 0: kernels only). The working tree is timed too,
+# (1), STEP (1: the training step too; 0: kernels only), KERNELS (1; 0: the step only). The working tree is timed too,
 # as "tree". Prints each tree's static and periodic rows and its step table, headed by
 # date and GPU.
 set -uo pipefail
@@ -38,9 +38,11 @@ date -u; nvidia-smi --query-gpu=name --format=csv,noheader
 echo "tree: the working tree of $(cat .trees/TREE_REV 2>/dev/null || echo 'unknown (not packed)')"
 for ((k = 1; k <= ${ROUNDS:-1}; k++)); do
   for n in "${names[@]}"; do
-    echo "== round $k, $n $(cat .trees/$n/REV 2>/dev/null): crf_speed rows (static, periodic)"
-    (cd /tmp/ab/$n && PYTHONPATH=. python benchmarks/crf_speed.py --sections shapes \
-        --shapes "$SHAPES" --reps 5 2>&1 | grep -E "^\| (periodic|static) " | sort -u)
+    if [ "${KERNELS:-1}" = 1 ]; then
+      echo "== round $k, $n $(cat .trees/$n/REV 2>/dev/null): crf_speed rows (static, periodic)"
+      (cd /tmp/ab/$n && PYTHONPATH=. python benchmarks/crf_speed.py --sections shapes \
+          --shapes "$SHAPES" --reps 5 2>&1 | grep -E "^\| (periodic|static) " | sort -u)
+    fi
     if [ "${STEP:-1}" = 1 ]; then
       echo "== round $k, $n: the fly config's training step"
       (cd /tmp/ab/$n && python benchmarks/train_stages.py "${FLY[@]}" --shapes 8x10000 \
