@@ -669,3 +669,28 @@ def test_log_partition_defers_the_value_test_and_still_raises():
     lz64 = log_partition(p["scores"].double().cpu(), p["transition"].double().cpu(),
                          p["duration_bias"].double().cpu(), backend="torch")
     assert torch.allclose(lz.double().cpu(), lz64, rtol=1e-5)
+
+
+@pytest.mark.parametrize("period", [None, 3])
+def test_chains_one_after_the_other_give_the_same_bits(period, monkeypatch):
+    """Tuning.side_streams False (the two chains of a call one after the other on the
+    current stream, a benchmark's switch) gives bitwise the log Z, gradients and Viterbi
+    path of the default side-by-side launch, and both stay within the float64 bounds."""
+    import dataclasses
+
+    kn = _kn()
+    p, extra = problem(2, 2500, 64, 24, seed=4111, period=period, allowed=True,
+                       lengths=[2500, 2371])
+    x = inputs(p, extra, torch.float32)
+    outs = []
+    for side in (True, False):
+        monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, side_streams=side))
+        lz, sv = kn.forward(x)
+        g = kn.backward(x, sv, torch.ones_like(lz))
+        score, labels, _ = kn.viterbi(x)
+        outs.append((lz, g, score, labels))
+    (lz1, g1, s1, l1), (lz2, g2, s2, l2) = outs
+    assert torch.equal(lz1, lz2) and torch.equal(s1, s2) and torch.equal(l1, l2)
+    for name, v in g1.items():
+        assert torch.equal(v, g2[name]), name
+    check_against_float64(kn, p, extra, deterministic=True)

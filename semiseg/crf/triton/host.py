@@ -182,12 +182,13 @@ class _Overlap:
 
 class _Both:
     """Launch independent kernels side by side: the first on the current stream, each
-    other on a side stream of its own (on CUDA; one after the other elsewhere)."""
+    other on a side stream of its own (on CUDA unless `side_streams` is False; one after
+    the other elsewhere)."""
 
     _streams: ClassVar[dict] = {}  # side streams per device, reused
 
-    def __init__(self, device):
-        self.cuda = device.type == "cuda"
+    def __init__(self, device, side_streams: bool = True):
+        self.cuda = device.type == "cuda" and side_streams
         if self.cuda:
             self.key = (device.index if device.index is not None
                         else torch.cuda.current_device())

@@ -147,7 +147,7 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
             seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r,
             **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
 
-    _Both(dev).run(fwd, rev)
+    _Both(dev, t.side_streams).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     jit_end._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
@@ -195,7 +195,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r,
             **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
 
-    _Both(dev).run(fwd, rev)
+    _Both(dev, t.side_streams).run(fwd, rev)
     if full is not None:
         W, rows = nseg, full
     else:
@@ -273,7 +273,7 @@ def viterbi(t: Tuning, x: CRFInputs, sp: int = 0):
             seg0=0, KP=KP, CP=CP, MODE=2, REV=True, NP=NP, NPP=NPP, tidx=ti_r,
             **_sparse_opts(sp, B, NPP, CP, dummy), **rk, **rflags)
 
-    _Both(dev).run(fwd, rev)
+    _Both(dev, t.side_streams).run(fwd, rev)
     score = torch.empty(B, device=dev, dtype=torch.float64)
     labels = torch.full((B, T), -1, device=dev, dtype=torch.int64)
     starts = torch.zeros(B, T, device=dev, dtype=torch.bool)

@@ -204,6 +204,10 @@ class Tuning:
     end_tag: bool = True
     # the checkpoint spacing P (tests); None = segment_length's rule
     segment: int | None = None
+    # the two chains of a call (and the static backward's two sides) on streams of their
+    # own, side by side; False: one after the other on the current stream (benchmarks:
+    # how much of the two the GPU overlaps)
+    side_streams: bool = True
 
     @classmethod
     def from_env(cls, spec: str | None) -> Tuning:

@@ -45,7 +45,7 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False):
                 **sk, **fl)
         return go
 
-    _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
+    _Both(dev, t.side_streams).run(half("f", fa, ff, False), half("r", ra, rf, True))
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, _, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     nt, jtile, parts = t.join_parts(B, KP, CP, dummy)
@@ -104,7 +104,7 @@ def _second_halves(t: Tuning, x: CRFInputs, saved) -> dict:
                 **sk, **fl)
         return go
 
-    _Both(dev).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
+    _Both(dev, t.side_streams).run(other_half("f", fa, ff, False), other_half("r", ra, rf, True))
     return {"full": full, "rows": rows, "fin": fin}
 
 
@@ -166,7 +166,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
                 T=T, C=C, K=K, P=P, NCK=nck, seg0=0, KP=KP, CP=CP, REV=True, ROWS_FULL=True,
                 **bw, **rf)
 
-        _Both(dev).run(right(0, nseg), left)
+        _Both(dev, t.side_streams).run(right(0, nseg), left)
     else:
         rwork = _work(kw["TILE"], B * W, KP, CP, dummy)  # the recompute's rings, every wave
         for k0 in range(0, nseg, W):
@@ -209,7 +209,7 @@ def viterbi(t: Tuning, x: CRFInputs):
                 KP=KP, CP=CP, MODE=2, REV=rev, GAMMA_ROWS=gr, **kw, **fl)
         return go
 
-    _Both(dev).run(half("f", fa, ff, False), half("r", ra, rf, True))
+    _Both(dev, t.side_streams).run(half("f", fa, ff, False), half("r", ra, rf, True))
     score = torch.empty(B, device=dev, dtype=torch.float64)
     labels = torch.full((B, T), -1, device=dev, dtype=torch.int64)
     starts = torch.zeros(B, T, device=dev, dtype=torch.bool)
