@@ -207,6 +207,7 @@ class Segmenter(nn.Module):
                                    "only (crf.frames: true, crf.head: semicrf)")
         if c.intron_content and not c.content_scores:
             raise SemisegError("crf.intron_content needs crf.content_scores: true")
+        _check_sites(c)
         if c.head != "semicrf" and not self.frames:
             raise SemisegError(f"crf.head: {c.head!r} exists for the gene model only "
                                "(crf.frames: true)")
@@ -259,7 +260,8 @@ class Segmenter(nn.Module):
             swap = strand_swap(scheme)
         else:
             self.crf = FrameHead(layout, c.max_duration, start_end=c.start_end,
-                                 site_scores=c.site_scores,
+                                 site_scores=c.site_scores, site_order=c.site_order,
+                                 site_windows=c.site_windows,
                                  orf_length_scores=c.orf_length_scores,
                                  upstream_start_scores=c.upstream_start_scores,
                                  content_scores=c.content_scores,
@@ -287,6 +289,21 @@ class Segmenter(nn.Module):
         """Per-sequence negative log-likelihood (B,), computed by the CRF in float32."""
         return self.crf.nll(emissions.float(), labels, steps,
                             hidden=None if hidden is None else hidden.float())
+
+
+def _check_sites(c) -> None:
+    """crf.site_order and crf.site_windows: a clear error for values the site matrices
+    cannot take (sites.count_site_pwms)."""
+    from .genemodel.sites import SITES
+
+    if c.site_order not in (0, 1):
+        raise SemisegError(f"crf.site_order: {c.site_order} (0 or 1)")
+    for k, v in (c.site_windows or {}).items():
+        if k not in SITES:
+            raise SemisegError(f"crf.site_windows: no site {k!r} (one of {', '.join(SITES)})")
+        if len(v) != 2 or v[0] < 0 or v[1] < 1 or v[0] + v[1] > 200:
+            raise SemisegError(f"crf.site_windows.{k}: {list(v)} (want [bases before >= 0, "
+                               "bases from the site on >= 1], at most 200 in all)")
 
 
 def model_hash(state_dict: dict) -> str:

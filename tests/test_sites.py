@@ -349,3 +349,126 @@ def test_label_sum_is_the_masked_sum():
     for a, b in zip(g_want, g_got):
         assert torch.allclose(a, b, rtol=1e-12, atol=1e-12)
     assert label_sum([], C) is None
+
+
+def pair_score(mat: np.ndarray, window: str) -> float:
+    """An order-1 matrix's score of a window given with the base before it in front."""
+    return sum(float(mat["ACGT".index(a) * 4 + "ACGT".index(b), i])
+               for i, (a, b) in enumerate(zip(window, window[1:]))
+               if a in "ACGT" and b in "ACGT")
+
+
+def test_first_order_counts_match_a_direct_count():
+    """crf.site_order 1 (and a window of crf.site_windows): each position's base given
+    the base before it in the transcript's direction (the first one given the base
+    before the window), against both strands' pair frequencies; from string scans."""
+    rng = random.Random(5)
+    lay = layout()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    code = {k: [i for i, n in enumerate(kinds) if n == k] for k in ("donor+", "donor-",
+                                                                   "acceptor+", "acceptor-")}
+    spans = {"donor": SITES["donor"], "acceptor": (30, 5)}
+    seqs, golds, want = [], [], {s: [] for s in spans}
+    for _ in range(4):
+        seq = "".join(rng.choice("ACGT") for _ in range(300))
+        gold = np.full(len(seq), -1, np.int64)
+        for kind, labels in code.items():
+            site, strand = kind[:-1], kind[-1]
+            for p in rng.sample(range(len(seq)), 4):
+                if gold[p] == -1:
+                    gold[p] = rng.choice(labels)
+                    b, a = spans[site]
+                    want[site].append(site_string(seq, p, (b + 1, a), strand == "-"))
+        seqs.append(onehot(seq))
+        golds.append(gold)
+    mats, n = count_site_pwms(seqs, golds, lay, sites=tuple(spans), order=1,
+                              sizes={"acceptor": (30, 5)})
+    assert n == {s: len(v) for s, v in want.items()}
+    pairs = np.ones((4, 4))  # +1 per cell, as the code's background
+    for x in seqs:
+        s = "".join("ACGT"[i] for i in x.argmax(1))
+        for t in (s, rc(s)):
+            for a, b in zip(t, t[1:]):
+                pairs["ACGT".index(a), "ACGT".index(b)] += 1
+    bg = pairs / pairs.sum(1, keepdims=True)
+    for site, strs in want.items():
+        mat = mats[site]
+        assert mat.shape == (16, sum(spans[site]))
+        for i in range(mat.shape[1]):
+            col = [w[i:i + 2] for w in strs]
+            for j, prev in enumerate("ACGT"):
+                total = sum(1 for c in col if c[0] == prev and c[1] in "ACGT") + 4 * PSEUDO
+                for k, b in enumerate("ACGT"):
+                    expect = math.log((col.count(prev + b) + PSEUDO) / total / bg[j, k])
+                    assert abs(mat[j * 4 + k, i] - expect) < 1e-5, (site, i, prev, b)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_first_order_scores_match_string_scans_on_both_strands(seed):
+    """The head's order-1 site scores (16-row matrices, a site window of its own size)
+    against string scans: each pair (base before, base) read in the transcript's
+    direction, the pairs off the sequence or with an N adding nothing."""
+    lay = layout()
+    windows = {"acceptor": (30, 5), "donor": (6, 10)}
+    head = SiteScores(lay, order=1, windows=windows)
+    g = np.random.default_rng(seed)
+    spans = dict(SITES, **windows)
+    mats = {s: g.normal(size=(16, sum(spans[s]))).astype(np.float32) for s in SITES}
+    mats["branch"] = np.zeros((4, BRANCH_WIDTH), np.float32)
+    head.set(mats)
+    seq = planted_sequence(seed, 120)
+    got = head(codes_of(seq))[0].detach().double().numpy()
+    kinds = [lay.kind_names[k] for k in lay.kind]
+    for c, kind in enumerate(kinds):
+        site, strand = kind[:-1], kind[-1]
+        if site not in ("donor", "acceptor"):
+            continue
+        w = float(head.weight.detach()[list(SITES).index(site)])
+        b, a = spans[site]
+        for p in range(len(seq)):
+            want = w * pair_score(mats[site], site_string(seq, p, (b + 1, a), strand == "-"))
+            assert abs(got[p, c] - want) < 1e-4, (kind, p)
+
+
+def test_site_order_and_windows_are_checked():
+    from semiseg.config.load import load_config
+    from semiseg.errors import SemisegError
+    from semiseg.model import _check_sites
+
+    cfg = load_config(None, ["crf.site_order=2"])
+    with pytest.raises(SemisegError, match="crf.site_order"):
+        _check_sites(cfg.crf)
+    cfg = load_config(None, ["crf.site_windows={branch: [3, 4]}"])
+    with pytest.raises(SemisegError, match="no site 'branch'"):
+        _check_sites(cfg.crf)
+    cfg = load_config(None, ["crf.site_windows={acceptor: [40, 0]}"])
+    with pytest.raises(SemisegError, match="crf.site_windows.acceptor"):
+        _check_sites(cfg.crf)
+
+
+def test_first_order_site_matrices_from_training_travel_with_the_model():
+    """crf.site_order 1 with a longer acceptor window: count_sites fills the head's
+    16-row matrices from the training genes (GT at the donor: G given any base, then T
+    given G; AG at the acceptor) and they come back from the model's state."""
+    from semiseg.checkpoint import build_model
+    from semiseg.config.load import load_config
+    from semiseg.train.loop import _load_data
+    from semiseg.train.tables import count_sites
+
+    cfg = load_config("configs/demo.yaml", [
+        "crf.site_scores=true", "crf.site_order=1", "crf.site_windows={acceptor: [40, 4]}",
+        "model.channels=8", "model.layers=2", "model.fine_channels=8"])
+    _, data, scheme, columns, train_ds, _ = _load_data(cfg)
+    model, _ = build_model(cfg, len(columns), len(scheme.names))
+    count_sites(model, scheme, train_ds)
+    sites = model.crf.sites
+    A, G, T = 0, 2, 3
+    d, a = sites.pwm_donor.numpy(), sites.pwm_acceptor.numpy()
+    assert d.shape == (16, sum(SITES["donor"])) and a.shape == (16, 44)
+    b = SITES["donor"][0]
+    assert all(d[p * 4:p * 4 + 4, b].argmax() == G for p in range(4))
+    assert d[G * 4:G * 4 + 4, b + 1].argmax() == T
+    assert a[A * 4:A * 4 + 4, 40].argmax() == G
+    again, _ = build_model(cfg, len(columns), len(scheme.names))
+    again.load_state_dict({k: v.clone() for k, v in model.state_dict().items()})
+    assert torch.equal(again.crf.sites.pwm_acceptor, sites.pwm_acceptor)

@@ -52,7 +52,8 @@ class FrameHead(nn.Module):
         max_duration: K in bp.
         start_end: learn scores for the first and last segment's kind.
         site_scores: add the site matrices' scores (sites.SiteScores; train/tables.py counts
-            the matrices) to the emissions.
+            the matrices) to the emissions; site_order and site_windows: the matrices'
+            order and windows (crf.site_order, crf.site_windows).
         orf_length_scores: add learned scores of ORF length to start and stop codons
             (orflength.OrfLengthScores).
         upstream_start_scores: add a learned score of the number of in-frame start
@@ -76,7 +77,8 @@ class FrameHead(nn.Module):
     def __init__(self, layout: FrameLayout, max_duration: int, start_end: bool = True,
                  site_scores: bool = False, orf_length_scores: bool = False,
                  content_scores: bool = False, upstream_start_scores: bool = False,
-                 tie_noncoding: bool = False, intron_content: bool = False):
+                 tie_noncoding: bool = False, intron_content: bool = False,
+                 site_order: int = 0, site_windows: dict | None = None):
         super().__init__()
         self.register_buffer("tie", None, persistent=False)
         if tie_noncoding:
@@ -90,7 +92,8 @@ class FrameHead(nn.Module):
                 self.noncoding_bias = nn.Parameter(torch.zeros(len(pairs)))
         self.content = (ContentScores(layout, introns=intron_content) if content_scores
                         else None)
-        self.sites = SiteScores(layout) if site_scores else None
+        self.sites = (SiteScores(layout, site_order, site_windows) if site_scores
+                      else None)
         self.orf_length = OrfLengthScores(layout) if orf_length_scores else None
         self.upstream = UpstreamStartScores(layout) if upstream_start_scores else None
         self.layout = layout

@@ -81,43 +81,81 @@ def anchors(gold: np.ndarray, codes, minus: bool) -> np.ndarray:
     return np.flatnonzero(hit & ~(nxt if minus else prev))
 
 
-def count_site_pwms(onehots, golds, layout, sites=tuple(SITES)) -> tuple[dict, dict]:
-    """Log-odds matrices {site: (4, L)} and site counts {site: n} from training windows.
+def site_windows(windows: dict | None = None) -> dict:
+    """Each site's (bases before its anchor, bases from it on): SITES with `windows`
+    ({site: (before, after)}, crf.site_windows) replacing some."""
+    out = dict(SITES)
+    for k, v in (windows or {}).items():
+        out[k] = (int(v[0]), int(v[1]))
+    return out
+
+
+def count_site_pwms(onehots, golds, layout, sites=tuple(SITES), order: int = 0,
+                    sizes: dict | None = None) -> tuple[dict, dict]:
+    """Log-odds matrices {site: (4 ** (order + 1), L)} and site counts {site: n} from
+    training windows.
 
     onehots: per window a (T, 4) array (A, C, G, T); golds: per window its gold frame
     codes (T,). Both strands' sites count into one matrix (read in the transcript's
-    direction). Site counts get PSEUDO per base; the background is the windows' base
-    composition. A site never seen gets a matrix of zeros (no evidence either way).
+    direction). order 0: each base alone, against the windows' base composition (rows
+    A C G T). order 1: each base given the base before it in the transcript's direction
+    (the window's first base given the base before the window), against the same
+    conditional frequencies of both strands of the windows (row prev * 4 + base).
+    Site counts get PSEUDO per cell. A site never seen gets a matrix of zeros (no
+    evidence either way). `sizes` replaces SITES' windows (site_windows).
     """
+    if order not in (0, 1):
+        raise ValueError(f"site matrices of order {order}: only 0 and 1")
+    win = site_windows(sizes)
     kinds = [layout.kind_names[k] for k in layout.kind]
     codes = {f"{s}{st}": np.asarray([i for i, k in enumerate(kinds) if k == f"{s}{st}"])
              for s in sites for st in "+-"}
-    counts = {s: np.zeros((sum(SITES[s]), 4)) for s in sites}
+    R = 4 ** (order + 1)
+    counts = {s: np.zeros((sum(win[s]), R)) for s in sites}
     n = {s: 0 for s in sites}
-    bg = np.zeros(4)
+    bg = np.zeros(R)
     for x, y in zip(onehots, golds):
         x = np.asarray(x, np.float32)[:, :4]
         y = np.asarray(y)
-        bg += x.sum(0)
+        bg += _pair_counts(x) if order else x.sum(0)
         for s in sites:
             for st in "+-":
                 c = codes[f"{s}{st}"]
                 if not len(c):
                     continue
                 pos = anchors(y, c, st == "-")
-                if len(pos):
-                    counts[s] += windows(x, pos, *SITES[s], minus=st == "-").sum(0)
-                    n[s] += len(pos)
-    bg = (bg + 1.0) / (bg.sum() + 4.0)
+                if not len(pos):
+                    continue
+                before, after = win[s]
+                w = windows(x, pos, before + order, after, minus=st == "-")
+                if order:  # (n, L + 1, 4) -> pairs (n, L, 16) of (base before, base)
+                    w = (w[:, :-1, :, None] * w[:, 1:, None, :]).reshape(len(pos), -1, 16)
+                counts[s] += w.sum(0)
+                n[s] += len(pos)
+    if order:  # P(base | base before), from both strands' pairs
+        bg = bg.reshape(4, 4) + 1.0
+        bg = (bg / bg.sum(1, keepdims=True)).reshape(-1)
+    else:
+        bg = (bg + 1.0) / (bg.sum() + 4.0)
     mats = {}
     for s in sites:
         if not n[s]:
-            mats[s] = np.zeros((4, sum(SITES[s])), np.float32)
+            mats[s] = np.zeros((R, sum(win[s])), np.float32)
             continue
-        c = counts[s] + PSEUDO
-        p = c / c.sum(1, keepdims=True)
-        mats[s] = np.log(p / bg[None, :]).T.astype(np.float32)  # (4, L)
+        c = (counts[s] + PSEUDO).reshape(len(counts[s]), -1, 4)  # (L, contexts, base)
+        p = (c / c.sum(-1, keepdims=True)).reshape(len(c), R)
+        mats[s] = np.log(p / bg[None, :]).T.astype(np.float32)  # (R, L)
     return mats, n
+
+
+def _pair_counts(x: np.ndarray) -> np.ndarray:
+    """(T, 4) one-hot -> (16,) counts of adjacent pairs (base, next base) on both
+    strands (the minus strand's pairs: the reverse complement's)."""
+    if len(x) < 2:
+        return np.zeros(16)
+    plus = np.einsum("ta,tb->ab", x[:-1], x[1:])
+    minus = plus.T[::-1, ::-1]  # (b, a) read on the other strand: (comp b, comp a)
+    return (plus + minus).reshape(-1)
 
 
 def _kmer_ids(x: np.ndarray, k: int) -> np.ndarray:
@@ -217,13 +255,36 @@ def branch_scores(x: Tensor, pwm: Tensor, minus: bool) -> Tensor:
 def pwm_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
     """(B, 4, T) one-hot (float) -> (B, T): at each base t, the matrix's score of the
     window anchored at t (read on the minus strand: the reverse complement), zero-padded
-    off the sequence."""
+    off the sequence. A matrix of 16 rows is of order 1 (count_site_pwms): row prev * 4
+    + base, the base before read in the transcript's direction too."""
     L = pwm.shape[1]
+    if pwm.shape[0] == 16:
+        return _pair_scores(x, pwm, before, minus)
     if minus:  # the site read on the other strand: reverse complement the matrix
         pwm = pwm.flip(0).flip(1)
         before = L - 1 - before
     w = pwm.to(x.dtype)[None]  # (1, 4, L)
     return nn.functional.conv1d(nn.functional.pad(x, (before, L - 1 - before)), w)[:, 0]
+
+
+def _pair_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
+    """pwm_scores of an order-1 matrix (16, L): the pairs (base before, base) of each
+    position as 16 channels, read in the transcript's direction (minus strand: the
+    complement of the base after it and of it), then one correlation."""
+    B, _, T = x.shape
+    L = pwm.shape[1]
+    if minus:
+        xc = x.flip(1)  # A C G T reversed: the complement
+        nxt = nn.functional.pad(xc[:, :, 1:], (0, 1))  # the base before, transcript-wise
+        pairs = (nxt[:, :, None, :] * xc[:, None, :, :]).reshape(B, 16, T)
+        w = pwm.flip(1)
+        before = L - 1 - before
+    else:
+        prv = nn.functional.pad(x[:, :, :-1], (1, 0))
+        pairs = (prv[:, :, None, :] * x[:, None, :, :]).reshape(B, 16, T)
+        w = pwm
+    return nn.functional.conv1d(nn.functional.pad(pairs, (before, L - 1 - before)),
+                                w.to(x.dtype)[None])[:, 0]
 
 
 class SiteScores(nn.Module):
@@ -236,13 +297,18 @@ class SiteScores(nn.Module):
 
     Args:
         layout: the gene model's FrameLayout.
+        order: 0, independent bases; 1, each base given the one before it
+            (crf.site_order; count_site_pwms).
+        windows: {site: (before, after)} replacing SITES' (crf.site_windows).
     """
 
-    def __init__(self, layout):
+    def __init__(self, layout, order: int = 0, windows: dict | None = None):
         super().__init__()
         self.names = [*SITES, "branch"]
+        self.order, self.windows = order, site_windows(windows)
         for s in SITES:
-            self.register_buffer(f"pwm_{s}", torch.zeros(4, sum(SITES[s])))
+            self.register_buffer(f"pwm_{s}", torch.zeros(4 ** (order + 1),
+                                                         sum(self.windows[s])))
         self.register_buffer("pwm_branch", torch.zeros(4, BRANCH_WIDTH))
         self.weight = nn.Parameter(torch.ones(len(self.names)))
         self.n_labels = len(layout.kind)
@@ -289,7 +355,7 @@ class SiteScores(nn.Module):
             if s == "branch":
                 sc = branch_scores(x, self.pwm_branch, st == "-")
             else:
-                sc = pwm_scores(x, getattr(self, f"pwm_{s}"), SITES[s][0], st == "-")
+                sc = pwm_scores(x, getattr(self, f"pwm_{s}"), self.windows[s][0], st == "-")
             if s in _TRIPLETS:  # only at the anchor of such a codon
                 at = isin_ids(trip, [_trip_id(t) for t in _TRIPLETS[s][st]])
                 if st == "-":  # the codon's anchor is its right end

@@ -62,7 +62,7 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
     """The site matrices of model.splice_features (donor, acceptor) and crf.site_scores
     (donor, acceptor, start, stop), counted at the training windows' gold sites
     (semiseg/genemodel/sites.py)."""
-    from ..genemodel.sites import count_branch_pwm, count_site_pwms
+    from ..genemodel.sites import count_branch_pwm, count_site_pwms, site_windows
 
     layout = _gold_layout(model, scheme)
     onehots = [x[:, :4] for x in train_ds.x]
@@ -71,7 +71,11 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
     if getattr(model.encoder, "splice", None) is not None:
         model.encoder.splice.set(mats["donor"], mats["acceptor"])
         users.append("the splice channels")
-    if getattr(model.crf, "sites", None) is not None:
+    sites = getattr(model.crf, "sites", None)
+    if sites is not None:
+        if sites.order or sites.windows != site_windows():  # the head's own matrices
+            mats, n = count_site_pwms(onehots, train_ds.y, layout, order=sites.order,
+                                      sizes=sites.windows)
         mats["branch"], seed = count_branch_pwm(onehots, train_ds.y, layout)
         model.crf.sites.set(mats)
         users.append("the site scores")
