@@ -165,8 +165,8 @@ class CRFConfig:
                   those labels' emissions
     site_order:   the site matrices' order: 0, each base of a site's window alone; 1, each
                   base given the base before it (a first-order site model: on the fly
-                  validation block's held-out sites, 15-20% fewer decoy GT / AG above the
-                  score that keeps 90% of true sites; docs/gene_model.md)
+                  validation block's held-out sites, about a quarter fewer decoy GT / AG
+                  at or above the score that keeps 90% of true sites; docs/gene_model.md)
     site_windows: {donor|acceptor|start|stop: [bases before the site's first base, bases
                   from it on]} replacing the built-in windows (donor [3, 8], acceptor [24,
                   4], start [9, 6], stop [6, 6]), e.g. {acceptor: [40, 4]}
