@@ -25,7 +25,6 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
 from lib import header  # noqa: E402
 
 # the site's dinucleotide on each strand (plus: read left to right from the anchor's
