@@ -58,8 +58,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # mi20 the config before it. Nineteenth round (2026-11-28, seventh session): base again
 # (the first seeds trained with the tiled backward and the split residue planes), e60 =
 # the config for 60 epochs (VEPOCHS; the kernels now train an epoch in half the time).
-# Next (not trained yet): o1 = the config with first-order site matrices (crf.site_order
-# 1; as a swap into trained checkpoints it raised exon and segment F1 on the validation
+# Next (not trained yet): o1 = the config with first-order site matrices (crf.site_order:
+# learned, which is 1 on fly's 1,100+ training introns; as a swap into trained checkpoints it raised exon and segment F1 on the validation
 # block for every seed: RESULTS-log.md, "First-order site matrices"); wam = o1 with
 # longer donor / acceptor windows (-6..+9, -40..+3).
 declare -A VAR=(
@@ -87,7 +87,7 @@ declare -A VAR=(
   [mi]="--set labels.min_intron=learned"
   [mi20]="--set labels.min_intron=null"
   [e60]=""
-  [o1]="--set crf.site_order=1"
+  [o1]="--set crf.site_order=learned"
   [wam]="--set crf.site_order=1 --set crf.site_windows={acceptor:[40,4],donor:[6,10]}"
 )
 declare -A VSEEDS=([all]="0")

@@ -741,3 +741,58 @@ def test_min_intron_learned_run_resumes_with_its_own_config(tmp_path, logs, monk
                                            r"\d+ bp from the data now, the run in .* has 20"):
         train(cfg, tmp_path / "run", resume=True)
 
+
+
+def test_site_order_learned_counts_the_training_introns(tmp_path, logs, monkeypatch):
+    """crf.site_order: learned is 1 where the training regions hold SITE_ORDER_MIN_N
+    annotated introns or more, else 0, logged either way; validation introns do not
+    count. A training run writes the number into its config and the head's matrices
+    have the rows of that order."""
+    from semiseg.checkpoint import build_model, load_checkpoint
+    from semiseg.train import data as td
+    from semiseg.train.data import learn_site_order, prepare
+    from semiseg.train.loop import train
+
+    fa, gff = _write_region(tmp_path, *MIN_REGION)
+    cfg = _config(tmp_path, fa, gff, crf__site_order="learned", train__epochs=1,
+                  train__calibrate=False, train__calibrate_introns=False,
+                  train__symmetric_introns=False)
+    data, ann, scheme, _ = prepare(cfg)
+    size = MIN_REGION[1] - MIN_REGION[0]
+    cut = size - size // 5  # windows.valid_fraction 0.2: the last 20% validates
+    n_train = sum(1 for t in _parse_gff3(gff).values()
+                  for (_, b), (c, _) in pairwise(t["cds"]) if c - b >= 20 and c <= cut)
+    assert 0 < n_train < td.SITE_ORDER_MIN_N
+    assert learn_site_order(cfg, scheme, ann, data).crf.site_order == 0
+    assert any(m.startswith("crf.site_order: learned: 0") for m in logs)
+    monkeypatch.setattr(td, "SITE_ORDER_MIN_N", 1)
+    assert learn_site_order(cfg, scheme, ann, data).crf.site_order == 1
+    out = train(cfg, tmp_path / "run")
+    ckpt = load_checkpoint(out["best"])
+    assert ckpt.config.crf.site_order == 1
+    assert build_model(ckpt)[0].crf.sites.pwm_donor.shape[0] == 16
+    assert "site_order: 1" in (tmp_path / "run" / "config.yaml").read_text()
+
+
+def test_site_order_setting_checked():
+    """crf.site_order takes 0, 1 or 'learned'; anything else is a one-line error naming
+    the key, and 'learned' needs a gene_structure scheme."""
+    from types import SimpleNamespace
+
+    from semiseg.genome.scheme import LabelScheme
+    from semiseg.train.data import learn_site_order
+
+    data = read_yaml(ROOT / "configs" / "gene_structure.yaml")
+    for bad in (2, -1, "first", True):
+        data["crf"]["site_order"] = bad
+        with pytest.raises(SemisegError, match=r"^crf\.site_order"):
+            from_dict(data)
+    for ok in (0, 1, "learned"):
+        data["crf"]["site_order"] = ok
+        assert from_dict(data).crf.site_order == ok
+    cfg = SimpleNamespace(crf=SimpleNamespace(site_order="learned"))
+    bed = LabelScheme.from_dict({"name": "states", "kind": "bed",
+                                 "labels": [{"name": "a"}, {"name": "b"}]})
+    with pytest.raises(SemisegError, match=r"^crf\.site_order: learned needs a "
+                                           r"gene_structure scheme"):
+        learn_site_order(cfg, bed, None, None)

@@ -157,6 +157,9 @@ def _validate(cfg: Config) -> None:
                                                and mi >= 1)):
         raise SemisegError(f"labels.min_intron: expected null, a positive integer or "
                            f"'learned', got {mi!r}")
+    so = cfg.crf.site_order
+    if so not in (0, 1, "learned") or isinstance(so, bool):
+        raise SemisegError(f"crf.site_order: expected 0, 1 or 'learned', got {so!r}")
     dt = cfg.crf.duration_transitions
     if not isinstance(dt, bool) and dt < 1:
         raise SemisegError("crf.duration_transitions: expected false, true or a period P >= 1,"

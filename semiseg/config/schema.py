@@ -166,7 +166,10 @@ class CRFConfig:
     site_order:   the site matrices' order: 0, each base of a site's window alone; 1, each
                   base given the base before it (a first-order site model: on the fly
                   validation block's held-out sites, about a quarter fewer decoy GT / AG
-                  at or above the score that keeps 90% of true sites; docs/gene_model.md)
+                  at or above the score that keeps 90% of true sites; docs/gene_model.md);
+                  learned: 1 where the training regions hold at least 500 annotated
+                  introns (a first-order column has four times the cells to count), else
+                  0; `semiseg train` writes the number into the run's config
     site_windows: {donor|acceptor|start|stop: [bases before the site's first base, bases
                   from it on]} replacing the built-in windows (donor [3, 8], acceptor [24,
                   4], start [9, 6], stop [6, 6]), e.g. {acceptor: [40, 4]}
@@ -218,7 +221,7 @@ class CRFConfig:
     frames: bool = False
     head: str = "semicrf"
     site_scores: bool = False
-    site_order: int = 0
+    site_order: int | str = 0
     site_windows: dict[str, list[int]] | None = None
     orf_length_scores: bool = False
     upstream_start_scores: bool = False

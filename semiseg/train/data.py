@@ -253,12 +253,7 @@ def learn_min_intron(cfg: Config, scheme, annotation, data):
         raise SemisegError(f"labels.min_intron: learned needs a gene_structure scheme "
                            f"(introns read from a GFF3/GTF); {scheme.name!r} is "
                            f"{scheme.kind!r}")
-    transcripts = annotated_transcripts(cfg, scheme, annotation)
-    regions: dict[str, list[tuple[int, int]]] = {}
-    for chrom, start, end in split_regions(cfg, data.chrom_sizes)[0]:
-        regions.setdefault(chrom, []).append((start, end))
-    lengths = [b - a for t in transcripts for a, b in np.asarray(t.introns).reshape(-1, 2)
-               .tolist() if any(s <= a and b <= e for s, e in regions.get(t.chrom, ()))]
+    lengths = training_intron_lengths(cfg, scheme, annotation, data)
     if len(lengths) < MIN_INTRON_MIN_N:
         ui.log(f"labels.min_intron: learned: {len(lengths)} annotated intron(s) in the "
                f"training regions, fewer than the {MIN_INTRON_MIN_N} a floor needs; the "
@@ -271,6 +266,41 @@ def learn_min_intron(cfg: Config, scheme, annotation, data):
                f"{scheme.min_intron} bp)")
     return (dataclasses.replace(cfg, labels=dataclasses.replace(cfg.labels, min_intron=m)),
             dataclasses.replace(scheme, min_intron=m))
+
+
+# crf.site_order: learned takes first-order site matrices from this many training introns
+# on: a first-order column has 16 cells to count where an order-0 one has 4 (fly: 1,130
+# donors in the training windows, order 1; yeast chrII: 22, order 0)
+SITE_ORDER_MIN_N = 500
+
+
+def learn_site_order(cfg: Config, scheme, annotation, data) -> Config:
+    """cfg with crf.site_order "learned" resolved from the annotated introns inside the
+    training regions (SITE_ORDER_MIN_N), logged; as it is for any other setting."""
+    import dataclasses
+
+    if cfg.crf.site_order != "learned":
+        return cfg
+    if scheme.kind != "gene_structure":
+        raise SemisegError(f"crf.site_order: learned needs a gene_structure scheme "
+                           f"(introns read from a GFF3/GTF); {scheme.name!r} is "
+                           f"{scheme.kind!r}")
+    n = len(training_intron_lengths(cfg, scheme, annotation, data))
+    order = 1 if n >= SITE_ORDER_MIN_N else 0
+    ui.log(f"crf.site_order: learned: {order} ({n:,} annotated introns in the training "
+           f"regions; order 1 from {SITE_ORDER_MIN_N})")
+    return dataclasses.replace(cfg, crf=dataclasses.replace(cfg.crf, site_order=order))
+
+
+def training_intron_lengths(cfg: Config, scheme, annotation, data) -> list[int]:
+    """The lengths of the annotated transcripts' introns (after the clean-up) lying inside
+    the training regions, never the validation or held-out ones."""
+    transcripts = annotated_transcripts(cfg, scheme, annotation)
+    regions: dict[str, list[tuple[int, int]]] = {}
+    for chrom, start, end in split_regions(cfg, data.chrom_sizes)[0]:
+        regions.setdefault(chrom, []).append((start, end))
+    return [b - a for t in transcripts for a, b in np.asarray(t.introns).reshape(-1, 2)
+            .tolist() if any(s <= a and b <= e for s, e in regions.get(t.chrom, ()))]
 
 
 def annotated_transcripts(cfg: Config, scheme, annotation) -> list:

@@ -64,6 +64,7 @@ from .data import (
     check_signal,
     holdout_regions,
     learn_min_intron,
+    learn_site_order,
     make_datasets,
     make_windows,
     prepare,
@@ -388,9 +389,10 @@ def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
 def _load_data(cfg: Config):
     """(cfg, data, scheme, columns, training Dataset, validation Dataset) of a config,
     with track statistics fitted on the training chromosomes (cfg: labels.min_intron
-    "learned" resolved, data.learn_min_intron)."""
+    and crf.site_order "learned" resolved, data.learn_min_intron and learn_site_order)."""
     data, annotation, scheme, columns = prepare(cfg)
     cfg, scheme = learn_min_intron(cfg, scheme, annotation, data)
+    cfg = learn_site_order(cfg, scheme, annotation, data)
     tr, va, train_chroms = make_windows(cfg, data.chrom_sizes)
     check_fasta(cfg, data, tr)
     if cfg.inputs.tracks:  # deterministic, so a resumed run gets the same statistics

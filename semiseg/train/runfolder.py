@@ -17,6 +17,14 @@ from ..config.schema import Config
 from ..errors import SemisegError
 from ..runtime import Lock
 
+# settings "learned" resolves to a number from the training data (train/data.py)
+LEARNED = ("labels.min_intron", "crf.site_order")
+
+
+def _get(cfg: Config, key: str):
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
+
 RUN_FILES = ("last.pt", "best.pt", "metrics.tsv", "config.yaml")  # what a run folder holds
 
 
@@ -58,9 +66,9 @@ def open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> d
                            "choose another --out") from None
     # the device and the annotation settings may change; everything else must match
     # (and the number of processes: the global batch, hence the run, is the same).
-    # labels.min_intron "learned" was resolved to a number from the same data (and is
+    # a setting "learned" (LEARNED) was resolved to a number from the same data (and is
     # again, by _load_data): the run's number stands for it
-    learned = ("labels.min_intron",) if cfg.labels.min_intron == "learned" else ()
+    learned = tuple(k for k in LEARNED if _get(cfg, k) == "learned")
     diff = [k for k in config_diff(ckpt["config"], cfg.to_dict())
             if k not in ("device", "train.world_size", *learned)
             and not k.startswith("annotate.")]
@@ -72,17 +80,22 @@ def open_run(cfg: Config, out: Path, resume: bool, overwrite: bool = False) -> d
 
 
 def check_learned_on_resume(ckpt: dict | None, cfg: Config, out: Path) -> None:
-    """A resumed run whose labels.min_intron "learned" (resolved in cfg by
-    data.learn_min_intron) now gives another number than the run recorded: its data
-    changed, and its grammar with them (open_run let "learned" stand for the number)."""
+    """A resumed run whose labels.min_intron or crf.site_order "learned" (resolved in cfg
+    by data.learn_min_intron, learn_site_order) now gives another number than the run
+    recorded: its data changed, and its model with them (open_run let "learned" stand for
+    the number)."""
     if ckpt is None:
         return
-    ran = ckpt.get("config", {}).get("labels", {}).get("min_intron")
-    if ran != cfg.labels.min_intron:
-        raise SemisegError(f"--resume: labels.min_intron: learned gives "
-                           f"{cfg.labels.min_intron} bp from the data now, the run in {out} "
-                           f"has {ran} (its training annotation or regions changed); "
-                           "start again with --overwrite")
+    for key in LEARNED:
+        section, name = key.split(".")
+        # a run from before the setting existed ran with its default
+        ran = ckpt.get("config", {}).get(section, {}).get(name, _get(Config(), key))
+        now = _get(cfg, key)
+        if ran != now:
+            unit = " bp" if key == "labels.min_intron" else ""
+            raise SemisegError(f"--resume: {key}: learned gives {now}{unit} from the data "
+                               f"now, the run in {out} has {ran} (its training annotation "
+                               "or regions changed); start again with --overwrite")
 
 
 @contextmanager
