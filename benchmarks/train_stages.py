@@ -52,7 +52,8 @@ def setup(config: str, batch: int, window: int, dev, sets=()):
 
     cfg = load_config(config, [*sets, f"windows.size={window}", f"train.batch_size={batch}",
                                "train.seed=0"])
-    *_, scheme, columns, train_ds, _ = tr._load_data(cfg)  # (cfg,) data, scheme, ...
+    # the config with its "learned" settings resolved, as semiseg train builds from it
+    cfg, _, scheme, columns, train_ds, _ = tr._load_data(cfg)
     model = tr.new_model(cfg, scheme, columns, train_ds)
     model.to(dev).train()
     return cfg, model, tr._optimizer(model, cfg), train_ds
