@@ -296,6 +296,9 @@ def _check_sites(c) -> None:
     cannot take (sites.count_site_pwms)."""
     from .genemodel.sites import SITES
 
+    if c.site_order == "learned":
+        raise SemisegError("crf.site_order: learned is read off the training annotation by "
+                           "semiseg train; a model built outside it needs 0 or 1")
     if c.site_order not in (0, 1):
         raise SemisegError(f"crf.site_order: {c.site_order} (0 or 1)")
     for k, v in (c.site_windows or {}).items():

@@ -435,9 +435,10 @@ def test_site_order_and_windows_are_checked():
     from semiseg.errors import SemisegError
     from semiseg.model import _check_sites
 
-    cfg = load_config(None, ["crf.site_order=2"])
     with pytest.raises(SemisegError, match="crf.site_order"):
-        _check_sites(cfg.crf)
+        load_config(None, ["crf.site_order=2"])
+    with pytest.raises(SemisegError, match=r"crf.site_order: learned is read off the"):
+        _check_sites(load_config(None, ["crf.site_order=learned"]).crf)  # unresolved
     cfg = load_config(None, ["crf.site_windows={branch: [3, 4]}"])
     with pytest.raises(SemisegError, match="no site 'branch'"):
         _check_sites(cfg.crf)
