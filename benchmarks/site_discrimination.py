@@ -8,9 +8,10 @@ windows side by side (crf.site_order, crf.site_windows).
 The config's training windows count the matrices (sites.count_site_pwms, as `semiseg
 train` does); its validation windows are scored (sites.pwm_scores, as the CRF head
 does): the true donors and acceptors (the gold's anchors, both strands) against every
-other position holding the site's dinucleotide (GT at a donor, AG at an acceptor, read
-on the strand). Prints per site, order and window: the true sites and candidates, the
-AUC, and the decoys scoring at or above the score that keeps 90% of the true sites.
+other position where the grammar lets such a label stand (seqmask.splice_sites: GT at a
+donor, AG at an acceptor, read on the strand). Prints per site, order and window: the
+true sites and candidates, the AUC, and the decoys scoring at or above the score that
+keeps 90% of the true sites.
 """
 
 from __future__ import annotations
@@ -27,22 +28,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from lib import header  # noqa: E402
 
-# the site's dinucleotide on each strand (plus: read left to right from the anchor's
-# side; the anchor's offset within the pair): G of GT at a donor's first intron base,
-# G of AG at an acceptor's last; on the minus strand their complements, C of AC and C of
-# CT
-PAIRS = {("donor", "+"): ("GT", 0), ("donor", "-"): ("AC", 1),
-         ("acceptor", "+"): ("AG", 1), ("acceptor", "-"): ("CT", 0)}
-
-
-def candidates(x: np.ndarray, site: str, strand: str) -> np.ndarray:
-    """Positions (anchors) of x (T, 4) whose bases read the site's dinucleotide."""
-    pair, off = PAIRS[(site, strand)]
-    code = np.where(x.max(1) > 0.5, x.argmax(1), 4)
-    a, b = ("ACGT".index(pair[0]), "ACGT".index(pair[1]))
-    hit = np.flatnonzero((code[:-1] == a) & (code[1:] == b))
-    return hit + off
-
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     allv = np.concatenate([pos, neg])
@@ -54,6 +39,7 @@ def auc(pos: np.ndarray, neg: np.ndarray) -> float:
 def main() -> None:
     from semiseg.config.load import load_config
     from semiseg.genemodel.frames import FrameLayout
+    from semiseg.genemodel.seqmask import splice_sites
     from semiseg.genemodel.sites import anchors, count_site_pwms, pwm_scores, site_windows
     from semiseg.train.loop import _load_data
 
@@ -85,13 +71,15 @@ def main() -> None:
                 for x, y in zip(valid_ds.x, valid_ds.y):
                     x = np.asarray(x[:, :4], np.float32)
                     xt = torch.from_numpy(x.T.copy())[None]
+                    codes = torch.from_numpy(np.where(x.max(1) > 0.5, x.argmax(1), 4))
                     for st in "+-":
+                        cand = np.flatnonzero(splice_sites(codes, st, site).numpy())
                         sc = pwm_scores(xt, torch.from_numpy(mats[site]), win[site][0],
                                         st == "-")[0].numpy()
                         true = set(anchors(np.asarray(y), [i for i, k in enumerate(kinds)
                                                            if k == f"{site}{st}"],
                                            st == "-").tolist())
-                        for p in candidates(x, site, st):
+                        for p in cand:
                             (pos if p in true else neg).append(sc[p])
                 pos, neg = np.array(pos), np.array(neg)
                 thr = np.quantile(pos, 0.10)

@@ -292,15 +292,13 @@ class Segmenter(nn.Module):
 
 
 def _check_sites(c) -> None:
-    """crf.site_order and crf.site_windows: a clear error for values the site matrices
-    cannot take (sites.count_site_pwms)."""
+    """crf.site_order still "learned" and crf.site_windows: a clear error for values the
+    site matrices cannot take (sites.count_site_pwms)."""
     from .genemodel.sites import SITES
 
-    if c.site_order == "learned":
+    if c.site_order == "learned":  # (other values: config/load.py refuses them)
         raise SemisegError("crf.site_order: learned is read off the training annotation by "
                            "semiseg train; a model built outside it needs 0 or 1")
-    if c.site_order not in (0, 1):
-        raise SemisegError(f"crf.site_order: {c.site_order} (0 or 1)")
     for k, v in (c.site_windows or {}).items():
         if k not in SITES:
             raise SemisegError(f"crf.site_windows: no site {k!r} (one of {', '.join(SITES)})")

@@ -702,19 +702,22 @@ def test_min_intron_setting_checked():
         assert from_dict(data).labels.min_intron == ok
 
 
-def test_min_intron_learned_needs_a_gene_scheme(tmp_path):
+@pytest.mark.parametrize("key", ["labels.min_intron", "crf.site_order"])
+def test_a_learned_setting_needs_a_gene_scheme(key):
     """A BED scheme has no introns to learn from: a one-line error naming the key."""
     from types import SimpleNamespace
 
     from semiseg.genome.scheme import LabelScheme
-    from semiseg.train.data import learn_min_intron
+    from semiseg.train import data as td
 
-    cfg = SimpleNamespace(labels=SimpleNamespace(min_intron="learned"))
+    section, name = key.split(".")
+    cfg = SimpleNamespace(**{section: SimpleNamespace(**{name: "learned"})})
+    learn = {"labels.min_intron": td.learn_min_intron, "crf.site_order": td.learn_site_order}
     bed = LabelScheme.from_dict({"name": "states", "kind": "bed",
                                  "labels": [{"name": "a"}, {"name": "b"}]})
-    with pytest.raises(SemisegError, match=r"^labels\.min_intron: learned needs a "
+    with pytest.raises(SemisegError, match=rf"^{re.escape(key)}: learned needs a "
                                            r"gene_structure scheme"):
-        learn_min_intron(cfg, bed, None, None)
+        learn[key](cfg, bed, None, None)
 
 
 def test_min_intron_learned_run_resumes_with_its_own_config(tmp_path, logs, monkeypatch):
@@ -776,12 +779,7 @@ def test_site_order_learned_counts_the_training_introns(tmp_path, logs, monkeypa
 
 def test_site_order_setting_checked():
     """crf.site_order takes 0, 1 or 'learned'; anything else is a one-line error naming
-    the key, and 'learned' needs a gene_structure scheme."""
-    from types import SimpleNamespace
-
-    from semiseg.genome.scheme import LabelScheme
-    from semiseg.train.data import learn_site_order
-
+    the key."""
     data = read_yaml(ROOT / "configs" / "gene_structure.yaml")
     for bad in (2, -1, "first", True):
         data["crf"]["site_order"] = bad
@@ -790,9 +788,3 @@ def test_site_order_setting_checked():
     for ok in (0, 1, "learned"):
         data["crf"]["site_order"] = ok
         assert from_dict(data).crf.site_order == ok
-    cfg = SimpleNamespace(crf=SimpleNamespace(site_order="learned"))
-    bed = LabelScheme.from_dict({"name": "states", "kind": "bed",
-                                 "labels": [{"name": "a"}, {"name": "b"}]})
-    with pytest.raises(SemisegError, match=r"^crf\.site_order: learned needs a "
-                                           r"gene_structure scheme"):
-        learn_site_order(cfg, bed, None, None)

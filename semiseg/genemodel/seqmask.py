@@ -68,7 +68,7 @@ def sequence_allowed(layout: FrameLayout, codes):
         if f < 0 or kind == "intron":
             continue
         if kind in ("donor", "acceptor"):
-            out[..., c] = _splice_sites(codes, s, kind)
+            out[..., c] = splice_sites(codes, s, kind)
             continue
         if kind == "start":
             out[..., c] = words[f] == _ids([STARTS[s]])[0]
@@ -102,7 +102,7 @@ def donor_motif_mask(codes: torch.Tensor, motif: str, strand: str) -> torch.Tens
     return out
 
 
-def _splice_sites(codes: torch.Tensor, strand: str, kind: str) -> torch.Tensor:
+def splice_sites(codes: torch.Tensor, strand: str, kind: str) -> torch.Tensor:
     """(..., T) bool: the positions where a splice label of this kind may stand: the
     first base of its dinucleotide at an intron's left end, the second at its right."""
     out = torch.zeros(codes.shape, dtype=torch.bool, device=codes.device)

@@ -256,35 +256,34 @@ def pwm_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
     """(B, 4, T) one-hot (float) -> (B, T): at each base t, the matrix's score of the
     window anchored at t (read on the minus strand: the reverse complement), zero-padded
     off the sequence. A matrix of 16 rows is of order 1 (count_site_pwms): row prev * 4
-    + base, the base before read in the transcript's direction too."""
+    + base over the pairs (base before, base), the base before read in the transcript's
+    direction too."""
+    order = {4: 0, 16: 1}[pwm.shape[0]]
     L = pwm.shape[1]
-    if pwm.shape[0] == 16:
-        return _pair_scores(x, pwm, before, minus)
-    if minus:  # the site read on the other strand: reverse complement the matrix
-        pwm = pwm.flip(0).flip(1)
-        before = L - 1 - before
-    w = pwm.to(x.dtype)[None]  # (1, 4, L)
-    return nn.functional.conv1d(nn.functional.pad(x, (before, L - 1 - before)), w)[:, 0]
+    chans = x if order == 0 else _pairs(x)
+    if minus:  # the site read on the other strand: the matrix reverse-complemented
+        pwm = _complement_rows(pwm, order).flip(1)
+        before = L - 1 - before - order  # a minus pair (comp b, comp a) is the plus one after
+    w = pwm.to(x.dtype)[None]  # (1, rows, L)
+    return nn.functional.conv1d(nn.functional.pad(chans, (before, L - 1 - before)), w)[:, 0]
 
 
-def _pair_scores(x: Tensor, pwm: Tensor, before: int, minus: bool) -> Tensor:
-    """pwm_scores of an order-1 matrix (16, L): the pairs (base before, base) of each
-    position as 16 channels, read in the transcript's direction (minus strand: the
-    complement of the base after it and of it), then one correlation."""
+def _pairs(x: Tensor) -> Tensor:
+    """(B, 4, T) one-hot -> (B, 16, T): channel a * 4 + b at t is base a at t - 1 and b at
+    t (nothing at t = 0)."""
     B, _, T = x.shape
+    prv = nn.functional.pad(x[:, :, :-1], (1, 0))
+    return (prv[:, :, None, :] * x[:, None, :, :]).reshape(B, 16, T)
+
+
+def _complement_rows(pwm: Tensor, order: int) -> Tensor:
+    """The rows of a matrix read on the other strand: order 0, base a -> its complement
+    3 - a (A C G T reversed); order 1, the pair (a, b) of the plus strand is the pair
+    (3 - b, 3 - a) in the minus strand's direction."""
+    if order == 0:
+        return pwm.flip(0)
     L = pwm.shape[1]
-    if minus:
-        xc = x.flip(1)  # A C G T reversed: the complement
-        nxt = nn.functional.pad(xc[:, :, 1:], (0, 1))  # the base before, transcript-wise
-        pairs = (nxt[:, :, None, :] * xc[:, None, :, :]).reshape(B, 16, T)
-        w = pwm.flip(1)
-        before = L - 1 - before
-    else:
-        prv = nn.functional.pad(x[:, :, :-1], (1, 0))
-        pairs = (prv[:, :, None, :] * x[:, None, :, :]).reshape(B, 16, T)
-        w = pwm
-    return nn.functional.conv1d(nn.functional.pad(pairs, (before, L - 1 - before)),
-                                w.to(x.dtype)[None])[:, 0]
+    return pwm.view(4, 4, L).flip(0, 1).transpose(0, 1).reshape(16, L)
 
 
 class SiteScores(nn.Module):

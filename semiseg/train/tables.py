@@ -66,16 +66,18 @@ def count_sites(model, scheme, train_ds: Dataset) -> None:
 
     layout = _gold_layout(model, scheme)
     onehots = [x[:, :4] for x in train_ds.x]
-    mats, n = count_site_pwms(onehots, train_ds.y, layout)
+    sites = getattr(model.crf, "sites", None)
+    # the head's order and windows (crf.site_order, crf.site_windows); the splice
+    # channels read order 0 in the built-in windows, counted apart only where they differ
+    own = (0, site_windows()) if sites is None else (sites.order, sites.windows)
+    mats, n = count_site_pwms(onehots, train_ds.y, layout, order=own[0], sizes=own[1])
     users = []
     if getattr(model.encoder, "splice", None) is not None:
-        model.encoder.splice.set(mats["donor"], mats["acceptor"])
+        plain = mats if own == (0, site_windows()) else count_site_pwms(
+            onehots, train_ds.y, layout)[0]
+        model.encoder.splice.set(plain["donor"], plain["acceptor"])
         users.append("the splice channels")
-    sites = getattr(model.crf, "sites", None)
     if sites is not None:
-        if sites.order or sites.windows != site_windows():  # the head's own matrices
-            mats, n = count_site_pwms(onehots, train_ds.y, layout, order=sites.order,
-                                      sizes=sites.windows)
         mats["branch"], seed = count_branch_pwm(onehots, train_ds.y, layout)
         model.crf.sites.set(mats)
         users.append("the site scores")
