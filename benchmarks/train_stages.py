@@ -87,20 +87,14 @@ def step(model, opt, ds, idx, dev, amp: bool):
 def trainer_step(model, opt, ds, idx, dev, amp: bool) -> None:
     """One step as train.loop.train_epoch runs it: no synchronisation between stages,
     only the trainer's own (the loss and gradient-norm checks, the logged loss)."""
-    from semiseg.train.loop import BatchLoss
+    from semiseg.train.loop import BatchLoss, apply_gradients
 
     x, lengths, y = ds.batch(idx, flip=[False] * len(idx))
     loss, nll, steps = BatchLoss(model, dev, amp)(x, lengths, y, 1.0 / len(idx))
     if not torch.isfinite(loss):
         raise RuntimeError("non-finite loss")
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    params = [p for p in model.parameters() if p.grad is not None]
-    norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-    if not torch.isfinite(norm):
+    if not apply_gradients(model, opt, loss, 1.0):
         raise RuntimeError("non-finite gradient")
-    torch.nn.utils.clip_grads_with_norm_(params, 1.0, norm)
-    opt.step()
     float(nll.detach().double().sum())
 
 

@@ -197,6 +197,23 @@ class BatchLoss(torch.nn.Module):
         return (nll / steps.to(nll.dtype)).sum() * weight, nll, steps
 
 
+def apply_gradients(model, opt, loss: torch.Tensor, grad_clip: float) -> bool:
+    """One optimiser step on `loss`'s gradients, clipped to norm `grad_clip` (0: not);
+    False, before any step, where their norm is not finite. clip_grad_norm_ in its two
+    steps with the check between them: before the clip (which would spread a NaN to every
+    gradient, hiding where it came from) and the step."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+    if not torch.isfinite(norm):
+        return False
+    if grad_clip > 0:
+        torch.nn.utils.clip_grads_with_norm_(params, grad_clip, norm)
+    opt.step()
+    return True
+
+
 # ----------------------------------------------------------------------------- epochs
 def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunState,
                 schedule: Schedule, device, amp: bool, on_batch=None,
@@ -239,17 +256,8 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
         mean = all_sum(loss.detach(), ctx) / ctx.world_size
         if not torch.isfinite(mean):
             raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch, nb))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        # clip_grad_norm_ in its two steps, the check between them: before the clip (which
-        # would spread a NaN to every gradient, hiding where it came from) and the step
-        params = [p for p in model.parameters() if p.grad is not None]
-        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-        if not torch.isfinite(norm):
+        if not apply_gradients(model, opt, loss, cfg.train.grad_clip):
             raise SemisegError(nonfinite_gradient(model, ds, batch, flips, epoch, nb))
-        if cfg.train.grad_clip > 0:
-            torch.nn.utils.clip_grads_with_norm_(params, cfg.train.grad_clip, norm)
-        opt.step()
         if average is not None:
             average.update(model)
         state.step += 1
