@@ -89,8 +89,9 @@ declare -A VAR=(
   [e60]=""
   [o1]="--set crf.site_order=learned"
   [wam]="--set crf.site_order=1 --set crf.site_windows={acceptor:[40,4],donor:[6,10]}"
+  [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
-declare -A VSEEDS=([all]="0")
+declare -A VSEEDS=([all]="0" [allo1]="0")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
