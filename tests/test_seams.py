@@ -440,3 +440,35 @@ def test_window_terms_come_from_the_whole_sequence():
     _, p2, b2 = gene_decode(crf, em, 9374, 2048, 1, stats=SeamStats())
     assert float((p2 - post[0]).abs().max()) < 1e-5
     assert float((b2 - bnd[0]).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("W", [1500, 3000])
+def test_widening_never_reaches_past_a_windows_own_far_end(W, monkeypatch):
+    """Windows that overlap by half their length (`--decode-overlap` W / 2), one seam
+    failing always (forced) while its neighbours certify: its second doubling would
+    reach past the left window's start or the right window's end, and the bound then
+    read boundary marginals from outside a window (rows sliced from the wrong end:
+    silently, or a traceback at 300 kb of fly with windows of 32,768 overlapping by
+    16,384). Such a seam merges instead: every seam checked has its left window
+    starting first and its right window ending last, with their intersection between,
+    and the posteriors are the whole sequence's."""
+    from semiseg.annotate import posterior_bound
+    from semiseg.annotate import posterior_seams as seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    real = posterior_bound.seam_cut
+    seen = []
+
+    def cut(lo, hi, K, A, B, C, *a):
+        seen.append((A.start, A.end, B.start, B.end, C.start, C.end))
+        if lo < 4500 < hi:  # the seam at 4,500 never certifies
+            return None, 1.0
+        return real(lo, hi, K, A, B, C, *a)
+    monkeypatch.setattr(posterior_bound, "seam_cut", cut)
+    st = SeamStats()
+    g, _, _ = seams.stitched_posteriors(crf, em, W, W // 2, 8, max_widen=2, stats=st)
+    assert seen and st.post_whole >= 1
+    for a0, a1, b0, b1, c0, c1 in seen:
+        assert a0 <= b0 < a1 <= b1 and (c0, c1) == (b0, a1)
+    assert float((g - whole).abs().max()) < 1e-5

@@ -134,12 +134,20 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                 cache[(ext[b + 1][0], ext[b][1])], tol)
         return checked[key]
 
-    def widen(b):  # seam b's two windows reach twice as far across it
+    def widened_ext(b):  # seam b's two windows reaching twice as far across it
+        reach = seam_ov[b]  # half the doubled overlap
+        ws = max(0, at[b] - reach)
+        return min(S, max(ext[b][1], at[b] + reach)), min(ext[b + 1][0], ws - ws % 3)
+
+    def can_widen(b):  # the left window still starts first and the right one ends last
+        # (their intersection is then [right start, left end), as posterior_bound reads it)
+        a_end, b_start = widened_ext(b)
+        return ext[b][0] <= b_start and a_end <= ext[b + 1][1]
+
+    def widen(b):
         widened[b] += 1
+        ext[b][1], ext[b + 1][0] = widened_ext(b)
         seam_ov[b] *= 2
-        ext[b][1] = min(S, max(ext[b][1], at[b] + seam_ov[b] // 2))
-        ws = max(0, at[b] - seam_ov[b] // 2)
-        ext[b + 1][0] = min(ext[b + 1][0], ws - ws % 3)
 
     first = True
     while True:
@@ -159,7 +167,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if not bad:
             break
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
-            if widened[b] < max_widen:
+            if widened[b] < max_widen and can_widen(b):
                 widen(b)
             else:  # windows b and b + 1 become one: that seam is decoded as one
                 stats.post_whole += 1
@@ -247,6 +255,8 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=N
         del t
         for j, (ws, we) in enumerate(group):  # one copy each, into host memory
             post, rows = keep.get((ws, we), (True, []))
+            if any(not ws <= a < b <= we for a, b in rows):  # a bug, not bad input
+                raise AssertionError(f"rows {rows} outside window [{ws}, {we})")
             cache[(ws, we)] = WindowPass(
                 ws, we, g[j, :we - ws].to("cpu", copy=True) if post else None,
                 {(a, b): e[j, a - ws:b - ws].to("cpu", copy=True) for a, b in rows})
