@@ -2,7 +2,7 @@
 # One model's annotation on the GPU and on the CPU of the same machine, in one call:
 # whether the BED has the same segments and labels (and how many scores differ, by how
 # much), and the GFF3 the same features; wall seconds of each. Run on the GPU machine
-# from the repository root (the fly test region by default):
+# from the repository root, carrying .whlg (the fly test region by default):
 #   bash benchmarks/gpu_cpu_same.sh [MODEL] [FASTA] [REGION "chrom start end"]
 #   e.g. bash benchmarks/gpu_cpu_same.sh fly data/fly/chr2R_2M_6M.fa "chr2R_2M_6M 3000000 4000000"
 # Prints a Markdown table with the date, device and commit.
@@ -10,6 +10,7 @@ set -uo pipefail
 model=${1:-fly}
 fa=${2:-data/fly/chr2R_2M_6M.fa}
 region=${3:-"chr2R_2M_6M 3000000 4000000"}
+source benchmarks/gpu_setup.sh  # the carried wheels (.whlg/), PYTHONPATH
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '%s\t%s\t%s\n' $region > "$tmp/r.bed"
