@@ -7,7 +7,9 @@ learned beside the matrices the run counted).
     python scripts/recount_sites.py MODEL.pt OUT.pt [--order 0|1]
         [--window SITE=BEFORE,AFTER ...] [--fasta FA] [--annotation GFF]
 
-With the run's own order and windows the matrices come out as they were (a check).
+--order and each --window default to the run's own (its config's crf.site_order and
+crf.site_windows); with all of them its own, the matrices come out as they were (a
+check).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
     ap.add_argument("out")
-    ap.add_argument("--order", type=int, default=1)
+    ap.add_argument("--order", type=int, default=None, help="default: the run's own")
     ap.add_argument("--window", action="append", default=[], metavar="SITE=BEFORE,AFTER")
     ap.add_argument("--fasta", nargs="+")
     ap.add_argument("--annotation")
@@ -38,9 +40,12 @@ def main() -> None:
     crf = data["config"]["crf"]
     if not crf.get("site_scores"):
         sys.exit(f"{a.model}: no site scores (crf.site_scores)")
-    crf["site_order"] = a.order
-    crf["site_windows"] = {k: [int(v) for v in w.split(",")]
-                           for k, w in (s.split("=", 1) for s in a.window)} or None
+    if a.order is not None:
+        crf["site_order"] = a.order
+    windows = dict(crf.get("site_windows") or {})  # the run's own, each --window over it
+    windows.update({k: [int(v) for v in w.split(",")]
+                    for k, w in (s.split("=", 1) for s in a.window)})
+    crf["site_windows"] = windows or None
     if a.fasta:
         data["config"]["inputs"]["fasta"] = a.fasta
     if a.annotation:
@@ -60,7 +65,7 @@ def main() -> None:
     data["model"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
     data["model_hash"] = model_hash(data["model"])
     save_checkpoint(data, a.out)
-    print(f"{a.model}: site matrices of order {a.order}"
+    print(f"{a.model}: site matrices of order {crf.get('site_order', 0)}"
           + (f", windows {crf['site_windows']}" if crf["site_windows"] else "")
           + f" -> {a.out}")
 
