@@ -58,10 +58,10 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # mi20 the config before it. Nineteenth round (2026-11-28, seventh session): base again
 # (the first seeds trained with the tiled backward and the split residue planes), e60 =
 # the config for 60 epochs (VEPOCHS; the kernels now train an epoch in half the time).
-# Next (not trained yet): o1 = the config with first-order site matrices (crf.site_order:
-# learned, which is 1 on fly's 1,100+ training introns; as a swap into trained checkpoints it raised exon and segment F1 on the validation
-# block for every seed: RESULTS-log.md, "First-order site matrices"); wam = o1 with
-# longer donor / acceptor windows (-6..+9, -40..+3).
+# Twentieth round (2026-12-06): o1 = the config then with first-order site matrices
+# (crf.site_order: learned), wam = o1 with longer donor / acceptor windows (-6..+9,
+# -40..+3; chosen on the validation block, so since then the config itself), allo1 =
+# "all" with o1 (trained before the validation block chose wam; not used).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
