@@ -134,21 +134,6 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                 cache[(ext[b + 1][0], ext[b][1])], tol)
         return checked[key]
 
-    def widened_ext(b):  # seam b's two windows reaching twice as far across it
-        reach = seam_ov[b]  # half the doubled overlap
-        ws = max(0, at[b] - reach)
-        return min(S, max(ext[b][1], at[b] + reach)), min(ext[b + 1][0], ws - ws % 3)
-
-    def can_widen(b):  # the left window still starts first and the right one ends last
-        # (their intersection is then [right start, left end), as posterior_bound reads it)
-        a_end, b_start = widened_ext(b)
-        return ext[b][0] <= b_start and a_end <= ext[b + 1][1]
-
-    def widen(b):
-        widened[b] += 1
-        ext[b][1], ext[b + 1][0] = widened_ext(b)
-        seam_ov[b] *= 2
-
     first = True
     while True:
         keep = _seam_rows(ext)
@@ -167,8 +152,11 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if not bad:
             break
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
-            if widened[b] < max_widen and can_widen(b):
-                widen(b)
+            grown = _widened(ext, b, at[b], seam_ov[b], S)
+            if widened[b] < max_widen and grown is not None:
+                widened[b] += 1
+                seam_ov[b] *= 2
+                ext[b][1], ext[b + 1][0] = grown
             else:  # windows b and b + 1 become one: that seam is decoded as one
                 stats.post_whole += 1
                 ext[b] = [ext[b][0], ext[b + 1][1]]
@@ -184,6 +172,17 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     if windows_out is not None:
         windows_out[:] = final
     return _stitch_final(cache, final, S, terms)
+
+
+def _widened(ext, b: int, at: int, seam_ov: int, S: int):
+    """Seam b's two windows reaching twice as far across it (its overlap seam_ov
+    doubled): (the left window's new end, the right window's new start), or None where
+    the right window would then start before the left one or the left end after the
+    right one (their intersection must be [right start, left end), as posterior_bound
+    reads it; an overlap near half the window allows it): that seam merges instead."""
+    ws = max(0, at - seam_ov)
+    a_end, b_start = min(S, max(ext[b][1], at + seam_ov)), min(ext[b + 1][0], ws - ws % 3)
+    return (a_end, b_start) if ext[b][0] <= b_start and a_end <= ext[b + 1][1] else None
 
 
 def _whole(head, terms, stats, windows_out, backend, progress):
