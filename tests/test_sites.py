@@ -473,3 +473,32 @@ def test_first_order_site_matrices_from_training_travel_with_the_model():
     again, _ = build_model(cfg, len(columns), len(scheme.names))
     again.load_state_dict({k: v.clone() for k, v in model.state_dict().items()})
     assert torch.equal(again.crf.sites.pwm_acceptor, sites.pwm_acceptor)
+
+
+def test_recount_sites_keeps_the_runs_own_order_and_windows(tmp_path):
+    """scripts/recount_sites.py: the shipped yeast model recounted at order 1 with a longer
+    acceptor window, then that checkpoint recounted with no options: the second keeps
+    the first's order and windows, so its matrices come back bitwise (a round trip;
+    it used to reset them to order 1 and the built-in windows), and every other
+    parameter is the model's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = root / "scripts" / "recount_sites.py"
+    one, two = tmp_path / "one.pt", tmp_path / "two.pt"
+    for args in (["yeast", str(one), "--order", "1", "--window", "acceptor=40,4"],
+                 [str(one), str(two)]):
+        proc = subprocess.run([sys.executable, str(script), *args], cwd=root,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    a = torch.load(one, map_location="cpu", weights_only=False)
+    b = torch.load(two, map_location="cpu", weights_only=False)
+    assert a["config"]["crf"]["site_windows"] == {"acceptor": [40, 4]}
+    assert b["config"]["crf"]["site_windows"] == {"acceptor": [40, 4]}
+    assert b["config"]["crf"]["site_order"] == 1
+    assert a["model"]["crf.sites.pwm_acceptor"].shape == (16, 44)
+    assert set(a["model"]) == set(b["model"])
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
