@@ -21,8 +21,10 @@ for dev in cuda cpu; do
   echo "$dev rc=$? $(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")" >> "$tmp/times"
 done
 python - "$tmp" "$model" "$region" <<'EOF'
-import datetime, subprocess, sys
+import sys
+sys.path.insert(0, "benchmarks")
 import torch
+from lib import header
 tmp, model, region = sys.argv[1:4]
 def rows(path, key, score):
     out = []
@@ -33,11 +35,8 @@ def rows(path, key, score):
         out.append((tuple(f[i] for i in key), f[score]))
     return out
 times = dict(l.split(" ", 1) for l in open(f"{tmp}/times").read().splitlines())
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                        text=True).stdout.strip()
-dev = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-print(f"benchmarks/gpu_cpu_same.sh: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, "
-      f"{dev}, commit {commit}, model {model}, region {region}")
+print(header("benchmarks/gpu_cpu_same.sh", "cuda" if torch.cuda.is_available() else "cpu",
+             f"bash benchmarks/gpu_cpu_same.sh {model} ... \"{region}\""))
 print("| file | rows GPU / CPU | same keys | scores that differ | largest difference |")
 print("|---|---|---|---|---|")
 for name, key, score in (("bed", (0, 1, 2, 3, 5), 4), ("gff3", (0, 2, 3, 4, 6, 7, 8), 5)):

@@ -16,51 +16,36 @@ check are counted apart ("cut by an edge"), not as failures.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from collections import defaultdict
 
-STOPS = {"TAA", "TAG", "TGA"}
-COMP = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from lib import header  # noqa: E402
+
+from semiseg.evaluate.genelevel import read_gene_models  # noqa: E402
+from semiseg.genemodel.splitstops import STOPS  # noqa: E402
+from semiseg.genome import Fasta  # noqa: E402
+from semiseg.genome.codes import reverse_complement as rc  # noqa: E402
 
 
-def read_fasta(path: str) -> dict[str, str]:
-    seqs: dict[str, list[str]] = {}
-    name = None
+def mrna_spans(path: str) -> dict[str, tuple[int, int] | None]:
+    """mRNA (or transcript) ID -> its 0-based half-open span, None where the file marks it
+    partial=true (the transcripts' CDS rows: genelevel.read_gene_models)."""
+    out: dict[str, tuple[int, int] | None] = {}
     with open(path) as fh:
         for line in fh:
-            if line.startswith(">"):
-                name = line[1:].split()[0]
-                seqs[name] = []
-            elif name is not None:
-                seqs[name].append(line.strip().upper())
-    return {k: "".join(v) for k, v in seqs.items()}
-
-
-def read_cds(path: str):
-    """mRNA id -> (chrom, strand, sorted 0-based half-open CDS intervals, the mRNA's
-    (start, end), or the CDS's where the file has no mRNA row; (-1, -1) for an mRNA the
-    file marks partial=true)."""
-    out: dict[str, list] = defaultdict(list)
-    where: dict[str, tuple[str, str]] = {}
-    span: dict[str, tuple[int, int]] = {}
-    with open(path) as fh:
-        for line in fh:
-            if line.startswith("#") or not line.strip():
-                continue
             f = line.rstrip("\n").split("\t")
-            if len(f) != 9 or f[2] not in ("CDS", "mRNA", "transcript"):
+            if line.startswith("#") or len(f) != 9 or f[2] not in ("mRNA", "transcript"):
                 continue
             attrs = dict(p.split("=", 1) for p in f[8].split(";") if "=" in p)
-            if f[2] != "CDS":
-                partial = attrs.get("partial") == "true"  # the writer says it is cut
-                span[attrs.get("ID", "")] = (-1, -1) if partial else (int(f[3]) - 1, int(f[4]))
-                continue
-            parent = attrs.get("Parent", attrs.get("ID", ""))
-            out[parent].append((int(f[3]) - 1, int(f[4])))
-            where[parent] = (f[0], f[6])
-    return {k: (*where[k], sorted(v), span.get(k, (min(v)[0], max(v)[1])))
-            for k, v in out.items()}
+            out[attrs.get("ID", "")] = (None if attrs.get("partial") == "true"
+                                        else (int(f[3]) - 1, int(f[4])))
+    return out
 
 
 def read_regions(path: str | None) -> dict[str, list[tuple[int, int]]]:
@@ -79,10 +64,9 @@ def check_gene(seq: str, strand: str, cds: list[tuple[int, int]]) -> dict:
     coding = "".join(seq[a:b] for a, b in cds)
     introns = [(cds[i][1], cds[i + 1][0]) for i in range(len(cds) - 1)]
     if strand == "-":
-        coding = coding.translate(COMP)[::-1]
-        after = seq[max(0, cds[0][0] - 3):cds[0][0]].translate(COMP)[::-1]
-        sites = [(seq[b - 2:b].translate(COMP)[::-1], seq[a:a + 2].translate(COMP)[::-1])
-                 for a, b in introns]
+        coding = rc(coding)
+        after = rc(seq[max(0, cds[0][0] - 3):cds[0][0]])
+        sites = [(rc(seq[b - 2:b]), rc(seq[a:a + 2])) for a, b in introns]
     else:
         after = seq[cds[-1][1]:cds[-1][1] + 3]
         sites = [(seq[a:a + 2], seq[b - 2:b]) for a, b in introns]
@@ -99,21 +83,26 @@ def check_gene(seq: str, strand: str, cds: list[tuple[int, int]]) -> dict:
     }
 
 
-def near_edge(chrom: str, span: tuple[int, int], regions) -> bool:
-    lo, hi = span
-    if lo < 0:
+def near_edge(chrom: str, span: tuple[int, int] | None, regions) -> bool:
+    if span is None:
         return True  # marked partial=true by the file itself
+    lo, hi = span
     return any(lo - a <= 3 or b - hi <= 3 for a, b in regions.get(chrom, ()) if a <= lo < b)
 
 
-def summarise(path: str, genome: dict[str, str], regions, show: bool) -> list[str]:
-    genes = read_cds(path)
+def summarise(path: str, fa: Fasta, regions, show: bool) -> list[str]:
+    genes = read_gene_models(path, types=("CDS",))
+    spans = mrna_spans(path)
     fails: dict[str, int] = defaultdict(int)
     cut = 0
     lengths: list[int] = []
     n_introns = 0
-    for gid, (chrom, strand, cds, span) in sorted(genes.items()):
-        r = check_gene(genome[chrom], strand, cds)
+    for g in genes:
+        gid, chrom, strand, cds = g.id, g.chrom, g.strand, g.cds
+        lo = max(0, g.start - 3)  # the gene and 3 bp either side (a stop after the CDS)
+        seq = fa.fetch(chrom, lo, min(fa.chrom_sizes[chrom], g.end + 3)).upper()
+        r = check_gene(seq, strand, [(a - lo, b - lo) for a, b in cds])
+        span = spans.get(gid, (g.start, g.end))
         lengths += r["introns"]
         n_introns += len(r["introns"])
         bad = [k for k in ("frame", "atg", "stop", "no_inner_stop", "gt_ag") if not r[k]]
@@ -140,15 +129,16 @@ def main(argv=None) -> int:
     ap.add_argument("--regions")
     ap.add_argument("--list", action="store_true", help="name each gene that fails a check")
     args = ap.parse_args(argv)
-    genome = read_fasta(args.fasta)
     regions = read_regions(args.regions)
+    print(header("benchmarks/open_genes.py", "cpu", "python " + " ".join(sys.argv)))
     head = ["file", "genes", "cut by an edge", "CDS a multiple of 3", "ATG first",
             "stop at the end", "no inner stop", "introns", "genes all GT..AG",
             "intron bp min / median / max"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for path in args.gff3:
-        print("| " + " | ".join(summarise(path, genome, regions, args.list)) + " |")
+    with Fasta(args.fasta) as fa:
+        for path in args.gff3:
+            print("| " + " | ".join(summarise(path, fa, regions, args.list)) + " |")
     return 0
 
 

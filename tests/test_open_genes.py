@@ -75,6 +75,9 @@ def test_summary_counts_partial_genes_apart(tmp_path):
         rows += [f"c\tx\tCDS\t{a + 1}\t{b}\t.\t+\t0\tParent={gid}" for a, b in span]
     gff = tmp_path / "p.gff3"
     gff.write_text("\n".join(rows) + "\n")
-    row = og.summarise(str(gff), og.read_fasta(str(fa)), og.read_regions(None), False)
+    from semiseg.genome import Fasta
+
+    with Fasta(str(fa)) as genome:
+        row = og.summarise(str(gff), genome, og.read_regions(None), False)
     # genes, cut, multiple of 3, ATG, stop, no inner stop, introns, GT..AG
     assert row[1:9] == ["2", "1", "1", "1", "1", "1", "1", "1"]

@@ -152,8 +152,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         if not bad:
             break
         for b in reversed(bad):  # right to left: a merge shifts the seams after it
-            grown = _widened(ext, b, at[b], seam_ov[b], S)
-            if widened[b] < max_widen and grown is not None:
+            grown = _widened(ext, b, at[b], seam_ov[b], S) if widened[b] < max_widen else None
+            if grown is not None:
                 widened[b] += 1
                 seam_ov[b] *= 2
                 ext[b][1], ext[b + 1][0] = grown
