@@ -35,7 +35,7 @@ CHOICES = {
 # pyyaml reads) turns unquoted on/off/yes/no/true/false into True/False
 ON_OFF = {key for key, choices in CHOICES.items() if {"on", "off"} <= set(choices)}
 POSITIVE = {
-    "inputs.bin_size", "windows.size", "model.channels", "model.kernel_size",
+    "inputs.bin_size", "windows.size", "windows.phases", "model.channels", "model.kernel_size",
     "model.stem_kernel", "model.max_dilation", "model.lstm_hidden", "model.resolution",
     "crf.max_duration", "train.epochs", "train.batch_size", "train.world_size",
     "annotate.window", "train.crf_lr_scale",

@@ -89,6 +89,11 @@ class WindowsConfig:
                   each annotated intron longer than size // 2, with size // 4 bp on
                   each side (overlapping ones merged; within the training regions),
                   batched apart from the tiles (semiseg/genemodel/intronwindows.py)
+    phases:       training tilings (1: one). N > 1: N tilings of the training regions,
+                  tiling p beginning p / N of a stride later; epoch e trains on tiling
+                  (e - 1) % N (with every epoch's intron windows), so window edges fall
+                  at N places across the epochs. The tables counted before training
+                  (site matrices, content, learned rules) read tiling 0 only
     """
 
     size: int = 20000
@@ -99,6 +104,7 @@ class WindowsConfig:
     valid_offset: float | None = None
     holdout: str | list[str] | None = None
     intron_windows: bool = False
+    phases: int = 1
 
 
 @dataclass

@@ -57,6 +57,7 @@ class Window:
     chrom: str
     start: int
     end: int
+    phase: int = 0  # windows.phases: the tiling it belongs to; -1 every epoch's (intron windows)
 
 
 class Dataset:
@@ -69,6 +70,7 @@ class Dataset:
         self.windows = windows
         self.rc_columns, self.rc_labels, self.pool = rc_columns, rc_labels, pool
         self.cleanup = None  # the annotation clean-up (genome/cleanup.py), if any
+        self.phase_sets: list[Dataset] = []  # windows.phases: the tilings 1.. (for_epoch)
         self.x, self.y = [], []
         for w in windows:
             feats, _ = data.load(w.chrom, w.start, w.end)
@@ -79,6 +81,23 @@ class Dataset:
 
     def __len__(self) -> int:
         return len(self.windows)
+
+    def for_epoch(self, epoch: int) -> Dataset:
+        """The windows epoch `epoch` (1, 2, ...) trains on: with windows.phases = N, the
+        tiling (epoch - 1) % N (0: this Dataset) with every phase's intron windows; this
+        Dataset itself where there is one tiling."""
+        p = (epoch - 1) % (1 + len(self.phase_sets))
+        if p == 0:
+            return self
+        other = self.phase_sets[p - 1]
+        keep = [i for i, w in enumerate(self.windows) if w.phase < 0]
+        view = object.__new__(Dataset)
+        view.__dict__.update(self.__dict__)
+        view.phase_sets = []
+        view.windows = other.windows + [self.windows[i] for i in keep]
+        view.x = other.x + [self.x[i] for i in keep]
+        view.y = other.y + [self.y[i] for i in keep]
+        return view
 
     def batch(self, idx, flip=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Padded features (B, T, F), lengths (B,), labels (B, S) with -1 padding.
@@ -148,17 +167,20 @@ def _split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
     return train, valid
 
 
-def tile(regions: list, size: int, overlap: int, min_length: int) -> list[Window]:
+def tile(regions: list, size: int, overlap: int, min_length: int,
+         phase: int = 0, offset: int = 0) -> list[Window]:
     """Windows of `size` bp (stride size - overlap) over regions; the last one may be
-    shorter; windows shorter than `min_length` are dropped."""
+    shorter; windows shorter than `min_length` are dropped. A later tiling (`phase`)
+    starts each region's first window `offset` bp in (the bases before it are in the
+    other tilings' windows)."""
     out = []
     step = size - overlap
     for chrom, start, end in regions:
-        s = start
+        s = start + offset
         while s < end:
             e = min(s + size, end)
             if e - s >= min_length:
-                out.append(Window(chrom, s, e))
+                out.append(Window(chrom, s, e, phase))
             if e == end:
                 break
             s += step
@@ -178,6 +200,20 @@ def make_windows(cfg: Config, sizes: dict[str, int]) -> tuple[list[Window], list
     if not tr:
         raise SemisegError("windows: no training windows (windows.size larger than the data?)")
     return tr, va, sorted({c for c, _, _ in train_regions})
+
+
+def phase_windows(cfg: Config, sizes: dict[str, int]) -> list[list[Window]]:
+    """windows.phases = N: the training tilings 1 .. N-1 (make_windows's is tiling 0),
+    tiling p the same tiles begun p / N of a stride later in every training region
+    (rounded to whole CRF steps)."""
+    n, res = cfg.windows.phases, cfg.model.resolution
+    if n <= 1:
+        return []
+    train_regions, _ = split_regions(cfg, sizes)
+    min_len = min(cfg.windows.size // 4, 10 * res)
+    step = cfg.windows.size - cfg.windows.overlap
+    return [tile(train_regions, cfg.windows.size, cfg.windows.overlap, min_len, p,
+                 round(p * step / n / res) * res) for p in range(1, n)]
 
 
 def holdout_regions(cfg: Config, sizes: dict[str, int]) -> list:
@@ -363,15 +399,16 @@ def clear_of_rigid(gold, windows: list[Window]) -> tuple[list[Window], int]:
             e -= 1
         moved += (s != w.start) + (e != w.end)
         if e > s:
-            out.append(Window(w.chrom, s, e))
+            out.append(Window(w.chrom, s, e, w.phase))
     return out, moved
 
 
 def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
                   train_windows: list[Window], valid_windows: list[Window],
-                  on_load=None) -> tuple[Dataset, Dataset]:
+                  on_load=None, phases: list[list[Window]] = ()) -> tuple[Dataset, Dataset]:
     """(training, validation) Datasets; the training one flips strands when
-    `train.reverse_complement` is on. `on_load()` is called after each window."""
+    `train.reverse_complement` is on, and holds the tilings `phases` (phase_windows) as
+    Datasets of their own (Dataset.for_epoch). `on_load()` is called after each window."""
     res = cfg.model.resolution
     rc = {}
     gold = frame_gold_for(cfg, scheme, annotation, data) if cfg.crf.frames else annotation
@@ -381,18 +418,24 @@ def make_datasets(cfg: Config, data, annotation, scheme, columns: list[int],
               "pool": res // cfg.inputs.bin_size}
     if cfg.crf.frames and cfg.windows.intron_windows:
         train_windows = train_windows + _intron_windows(cfg, gold, data)
+    phases = [list(p) for p in phases]
     if cfg.crf.frames:
         train_windows, moved_t = clear_of_rigid(gold, train_windows)
         valid_windows, moved_v = clear_of_rigid(gold, valid_windows)
+        for i, p in enumerate(phases):
+            phases[i], moved = clear_of_rigid(gold, p)
+            moved_t += moved
         if moved_t or moved_v:
             ui.log(f"{moved_t + moved_v} window edge(s) moved out of a codon or an intron "
                    "(a piece of one cannot be segmented)")
     train_ds = Dataset(data, gold, train_windows, columns, res, on_load=on_load, **rc)
     valid_ds = Dataset(data, gold, valid_windows, columns, res, on_load=on_load)
+    train_ds.phase_sets = [Dataset(data, gold, p, columns, res, on_load=on_load, **rc)
+                           for p in phases]
     if cfg.crf.frames:
         ui.log(gold.report.line())  # the chromosomes the windows read
         if cfg.crf.head == "semicrf":
-            check_windows(cfg, gold, annotation, [train_ds, valid_ds])
+            check_windows(cfg, gold, annotation, [train_ds, valid_ds, *train_ds.phase_sets])
     cleanup = getattr(annotation, "cleanup", None)
     if cleanup is not None:
         ui.log("annotation: " + cleanup.line())
@@ -406,7 +449,8 @@ def _intron_windows(cfg: Config, gold, data) -> list[Window]:
     from ..genemodel.intronwindows import intron_windows
 
     train_regions, _ = split_regions(cfg, data.chrom_sizes)
-    extra = intron_windows(gold.transcripts, train_regions, cfg.windows.size, Window)
+    extra = intron_windows(gold.transcripts, train_regions, cfg.windows.size,
+                           lambda c, a, b: Window(c, a, b, -1))  # in every epoch
     ui.log(f"{len(extra)} intron window(s) ({sum(w.end - w.start for w in extra):,} bp): "
            f"the annotation's introns over {cfg.windows.size // 2:,} bp with both exons")
     return extra

@@ -67,6 +67,7 @@ from .data import (
     learn_site_order,
     make_datasets,
     make_windows,
+    phase_windows,
     prepare,
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
@@ -160,9 +161,11 @@ def _better(row: dict, best: dict, select: str) -> bool:
 
 
 def epoch_batches(ds: Dataset, cfg: Config) -> int:
-    """Optimiser steps per epoch (long windows batch apart: genemodel/intronwindows.py)."""
-    return intronwindows.batch_count([w.end - w.start for w in ds.windows],
-                                     cfg.windows.size, cfg.train.batch_size)
+    """Optimiser steps per epoch (long windows batch apart: genemodel/intronwindows.py);
+    with windows.phases, the most any tiling's epoch takes."""
+    return max(intronwindows.batch_count([w.end - w.start for w in d.windows],
+                                         cfg.windows.size, cfg.train.batch_size)
+               for d in map(ds.for_epoch, range(1, 2 + len(ds.phase_sets))))
 
 
 # ----------------------------------------------------------------------------- one batch
@@ -231,6 +234,7 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     step's weights."""
     ctx = ctx or Context(device=device)
     loss_fn = loss_fn or BatchLoss(model, device, amp)
+    ds = ds.for_epoch(epoch)  # windows.phases: this epoch's tiling
     model.train()
     bs = cfg.train.batch_size
     gen = torch.Generator().manual_seed(cfg.train.seed * 100003 + epoch)
@@ -405,14 +409,19 @@ def _load_data(cfg: Config):
     check_fasta(cfg, data, tr)
     if cfg.inputs.tracks:  # deterministic, so a resumed run gets the same statistics
         data.fit_stats(train_chroms, exclude=holdout_regions(cfg, data.chrom_sizes))
+    phases = phase_windows(cfg, data.chrom_sizes)
     with ui.progress() as bar:
-        task = bar.add_task("loading windows", total=len(tr) + len(va), unit="windows",
-                            info="")
+        task = bar.add_task("loading windows", unit="windows", info="",
+                            total=len(tr) + len(va) + sum(map(len, phases)))
         train_ds, valid_ds = make_datasets(cfg, data, annotation, scheme, columns, tr, va,
-                                           on_load=lambda: bar.advance(task, 1))
+                                           on_load=lambda: bar.advance(task, 1),
+                                           phases=phases)
     check_signal(train_ds, [data.feature_names[i] for i in columns])
-    ui.log(f"{len(train_ds)} training windows, {len(valid_ds)} validation windows of "
-           f"{cfg.windows.size:,} bp")
+    more = sum(map(len, train_ds.phase_sets))
+    ui.log(f"{len(train_ds)} training windows"
+           + (f" (and {more} in {len(phases)} more tilings, one an epoch in turn)"
+              if phases else "")
+           + f", {len(valid_ds)} validation windows of {cfg.windows.size:,} bp")
     return cfg, data, scheme, columns, train_ds, valid_ds
 
 
