@@ -585,6 +585,26 @@ def test_error_regions_file(tmp_path, monkeypatch, capsys, small_fa, case):
     assert not list(tmp_path.glob("a.*"))
 
 
+def test_error_output_would_replace_an_input(tmp_path, monkeypatch, capsys, small_fa):
+    """--regions out/a.bed with --out out/a: PREFIX.bed would be the regions file (a user
+    lost theirs so); refused before any work, the file unchanged. An input named like
+    the prefix but no output of it (a.fa) is fine."""
+    r = tmp_path / "a.bed"
+    r.write_text("c1\t0\t900\n")
+    clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
+                    "--regions", r, "-o", tmp_path / "a", "-q"), "--regions", "a.bed",
+                "another output prefix")
+    assert r.read_text() == "c1\t0\t900\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bed"]
+    fa = tmp_path / "b.fa"
+    shutil.copy(small_fa, fa)
+    (tmp_path / "b.fa.fai").unlink(missing_ok=True)
+    code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", fa,
+                       "--regions", r, "-o", tmp_path / "b", "-q")
+    assert code == 0, err
+    assert (tmp_path / "b.bed").is_file() and fa.read_bytes() == Path(small_fa).read_bytes()
+
+
 @pytest.mark.parametrize("case", ["unknown-chrom", "track-not-trained", "prefix-folder",
                                   "prefix-under-file"])
 def test_error_annotate_args(tmp_path, monkeypatch, capsys, small_fa, case):

@@ -318,6 +318,30 @@ def test_far_seam_of_long_windows_goes_whole_at_once(monkeypatch):
         assert float((g - whole).abs().max()) < 1e-6  # float32 noise of the batching
 
 
+def test_a_sequence_over_the_whole_cap_never_goes_whole_at_once(monkeypatch):
+    """whole_cap (the CPU's memory bound): a sequence longer than it takes no far-seam
+    shortcut and no probe: its far seam widens, then merges its two windows only, and
+    the posteriors are still the whole sequence's."""
+    from semiseg.annotate import posterior_bound
+    from semiseg.annotate import posterior_seams as seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    calls = _count_calls(monkeypatch, seams)
+    real = posterior_bound.seam_cut
+
+    def cut(lo, hi, *a):  # the seam at 6,000 never certifies; the one at 3,000 as it is
+        return (None, 1.0) if lo > 4000 else real(lo, hi, *a)
+    monkeypatch.setattr(posterior_bound, "seam_cut", cut)
+    st = SeamStats()
+    g, _, _ = seams.stitched_posteriors(crf, em, 4000, 1000, 4, far=0.05, stats=st,
+                                        probe=700, whole_cap=8999)
+    assert max(max(c) for c in calls) < 9000  # never the whole 9,000 steps at once
+    assert [1001, 1201, 1202] not in calls  # no probe
+    assert st.post_seqs_whole == 0 and st.post_whole == 1  # one seam merged
+    assert float((g - whole).abs().max()) < 1e-5
+
+
 def test_far_probe_goes_whole_before_any_full_window(monkeypatch):
     """Long windows: the first seam is probed with two short windows; a probe whose bound
     exceeds `far` sends the sequence whole at once (no full window computed), one

@@ -48,6 +48,26 @@ ANNOTATION_FILES = ("bed", "browser.bed", "stranded.bed", "gff3", "summary.tsv",
                     "samples.bed", "posterior.*.bw", "boundary.bw", "entropy.bw",
                     "boundary_entropy.bw", "cds.fa", "proteins.fa", "json")
 
+def check_inputs_kept(prefix: str | os.PathLike, legacy: tuple[str, ...],
+                      inputs: list[tuple[str, str | None]]) -> None:
+    """Refuse (SemisegError, one line) an output prefix whose set would replace one of
+    the run's input files: `inputs` holds (option, path) pairs, e.g. ("--regions",
+    "out/sample.bed") with prefix "out/sample" (the set's PREFIX.bed would be it). Run
+    before any work, so the error comes at once and no input is lost."""
+    final = os.fspath(prefix)
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(final)))
+    name = os.path.basename(final)
+    for flag, path in inputs:
+        if not path:
+            continue
+        base = os.path.basename(path)
+        if (os.path.realpath(os.path.dirname(os.path.abspath(path))) == folder
+                and base.startswith(name + ".")
+                and any(fnmatch.fnmatchcase(base[len(name) + 1:], pat) for pat in legacy)):
+            raise SemisegError(f"--out {final}: the run would replace its input {flag} "
+                               f"{path}; choose another output prefix")
+
+
 class OutputSet:
     """Stage, lock and replace the set of files PREFIX.* (see the module docstring).
 

@@ -39,6 +39,13 @@ POSTERIOR_FAR = 0.05
 # at most GPU_WINDOW steps, GPU_STEPS steps of windows a call (long_window)
 GPU_WINDOW = 65_536
 GPU_STEPS = 2_621_440
+# On a CPU they are at most CPU_WINDOW steps, and a sequence goes whole at once (the
+# far-seam shortcut of stitched_posteriors) only up to twice that: the host's posterior
+# pass holds ~2.1 KB a step of the fly gene model (the numba backend's float64 rows)
+# beside ~0.5 KB a step of head terms, and 4 Mb of fly (two windows of max_decode_steps,
+# a far seam, then the whole sequence) was killed for memory on a 24 GB machine
+# (RESULTS-log.md, "Host memory of the CPU's certified decode").
+CPU_WINDOW = 1_048_576
 # On a CUDA device a seam that does not certify at the first width merges its two
 # windows at once (no doubling first): the posterior calls are latency-bound chains, so
 # each round costs its longest window's length whatever the windows' number, and rounds
@@ -80,7 +87,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                         tol: float = POSTERIOR_TOL, max_widen: int = 2,
                         stats: SeamStats | None = None, backend: str = "auto",
                         progress=None, far: float = POSTERIOR_FAR,
-                        probe: int | None = None, windows_out: list | None = None):
+                        probe: int | None = None, windows_out: list | None = None,
+                        whole_cap: int | None = None):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows, every seam
     certified (module docstring; seams may cut within half of each neighbouring
@@ -91,8 +99,9 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     first with two short windows reaching `probe` steps to either side of it; if even
     they certify no cut and their bound exceeds `far`, or a seam of the full windows
     does at the first width, the sequence is computed whole at once
-    (widening or merging windows that long costs as much). Only the time depends on
-    the probe and `far`."""
+    (widening or merging windows that long costs as much), if it has at most
+    `whole_cap` steps (None: any length); else its seams widen and merge as any other's.
+    Only the time (and memory) depends on the probe, `far` and `whole_cap`."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
@@ -106,7 +115,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     if len(wins) == 1:
         return whole()
     probe = 4 * overlap if probe is None else probe
-    long_windows = W > 2 * probe
+    long_windows = W > 2 * probe and (whole_cap is None or S <= whole_cap)
     if long_windows:
         cut, d = _probe_first_seam(head, terms, wins, overlap, probe, backend, tol)
         if cut is None and not d <= far:
@@ -335,7 +344,8 @@ def _probe_first_seam(head, terms, wins, overlap, probe, backend, tol):
 def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                 tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
                 backend: str = "auto", progress=None, post_overlap: int | None = None,
-                windows_out: list | None = None, max_widen: int = CPU_MAX_WIDEN):
+                windows_out: list | None = None, max_widen: int = CPU_MAX_WIDEN,
+                whole_cap: int | None = None):
     """The gene model's posterior decode of one long sequence (S, channels) in certified
     windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
     marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
@@ -359,7 +369,8 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     codes = head._stop_codes(em[None], None)
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
-                                    windows_out=windows_out, max_widen=max_widen)
+                                    windows_out=windows_out, max_widen=max_widen,
+                                    whole_cap=whole_cap)
     on_device = stats.post_seqs_whole > whole_before or em.device.type == "cuda"
     if on_device and S <= DEVICE_MAXSUM:
         # the posteriors were computed as one window, so the device held the whole
@@ -425,10 +436,11 @@ def long_window(ann) -> int:
     """Steps of the posterior windows of ann's certified gene decode: ann.max_steps,
     but at most GPU_WINDOW on a CUDA device, where windows side by side in one call run
     far faster than one long chain (4 Mb of fly on an H200: the whole posterior pass
-    88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md)."""
+    88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md), and at most
+    CPU_WINDOW on a CPU, whose posterior pass holds the window's rows in host memory."""
     if ann.device.type == "cuda":
         return min(ann.max_steps, GPU_WINDOW)
-    return ann.max_steps
+    return min(ann.max_steps, CPU_WINDOW)
 
 
 def annotate_long(ann, em: torch.Tensor, hid):
@@ -452,6 +464,7 @@ def annotate_long(ann, em: torch.Tensor, hid):
     labels, post, bnd = gene_decode(
         head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
         max_widen=GPU_MAX_WIDEN if ann.device.type == "cuda" else CPU_MAX_WIDEN,
+        whole_cap=None if ann.device.type == "cuda" else 2 * CPU_WINDOW,
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()

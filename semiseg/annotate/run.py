@@ -50,7 +50,7 @@ from . import batches, gaps, provenance, uncertainty
 from .annotator import Annotator, Item
 from .background import ahead
 from .emit import LocalWriter
-from .outputset import ANNOTATION_FILES, OutputSet
+from .outputset import ANNOTATION_FILES, OutputSet, check_inputs_kept
 from .progress import BpProgress
 
 
@@ -220,6 +220,11 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
         torch.set_num_threads(opts.threads)
     if (fasta is None) == (opts.chrom_sizes is None):
         raise SemisegError("give --fasta FILE or --chrom-sizes FILE (one of them)")
+    check_inputs_kept(out, ANNOTATION_FILES, [
+        ("--fasta", fasta), ("--chrom-sizes", opts.chrom_sizes), ("--regions", opts.regions),
+        ("--track-sheet", opts.track_sheet),
+        ("--model", os.fspath(model) if isinstance(model, (str, os.PathLike)) else None),
+        *(("--track", t.partition("=")[2]) for t in opts.tracks)])
     ckpt = ckpt or load_checkpoint(model)
     dev = pick_device(opts.device)
     fa, data, given = _open_genome(ckpt, fasta, opts)
