@@ -128,6 +128,14 @@ class Dataset:
         return torch.from_numpy(x), lengths, torch.from_numpy(y)
 
 
+def windows_line(train_ds: Dataset, valid_ds: Dataset, size: int) -> str:
+    """The training log's line of window counts (with windows.phases, the other tilings')."""
+    more, n = sum(map(len, train_ds.phase_sets)), len(train_ds.phase_sets)
+    return (f"{len(train_ds)} training windows"
+            + (f" (and {more} in {n} more tilings, one an epoch in turn)" if n else "")
+            + f", {len(valid_ds)} validation windows of {size:,} bp")
+
+
 def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
     """(train, valid) lists of (chrom, start, end) following the `windows` section;
     `windows.holdout` regions are cut out of both."""

@@ -69,6 +69,7 @@ from .data import (
     make_windows,
     phase_windows,
     prepare,
+    windows_line,
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
 from .nonfinite import nonfinite_gradient, nonfinite_loss
@@ -417,11 +418,7 @@ def _load_data(cfg: Config):
                                            on_load=lambda: bar.advance(task, 1),
                                            phases=phases)
     check_signal(train_ds, [data.feature_names[i] for i in columns])
-    more = sum(map(len, train_ds.phase_sets))
-    ui.log(f"{len(train_ds)} training windows"
-           + (f" (and {more} in {len(phases)} more tilings, one an epoch in turn)"
-              if phases else "")
-           + f", {len(valid_ds)} validation windows of {cfg.windows.size:,} bp")
+    ui.log(windows_line(train_ds, valid_ds, cfg.windows.size))
     return cfg, data, scheme, columns, train_ds, valid_ds
 
 
