@@ -61,6 +61,12 @@ CPU_MAX_WIDEN = 2
 # all); a longer one's max-sum runs in windows side by side on the host's cores
 # (maxsum_windows.py), so device memory does not grow with a chromosome
 DEVICE_MAXSUM = 4_194_304
+# The host's max-sum windows (maxsum_windows.py) are at most this long: each window in
+# flight holds its max-sum scores and backpointers (~1.2 KB a step of the fly model), and
+# 2 x threads of them run ahead, so windows of the CPU's 1,048,576-step posterior windows
+# took the max-sum of 2.4 Mb of fly to a 17.2 GB peak; 65,536 is the length measured on
+# the 2-core CPU (benchmarks/maxsum_windows_cpu.py: 128,953 steps/s on 2 threads)
+HOST_MAXSUM_WINDOW = 65_536
 # A long sequence's head terms are computed this many steps at a time (long_terms.py),
 # each chunk reading TERMS_CONTEXT steps (or more, to the ORFs' ends) on either side;
 # computed whole they peaked at ~1.9 KB a step (22 GB for 12 Mb of fly on a GPU)
@@ -352,8 +358,9 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     Posterior windows of W steps overlap by `post_overlap` (default `overlap`), a seam
     not certified doubled up to `max_widen` times before its windows merge; the
     posterior decode's Viterbi runs whole on a CUDA device up to DEVICE_MAXSUM steps
-    (14 s for 4 M steps of fly on an H200), else in certified windows of W steps
-    reaching `overlap` steps into their neighbours, decoded side by side on the host
+    (14 s for 4 M steps of fly on an H200), else in certified windows of W steps (at
+    most HOST_MAXSUM_WINDOW) reaching `overlap` steps into their neighbours, decoded
+    side by side on the host
     (maxsum_windows.py; 12 M steps of fly in 27.6 s on 16 cores)."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
@@ -381,7 +388,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     else:
         lab, _ = parallel_certified_viterbi(
             _decode_scores(head, g), head.decode_tmask, head.decode_dmask, allowed=ok,
-            proj_start=ps, window=W, overlap=overlap, stats=stats,
+            proj_start=ps, window=min(W, HOST_MAXSUM_WINDOW), overlap=overlap, stats=stats,
             progress=part(0.8, 1.0))
         if codes is not None:  # as _decode_posteriors does
             from ..genemodel.splitstops import exclude_split_stops
