@@ -29,11 +29,13 @@ import fly_baselines as fb
 import gene_metrics as gm
 
 from semiseg.evaluate import genelevel
+from semiseg.evaluate.genelevel import merge
+from semiseg.genome.windows import subtract_regions
 
 MIN_PIECE = 10
 
 
-def spans(path: str, lo: int, hi: int) -> dict[str, list[tuple[int, int]]]:
+def spans(path: str, lo: int, hi: int) -> dict[str, tuple[tuple[int, int], ...]]:
     """strand -> merged (start, end) spans of the gene models of a GFF3/GTF that lie in
     [lo, hi) (clipped)."""
     out: dict[str, list[tuple[int, int]]] = {"+": [], "-": []}
@@ -44,42 +46,15 @@ def spans(path: str, lo: int, hi: int) -> dict[str, list[tuple[int, int]]]:
     return {s: merge(v) for s, v in out.items()}
 
 
-def merge(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
+def subtract(x, y) -> tuple[tuple[int, int], ...]:
+    """The parts of intervals x outside intervals y (genome.windows.subtract_regions)."""
+    return merge((a, b) for _, a, b in subtract_regions([("", a, b) for a, b in x],
+                                                        [("", a, b) for a, b in y]))
 
 
-def intersect(x: list[tuple[int, int]], y: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, i, j = [], 0, 0
-    while i < len(x) and j < len(y):
-        a, b = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
-        if a < b:
-            out.append((a, b))
-        if x[i][1] < y[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def subtract(x: list[tuple[int, int]], y: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out = []
-    for a, b in x:
-        cur = a
-        for c, d in y:
-            if d <= cur or c >= b:
-                continue
-            if c > cur:
-                out.append((cur, c))
-            cur = max(cur, d)
-        if cur < b:
-            out.append((cur, b))
-    return out
+def intersect(x, y) -> tuple[tuple[int, int], ...]:
+    """The parts of intervals x inside intervals y."""
+    return subtract(x, subtract(x, y))
 
 
 def agreed_unannotated(pred: dict, aug: dict, truth: dict) -> list[tuple[int, int]]:

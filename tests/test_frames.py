@@ -804,13 +804,10 @@ def test_window_edges_may_cut_deep_inside_an_intron():
     assert both_sides(b - m) == (True, False)  # ... and on the right
 
 
-def _parts_log_z(seq, parts):
-    """log Z (zero scores, float64) of the segmentations that follow `parts` (kind, start,
-    end) under the grammar and the sequence mask: -inf where none is allowed. An
-    "intron" part is the splice labels at its ends and the inside between."""
-    from semiseg.crf import log_partition
-
-    lay = FrameLayout.from_scheme(scheme())
+def parts_mask(lay, seq, parts) -> np.ndarray:
+    """(len(seq), labels) bool: the labels of `lay` each base may take to follow `parts`
+    (kind, start, end), within the sequence mask. An "intron" part is the splice labels
+    at its ends and the inside between."""
     kinds = np.asarray(lay.kind)
     mask = np.zeros((len(seq), len(lay)), bool)
     for kind, a, b in parts:
@@ -822,7 +819,16 @@ def _parts_log_z(seq, parts):
             mask[b - 1] = kinds == lay.kind_of(right + s)
             continue
         mask[a:b] = kinds == lay.kind_of(kind)
-    mask &= sequence_allowed(lay, base_codes(seq))
+    return mask & sequence_allowed(lay, base_codes(seq))
+
+
+def _parts_log_z(seq, parts):
+    """log Z (zero scores, float64) of the segmentations that follow `parts` (parts_mask)
+    under the grammar: -inf where none is allowed."""
+    from semiseg.crf import log_partition
+
+    lay = FrameLayout.from_scheme(scheme())
+    mask = parts_mask(lay, seq, parts)
     return float(log_partition(
         torch.zeros(1, len(seq), len(lay), dtype=torch.float64),
         torch.tensor(lay.transition_mask()), torch.tensor(lay.duration_mask(8)),

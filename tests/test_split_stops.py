@@ -142,14 +142,13 @@ def test_split_stops_finds_a_stop_read_across_an_intron(strand):
     stop across the intron (T + AG), which split_stops names as (gene start, gene end,
     the intron's first base, its last base); the same gene reading TAC there (AC for AG)
     has none. Both strands (the fly pieces above hold minus-strand cases only)."""
-    from test_frames import _mirror, scheme, sequence_allowed
+    from test_frames import _mirror, parts_mask, scheme
 
     from semiseg.crf import viterbi
     from semiseg.genemodel.frames import FrameLayout, base_codes
     from semiseg.genemodel.splitstops import split_stops
 
     lay = FrameLayout.from_scheme(scheme())
-    kinds = np.asarray(lay.kind)
     parts = [("start+", 0, 3), ("CDS+", 3, 4), ("intron+", 4, 10), ("CDS+", 10, 12),
              ("stop+", 12, 15)]
     for seq, want in (("ATGTGTAAAGAGTAA", [(0, 15, 4, 9)]), ("ATGTGTAAAGACTAA", [])):
@@ -157,18 +156,8 @@ def test_split_stops_finds_a_stop_read_across_an_intron(strand):
         if strand == "-":
             seq, ps = _mirror(seq, parts)
             want = [(0, 15, 5, 10)] if want else []
-        mask = np.zeros((len(seq), len(lay)), bool)
-        for kind, a, b in ps:  # as test_frames._parts_log_z lays the parts out
-            if kind.startswith("intron"):
-                s = kind[-1]
-                left, right = ("donor", "acceptor") if s == "+" else ("acceptor", "donor")
-                mask[a] = kinds == lay.kind_of(left + s)
-                mask[a + 1:b - 1] = kinds == lay.kind_of(kind)
-                mask[b - 1] = kinds == lay.kind_of(right + s)
-            else:
-                mask[a:b] = kinds == lay.kind_of(kind)
+        mask = parts_mask(lay, seq, ps)
         codes = base_codes(seq)
-        mask &= sequence_allowed(lay, codes)
         seg = viterbi(torch.zeros(1, len(seq), len(lay), dtype=torch.float64),
                       torch.tensor(lay.transition_mask()), torch.tensor(lay.duration_mask(8)),
                       allowed=torch.as_tensor(mask)[None], backend="torch")
