@@ -64,7 +64,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # "all" with o1 (trained before the validation block chose wam; not used).
 # Twenty-first round (2026-12-06, second session): base (the config, wam since the
 # twentieth), ph4 = the config with windows.phases=4 (four tilings of the training
-# regions, a quarter of a stride apart, one an epoch in turn).
+# regions, a quarter of a stride apart, one an epoch in turn). Twenty-second round
+# (2026-12-06, third session): ph8 = the config with windows.phases=8 (eight tilings, an
+# eighth of a stride apart), beside "all" (the shipped model's candidate).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -93,6 +95,7 @@ declare -A VAR=(
   [o1]="--set crf.site_order=learned"
   [wam]="--set crf.site_order=1 --set crf.site_windows={acceptor:[40,4],donor:[6,10]}"
   [ph4]="--set windows.phases=4"
+  [ph8]="--set windows.phases=8"
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
 declare -A VSEEDS=([all]="0" [allo1]="0")
