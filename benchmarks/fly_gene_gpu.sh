@@ -66,7 +66,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # twentieth), ph4 = the config with windows.phases=4 (four tilings of the training
 # regions, a quarter of a stride apart, one an epoch in turn). Twenty-second round
 # (2026-12-06, third session): ph8 = the config with windows.phases=8 (eight tilings, an
-# eighth of a stride apart), beside "all" (the shipped model's candidate).
+# eighth of a stride apart), beside "all" (the shipped model's candidate). fused = the
+# config itself, seeds 0 and 1, trained with the step checked on the device (the fused
+# AdamW of train/stepcheck.py): does it train as the config's seeds did?
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -96,9 +98,10 @@ declare -A VAR=(
   [wam]="--set crf.site_order=1 --set crf.site_windows={acceptor:[40,4],donor:[6,10]}"
   [ph4]="--set windows.phases=4"
   [ph8]="--set windows.phases=8"
+  [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
-declare -A VSEEDS=([all]="0" [allo1]="0")
+declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh

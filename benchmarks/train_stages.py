@@ -87,13 +87,14 @@ def step(model, opt, ds, idx, dev, amp: bool):
 def trainer_step(model, opt, ds, idx, dev, amp: bool) -> None:
     """One step as train.loop.train_epoch runs it: no synchronisation between stages,
     only the trainer's own (the loss and gradient-norm checks, the logged loss)."""
-    from semiseg.train.loop import BatchLoss, apply_gradients
+    from semiseg.train.loop import BatchLoss
+    from semiseg.train.stepcheck import apply_gradients
 
     x, lengths, y = ds.batch(idx, flip=[False] * len(idx))
     loss, nll, steps = BatchLoss(model, dev, amp)(x, lengths, y, 1.0 / len(idx))
     if not torch.isfinite(loss):
         raise RuntimeError("non-finite loss")
-    if not apply_gradients(model, opt, loss, 1.0):
+    if not bool(apply_gradients(model, opt, loss, 1.0)):
         raise RuntimeError("non-finite gradient")
     float(nll.detach().double().sum())
 

@@ -309,7 +309,20 @@ def _layout(scheme):
     return FrameLayout.from_scheme(scheme)
 
 
-def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
+@pytest.fixture(params=["checked at once", "checked a step late"])
+def step_checks(request, monkeypatch):
+    """Both ways a step is checked (train/stepcheck.py): at once (the CPU's AdamW), or on
+    the device and read a step late (a fused AdamW with found_inf, as on a GPU; forced
+    here on the CPU)."""
+    if request.param == "checked a step late":
+        from semiseg.train import loop, stepcheck
+
+        monkeypatch.setattr(loop, "make_optimizer",
+                            lambda g, lr: stepcheck.make_optimizer(g, lr, fused=True))
+    return request.param
+
+
+def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch, step_checks):
     """An infinite loss in training is an error naming the window and the batch, with
     no advice about the learning rate (the check switched off to provoke it)."""
     from semiseg.train.loop import train
@@ -325,7 +338,7 @@ def test_infinite_loss_names_the_window(tmp_path, logs, monkeypatch):
     assert re.search(r"window fly:\d+-\d+", msg) and "lr" not in msg
 
 
-def test_nonfinite_gradient_stops_before_the_step(tmp_path, logs, monkeypatch):
+def test_nonfinite_gradient_stops_before_the_step(tmp_path, logs, monkeypatch, step_checks):
     """A NaN gradient under a finite loss (here made by a hook on the emissions; for
     real: the periodic backward's residue underflow, fixed 2026-11-28) stops training at
     that batch with an error naming the windows and the parameters, before the optimiser
@@ -585,7 +598,7 @@ def test_nan_loss_message_names_the_window():
     """A NaN loss is reported as a bug naming epoch, batch and the window(s) whose loss
     is not finite (a flipped one said so), never as learning-rate advice."""
     from semiseg.train.data import Window
-    from semiseg.train.loop import nonfinite_loss
+    from semiseg.train.nonfinite import nonfinite_loss
 
     class Ds:
         windows = (Window("c", 0, 10), Window("c", 10, 20), Window("d", 5, 9))

@@ -72,7 +72,6 @@ from .data import (
     windows_line,
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
-from .nonfinite import nonfinite_gradient, nonfinite_loss
 from .runfolder import (
     check_learned_on_resume,
     checkpoint_state,
@@ -81,6 +80,7 @@ from .runfolder import (
     set_rng_state,
 )
 from .runfolder import write_metrics as _write_metrics
+from .stepcheck import Verdicts, apply_gradients, checks_on_device, make_optimizer, to_device
 from .tables import new_model, with_learned_rules
 
 
@@ -173,7 +173,7 @@ def epoch_batches(ds: Dataset, cfg: Config) -> int:
 def _forward(model, x, lengths, device, amp: bool):
     """Encoder (bfloat16 autocast when `amp`) -> float32 emissions, hidden states, steps."""
     with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
-        emissions, hidden, steps = model(x.to(device), lengths.to(device))
+        emissions, hidden, steps = model(to_device(x, device), to_device(lengths, device))
     return emissions.float(), (None if hidden is None else hidden.float()), steps
 
 
@@ -181,7 +181,7 @@ def _batch_nll(model, x, lengths, y, device, amp: bool):
     """Per-sequence negative log-likelihood (B,) of a batch, with what it was computed
     from: (nll, emissions, hidden, steps, labels cut to the emitted steps)."""
     em, hid, steps = _forward(model, x, lengths, device, amp)
-    y = y[:, :em.shape[1]].to(device)
+    y = to_device(y[:, :em.shape[1]], device)
     return model.crf.nll(em, y, steps, hidden=hid), em, hid, steps, y
 
 
@@ -199,23 +199,6 @@ class BatchLoss(torch.nn.Module):
     def forward(self, x, lengths, y, weight: float):
         nll, _, _, steps, _ = _batch_nll(self.model, x, lengths, y, self.device, self.amp)
         return (nll / steps.to(nll.dtype)).sum() * weight, nll, steps
-
-
-def apply_gradients(model, opt, loss: torch.Tensor, grad_clip: float) -> bool:
-    """One optimiser step on `loss`'s gradients, clipped to norm `grad_clip` (0: not);
-    False, before any step, where their norm is not finite. clip_grad_norm_ in its two
-    steps with the check between them: before the clip (which would spread a NaN to every
-    gradient, hiding where it came from) and the step."""
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    params = [p for p in model.parameters() if p.grad is not None]
-    norm = torch.nn.utils.get_total_norm([p.grad for p in params])
-    if not torch.isfinite(norm):
-        return False
-    if grad_clip > 0:
-        torch.nn.utils.clip_grads_with_norm_(params, grad_clip, norm)
-    opt.step()
-    return True
 
 
 # ----------------------------------------------------------------------------- epochs
@@ -245,7 +228,10 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
     plan = intronwindows.batches(order, lengths, cfg.windows.size, bs, gen)
     # dropout masks: seeded per epoch and process (the same on resume; distinct per rank)
     torch.manual_seed((cfg.train.seed * 100003 + epoch) * 1009 + ctx.rank)
-    loss_sum, n_steps = 0.0, 0
+    # the steps' checks are read one step late on a CUDA device (train/stepcheck.py)
+    verdicts = Verdicts(ds, flips, epoch, model, on_batch)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
+    n_steps = torch.zeros((), dtype=torch.int64, device=device)
     lr = cfg.train.lr
     for nb, batch in enumerate(plan, 1):
         lr = schedule.lr(state.step)
@@ -257,21 +243,20 @@ def train_epoch(model, opt, ds: Dataset, cfg: Config, epoch: int, state: RunStat
             idx, weight = batch[:1], 0.0
         x, lengths, y = ds.batch(idx, flip=[flips[j] for j in idx])
         loss, nll, steps = loss_fn(x, lengths, y, weight)
-        # the batch mean over all processes: the same value (and divergence check) on each
+        # the batch mean over all processes: the same value (and verdict) on each
         mean = all_sum(loss.detach(), ctx) / ctx.world_size
-        if not torch.isfinite(mean):
-            raise SemisegError(nonfinite_loss(mean.item(), nll, ds, idx, flips, epoch, nb))
-        if not apply_gradients(model, opt, loss, cfg.train.grad_clip):
-            raise SemisegError(nonfinite_gradient(model, ds, batch, flips, epoch, nb))
+        verdicts.settle()  # the step before (done on the device by now)
+        loss_ok = torch.isfinite(mean)
+        ok = apply_gradients(model, opt, loss, cfg.train.grad_clip, loss_ok)
+        verdicts.push(loss_ok, ok, mean, nll, idx, batch, nb, now=not checks_on_device(opt))
         if average is not None:
             average.update(model)
         state.step += 1
         if weight:
-            loss_sum += float(nll.detach().double().sum())
-            n_steps += int(steps.sum())
-        if on_batch is not None:
-            on_batch(mean.item())
-    totals = all_sum(torch.tensor([loss_sum, float(n_steps)], dtype=torch.float64), ctx)
+            loss_sum += nll.detach().double().sum()
+            n_steps += steps.sum()
+    verdicts.settle(all=True)
+    totals = all_sum(torch.tensor([float(loss_sum), float(n_steps)], dtype=torch.float64), ctx)
     return {"epoch": epoch, "lr": lr,
             "train_loss": float(totals[0]) / max(1.0, float(totals[1]))}
 
@@ -396,7 +381,7 @@ def _optimizer(model, cfg: Config) -> torch.optim.Optimizer:
     groups = [{"params": decay, "weight_decay": cfg.train.weight_decay, "lr_scale": 1.0},
               {"params": no_decay, "weight_decay": 0.0, "lr_scale": 1.0},
               {"params": head, "weight_decay": 0.0, "lr_scale": cfg.train.crf_lr_scale}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=cfg.train.lr)
+    return make_optimizer([g for g in groups if g["params"]], cfg.train.lr)
 
 
 def _load_data(cfg: Config):

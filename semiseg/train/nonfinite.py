@@ -1,6 +1,7 @@
 """The errors for a training step that is not finite: an infinite or NaN loss, a NaN or
 infinite gradient under a finite loss. Each names the epoch, the batch and its windows;
-neither gives learning-rate advice (train/loop.py raises them, before the optimiser step)."""
+neither gives learning-rate advice (train/stepcheck.py raises them; the step's update is
+not made)."""
 
 from __future__ import annotations
 
