@@ -572,6 +572,26 @@ def test_error_regions_outside(tmp_path, monkeypatch, capsys, small_fa):
                 "r.bed:1", "outside c1")
 
 
+def test_error_sequence_too_long_for_memory(tmp_path, monkeypatch, capsys, small_fa):
+    """A sequence whose exact decode cannot fit the machine's free memory (made small
+    here: 20 kB) is an error before any work, naming the longest piece and the memory,
+    instead of an out-of-memory kill minutes later; nothing is written. The bound by
+    hand: the yeast model's 37 internal labels x 13 bytes + 17 emission channels x 4 =
+    549 bytes a base, 3,000 bases: 1.6 MB."""
+    from semiseg.annotate import memory
+
+    monkeypatch.setattr(memory, "free_bytes", lambda: 20_000)
+    line = clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
+                           "-o", tmp_path / "a", "-q", "--device", "cpu"),
+                       "c1:1-3,000 (3,000 bp)", "549 bytes a base", "--regions")
+    assert "0.0 GB free" in line
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(memory, "free_bytes", lambda: 1_647_001)  # 1 byte more: it runs
+    code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
+                       "-o", tmp_path / "b", "-q", "--device", "cpu")
+    assert code == 0, err
+
+
 @pytest.mark.parametrize("case", ["reversed", "unknown-chrom", "not-numbers", "missing",
                                   "empty"])
 def test_error_regions_file(tmp_path, monkeypatch, capsys, small_fa, case):

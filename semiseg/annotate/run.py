@@ -50,6 +50,7 @@ from . import batches, gaps, provenance, uncertainty
 from .annotator import Annotator, Item
 from .background import ahead
 from .emit import LocalWriter
+from .memory import check_host_memory
 from .outputset import ANNOTATION_FILES, OutputSet, check_inputs_kept
 from .progress import BpProgress
 
@@ -240,6 +241,10 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     # annotated as sequences of their own (annotate/gaps.py); a chromosome may have none left
     items = gaps.cut(items, fa, res)
     ann = _annotator(ckpt, data, dev, opts)
+    if ann._certified_gene():  # a sequence too long for this machine: an error now
+        from .posterior_seams import DEVICE_MAXSUM
+
+        check_host_memory(ann.model.crf, items, res, dev, device_steps=DEVICE_MAXSUM)
     rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "

@@ -1,0 +1,56 @@
+"""The host-memory check before an annotation (annotate/memory.py): which sequences it
+counts, against bounds worked out by hand."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from semiseg.annotate.memory import bytes_per_step, check_host_memory, free_bytes
+from semiseg.errors import SemisegError
+
+
+class GeneHead:  # what the check reads of the gene model's head
+    collapse_idx = torch.zeros(58)
+    n_channels = 21
+
+    def decode_with_marginals(self):
+        pass
+
+
+def _item(chrom, start, end):
+    return SimpleNamespace(chrom=chrom, start=start, end=end)
+
+
+CPU, CUDA = torch.device("cpu"), SimpleNamespace(type="cuda")
+
+
+def test_bytes_per_step_by_hand():
+    # 58 internal labels x (1 + 3 x 4) bytes, + 21 channels x 4 on a CPU
+    assert bytes_per_step(GeneHead(), True) == 58 * 13 + 84 == 838
+    assert bytes_per_step(GeneHead(), False) == 754
+    assert bytes_per_step(object(), True) == 0  # not the gene model: nothing counted
+
+
+def test_the_longest_piece_and_the_device():
+    items = [_item("a", 0, 1000), _item("b", 500, 4500), _item("c", 0, 10)]
+    with pytest.raises(SemisegError, match=r"b:501-4,500 \(4,000 bp\)"):
+        check_host_memory(GeneHead(), items, 1, CPU, free=4000 * 838 - 1)
+    check_host_memory(GeneHead(), items, 1, CPU, free=4000 * 838)
+    # resolution 2: 2,000 steps
+    check_host_memory(GeneHead(), items, 2, CPU, free=2000 * 838)
+    # a CUDA device holds sequences up to device_steps itself; longer ones count 754 a step
+    check_host_memory(GeneHead(), items, 1, CUDA, free=1, device_steps=4000)
+    with pytest.raises(SemisegError, match="754 bytes a base"):
+        check_host_memory(GeneHead(), items, 1, CUDA, free=4000 * 754 - 1, device_steps=3999)
+    check_host_memory(object(), items, 1, CPU, free=1)
+
+
+def test_free_bytes_reads_meminfo(tmp_path):
+    m = tmp_path / "meminfo"
+    m.write_text("MemTotal:       24683872 kB\nMemFree:  100 kB\n"
+                 "MemAvailable:   23000000 kB\nSwapTotal: 0 kB\nSwapFree:       1000 kB\n")
+    assert free_bytes(str(m)) == (23000000 + 1000) * 1024
+    m.write_text("MemTotal: 5 kB\n")  # no MemAvailable (an old kernel): not checked
+    assert free_bytes(str(m)) is None
+    assert free_bytes(str(tmp_path / "none")) is None
