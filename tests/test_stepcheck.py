@@ -3,6 +3,7 @@ on the CPU with a fused AdamW (as the GPU runs it): a step whose loss or gradien
 not finite changes nothing, a finite step matches torch's own (unfused) AdamW and clip,
 and the verdicts come back in order."""
 
+import copy
 import math
 
 import pytest
@@ -102,3 +103,27 @@ def test_verdicts_in_order_and_the_error_of_the_step():
     with pytest.raises(SemisegError, match="infinite training loss at epoch 1, batch 3"):
         v.settle(all=True)
     assert v.pending == []
+
+
+@pytest.mark.parametrize("saved_fused", [False, True])
+def test_a_resumed_state_keeps_the_optimisers_own_kind(saved_fused):
+    """A state saved by one kind of optimiser (fused or not: a GPU or a CPU run) loaded
+    into the other: the groups keep the new optimiser's flag, its steps run, and it goes
+    on as the saved one would (against the saving optimiser itself, within 1e-6)."""
+    m, ref = _model(2), _model(2)
+    x = torch.randn(5, 4)
+    a = make_optimizer(_groups(m), 0.05, fused=saved_fused)
+    assert bool(apply_gradients(m, a, _loss(m, x), 1.0))
+    ref.load_state_dict(m.state_dict())
+    b = make_optimizer(_groups(ref), 0.05, fused=not saved_fused)
+    from semiseg.train.stepcheck import load_optimizer_state
+
+    load_optimizer_state(b, copy.deepcopy(a.state_dict()))  # as read from a checkpoint
+    assert checks_on_device(b) == (not saved_fused)
+    assert all(bool(g["fused"]) == (not saved_fused) for g in b.param_groups)
+    for _ in range(2):
+        assert bool(apply_gradients(m, a, _loss(m, x), 1.0))
+        assert bool(apply_gradients(ref, b, _loss(ref, x), 1.0))
+    for p, q in zip(m.parameters(), ref.parameters()):
+        assert torch.allclose(p, q, rtol=0, atol=1e-6)
+    assert all(float(b.state[p]["step"]) == 3.0 for p in ref.parameters())

@@ -80,7 +80,14 @@ from .runfolder import (
     set_rng_state,
 )
 from .runfolder import write_metrics as _write_metrics
-from .stepcheck import Verdicts, apply_gradients, checks_on_device, make_optimizer, to_device
+from .stepcheck import (
+    Verdicts,
+    apply_gradients,
+    checks_on_device,
+    load_optimizer_state,
+    make_optimizer,
+    to_device,
+)
 from .tables import new_model, with_learned_rules
 
 
@@ -525,7 +532,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     state = RunState()
     if ckpt is not None:
         averaging.resume(model, average, ckpt)
-        opt.load_state_dict(ckpt["optimizer"])
+        load_optimizer_state(opt, ckpt["optimizer"])
         state = RunState.from_checkpoint(ckpt)
         set_rng_state(ckpt["rng"])
         ui.log(f"resuming {out} after epoch {state.epoch}")

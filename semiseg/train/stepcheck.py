@@ -38,8 +38,26 @@ def make_optimizer(groups: list[dict], lr: float, fused: bool | None = None
 
 
 def checks_on_device(opt: torch.optim.Optimizer) -> bool:
-    """Whether opt's steps are checked on the device (a fused AdamW: `found_inf`)."""
-    return bool(opt.defaults.get("fused"))
+    """Whether opt's steps are checked on the device (a fused AdamW: `found_inf`): every
+    parameter group's own flag, which is what its step reads."""
+    return all(bool(g.get("fused")) for g in opt.param_groups)
+
+
+def load_optimizer_state(opt: torch.optim.Optimizer, state: dict) -> None:
+    """A checkpoint's optimiser state into opt (a resumed run), keeping opt's own fused
+    flag: a saved state carries its run's flag in every group (a run resumed on another
+    kind of device would otherwise step fused on a CPU, or unfused on a GPU, where a
+    non-finite step would then be applied), and a fused step wants its step counts on
+    the parameters' device."""
+    fused = opt.defaults.get("fused")
+    opt.load_state_dict(state)
+    for g in opt.param_groups:
+        g["fused"] = fused
+    if fused:
+        for p, st in opt.state.items():
+            if "step" in st:
+                st["step"] = torch.as_tensor(st["step"], dtype=torch.float32).to(
+                    p.device, copy=True)
 
 
 def apply_gradients(model, opt, loss: torch.Tensor, grad_clip: float,
