@@ -95,6 +95,21 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
 
 
+def release_freed_memory() -> None:
+    """Give the heap's free pages back to the system (glibc's malloc_trim), where
+    keep_freed_memory kept them: called between a long sequence's stages (its encoder's,
+    head terms' and posterior windows' temporaries are not reused by the next stage), so
+    that the next stage's peak is not added to the last one's leftovers. A no-op
+    elsewhere."""
+    if os.environ.get("SEMISEG_MALLOC", "").lower() == "system" or \
+            not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def pick_device(name: str) -> torch.device:
     """"auto" -> CUDA when available, else CPU; "cuda" without a GPU is an error."""
     import torch  # here: the command line installs the signal handlers before torch loads

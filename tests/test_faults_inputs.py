@@ -574,22 +574,28 @@ def test_error_regions_outside(tmp_path, monkeypatch, capsys, small_fa):
 
 def test_error_sequence_too_long_for_memory(tmp_path, monkeypatch, capsys, small_fa):
     """A sequence whose exact decode cannot fit the machine's free memory (made small
-    here: 20 kB) is an error before any work, naming the longest piece and the memory,
-    instead of an out-of-memory kill minutes later; nothing is written. The bound by
-    hand: the yeast model's 37 internal labels x 13 bytes + 17 emission channels x 4 =
-    549 bytes a base, 3,000 bases: 1.6 MB."""
+    here) is an error before any work, naming the longest piece and the memory, instead
+    of an out-of-memory kill minutes later; nothing is written. The bound by hand for
+    the yeast model on a CPU: 37 internal labels x (4 + 1 + 4) bytes + (17 channels + 4
+    bases) x 4 = 417 bytes a base, and its posterior window's 53 x 37 = 1,961; 3,000
+    bases: 7,134,000 bytes."""
     from semiseg.annotate import memory
 
-    monkeypatch.setattr(memory, "free_bytes", lambda: 20_000)
+    monkeypatch.setattr(memory, "free_bytes", lambda: 7_133_999)  # a byte short
     line = clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
                            "-o", tmp_path / "a", "-q", "--device", "cpu"),
-                       "c1:1-3,000 (3,000 bp)", "549 bytes a base", "--regions")
+                       "c1:1-3,000 (3,000 bp)", "needs at least 0.0 GB", "--regions")
     assert "0.0 GB free" in line
     assert not list(tmp_path.iterdir())
-    monkeypatch.setattr(memory, "free_bytes", lambda: 1_647_001)  # 1 byte more: it runs
+    monkeypatch.setattr(memory, "free_bytes", lambda: 7_134_000)  # just enough: it runs,
     code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
-                       "-o", tmp_path / "b", "-q", "--device", "cpu")
+                       "-o", tmp_path / "b", "--device", "cpu")
     assert code == 0, err
+    assert "warning: c1:1-3,000 (3,000 bp) needs at least" in err  # with a warning
+    monkeypatch.setattr(memory, "free_bytes", lambda: 7_134_000 * 3 // 2)  # no warning
+    code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
+                       "-o", tmp_path / "c", "--device", "cpu")
+    assert code == 0 and "needs at least" not in err, err
 
 
 @pytest.mark.parametrize("case", ["reversed", "unknown-chrom", "not-numbers", "missing",

@@ -26,24 +26,32 @@ CPU, CUDA = torch.device("cpu"), SimpleNamespace(type="cuda")
 
 
 def test_bytes_per_step_by_hand():
-    # 58 internal labels x (1 + 3 x 4) bytes, + 21 channels x 4 on a CPU
-    assert bytes_per_step(GeneHead(), True) == 58 * 13 + 84 == 838
-    assert bytes_per_step(GeneHead(), False) == 754
+    # 58 internal labels x (4 + 1 + 4) bytes, + (21 channels + 4 bases) x 4 on a CPU
+    assert bytes_per_step(GeneHead(), True) == 58 * 9 + 100 == 622
+    assert bytes_per_step(GeneHead(), False) == 522
     assert bytes_per_step(object(), True) == 0  # not the gene model: nothing counted
 
 
-def test_the_longest_piece_and_the_device():
+def test_the_longest_piece_the_device_and_the_warning():
     items = [_item("a", 0, 1000), _item("b", 500, 4500), _item("c", 0, 10)]
+    need = 4000 * 622 + 1000 * 53 * 58  # + a CPU window of 1,000 steps: 3,074 a step
     with pytest.raises(SemisegError, match=r"b:501-4,500 \(4,000 bp\)"):
-        check_host_memory(GeneHead(), items, 1, CPU, free=4000 * 838 - 1)
-    check_host_memory(GeneHead(), items, 1, CPU, free=4000 * 838)
+        check_host_memory(GeneHead(), items, 1, CPU, free=need - 1, window=1000)
+    warn = check_host_memory(GeneHead(), items, 1, CPU, free=need, window=1000)
+    assert warn.startswith("warning: b:501-4,500 (4,000 bp) needs at least")
+    assert check_host_memory(GeneHead(), items, 1, CPU, free=need * 3 // 2, window=1000) is None
+    # a window longer than the sequence: the sequence's own steps
+    with pytest.raises(SemisegError):
+        check_host_memory(GeneHead(), items, 1, CPU, free=4000 * (622 + 3074) - 1,
+                          window=10**6)
     # resolution 2: 2,000 steps
-    check_host_memory(GeneHead(), items, 2, CPU, free=2000 * 838)
-    # a CUDA device holds sequences up to device_steps itself; longer ones count 754 a step
-    check_host_memory(GeneHead(), items, 1, CUDA, free=1, device_steps=4000)
-    with pytest.raises(SemisegError, match="754 bytes a base"):
-        check_host_memory(GeneHead(), items, 1, CUDA, free=4000 * 754 - 1, device_steps=3999)
-    check_host_memory(object(), items, 1, CPU, free=1)
+    assert check_host_memory(GeneHead(), items, 2, CPU, free=2000 * 622 * 3 // 2) is None
+    # a CUDA device holds sequences up to device_steps itself; longer ones count 522 a step
+    assert check_host_memory(GeneHead(), items, 1, CUDA, free=1, device_steps=4000) is None
+    with pytest.raises(SemisegError):
+        check_host_memory(GeneHead(), items, 1, CUDA, free=4000 * 522 - 1, device_steps=3999,
+                          window=1000)
+    assert check_host_memory(object(), items, 1, CPU, free=1) is None
 
 
 def test_free_bytes_reads_meminfo(tmp_path):

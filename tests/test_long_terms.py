@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from semiseg.annotate import long_terms
-from semiseg.annotate.long_terms import chunk_context, chunked_terms, stop_positions
+from semiseg.annotate.long_terms import (
+    PeriodicRows,
+    chunk_context,
+    chunked_terms,
+    stop_positions,
+)
 from semiseg.genemodel.orflength import triplets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +42,8 @@ def _compare(head, em, got):
     diff = {}
     for k, w in want.items():
         g = got[k]
+        if isinstance(g, PeriodicRows):  # proj_start, kept as its rows (made whole here)
+            g = g.materialize()[None]
         if not torch.is_tensor(w):
             assert g == w
             continue
@@ -60,6 +67,18 @@ def test_chunked_terms_equal_the_whole_sequence(fly):
     diff = _compare(head, em, chunked_terms(head, em, 4000, 128))
     assert all(v <= 1e-5 for v in diff.values()), sorted(diff.items())
     assert diff["allowed"] == 0
+    assert diff["proj_start"] == 0  # its three rows, exactly the head's S rows
+
+
+def test_periodic_rows_slices():
+    p = torch.arange(6.0).view(3, 2)
+    rows = PeriodicRows(p, 8)
+    assert rows.shape == (8, 2) and len(rows) == 8
+    assert torch.equal(rows[2:5], torch.tensor([[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]]))
+    assert torch.equal(rows.materialize(), p[torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])])
+    assert rows[6:20].shape == (2, 2) and rows[5:5].shape == (0, 2)
+    with pytest.raises(TypeError):
+        rows[1]
 
 
 def test_the_context_must_reach_the_orfs_ends(fly, monkeypatch):

@@ -18,7 +18,7 @@ from ..genome._util import runs
 from ..genome.scheme import strand_swap
 from ..genome.sequence import rc_columns
 from ..model import steps_for
-from ..runtime import amp_enabled
+from ..runtime import amp_enabled, release_freed_memory
 from . import batches, uncertainty
 from .background import ahead
 
@@ -310,6 +310,7 @@ class Annotator:
                    runp[0], None if smp is None else smp[0], True)
             self._report("decode", 1.0)
             return out
+        release_freed_memory()  # the encoder's temporaries (runtime.py)
         lab, post, sig, runp, smp = self.decode_long(em, hid, seed=seed)
         return lab, post, sig, runp, smp, False
 

@@ -11,8 +11,10 @@ until, in each of the three frames, a stop codon of each strand lies inside the 
 on both sides (or the context reaches the sequence's end): every ORF a position of the
 chunk reads then ends inside [lo, hi), and every local term has its bases. lo is kept a
 multiple of 3 (the terms' frame is the position mod 3 from the sequence's start). The
-per-position terms (scores, allowed, proj_start) go into host memory; the others are
-the same for every chunk.
+per-position terms (scores, allowed) go into host memory; the others are the same for
+every chunk. `proj_start` is the frame penalty, row t the head's pattern row t mod 3
+(FrameHead.proj_start_pattern): it is kept as those rows (`PeriodicRows`), not S of them
+(232 bytes a step of the fly model held for nothing).
 """
 
 from __future__ import annotations
@@ -23,8 +25,42 @@ import torch
 from ..genemodel.orflength import triplets
 from ..genome.codes import STOP_IDS
 
-PER_POSITION = ("scores", "allowed", "proj_start")
+PER_POSITION = ("scores", "allowed")
 LOCAL_REACH = 128  # bases the local terms read around a position (branch point: 80)
+
+
+class PeriodicRows:
+    """An (S, C) array whose row t is pattern[t mod P], held as the P rows of `pattern`:
+    a slice [a:b] is made (a tensor on the pattern's device) when asked for."""
+
+    def __init__(self, pattern: torch.Tensor, length: int):
+        self.pattern, self.length = pattern, length
+        self.shape = (length, pattern.shape[-1])
+        self.dtype, self.device = pattern.dtype, pattern.device
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("PeriodicRows: only slices [a:b] of rows")
+        a, b, _ = key.indices(self.length)
+        rows = torch.arange(a, max(a, b), device=self.device) % self.pattern.shape[0]
+        return self.pattern[rows]
+
+    def materialize(self) -> torch.Tensor:
+        return self[0:self.length]
+
+    def to(self, device) -> PeriodicRows:
+        return PeriodicRows(self.pattern.to(device), self.length)
+
+    def cpu(self) -> PeriodicRows:
+        return self.to("cpu")
+
+
+def rows_of(x) -> torch.Tensor:
+    """x itself, or a PeriodicRows made whole."""
+    return x.materialize() if isinstance(x, PeriodicRows) else x
 
 
 def stop_positions(trip: np.ndarray) -> list[np.ndarray]:
@@ -65,7 +101,7 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
                   keep_on_device: bool = False) -> dict:
     """head._terms of the whole sequence em (S, channels), chunk steps at a time: the
     per-position terms (1, S, labels) in host memory (on em's device with
-    keep_on_device), the rest as one chunk's."""
+    keep_on_device), proj_start as PeriodicRows (S, labels), the rest as one chunk's."""
     S = em.shape[0]
     dev = em.device
     home = dev if keep_on_device else torch.device("cpu")
@@ -79,6 +115,7 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
             if out is None:
                 out = {k: v for k, v in t.items() if k not in PER_POSITION}
                 out["lengths"] = torch.tensor([S], device=dev)
+                out["proj_start"] = PeriodicRows(head.proj_start_pattern().to(home), S)
                 for k in PER_POSITION:
                     out[k] = torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
                                          device=home)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..runtime import release_freed_memory
 from . import posterior_bound
-from .long_terms import chunked_terms
+from .long_terms import PeriodicRows, chunked_terms, rows_of
 from .maxsum_windows import parallel_certified_viterbi
 from .posterior_bound import WindowPass, posteriors_and_ends
 from .seams import POSTERIOR_TOL, SeamStats
@@ -111,6 +112,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
+    release_freed_memory()  # the terms' temporaries (runtime.py)
     wins = posterior_windows(S, W, overlap, period=3)
     K = terms["duration_bias"].shape[0]
 
@@ -283,12 +285,12 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=N
 def _stitch_final(cache, final, S, terms):
     """The posteriors over [0, S) from windows (kept start, kept end, start, end) whose
     extents are in `cache` (emptied as it goes), and the whole sequence's allowed and
-    proj_start from its `terms`, all on the host."""
+    proj_start (PeriodicRows) from its `terms`, all on the host."""
     g0 = cache[tuple(final[0][2:])].post
     g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
     for cs, ce, ws, we in final:
         g[cs:ce] = cache.pop((ws, we)).post[cs - ws:ce - ws]
-    return g, terms["allowed"][0].cpu(), terms["proj_start"][0].cpu()
+    return g, terms["allowed"][0].cpu(), terms["proj_start"].cpu()
 
 
 def _whole_terms(head, em: torch.Tensor) -> dict:
@@ -299,12 +301,14 @@ def _whole_terms(head, em: torch.Tensor) -> dict:
     what the seam checks compare (a yeast window's last 49 steps: 0.21). A sequence
     longer than TERMS_CHUNK has them computed in chunks, each with context reaching the
     ends of its ORFs (long_terms.py), kept on a CUDA device up to DEVICE_MAXSUM steps
-    and in host memory beyond."""
+    and in host memory beyond. proj_start is kept as its three rows (PeriodicRows)."""
     with torch.no_grad():
         if em.shape[0] > TERMS_CHUNK:
             return chunked_terms(head, em, TERMS_CHUNK, TERMS_CONTEXT,
                                  keep_on_device=em.shape[0] <= DEVICE_MAXSUM)
-        return head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
+        t = head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
+        t["proj_start"] = PeriodicRows(head.proj_start_pattern().to(em.device), em.shape[0])
+        return t
 
 
 def _window_terms(full: dict, spans) -> dict:
@@ -315,14 +319,15 @@ def _window_terms(full: dict, spans) -> dict:
     S = full["scores"].shape[1]
     dev = full["transition"].device
     if list(spans) == [(0, S)] and full["scores"].device == dev:
-        return full
+        return dict(full, proj_start=rows_of(full["proj_start"])[None])
     n = max(we - ws for ws, we in spans)
     t = dict(full)
     for key in ("scores", "allowed", "proj_start"):
         x = full[key]
         out = torch.zeros(len(spans), n, x.shape[-1], dtype=x.dtype, device=dev)
         for j, (ws, we) in enumerate(spans):
-            out[j, :we - ws] = x[0, ws:we].to(dev, non_blocking=True)
+            rows = x[ws:we] if isinstance(x, PeriodicRows) else x[0, ws:we]
+            out[j, :we - ws] = rows.to(dev, non_blocking=True)
         t[key] = out
     t["lengths"] = torch.tensor([we - ws for ws, we in spans], device=dev)
     return t
@@ -378,7 +383,9 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
                                     windows_out=windows_out, max_widen=max_widen,
                                     whole_cap=whole_cap)
+    release_freed_memory()  # the posterior windows' passes (runtime.py)
     on_device = stats.post_seqs_whole > whole_before or em.device.type == "cuda"
+    post, bnd = _marginals(head, g, em.device)
     if on_device and S <= DEVICE_MAXSUM:
         # the posteriors were computed as one window, so the device held the whole
         # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
@@ -386,17 +393,18 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
         # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
         lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
+        scores = _decode_scores(head, g)
+        del g  # the max-sum and the split stops read the decode's scores only
         lab, _ = parallel_certified_viterbi(
-            _decode_scores(head, g), head.decode_tmask, head.decode_dmask, allowed=ok,
+            scores, head.decode_tmask, head.decode_dmask, allowed=ok,
             proj_start=ps, window=min(W, HOST_MAXSUM_WINDOW), overlap=overlap, stats=stats,
             progress=part(0.8, 1.0))
         if codes is not None:  # as _decode_posteriors does
             from ..genemodel.splitstops import exclude_split_stops
-            lab = exclude_split_stops(head, lab, g, ok, ps, codes[0].cpu().numpy(), backend,
-                                      head.split_stop_counts)
+            lab = exclude_split_stops(head, lab, scores, ok, ps, codes[0].cpu().numpy(),
+                                      backend, head.split_stop_counts, scored=True)
     lab_t = torch.from_numpy(lab)
     out = torch.where(lab_t >= 0, head.collapse_idx.cpu()[lab_t.clamp(min=0)], lab_t)
-    post, bnd = _marginals(head, g, em.device)
     return out.numpy(), post, bnd
 
 
@@ -434,7 +442,7 @@ def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.nda
     `device` (with its bases `codes` (1, S): split stops taken out): internal labels
     (S,) int64."""
     t = {"lengths": torch.tensor([g.shape[0]], device=device),
-         "allowed": ok[None].to(device), "proj_start": ps[None].to(device)}
+         "allowed": ok[None].to(device), "proj_start": rows_of(ps)[None].to(device)}
     seg = head._decode_posteriors(t, g[None].to(device), backend, codes)
     return seg.labels[0].cpu().numpy().astype(np.int64)
 

@@ -242,9 +242,12 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     items = gaps.cut(items, fa, res)
     ann = _annotator(ckpt, data, dev, opts)
     if ann._certified_gene():  # a sequence too long for this machine: an error now
-        from .posterior_seams import DEVICE_MAXSUM
+        from .posterior_seams import DEVICE_MAXSUM, long_window
 
-        check_host_memory(ann.model.crf, items, res, dev, device_steps=DEVICE_MAXSUM)
+        tight = check_host_memory(ann.model.crf, items, res, dev,
+                                  device_steps=DEVICE_MAXSUM, window=long_window(ann))
+        if tight:
+            ui.log(tight)
     rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "

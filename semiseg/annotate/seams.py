@@ -322,7 +322,11 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
     return labels, score
 
 
-def _host(x) -> np.ndarray:
+def _host(x):
+    """x on the host as numpy; PeriodicRows (long_terms.py) as they are: a window's
+    slice of them is made when read (WindowInputs._part)."""
+    if hasattr(x, "pattern"):
+        return x.cpu()
     return torch.as_tensor(x).detach().cpu().numpy()
 
 

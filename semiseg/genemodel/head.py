@@ -261,6 +261,11 @@ class FrameHead(nn.Module):
                     end=self._end(k),
                     proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
 
+    def proj_start_pattern(self) -> Tensor:
+        """The rows of `_terms`' proj_start: its row t is this (3, labels) tensor's row
+        t mod 3 (the frame penalty of a segment opening out of frame)."""
+        return self.begin_penalty
+
     def codes(self, emissions: Tensor, lengths: Tensor | None) -> Tensor:
         """The bases (B, T) the emissions carry: 0-3 ACGT, 4 anything else."""
         T = emissions.shape[1]

@@ -105,11 +105,13 @@ def _locus(lab: np.ndarray, outside: np.ndarray, gs: int, ge: int) -> tuple[int,
 
 def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torch.Tensor,
                         proj_start: torch.Tensor, codes: np.ndarray, backend: str = "auto",
-                        stats: dict | None = None) -> np.ndarray:
+                        stats: dict | None = None, scored: bool = False) -> np.ndarray:
     """`lab` (S,) internal labels of one sequence's posterior decode with its split stop
     codons taken out (module docstring): a new array. post, allowed, proj_start: (S, C)
-    as the decode read them; codes (S,) the bases; `stats` counts 'found' and 'left'.
-    Each locus reads its own slice of `allowed` with the splice bases barred so far."""
+    as the decode read them (`scored`: post is already head.decode_posteriors of the
+    posteriors, which is per position; proj_start may be PeriodicRows); codes (S,) the
+    bases; `stats` counts 'found' and 'left'. Each locus reads its own slice of
+    `allowed` with the splice bases barred so far."""
     layout = head.layout
     _, _, outside = _kinds(layout)
     lab = np.asarray(lab).copy()
@@ -129,7 +131,7 @@ def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torc
             for p, c in (*barred, bar):
                 if a <= p < b:
                     ok[p - a, c] = False
-            seg = _decode_locus(head, post, ok, proj_start, a, b, start_out, backend)
+            seg = _decode_locus(head, post, ok, proj_start, a, b, start_out, backend, scored)
             if seg is not None and (best is None or seg[0] > best[0]):
                 best = (seg[0], seg[1], bar)
         if best is None:
@@ -142,14 +144,14 @@ def exclude_split_stops(head, lab: np.ndarray, post: torch.Tensor, allowed: torc
     return lab
 
 
-def _decode_locus(head, post, allowed, proj_start, a, b, start_out, backend):
+def _decode_locus(head, post, allowed, proj_start, a, b, start_out, backend, scored=False):
     """(score, labels (b - a,)) of the posterior decode of [a, b) (`allowed`: the
     locus's own), entered from and left to outside-gene labels where it is not the
     sequence's own start or end, or None when no structure is allowed."""
     from ..crf import viterbi
 
     S = post.shape[0]
-    g = head.decode_posteriors(post[a:b][None])
+    g = post[a:b][None] if scored else head.decode_posteriors(post[a:b][None])
     st = None if a == 0 else start_out
     en = None if b == S else start_out
     seg = viterbi(g, head.decode_tmask, head.decode_dmask,
