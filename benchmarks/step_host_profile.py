@@ -4,27 +4,26 @@ device (issue 41's training speed: the device sat idle for a third of a fly step
     PYTHONPATH=. python benchmarks/step_host_profile.py [--config ...] [--set K=V ...]
         [--shape 8x10000] [--top 30]
 
-A step as the trainer runs it (benchmarks/train_stages.trainer_step), after a warm-up:
-  1. every synchronising call (torch.cuda.set_sync_debug_mode), counted by the first
-     three semiseg frames of its Python stack;
-  2. cProfile of 3 steps, the functions by own time and by cumulative time.
+After a warm-up:
+  1. every synchronising call (torch.cuda.set_sync_debug_mode) of `train_epoch` itself
+     over two batches, counted by its call site (benchmarks/step_syncs.sync_sites);
+  2. cProfile of 3 steps as benchmarks/train_stages.trainer_step runs them (each step
+     alone), the functions by own time and by cumulative time.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import cProfile
 import os
 import pstats
 import sys
-import traceback
-import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
+import step_syncs as ss
 import torch
 import train_stages as ts
 
@@ -39,29 +38,17 @@ def main() -> None:
     args = ap.parse_args()
     dev = torch.device(args.device)
     batch, window = (int(v) for v in args.shape.lower().split("x"))
-    _, model, opt, ds = ts.setup(args.config, batch, window, dev, args.sets)
+    cfg, model, opt, ds = ts.setup(args.config, batch, window, dev, args.sets)
     idx = list(range(min(batch, len(ds))))
     amp = dev.type == "cuda"
     for _ in range(2):
         ts.trainer_step(model, opt, ds, idx, dev, amp)
     if dev.type == "cuda":
-        seen = collections.Counter()
-
-        def show(message, category, filename, lineno, file=None, line=None):
-            frames = [f"{os.path.relpath(f.filename, ROOT)}:{f.lineno} {f.name}"
-                      for f in traceback.extract_stack()
-                      if f.filename.startswith(ROOT) and "benchmarks" not in f.filename]
-            seen[" <- ".join(reversed(frames[-3:]))] += 1
-
-        old = warnings.showwarning
-        warnings.showwarning = show
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        ts.trainer_step(model, opt, ds, idx, dev, amp)
-        torch.cuda.set_sync_debug_mode("default")
-        warnings.showwarning = old
-        print(f"synchronising calls in one step: {sum(seen.values())}")
-        for where, n in seen.most_common(40):
+        sites = ss.sync_sites(cfg, model, opt, ss.view(ds, list(range(min(2 * batch,
+                                                                           len(ds))))),
+                              dev, amp)
+        print(f"synchronising calls in one epoch of 2 batches: {sum(n for n, _ in sites)}")
+        for n, where in sites:
             print(f"  {n:4d}  {where}")
     prof = cProfile.Profile()
     prof.enable()

@@ -85,8 +85,10 @@ def step(model, opt, ds, idx, dev, amp: bool):
 
 
 def trainer_step(model, opt, ds, idx, dev, amp: bool) -> None:
-    """One step as train.loop.train_epoch runs it: no synchronisation between stages,
-    only the trainer's own (the loss and gradient-norm checks, the logged loss)."""
+    """One step with the trainer's update (train/stepcheck.apply_gradients), no
+    synchronisation between stages, its verdict and loss read at once: a step alone
+    (train_epoch reads each step's verdict a step late, so its steps overlap:
+    benchmarks/step_syncs.py times them back to back)."""
     from semiseg.train.loop import BatchLoss
     from semiseg.train.stepcheck import apply_gradients
 
