@@ -44,8 +44,8 @@ def main() -> None:
     for _ in range(2):
         ts.trainer_step(model, opt, ds, idx, dev, amp)
     if dev.type == "cuda":
-        sites = ss.sync_sites(cfg, model, opt, ss.view(ds, list(range(min(2 * batch,
-                                                                           len(ds))))),
+        sites = ss.sync_sites(cfg, model, opt, ds.subset(list(range(min(2 * batch,
+                                                                        len(ds))))),
                               dev, amp)
         print(f"synchronising calls in one epoch of 2 batches: {sum(n for n, _ in sites)}")
         for n, where in sites:

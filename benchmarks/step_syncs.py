@@ -6,7 +6,7 @@ where the host waits for the device, and what a step costs when nothing else wai
 
 The config's data and model as `semiseg train` builds them (train_stages.setup: seed 0,
 untrained), then `train.loop.train_epoch` itself over the first --batches batches of the
-training windows of the shape's size (a Dataset view: no validation, no checkpoint):
+training windows of the shape's size (Dataset.subset: no validation, no checkpoint):
 one warm-up epoch (compiles the kernels), then --rounds timed epochs, each timed from
 a synchronised start to a synchronised end. Unlike train_stages.py's "trainer step"
 (synchronised around every step), consecutive steps may overlap here, as in training.
@@ -37,19 +37,6 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 from lib import header  # noqa: E402
 from train_stages import setup  # noqa: E402
-
-
-def view(ds, idx: list[int]):
-    """A Dataset holding only the windows idx of ds (Dataset.for_epoch's kind of view)."""
-    from semiseg.train.data import Dataset
-
-    v = object.__new__(Dataset)
-    v.__dict__.update(ds.__dict__)
-    v.phase_sets = []
-    v.windows = [ds.windows[i] for i in idx]
-    v.x = [ds.x[i] for i in idx]
-    v.y = [ds.y[i] for i in idx]
-    return v
 
 
 def run_epoch(cfg, model, opt, ds, dev, amp: bool) -> float:
@@ -106,7 +93,7 @@ def main() -> None:
     cfg, model, opt, ds = setup(args.config, batch, window, dev, args.sets)
     full = [i for i, w in enumerate(ds.windows) if w.end - w.start == window]
     idx = full[:batch * args.batches]
-    sub = view(ds, idx)
+    sub = ds.subset(idx)
     bp = sum(ds.windows[i].end - ds.windows[i].start for i in idx)
     n = -(-len(idx) // batch)
     run_epoch(cfg, model, opt, sub, dev, amp)  # warm-up: compiles
@@ -120,7 +107,7 @@ def main() -> None:
           f"{1e3 * med / n:.1f} | {bp / med / 1e6:.3f} |")
     if args.syncs and dev.type == "cuda":
         print("\nsynchronising operations in one epoch of 2 batches (count | site):")
-        for count, site in sync_sites(cfg, model, opt, view(ds, idx[:2 * batch]), dev, amp):
+        for count, site in sync_sites(cfg, model, opt, ds.subset(idx[:2 * batch]), dev, amp):
             print(f"  {count:4d} | {site}")
 
 

@@ -84,15 +84,23 @@ def keep_freed_memory() -> bool:
     2-core CPU) page faults fell from 1.41-1.70 M to 0.40-0.48 M and the run took 11-13%
     less time (benchmarks/RESULTS-log.md, "Freed memory kept"), with the peak resident
     memory 1-8% higher."""
-    if os.environ.get("SEMISEG_MALLOC", "").lower() == "system" or \
-            not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # no mallopt (musl): its own allocator's habits
+    mallopt = _glibc("mallopt")
+    if mallopt is None:  # no mallopt (musl): its own allocator's habits
         return False
     m_trim_threshold, m_mmap_max = -1, -4
     return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
+
+
+def _glibc(name: str):
+    """The C library's function `name` where the heap is semiseg's to tune (Linux, not
+    SEMISEG_MALLOC=system), else None."""
+    if os.environ.get("SEMISEG_MALLOC", "").lower() == "system" or \
+            not sys.platform.startswith("linux"):
+        return None
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
 
 
 def release_freed_memory() -> None:
@@ -101,13 +109,9 @@ def release_freed_memory() -> None:
     head terms' and posterior windows' temporaries are not reused by the next stage), so
     that the next stage's peak is not added to the last one's leftovers. A no-op
     elsewhere."""
-    if os.environ.get("SEMISEG_MALLOC", "").lower() == "system" or \
-            not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    trim = _glibc("malloc_trim")
+    if trim is not None:
+        trim(0)
 
 
 def pick_device(name: str) -> torch.device:

@@ -20,8 +20,9 @@ killed at 24.4 GB after 10 min 50 s). So the longest sequence is checked first:
 """
 
 from ..errors import SemisegError
+from ..genemodel.head import SEQ
 
-FLOAT, FLOAT64, BOOL, SEQ = 4, 8, 1, 4
+FLOAT, FLOAT64, BOOL = 4, 8, 1
 WARN_FACTOR = 1.5
 
 

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .long_terms import PeriodicRows
+
 try:
     from numba import njit
 except ImportError:  # pragma: no cover - numba is a dependency of the CPU backend
@@ -325,7 +327,7 @@ def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_s
 def _host(x):
     """x on the host as numpy; PeriodicRows (long_terms.py) as they are: a window's
     slice of them is made when read (WindowInputs._part)."""
-    if hasattr(x, "pattern"):
+    if isinstance(x, PeriodicRows):
         return x.cpu()
     return torch.as_tensor(x).detach().cpu().numpy()
 

@@ -259,7 +259,8 @@ class FrameHead(nn.Module):
         return dict(scores=scores, transition=tr, duration_bias=db, lengths=lengths,
                     start=None if self.start is None else self.start[k],
                     end=self._end(k),
-                    proj_start=self.begin_penalty[r].expand(B, T, -1), allowed=allowed)
+                    proj_start=self.proj_start_pattern()[r].expand(B, T, -1),
+                    allowed=allowed)
 
     def proj_start_pattern(self) -> Tensor:
         """The rows of `_terms`' proj_start: its row t is this (3, labels) tensor's row

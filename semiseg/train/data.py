@@ -90,13 +90,20 @@ class Dataset:
         if p == 0:
             return self
         other = self.phase_sets[p - 1]
-        keep = [i for i, w in enumerate(self.windows) if w.phase < 0]
+        keep = self.subset([i for i, w in enumerate(self.windows) if w.phase < 0])
+        return self._view(other.windows + keep.windows, other.x + keep.x, other.y + keep.y)
+
+    def subset(self, idx: list[int]) -> Dataset:
+        """This Dataset's windows idx (a view: the arrays are shared, not copied)."""
+        return self._view([self.windows[i] for i in idx], [self.x[i] for i in idx],
+                          [self.y[i] for i in idx])
+
+    def _view(self, windows, x, y) -> Dataset:
+        """A Dataset with these windows and arrays and this one's other settings."""
         view = object.__new__(Dataset)
         view.__dict__.update(self.__dict__)
         view.phase_sets = []
-        view.windows = other.windows + [self.windows[i] for i in keep]
-        view.x = other.x + [self.x[i] for i in keep]
-        view.y = other.y + [self.y[i] for i in keep]
+        view.windows, view.x, view.y = windows, x, y
         return view
 
     def batch(self, idx, flip=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

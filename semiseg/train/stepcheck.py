@@ -14,7 +14,8 @@ finite, and the step's verdict is read on the host one step later (`Verdicts.set
 waiting for that step alone), when the device has long finished it: the error then names
 that step's windows, and its gradients are still in place for the message. On a CPU
 nothing runs ahead of the host, so each step is checked before its update, as before,
-with the same optimiser and the same bits.
+with the same optimiser and the same bits. `to_device` copies a batch to the device
+without waiting either.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..errors import SemisegError
 from .nonfinite import nonfinite_gradient, nonfinite_loss
 
 
@@ -70,23 +72,18 @@ def apply_gradients(model, opt, loss: torch.Tensor, grad_clip: float,
     stays there; otherwise it is read here, before the step."""
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    params = [p for p in model.parameters() if p.grad is not None]
-    grads = [p.grad for p in params]
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
     norm = torch.nn.utils.get_total_norm(grads)
     ok = torch.isfinite(norm)
     if loss_ok is not None:
         ok = ok & loss_ok.to(ok.device)
-    if not checks_on_device(opt):
-        if not bool(ok):
-            return ok
-        if grad_clip > 0:
-            torch.nn.utils.clip_grads_with_norm_(params, grad_clip, norm)
-        opt.step()
+    on_device = checks_on_device(opt)
+    if not on_device and not bool(ok):
         return ok
     if grad_clip > 0:  # clip_grads_with_norm_'s factor, 1 where the step is skipped
         coef = torch.clamp(grad_clip / (norm + 1e-6), max=1.0)
         torch._foreach_mul_(grads, torch.where(ok, coef, torch.ones_like(coef)))
-    opt.found_inf = (~ok).float()
+    opt.found_inf = (~ok).float() if on_device else None
     try:
         opt.step()
     finally:
@@ -147,22 +144,16 @@ class Verdicts:
             loss_ok, ok, mean = s.host.tolist()
             if not loss_ok:
                 self.pending.clear()
-                raise_error(nonfinite_loss(mean, s.nll, self.ds, s.idx, self.flips,
-                                           self.epoch, s.number))
+                raise SemisegError(nonfinite_loss(mean, s.nll, self.ds, s.idx, self.flips,
+                                                  self.epoch, s.number))
             if not ok:
                 self.pending.clear()
-                raise_error(nonfinite_gradient(self.model, self.ds, s.batch, self.flips,
-                                               self.epoch, s.number))
+                raise SemisegError(nonfinite_gradient(self.model, self.ds, s.batch,
+                                                      self.flips, self.epoch, s.number))
             if self.on_batch is not None:
                 self.on_batch(mean)
             if not all:
                 return
-
-
-def raise_error(message: str) -> None:
-    from ..errors import SemisegError
-
-    raise SemisegError(message)
 
 
 def to_device(t: torch.Tensor, device) -> torch.Tensor:
