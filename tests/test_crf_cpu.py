@@ -238,6 +238,33 @@ def test_long_float32_accuracy(form):
     check_long_float32_accuracy("numba", form, K=8)
 
 
+def test_float32_inputs_give_the_float64_bits():
+    """The kernels read float32 scores, proj_start and proj_end as they are (views, no
+    float64 copies) and widen each value into float64 sums: log Z, the gradients, the
+    label marginals and the Viterbi labels and score are the bits that the same values
+    given as float64 give, rounded to float32. (The boundary marginals are left out: they
+    are the proj_start gradient summed over labels after the kernels, in the scores'
+    dtype, so float32 sums differ from rounded float64 ones by an ulp, as before.)"""
+    for form in FORMS:
+        kw = make(3, 300, 4, 7, dd=form, terms=TERMS["all"], seed=5, allowed_p=0.05,
+                  lengths=[300, 211, 1])
+        res = {}
+        for dt in (torch.float32, F64):
+            k = {n: (v.float().to(dt) if torch.is_floating_point(v) else v)
+                 for n, v in kw.items()}
+            leaves = {n: v.clone().requires_grad_() for n, v in float_inputs(k).items()}
+            args, opts = split({**k, **leaves})
+            z = log_partition(*args, **opts, backend="numba")
+            z.sum().backward()
+            args_d, opts_d = split(k)
+            seg = viterbi(*args_d, **opts_d, backend="numba")
+            lab, _ = marginals(*args_d, **opts_d, backend="numba")
+            res[dt] = [z.detach(), seg.score, lab] + [v.grad for v in leaves.values()]
+            res[dt] = [r.float() for r in res[dt]] + [seg.labels]
+        for a, b in zip(res[torch.float32], res[F64], strict=True):
+            assert torch.equal(a, b)
+
+
 def test_deterministic():
     """Two runs (the batch spread over threads) give bitwise-identical results."""
     for form in FORMS:

@@ -63,6 +63,7 @@ def _each(B: int, call) -> list:
 
 
 def _np(t: Tensor | None, dtype=np.float64) -> np.ndarray | None:
+    """t as a contiguous numpy array of `dtype` (None: its own: a view where it can)."""
     if t is None:
         return None
     return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=dtype)
@@ -88,23 +89,29 @@ def _sparse_rows(a: np.ndarray) -> tuple:
 
 
 class _Arrays:
-    """The inputs as float64 numpy arrays, parameters truncated to K_eff = min(K, T).
+    """The inputs as numpy arrays, parameters (float64) truncated to K_eff = min(K, T).
 
-    Missing proj_start / proj_end / allowed are (1, 1, C) placeholders with a False flag
-    (one compiled signature for every combination of optional inputs)."""
+    The per-position scores, proj_start and proj_end keep the scores' dtype (float32 or
+    float64): views of the tensors, not float64 copies (three (T, C) arrays, 2.5 s of
+    yeast chrII's 26 s on the 2-core CPU, benchmarks/annotate_profile.py). The kernels
+    read each of them only into a float64 sum (core._advance, _terms; fac, dd), so the
+    results are the same bits. Missing proj_start / proj_end / allowed are (1, 1, C)
+    placeholders with a False flag (one compiled signature for every combination of
+    optional inputs, per dtype)."""
 
     def __init__(self, x: CRFInputs):
         B, T, C = x.scores.shape
         K = min(x.K, T)
         self.B, self.T, self.C, self.K = B, T, C, K
         self.dd = x.duration_dependent
-        self.f = _np(x.scores)
+        own = x.scores.dtype in (torch.float32, torch.float64)
+        self.f = _np(x.scores, None if own else np.float64)
         self.has_ps = x.proj_start is not None
         self.has_pe = x.proj_end is not None
         self.has_alw = x.allowed is not None
-        empty = np.zeros((1, 1, C))
-        self.ps = _np(x.proj_start) if self.has_ps else empty
-        self.pe = _np(x.proj_end) if self.has_pe else empty
+        empty = np.zeros((1, 1, C), self.f.dtype)
+        self.ps = _np(x.proj_start, self.f.dtype) if self.has_ps else empty
+        self.pe = _np(x.proj_end, self.f.dtype) if self.has_pe else empty
         self.alw = _np(x.allowed, np.bool_) if self.has_alw else np.ones((1, 1, C), np.bool_)
         self.lengths = _np(x.lengths, np.int64)
         self.start = _np(x.start) if x.start is not None else np.zeros(C)
