@@ -1,8 +1,9 @@
 """The gene model's posterior decode of a long sequence in windows (issue 42;
 docs/decoding.md): posteriors from overlapping windows, each seam checked, then the
 posterior decode's max-sum over the stitched posteriors, in windows decoded side by side
-on the host and certified in order (maxsum_windows.py, seams.py), or whole on a CUDA
-device up to DEVICE_MAXSUM steps. A sequence longer than TERMS_CHUNK has its head terms,
+and certified in order: on a CUDA device there (device_maxsum.py), else on the host's
+cores (maxsum_windows.py, seams.py), or whole on a CPU whose posteriors went whole, up
+to DEVICE_MAXSUM steps. A sequence longer than TERMS_CHUNK has its head terms,
 marginals and max-sum scores computed in chunks (long_terms.py), so device memory does
 not grow with it.
 
@@ -23,6 +24,7 @@ import torch
 
 from ..runtime import release_freed_memory
 from . import posterior_bound
+from .device_maxsum import device_certified_viterbi
 from .long_terms import PeriodicRows, chunked_terms, rows_of
 from .maxsum_windows import parallel_certified_viterbi
 from .posterior_bound import WindowPass, posteriors_and_ends
@@ -57,10 +59,10 @@ CPU_WINDOW = 1_048_576
 # windows stay within max_decode_steps as long as doubling can close a seam: 2 doublings.
 GPU_MAX_WIDEN = 0
 CPU_MAX_WIDEN = 2
-# The longest sequence whose whole-sequence max-sum runs on a CUDA device (its
-# backpointers and scores take ~1.4 KB a step there: 4 Mb of fly peaked at 10 GB in
-# all); a longer one's max-sum runs in windows side by side on the host's cores
-# (maxsum_windows.py), so device memory does not grow with a chromosome
+# The longest sequence whose head terms stay on a CUDA device (_whole_terms), and whose
+# whole-sequence max-sum runs on a CPU whose posteriors went whole (its backpointers and
+# scores take ~1.4 KB a step); on a CUDA device the max-sum runs in certified windows
+# side by side there (device_maxsum.py), in calls of a bounded number of steps
 DEVICE_MAXSUM = 4_194_304
 # The host's max-sum windows (maxsum_windows.py) are at most this long: each window in
 # flight holds its max-sum scores and backpointers (~1.2 KB a step of the fly model), and
@@ -362,11 +364,12 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
     Posterior windows of W steps overlap by `post_overlap` (default `overlap`), a seam
     not certified doubled up to `max_widen` times before its windows merge; the
-    posterior decode's Viterbi runs whole on a CUDA device up to DEVICE_MAXSUM steps
-    (14 s for 4 M steps of fly on an H200), else in certified windows of W steps (at
-    most HOST_MAXSUM_WINDOW) reaching `overlap` steps into their neighbours, decoded
-    side by side on the host
-    (maxsum_windows.py; 12 M steps of fly in 27.6 s on 16 cores)."""
+    posterior decode's Viterbi runs in certified windows of W steps (at most
+    HOST_MAXSUM_WINDOW) reaching `overlap` steps into their neighbours, decoded side by
+    side on a CUDA device (device_maxsum.py, calls of per_call x W steps; whole there it
+    took 17 s of 4 M steps of fly on an H100) or on the host (maxsum_windows.py; 12 M
+    steps of fly in 27.6 s on 16 cores), or whole on a CPU whose posteriors went whole
+    (up to DEVICE_MAXSUM steps)."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     done = [0.0]
@@ -384,21 +387,27 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                                     windows_out=windows_out, max_widen=max_widen,
                                     whole_cap=whole_cap)
     release_freed_memory()  # the posterior windows' passes (runtime.py)
-    on_device = stats.post_seqs_whole > whole_before or em.device.type == "cuda"
+    whole = stats.post_seqs_whole > whole_before and em.device.type != "cuda"
     post, bnd = _marginals(head, g, em.device)
-    if on_device and S <= DEVICE_MAXSUM:
-        # the posteriors were computed as one window, so the device held the whole
-        # sequence's posterior pass, whose rows outweigh a Viterbi's backpointers: their
-        # Viterbi runs whole there too, as the whole decode's does (exact either way;
-        # certified windows would run it on the host, at 4 Mb of fly on an H200 ~100 s)
+    if whole and S <= DEVICE_MAXSUM:
+        # a CPU whose posteriors were computed as one window held the whole sequence's
+        # posterior pass, whose rows outweigh a Viterbi's backpointers: its Viterbi runs
+        # whole too, as the whole decode's does (exact either way)
         lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
-        scores = _decode_scores(head, g)
+        scores = _decode_scores(head, g)  # (on g's device)
         del g  # the max-sum and the split stops read the decode's scores only
-        lab, _ = parallel_certified_viterbi(
-            scores, head.decode_tmask, head.decode_dmask, allowed=ok,
-            proj_start=ps, window=min(W, HOST_MAXSUM_WINDOW), overlap=overlap, stats=stats,
-            progress=part(0.8, 1.0))
+        if em.device.type == "cuda":
+            lab = device_certified_viterbi(
+                scores, head.decode_tmask, head.decode_dmask, allowed=ok, proj_start=ps,
+                window=min(W, HOST_MAXSUM_WINDOW), overlap=overlap,
+                call_steps=per_call * W, device=em.device, stats=stats,
+                progress=part(0.8, 1.0))
+        else:
+            lab, _ = parallel_certified_viterbi(
+                scores, head.decode_tmask, head.decode_dmask, allowed=ok,
+                proj_start=ps, window=min(W, HOST_MAXSUM_WINDOW), overlap=overlap,
+                stats=stats, progress=part(0.8, 1.0))
         if codes is not None:  # as _decode_posteriors does
             from ..genemodel.splitstops import exclude_split_stops
             lab = exclude_split_stops(head, lab, scores, ok, ps, codes[0].cpu().numpy(),

@@ -283,3 +283,35 @@ def viterbi(t: Tuning, x: CRFInputs, sp: int = 0):
         score, labels, starts.view(torch.uint8), T, C, KP=KP, CP=CP, NPP=NPP, BLOCK=64,
         **t.chain_opts(KP, CP, nw))
     return score.to(x.scores.dtype), labels, starts
+
+
+def viterbi_tables(t: Tuning, x: CRFInputs, sp: int = 0, init_rows: Tensor | None = None):
+    """The forward max-sum of each whole sequence, for certified windows
+    (annotate/device_maxsum.py): (bp_d, bp_c, alpha_end). bp_d[b, p, c] / bp_c[b, p, c]
+    (B, T, C) int16 or int32: the duration of / the label before the best segment of c
+    ending at p + 1 (seams._forward's bp_d[p + 1] / bp_c[p + 1]; bp_d 0 where no allowed
+    path ends there; bp_c 0 for a segment from the first boundary); alpha_end (B, CP)
+    float32: alpha at L_b, relative to its largest entry. init_rows (B, NPP, CP), -inf
+    padded: gamma^r at the first boundary (a window entered after a known label) instead
+    of x.start. sp: t.sparse_width(x) where t.sparse_viterbi."""
+    B, T, C, K = x.batch, x.T, x.C, x.K
+    KP, CP = _shape(x)
+    NP, NPP = _period(x)
+    dev = x.scores.device
+    scores, allowed, ps, pe, start, _, flags, dummy = _common(x)
+    scores, flags = t.folded(x, scores, flags)
+    db = _db_table(x, KP, CP)
+    tr_f, ti_f = _per_tables(x, CP, NPP, sp, dummy)["f"]
+    i32 = {"device": dev, "dtype": torch.int32}
+    mid = _end_state(B, 1, KP, CP, dev)
+    mid_bd, mid_bc = torch.empty(B, KP, CP, **i32), torch.empty(B, KP, CP, **i32)
+    bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
+    bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int16 if CP < 2**15 else torch.int32)
+    init = start if init_rows is None else init_rows.contiguous()
+    _end_chain(t, (B,), (
+        scores, allowed, ps, pe, tr_f, db, init, x.lengths, dummy, dummy, dummy,
+        *mid, mid_bd, mid_bc, dummy, dummy, dummy, bp_d, bp_c, dummy, dummy,
+        T, C, K, 1, 1, 0), t.viterbi_per_warps(KP, CP), KP=KP, CP=CP, NP=NP, NPP=NPP,
+        MODE=2, tidx=ti_f, WHOLE=True, INIT_ROWS=init_rows is not None,
+        **_sparse_opts(sp, B, 1, CP, dummy), **flags)
+    return bp_d, bp_c, mid[1][:, 0]

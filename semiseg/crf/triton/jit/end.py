@@ -93,6 +93,7 @@ def _fwd_end_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
     tidx=None, SP: tl.constexpr = 0, wsp=None, work=None, TILE: tl.constexpr = 0,
+    WHOLE: tl.constexpr = False, INIT_ROWS: tl.constexpr = False,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
@@ -105,7 +106,15 @@ def _fwd_end_kernel(
     (gamma^r (NPP, CP), alpha, N) of checkpoint segment seg0 + program id 1; 2 Viterbi over
     [0, M) (M = ceil(L / 2)): bp_d[p, 0, c] / bp_c[p, 0, c] = the duration of / the label
     before the best segment of c ending at p + 1 (B, T, NPP, C), and at M the ring with the
-    best duration and predecessor of every slot -> mid_*.
+    best duration and predecessor of every slot -> mid_*. MODE 2 with WHOLE: Viterbi
+    over all of [0, L) (the windows of the certified max-sum, annotate/device_maxsum.py),
+    bp_d / bp_c (B, T, C) at p, bp_d 0 where no allowed path ends there (alpha -inf, as
+    seams._forward marks it), ties kept as seams._forward keeps them (the shorter
+    segment, then the smaller label: a chain of equal segments then steps back one
+    base at a time, so the frontier's tracebacks meet as the host's do), the ring,
+    alpha and N at L -> mid_*. INIT_ROWS: `init` is (B, NPP, CP), gamma^r at each
+    sequence's first boundary (a window entered after a known label e: transition[r, e,
+    :]), instead of one start vector for every residue.
 
     TILE = 0: the (KP, CP) ring is a register tensor. TILE > 0: it lives in `work`, one
     (KP, CP) float32 ring per program (program (b, j) uses ring b * num_programs(1) + j),
@@ -137,8 +146,11 @@ def _fwd_end_kernel(
     tr3, ti3 = _trans3(trans, tidx, NPP, CP, SP)  # [r, dst, src] (sparse: [r, dst, s])
     if SP > 0:
         wsp = wsp + (b * tl.num_programs(1) + tl.program_id(1)) * CP
-    ini = tl.load(init + cs1, mask=cmask1, other=NEG)
-    ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
+    if INIT_ROWS:
+        ini3 = tl.load(init + (b * NPP + rr2) * CP + cs)
+    else:
+        ini = tl.load(init + cs1, mask=cmask1, other=NEG)
+        ini3 = tl.where(rr2 < NP, ini[None, :], NEG)
     seq = b * T * C
     ck = b * NCK
     if TILE > 0:
@@ -166,7 +178,9 @@ def _fwd_end_kernel(
         n = tl.load(mid_n + b)
     else:
         i0 = 0
-        if MODE == 2:
+        if MODE == 2 and WHOLE:
+            i1 = tl.minimum(L, T)  # (L <= T; a scalar in the interpreter too)
+        elif MODE == 2:
             i1 = _split(L, 1)
         else:
             i1 = M
@@ -215,7 +229,10 @@ def _fwd_end_kernel(
             d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
             A = A - mprev
             if MODE == 2:
-                up = own | (x > A)
+                if WHOLE:  # ties: the shorter segment, as seams._forward keeps
+                    up = own | (x >= A)
+                else:
+                    up = own | (x > A)
                 A = tl.where(up, x, A)
                 BD = tl.where(up, d, BD)
                 BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
@@ -225,10 +242,13 @@ def _fwd_end_kernel(
             nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
             alp = tl.max(tl.where(nxt, A, NEG), 0) + per
             if MODE == 2:
-                bpb = (b * T + p) * NPP * C
-                tl.store(bp_d + bpb + cs1,
-                         tl.max(tl.where(nxt, BD, 0), 0).to(bp_d.dtype.element_ty),
-                         mask=cmask1)
+                vd = tl.max(tl.where(nxt, BD, 0), 0)
+                if WHOLE:
+                    bpb = (b * T + p) * C
+                    vd = tl.where(alp == NEG, 0, vd)
+                else:
+                    bpb = (b * T + p) * NPP * C
+                tl.store(bp_d + bpb + cs1, vd.to(bp_d.dtype.element_ty), mask=cmask1)
                 tl.store(bp_c + bpb + cs1,
                          tl.max(tl.where(nxt, BC, 0), 0).to(bp_c.dtype.element_ty),
                          mask=cmask1)
@@ -245,7 +265,10 @@ def _fwd_end_kernel(
                 if MODE == 2:
                     BD = tl.load(bd + at)
                     BC = tl.load(bcw + at)
-                    up = own | (x > A)
+                    if WHOLE:
+                        up = own | (x >= A)
+                    else:
+                        up = own | (x > A)
                     A = tl.where(up, x, A)
                     BD = tl.where(up, d, BD)
                     BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
@@ -262,9 +285,13 @@ def _fwd_end_kernel(
             nxt = ((i + 1) & (KP - 1)) * CP  # the row of end i + 1
             alp = tl.load(wk + nxt + cs1) + per
             if MODE == 2:
-                bpb = (b * T + p) * NPP * C
-                tl.store(bp_d + bpb + cs1, tl.load(bd + nxt + cs1).to(bp_d.dtype.element_ty),
-                         mask=cmask1)
+                vd = tl.load(bd + nxt + cs1)
+                if WHOLE:
+                    bpb = (b * T + p) * C
+                    vd = tl.where(alp == NEG, 0, vd)
+                else:
+                    bpb = (b * T + p) * NPP * C
+                tl.store(bp_d + bpb + cs1, vd.to(bp_d.dtype.element_ty), mask=cmask1)
                 tl.store(bp_c + bpb + cs1,
                          tl.load(bcw + nxt + cs1).to(bp_c.dtype.element_ty), mask=cmask1)
         m = _safe_max(alp)
