@@ -4,7 +4,7 @@ reference (seams._forward, seams._coalesce) and the whole-sequence Viterbi.
 
 Without CUDA the kernels run in Triton's interpreter (conftest.py), so the shapes are
 tiny; without triton the module is skipped (CI's CPU machine); on a GPU they run
-compiled (benchmarks/fly_gpu_maxsum.sh runs this file there).
+compiled (benchmarks/gpu_maxsum_check.sh runs this file there).
 """
 
 from __future__ import annotations
