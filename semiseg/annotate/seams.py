@@ -209,6 +209,7 @@ def _coalesce(alpha, bp_d, bp_c, lo):
     return 0, -1
 
 
+@njit(cache=True)
 def _trace(bp_d, bp_c, t, c, stop=0, out=None):
     """The traceback from state (t, c) down to the first boundary <= stop: that boundary
     and the label of the segment ending there (-1 at a window's first boundary); with
