@@ -27,11 +27,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def _regions(path: str, chrom: str, span: str) -> str:
+def _regions(path: str, chrom: str, span: str) -> tuple[str, int]:
+    """A one-line BED of chrom:span at path: (path, its bp)."""
     a, b = (int(v.replace(",", "")) for v in span.split("-"))
     with open(path, "w") as f:
         f.write(f"{chrom}\t{a}\t{b}\n")
-    return path
+    return path, b - a
 
 
 def main() -> None:
@@ -51,12 +52,12 @@ def main() -> None:
 
     ui.set_quiet(True)
     work = tempfile.mkdtemp(prefix="semiseg_prof_")
-    warm = _regions(os.path.join(work, "warm_region.bed"), args.chrom, args.warm)
+    warm, _ = _regions(os.path.join(work, "warm_region.bed"), args.chrom, args.warm)
     t = time.perf_counter()
     annotate(args.model, args.fasta, os.path.join(work, "warm"), device=args.device,
              regions=warm)
     print(f"warm-up {args.warm}: {time.perf_counter() - t:.1f} s", flush=True)
-    reg = _regions(os.path.join(work, "run_region.bed"), args.chrom, args.region)
+    reg, bp = _regions(os.path.join(work, "run_region.bed"), args.chrom, args.region)
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
@@ -66,7 +67,6 @@ def main() -> None:
     wall = time.perf_counter() - t
     if args.save:
         prof.dump_stats(args.save)
-    a, b = (int(v.replace(",", "")) for v in args.region.split("-"))
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip()
     import torch
@@ -74,7 +74,7 @@ def main() -> None:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\nannotate_profile: {now}, {dev}, commit {commit or '?'}, model {args.model}, "
           f"{args.chrom}:{args.region}: {wall:.1f} s under cProfile, "
-          f"{(b - a) / wall:,.0f} bp/s\n")
+          f"{bp / wall:,.0f} bp/s\n")
     for key in ("cumulative", "tottime"):
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats(key).print_stats(args.top)

@@ -9,6 +9,8 @@ compiled (benchmarks/gpu_maxsum_check.sh runs this file there).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -22,6 +24,7 @@ from semiseg.annotate.seams import SeamStats, WindowInputs, _coalesce, _trace  #
 from semiseg.crf.inputs import check_inputs  # noqa: E402
 from semiseg.crf.triton import DEFAULT, periodic  # noqa: E402
 from semiseg.crf.triton.frontier import coalesce, trace  # noqa: E402
+from semiseg.crf.triton.schedule import _pow2  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -42,7 +45,7 @@ def _f32(kw):
             for k, v in kw.items()}
 
 
-def _tables(kw, a: int, entry: int):
+def _tables(kw, a: int, entry: int, tuning=DEFAULT):
     """viterbi_tables of positions [a, T) from the entry (-1: free) on the device."""
     k = _f32(kw)
     T, C = k["scores"].shape
@@ -53,9 +56,9 @@ def _tables(kw, a: int, entry: int):
     x = check_inputs(rows(k["scores"]), k["transition"], k["duration_bias"],
                      torch.tensor([T - a], device=DEV), allowed=rows(k.get("allowed")),
                      proj_start=rows(k.get("proj_start")))
-    init = torch.full((1, 4, 4 if C <= 4 else 8), float("-inf"), device=DEV)
+    init = torch.full((1, 4, _pow2(C)), float("-inf"), device=DEV)
     init[0, :3, :C] = 0.0 if entry < 0 else k["transition"][:, entry, :]
-    d, c, a_end = periodic.viterbi_tables(DEFAULT, x, 0, init)
+    d, c, a_end = periodic.viterbi_tables(tuning, x, 0, init)
     return d[0].cpu().numpy(), c[0].cpu().numpy(), a_end[0, :C].cpu().numpy()
 
 
@@ -67,9 +70,10 @@ def _tied(kw):
                 if torch.is_floating_point(v) else v) for k, v in kw.items()}
 
 
+@pytest.mark.parametrize("ring", [None, 2], ids=["registers", "tiled"])
 @pytest.mark.parametrize("entry", [-1, 1], ids=["free", "after-label-1"])
 @pytest.mark.parametrize("ties", [False, True], ids=["random", "tied"])
-def test_tables_equal_float64_forward(entry, ties):
+def test_tables_equal_float64_forward(entry, ties, ring):
     """Backpointers of every state with an allowed path equal the float64 host forward's
     (bp_d 0 exactly where that forward has alpha -inf; ties broken as it breaks them:
     the shorter segment, the smaller label); the last boundary's best label equals the
@@ -85,7 +89,7 @@ def test_tables_equal_float64_forward(entry, ties):
         x = WindowInputs(kw["scores"], kw["transition"], kw["duration_bias"],
                          kw.get("allowed"), kw.get("proj_start"))
         alpha, bd, bc = x.forward(a, T, entry, np.zeros(x.C))
-        d, c, a_end = _tables(kw, a, entry)
+        d, c, a_end = _tables(kw, a, entry, dataclasses.replace(DEFAULT, ring_tile=ring))
         n = T - a
         fin = alpha[1:] > -np.inf
         np.testing.assert_array_equal(d[fin], bd[1:][fin])

@@ -26,7 +26,7 @@ import torch
 
 from ..crf.inputs import check_inputs
 from .long_terms import PeriodicRows
-from .seams import SeamStats
+from .seams import SeamStats, check_window, widen_until_certified
 
 
 class _Calls:
@@ -129,8 +129,7 @@ def device_certified_viterbi(scores, transition, duration_bias, *, allowed=None,
     (T, C) bool on the device or the host, proj_start (T, C) or PeriodicRows, transition
     (Q, C, C), duration_bias (K, C). Seams certified from the side-by-side windows count
     in stats.side, the others as seams.certify_step counts them."""
-    if window < 1 or overlap < 1:
-        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+    check_window(window, overlap)
     stats = stats if stats is not None else SeamStats()
     dec = _Decoder(scores, transition, duration_bias, allowed, proj_start, device)
     T = dec.T
@@ -179,31 +178,19 @@ def _through(w, p: int, e: int) -> bool:
 
 def _certify_step(dec: _Decoder, p: int, e: int, labels: np.ndarray, window: int,
                   overlap: int, stats: SeamStats) -> tuple[int, int]:
-    """seams.certify_step with the window decoded on the device from the entry (p, e):
-    the next certified (p', e'), its labels written; (T, -1) at the sequence end, (-1,
-    -1) where no segmentation is allowed."""
-    T = dec.T
-    k = 0
-    while True:
-        ov = overlap << k
-        we = min(T, p + window + ov - overlap)
+    """seams.certify_step with the window decoded on the device from the entry (p, e)
+    (seams.widen_until_certified): the next certified (p', e'), its labels written;
+    (T, -1) at the sequence end, (-1, -1) where no segmentation is allowed."""
+
+    def decode(we):
         ((_, n, lab, _, t0, c0),) = dec.windows([(p, we)], [None if p == 0 else e])
-        if we == T:
-            if c0 < 0:
-                return -1, -1
-            labels[p:] = lab[:n]
-            if k > 0:
-                stats.whole += 1
-            return T, -1
-        if k == 0:
-            stats.depths.append(n - t0 if t0 > 0 else None)
-        if t0 > 0 and t0 >= n - max(ov, n // 2):
-            labels[p:p + t0] = lab[:t0]
-            if k == 0:
-                stats.first += 1
-            else:
-                stats.widened += 1
-            stats.widths.append(n)
-            stats.points.append((p + t0, c0))
-            return p + t0, c0
-        k += 1
+
+        def fill(t, c, out):  # the window's traceback from (t, c) = (t0, c0) or (n, c0)
+            out[:t] = lab[:t]
+
+        return n, t0, c0, fill, None
+
+    t0, c0, _ = widen_until_certified(decode, p, dec.T, window, overlap, labels, stats)
+    if p + t0 == dec.T:
+        return (-1, -1) if c0 < 0 else (dec.T, -1)
+    return p + t0, c0

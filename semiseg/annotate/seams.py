@@ -255,12 +255,53 @@ class WindowInputs:
                         self.st if start is None else start, entry)
 
 
+def check_window(window: int, overlap: int) -> None:
+    """A windowed decode's window and overlap, each at least 1."""
+    if window < 1 or overlap < 1:
+        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+
+
 def windowed(window: int, overlap: int, stats: SeamStats | None, *inputs):
     """(WindowInputs(*inputs), stats or a new SeamStats) for a windowed decode, the
     window and overlap checked."""
-    if window < 1 or overlap < 1:
-        raise ValueError(f"window {window} and overlap {overlap}: expected >= 1 and >= 1")
+    check_window(window, overlap)
     return WindowInputs(*inputs), (stats if stats is not None else SeamStats())
+
+
+def widen_until_certified(decode, p: int, T: int, window: int, overlap: int,
+                          labels: np.ndarray, stats: SeamStats):
+    """The windows from a certified entry at p (module docstring): [p, we) of `window`
+    steps, widened (the overlap doubled) until the frontier's tracebacks meet at least
+    half a window, or the overlap, from its end, or the window reaches the sequence end
+    T. decode(we) -> (n, t0, c0, fill, extra) for the window [p, we): (t0, c0) where its
+    frontier's tracebacks meet ((0, -1): only at the entry), at the sequence end (n, the
+    best last label, -1 where nothing is allowed); fill(t, c, out) writes the labels of
+    the traceback from (t, c) into out[:t]; extra is the caller's. The certified labels
+    are written into labels[p:]; returns the accepted window's (t0, c0, extra) (t0 = n,
+    p + t0 = T, at the sequence end). Counts the seam in stats."""
+    k = 0
+    while True:
+        ov = overlap << k
+        we = min(T, p + window + ov - overlap)
+        n, t0, c0, fill, extra = decode(we)
+        if we == T:  # the sequence end: the last state is the whole decode's
+            if c0 >= 0:
+                fill(n, c0, labels[p:])
+                if k > 0:  # a seam that never certified: decoded to the end as one
+                    stats.whole += 1
+            return t0, c0, extra
+        if k == 0:  # how far back the tracebacks met (None: only at the entry)
+            stats.depths.append(n - t0 if t0 > 0 else None)
+        if t0 > 0 and t0 >= n - max(ov, n // 2):
+            fill(t0, c0, labels[p:])
+            if k == 0:
+                stats.first += 1
+            else:
+                stats.widened += 1
+            stats.widths.append(n)
+            stats.points.append((p + t0, c0))
+            return t0, c0, extra
+        k += 1
 
 
 def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.ndarray,
@@ -270,34 +311,27 @@ def certify_step(x: WindowInputs, p: int, entry: int, score: float, labels: np.n
     p' = T at the sequence end, score' = -inf where no segmentation is allowed (module
     docstring: windows of `window` steps, widened until they certify)."""
     T, K = x.T, x.K
-    k = 0
-    while True:
-        ov = overlap << k
-        we = min(T, p + window + ov - overlap)
+
+    def decode(we):
         alpha, bp_d, bp_c = x.forward(p, we, entry)
         n = we - p
-        if we == T:  # the sequence end: the last state is the whole decode's
+
+        def fill(t, c, out):
+            _trace(bp_d, bp_c, t, c, 0, out)
+
+        if we == T:  # the best last state (with the end scores)
             v = alpha[n] + x.en
             c = int(np.argmax(v))
-            if not np.isfinite(v[c]):
-                return T, -1, float("-inf")
-            _trace(bp_d, bp_c, n, c, 0, labels[p:])
-            if k > 0:  # a seam that never certified: decoded to the end as one
-                stats.whole += 1
-            return T, -1, (float(v[c]) if p == 0 else score + float(v[c]))
+            return n, n, (c if np.isfinite(v[c]) else -1), fill, float(v[c])
         t0, c0 = _coalesce(alpha, bp_d, bp_c, max(1, n - K))
-        if k == 0:  # how far back the tracebacks met (None: only at the entry)
-            stats.depths.append(n - t0 if t0 > 0 else None)
-        if t0 > 0 and t0 >= n - max(ov, n // 2):
-            _trace(bp_d, bp_c, t0, c0, 0, labels[p:])
-            if k == 0:
-                stats.first += 1
-            else:
-                stats.widened += 1
-            stats.widths.append(n)
-            stats.points.append((p + t0, c0))
-            return p + t0, c0, (score if p > 0 else 0.0) + float(alpha[t0, c0])
-        k += 1
+        return n, t0, c0, fill, (float(alpha[t0, c0]) if t0 > 0 else None)
+
+    t0, c0, top = widen_until_certified(decode, p, T, window, overlap, labels, stats)
+    if p + t0 == T:
+        if c0 < 0:
+            return T, -1, float("-inf")
+        return T, -1, (top if p == 0 else score + top)
+    return p + t0, c0, (score if p > 0 else 0.0) + top
 
 
 def certified_viterbi(scores, transition, duration_bias, *, allowed=None, proj_start=None,

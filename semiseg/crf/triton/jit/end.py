@@ -80,6 +80,32 @@ def _end_insert(js, i, gam3, psr, db, cs, r3, KP: tl.constexpr, CP: tl.constexpr
 
 
 @triton.jit
+def _keep_new(own, x, A, WHOLE: tl.constexpr):
+    """MODE 2's ring update: where the new segment x replaces the slot's best A (its
+    slot just freed, or a higher score; WHOLE: or an equal one, the shorter segment
+    kept on ties as seams._forward keeps it)."""
+    if WHOLE:
+        up = own | (x >= A)
+    else:
+        up = own | (x > A)
+    return up
+
+
+@triton.jit
+def _store_bp(bp_d, bp_c, b, T, p, C, cs1, cmask1, vd, vc, alp, NPP: tl.constexpr,
+              WHOLE: tl.constexpr):
+    """MODE 2's backpointers of position p (duration vd, label before vc): WHOLE at
+    (B, T, C), a duration of 0 where alpha is -inf; else slot 0 of (B, T, NPP, C)."""
+    if WHOLE:
+        bpb = (b * T + p) * C
+        vd = tl.where(alp == NEG, 0, vd)
+    else:
+        bpb = (b * T + p) * NPP * C
+    tl.store(bp_d + bpb + cs1, vd.to(bp_d.dtype.element_ty), mask=cmask1)
+    tl.store(bp_c + bpb + cs1, vc.to(bp_c.dtype.element_ty), mask=cmask1)
+
+
+@triton.jit
 def _fwd_end_kernel(
     scores, allowed, ps, pe, trans, db, init, lengths,
     ck_ring, ck_alp, ck_n,
@@ -229,10 +255,7 @@ def _fwd_end_kernel(
             d, sel, x, own = _end_insert(js, i, gam3, psr, db, cs, r3, KP, CP, NP)
             A = A - mprev
             if MODE == 2:
-                if WHOLE:  # ties: the shorter segment, as seams._forward keeps
-                    up = own | (x >= A)
-                else:
-                    up = own | (x > A)
+                up = _keep_new(own, x, A, WHOLE)
                 A = tl.where(up, x, A)
                 BD = tl.where(up, d, BD)
                 BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
@@ -242,16 +265,9 @@ def _fwd_end_kernel(
             nxt = js == ((i + 1) & (KP - 1))  # slot of end i + 1
             alp = tl.max(tl.where(nxt, A, NEG), 0) + per
             if MODE == 2:
-                vd = tl.max(tl.where(nxt, BD, 0), 0)
-                if WHOLE:
-                    bpb = (b * T + p) * C
-                    vd = tl.where(alp == NEG, 0, vd)
-                else:
-                    bpb = (b * T + p) * NPP * C
-                tl.store(bp_d + bpb + cs1, vd.to(bp_d.dtype.element_ty), mask=cmask1)
-                tl.store(bp_c + bpb + cs1,
-                         tl.max(tl.where(nxt, BC, 0), 0).to(bp_c.dtype.element_ty),
-                         mask=cmask1)
+                _store_bp(bp_d, bp_c, b, T, p, C, cs1, cmask1,
+                          tl.max(tl.where(nxt, BD, 0), 0), tl.max(tl.where(nxt, BC, 0), 0),
+                          alp, NPP, WHOLE)
         else:
             for t0 in range(0, KP, TILE):  # the same, tile by tile over the scratch ring
                 js = t0 + jt
@@ -265,10 +281,7 @@ def _fwd_end_kernel(
                 if MODE == 2:
                     BD = tl.load(bd + at)
                     BC = tl.load(bcw + at)
-                    if WHOLE:
-                        up = own | (x >= A)
-                    else:
-                        up = own | (x > A)
+                    up = _keep_new(own, x, A, WHOLE)
                     A = tl.where(up, x, A)
                     BD = tl.where(up, d, BD)
                     BC = tl.where(up, tl.sum(tl.where(sel, bc3[:, None, :], 0), 0), BC)
@@ -285,15 +298,8 @@ def _fwd_end_kernel(
             nxt = ((i + 1) & (KP - 1)) * CP  # the row of end i + 1
             alp = tl.load(wk + nxt + cs1) + per
             if MODE == 2:
-                vd = tl.load(bd + nxt + cs1)
-                if WHOLE:
-                    bpb = (b * T + p) * C
-                    vd = tl.where(alp == NEG, 0, vd)
-                else:
-                    bpb = (b * T + p) * NPP * C
-                tl.store(bp_d + bpb + cs1, vd.to(bp_d.dtype.element_ty), mask=cmask1)
-                tl.store(bp_c + bpb + cs1,
-                         tl.load(bcw + nxt + cs1).to(bp_c.dtype.element_ty), mask=cmask1)
+                _store_bp(bp_d, bp_c, b, T, p, C, cs1, cmask1, tl.load(bd + nxt + cs1),
+                          tl.load(bcw + nxt + cs1), alp, NPP, WHOLE)
         m = _safe_max(alp)
         alp = alp - m
         n = n + m.to(tl.float64)
