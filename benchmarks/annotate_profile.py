@@ -8,6 +8,9 @@ waits for the device wherever a result is read, so a kernel's time shows in the 
 that reads it (synchronize, .cpu(), .item()).
 
     PYTHONPATH=. python benchmarks/annotate_profile.py --region 0-4000000 --device cuda
+
+`--warm none` profiles the process's first call instead (a user's run: CUDA's start,
+the kernels read from Triton's cache or compiled, inside the profile).
 """
 
 from __future__ import annotations
@@ -41,22 +44,27 @@ def main() -> None:
     ap.add_argument("--fasta", default=os.path.join(ROOT, "data", "fly", "chr2R_2M_6M.fa"))
     ap.add_argument("--chrom", default="chr2R_2M_6M")
     ap.add_argument("--region", default="0-4000000")
-    ap.add_argument("--warm", default="3000000-3300000", help="warm-up region")
+    ap.add_argument("--warm", default="3000000-3300000",
+                    help="warm-up region; none: profile a cold first call (CUDA's start, "
+                         "the kernels loaded or compiled, all in the profile)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--top", type=int, default=45)
     ap.add_argument("--save", default=None, help="write the raw profile here")
     args = ap.parse_args()
 
+    t = time.perf_counter()
     from semiseg import ui
     from semiseg.annotate.run import annotate
 
+    print(f"imports (semiseg's annotate, torch): {time.perf_counter() - t:.1f} s")
     ui.set_quiet(True)
     work = tempfile.mkdtemp(prefix="semiseg_prof_")
-    warm, _ = _regions(os.path.join(work, "warm_region.bed"), args.chrom, args.warm)
-    t = time.perf_counter()
-    annotate(args.model, args.fasta, os.path.join(work, "warm"), device=args.device,
-             regions=warm)
-    print(f"warm-up {args.warm}: {time.perf_counter() - t:.1f} s", flush=True)
+    if args.warm != "none":
+        warm, _ = _regions(os.path.join(work, "warm_region.bed"), args.chrom, args.warm)
+        t = time.perf_counter()
+        annotate(args.model, args.fasta, os.path.join(work, "warm"), device=args.device,
+                 regions=warm)
+        print(f"warm-up {args.warm}: {time.perf_counter() - t:.1f} s", flush=True)
     reg, bp = _regions(os.path.join(work, "run_region.bed"), args.chrom, args.region)
     prof = cProfile.Profile()
     t = time.perf_counter()
