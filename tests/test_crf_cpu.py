@@ -312,7 +312,7 @@ def test_forward_keeps_only_checkpoints(form):
     B, T, C, K = 2, 4000, 3, 16
     kw = make(B, T, C, K, dd=form, seed=13, lengths=[T, T - 7])
     _, saved = cpu.forward(cpu_inputs(kw))
-    _, ck, ck_lo, alpha_end, _ = saved
+    _, ck, ck_lo, alpha_end, _, _ = saved
     kept = sum(c.size for c in ck) + ck_lo.size + alpha_end.size
     assert kept < B * T * C
     n_chunks = math.ceil((T + 1) / int(math.sqrt((T + 1) * K)))
@@ -421,17 +421,25 @@ def test_one_sequence_backward_on_two_cores_is_the_one_core_backward(form, monke
 @pytest.mark.parametrize("form", ["static", "periodic"])
 def test_two_core_backward_of_a_long_sequence_is_the_one_core_backward(form, monkeypatch):
     """T = 20,000 in chunks of 2,000 rows (C 12, K 40), long enough that each chunk's
-    recompute on the second thread runs while the reverse pass reads the other buffer:
-    every gradient bitwise the one-core pass's (a buffer shared between the two would
-    differ)."""
+    recompute on the second thread runs while the reverse pass reads the other buffer,
+    and, for the per-position gradients alone, that the two halves of the backward run
+    side by side from the state made beside the forward (_upper_state): every gradient
+    bitwise the one-core pass's (a buffer shared between the two would differ)."""
     kw = make(1, 20000, 12, 40, dd=form, terms=TERMS["all"],
               seed=_seed("two-cores-long", form))
     x = cpu_inputs(kw)
     monkeypatch.setattr(cpu, "CHUNK", 2000)
     w = torch.tensor([0.8], dtype=F64)
-    got = {}
-    for cores in (1, 2):
-        monkeypatch.setattr(cpu, "_threads", lambda cores=cores: cores)
-        got[cores] = cpu.backward(x, cpu.forward(x, keep=True)[1], w)
-    for n in got[1]:
-        assert torch.equal(got[1][n], got[2][n]), n
+    halves = []  # the reverse pass's state at the middle, made beside the forward
+    real = cpu._upper_state
+    monkeypatch.setattr(cpu, "_upper_state", lambda *a: halves.append(1) or real(*a))
+    for wanted in (None, ("scores", "proj_start", "proj_end")):
+        got = {}
+        for cores in (1, 2):
+            monkeypatch.setattr(cpu, "_threads", lambda cores=cores: cores)
+            got[cores] = cpu.backward(x, cpu.forward(x, keep=True)[1], w, wanted=wanted)
+        for n in got[1]:
+            assert torch.equal(got[1][n], got[2][n]), (wanted, n)
+    # two cores: the state made both times; used by the per-position backward alone
+    # (the parameter sums stay in one order), which is then two halves side by side
+    assert len(halves) == 2

@@ -37,6 +37,9 @@ from .core import _label_marginals as core_marginals
 # Boundaries per chunk (checkpoint interval); None = about sqrt((T + 1) * K). Tests set
 # it small to exercise the chunk boundaries.
 CHUNK: int | None = None
+# One sequence of at least this many chunks, on two cores, with only the per-position
+# gradients wanted: the backward in two halves side by side (_fac_backward, upper).
+SPLIT_CHUNKS = 4
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -163,6 +166,7 @@ def forward(x: CRFInputs, keep: bool = False):
     B, C, K = a.B, a.C, a.K
     alpha_end = np.empty((B, C))
     ck_lo = np.empty((B, a.n_chunks, C), np.int64)
+    upper = None
     if a.dd:
         ck = (np.empty((B, a.n_chunks, K, C)), np.empty((B, a.n_chunks, C, K)))
         log_z = _each(B, lambda b: dd.dd_forward(
@@ -170,11 +174,23 @@ def forward(x: CRFInputs, keep: bool = False):
             ck_lo[b], alpha_end[b]))
     else:
         ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
-        log_z = _each(B, lambda b: fac.fac_forward(
-            *a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr, a.start, a.end,
-            a.n, ck[0][b], ck_lo[b], alpha_end[b]))
+
+        def one(b):
+            return fac.fac_forward(*a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
+                                   a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b])
+
+        if keep and B == 1 and a.n_chunks >= SPLIT_CHUNKS and _threads() > 1:
+            # a backward follows: the reverse pass's state at the sequence's middle
+            # chunk, on a second core beside the forward (_upper_state)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-beta",
+                                    initializer=_no_signals) as pool:
+                later = pool.submit(_upper_state, a, 0)
+                log_z = [one(0)]
+                upper = later.result()
+        else:
+            log_z = _each(B, one)
     log_z = np.array(log_z, dtype=np.float64)
-    saved = (a, ck, ck_lo, alpha_end, log_z)
+    saved = (a, ck, ck_lo, alpha_end, log_z, upper)
     return torch.from_numpy(log_z).to(x.scores.dtype), saved
 
 
@@ -182,7 +198,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS;
     without duration_bias and transition in `wanted` (dispatch.py) the factorised kernels
     skip those two sums and leave them out (the duration-dependent ones form all)."""
-    a, ck, ck_lo, alpha_end, log_z = saved
+    a, ck, ck_lo, alpha_end, log_z, upper = saved
     params = a.dd or param_grads_wanted(wanted)
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)
@@ -204,7 +220,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
                            *grads)
         else:  # one sequence on a machine with more cores: the second one helps
             _fac_backward(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], grads,
-                          params, two_cores=B == 1 and a.n_chunks > 1 and _threads() > 1)
+                          params, two_cores=B == 1 and a.n_chunks > 1 and _threads() > 1,
+                          upper=None if params else upper)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
@@ -244,50 +261,92 @@ def _no_signals() -> None:
 
 
 def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, params,
-                  two_cores: bool) -> None:
+                  two_cores: bool, upper=None) -> None:
     """The factorised backward of sequence b (gradients of w * log Z into `grads`):
     chunk by chunk from the last, its forward rows recomputed from its checkpoint
     (fac.fac_recompute), then its reverse pass (fac.fac_reverse_chunk), in two row
     buffers in turn. two_cores: each chunk's recompute runs on a second thread while
     this one runs the reverse pass of the chunk after it; the same calls on the same
-    values, so the same bits (tests/test_crf_cpu.py)."""
+    values, so the same bits (tests/test_crf_cpu.py). upper = (m, state), the reverse
+    pass's state entering chunk m - 1 (_upper_state; only without the parameter sums):
+    chunks m - 1 .. 0 on the second thread from that state, beside chunks last .. m
+    here, each recomputing its own rows; the same per-chunk calls, so the same bits."""
     g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end = grads
     common = a.common(b)
     L = common[-1]
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     n = a.n
     fac.fac_end_grads(alpha_end, a.end, z, w, g_end)
-    hring, hlin, Rh, hi, beta = fac.reverse_state(C, Q, K, L)
     bufs = [(np.empty((n, C)), np.empty((n, Q, C)), np.empty((n, C))) for _ in range(2)]
 
-    def recompute(k: int):
-        rows = bufs[k % 2]
+    def recompute(k: int, rows):
         fac.fac_recompute(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr, a.start,
                           n, ck_ring, ck_lo, k, *rows)
         return rows
 
-    def reverse(k: int, rows) -> None:
+    def reverse(k: int, rows, state, gdb) -> None:
         fac.fac_reverse_chunk(*common, a.sq, a.db_t, a.edb_t, a.dbm, a.dr, a.end,
-                              n, k, *rows, hring, hlin, Rh, hi, beta, z, w, g_ps, g_pe, g_tr,
-                              g_db, g_start, params)
+                              n, k, *rows, *state, z, w, g_ps, g_pe, g_tr,
+                              gdb, g_start, params, True)
 
+    def chunks(ks, rows, state, gdb) -> None:
+        for k in ks:
+            reverse(k, recompute(k, rows), state, gdb)
+
+    state = fac.reverse_state(C, Q, K, L)
     last = (L + n) // n - 1
-    if not two_cores:
-        for k in range(last, -1, -1):
-            reverse(k, recompute(k))
+    if upper is not None or not two_cores:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows",
+                                initializer=_no_signals) if upper else _Inline() as pool:
+            m = upper[0] if upper else 0
+            low = (pool.submit(chunks, range(m - 1, -1, -1), bufs[1], upper[1],
+                               np.zeros_like(g_db)) if upper else None)
+            chunks(range(last, m - 1, -1), bufs[0], state, g_db)
+            if low is not None:
+                low.result()
         core_marginals(g_ps, g_pe, g_sc, L)
         return
     # the helper thread takes no SIGINT / SIGTERM, so they reach the main thread as
     # before (an interrupt there stops the run between chunks, cleanly)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows",
                             initializer=_no_signals) as pool:
-        nxt = pool.submit(recompute, last)
+        nxt = pool.submit(recompute, last, bufs[last % 2])
         for k in range(last, -1, -1):
             rows = nxt.result()
             if k > 0:  # the other buffer: its rows were read by the chunk after this one
-                nxt = pool.submit(recompute, k - 1)
-            reverse(k, rows)
+                nxt = pool.submit(recompute, k - 1, bufs[(k - 1) % 2])
+            reverse(k, rows, state, g_db)
     core_marginals(g_ps, g_pe, g_sc, L)
+
+
+class _Inline:
+    """A stand-in for the thread pool where nothing runs beside (a context manager)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _upper_state(a: _Arrays, b: int):
+    """(m, state): the reverse pass of sequence b from its end down through chunk m =
+    (chunks) // 2, the state alone (fac.fac_reverse_chunk without marginals, each
+    chunk's prefix sums from fac.fac_prefix_rows), for _fac_backward's lower half."""
+    common = a.common(b)
+    L = common[-1]
+    C, Q, K, n = a.C, a.tr.shape[0], a.K, a.n
+    last = (L + n) // n - 1
+    m = (last + 1) // 2
+    state = fac.reverse_state(C, Q, K, L)
+    rows = (np.zeros((1, C)), np.zeros((1, Q, C)), np.empty((n, C)))
+    scratch = (np.zeros((1, C)), np.zeros((1, C)), np.zeros((C, 1)), np.zeros((C, K)),
+               np.zeros(C))  # g_ps, g_pe, g_tr, g_db, g_start: not written or dropped
+    for k in range(last, m - 1, -1):
+        fac.fac_prefix_rows(a.f[b], L, n, k, rows[2])
+        fac.fac_reverse_chunk(*common, a.sq, a.db_t, a.edb_t, a.dbm, a.dr, a.end, n, k,
+                              *rows, *state, 0.0, 0.0, *scratch, False, False)
+    return m, state
 
 
 def viterbi(x: CRFInputs):

@@ -367,16 +367,34 @@ def reverse_state(C: int, Q: int, K: int, L: int) -> tuple:
 
 
 @njit(cache=True, nogil=True)
+def fac_prefix_rows(f, L, n, k, Ss):
+    """The chunk-relative prefix sums of chunk k at rows t - k n of Ss (as fac_recompute
+    leaves them: S = 0 at the chunk's first boundary, then S += f[t - 1], the same
+    sums in the same order), for the reverse pass without marginals."""
+    C = Ss.shape[1]
+    t0 = k * n
+    S = np.zeros(C)
+    for t in range(t0, min(t0 + n, L + 1)):
+        if t > t0:
+            for c in range(C):
+                S[c] += f[t - 1, c]
+        for c in range(C):
+            Ss[t - t0, c] = S[c]
+
+
+@njit(cache=True, nogil=True)
 def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                       edb_t, dbm, dr, end, n, k, alphas, opens, Ss, hring, hlin, Rh, hi, beta,
-                      z, w, g_ps, g_pe, g_tr, g_db, g_start, params):
+                      z, w, g_ps, g_pe, g_tr, g_db, g_start, params, marg):
     """The reverse pass over chunk k (positions from its last boundary down to k n), from
     the chunk's forward rows (fac_recompute) and the state the chunk after it left
     (reverse_state: the closing ring h, its linear copy and scale, the disallowed
     positions, beta); accumulates w * the gradients (g_tr as (c', (r, c)), g_db as
     (c, d-1); params False: the duration-bias and transition sums are left out, for the
     caller to drop: the posteriors need only the per-position gradients, the same bits
-    either way). The chunks' driver is crf.numba._fac_backward."""
+    either way). marg False: the state alone (no marginals; alphas and opens not read,
+    Ss from fac_prefix_rows), the same bits of it as with them. The chunks' driver is
+    crf.numba._fac_backward."""
     C = alphas.shape[1]
     Q = opens.shape[1]
     K = hring.shape[1] // 2
@@ -426,7 +444,7 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                 for r in range(Q):
                     if tot[r] >= TINY:
                         # sum_d marginal = fr * tot <= w, so fr cannot overflow
-                        fr[r] = w * fexp(opens[i, r, c] + Rh[c] + dbm[c] - z)
+                        fr[r] = w * fexp(opens[i, r, c] + Rh[c] + dbm[c] - z) if marg else 0.0
                         bg[r * C + c] = P + Rh[c] + dbm[c] + math.log(tot[r])
                         st += tot[r] * fr[r]
                         continue
@@ -436,7 +454,7 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                     if m == NEG:
                         bg[r * C + c] = NEG
                         continue
-                    f_r = w * fexp(opens[i, r, c] + m - z)
+                    f_r = w * fexp(opens[i, r, c] + m - z) if marg else 0.0
                     tr_ = _close_sum(hring[c], j, db_t[c], g_db[c], r, lo0, dmax, Q, m, f_r)
                     bg[r * C + c] = P + m + math.log(tr_)
                     st += tr_ * f_r
@@ -448,15 +466,19 @@ def fac_reverse_chunk(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sq, db_t,
                         fv[d0] = fr[r]
                         r = r + 1 if r + 1 < Q else 0
                     _axpy_v(g_db[c, lo0:], pr, fv, nd)
-                g_ps[s, c] = st
+                if marg:
+                    g_ps[s, c] = st
             if s == 0:
-                for c in range(C):
-                    g_start[c] = g_ps[0, c]
+                if marg:
+                    for c in range(C):
+                        g_start[c] = g_ps[0, c]
                 return
-            _beta_and_transitions(sq, bg, eb, alphas[i], z, w, g_tr, beta, params)
+            _beta_and_transitions(sq, bg, eb, alphas[i if marg else 0], z, w, g_tr, beta,
+                                  params and marg)
         jj = s % K
         for c in range(C):
-            g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
+            if marg:
+                g_pe[s - 1, c] = w * fexp(alphas[i, c] + beta[c] - z)
             h = Ss[i, c] + (pe[s - 1, c] if has_pe else 0.0) + beta[c]
             hring[c, jj] = h
             hring[c, jj + K] = h
