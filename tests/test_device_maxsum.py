@@ -20,10 +20,10 @@ triton = pytest.importorskip("triton")
 from test_seams import adversarial, naive, random_crf, whole  # noqa: E402
 
 from semiseg.annotate.device_maxsum import device_certified_viterbi  # noqa: E402
-from semiseg.annotate.seams import SeamStats, WindowInputs, _coalesce  # noqa: E402
+from semiseg.annotate.seams import SeamStats, WindowInputs, _coalesce, _trace  # noqa: E402
 from semiseg.crf.inputs import check_inputs  # noqa: E402
 from semiseg.crf.triton import DEFAULT, periodic  # noqa: E402
-from semiseg.crf.triton.frontier import coalesce  # noqa: E402
+from semiseg.crf.triton.frontier import coalesce, trace  # noqa: E402
 from semiseg.crf.triton.schedule import _pow2  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -77,8 +77,9 @@ def test_tables_equal_float64_forward(entry, ties, ring):
     """Backpointers of every state with an allowed path equal the float64 host forward's
     (bp_d 0 exactly where that forward has alpha -inf; ties broken as it breaks them:
     the shorter segment, the smaller label); the last boundary's best label equals the
-    host's argmax; and the frontier's meeting point equals seams._coalesce at two
-    frontier depths, most of them past the entry (so the walk was tested)."""
+    host's argmax; the traceback from there (frontier.trace) gives seams._trace's labels
+    and passes its boundaries; and the frontier's meeting point equals seams._coalesce
+    at two frontier depths, most of them past the entry (so the walk was tested)."""
     met = 0
     for seed in range(8):
         T, kw = _case(seed, (30, 70))
@@ -99,6 +100,19 @@ def test_tables_equal_float64_forward(entry, ties, ring):
             assert int(np.argmax(a_end)) == int(np.argmax(alpha[n]))
         dev_d = torch.as_tensor(d, device=DEV)[None]
         dev_c = torch.as_tensor(c, device=DEV)[None]
+        if np.isfinite(alpha[n]).any():  # the traceback from the best last state
+            top = int(np.argmax(alpha[n]))
+            want_lab = np.full(n, -1, np.int64)
+            _trace(bd, bc, n, top, 0, want_lab)
+            got_lab, got_st = trace(dev_d, dev_c, torch.tensor([[n, top]], device=DEV))
+            np.testing.assert_array_equal(got_lab[0].cpu().numpy(), want_lab)
+            bounds = [0]  # the host path's segment starts, walked again
+            t, cc = n, top
+            while t > 0:
+                t, cc = t - int(bd[t, cc]), int(bc[t, cc])
+                bounds.append(t)
+            np.testing.assert_array_equal(np.flatnonzero(got_st[0].cpu().numpy()),
+                                          sorted(set(bounds) - {n}))
         for lo in (max(1, n - x.K), max(1, n - 3 * x.K)):
             want = _coalesce(alpha, bd, bc, lo)
             got = coalesce(dev_d, dev_c, torch.tensor([n], device=DEV),

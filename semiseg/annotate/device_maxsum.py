@@ -6,10 +6,11 @@ maxsum_windows.py's scheme, with the windows on the device: every window [ws, we
 `window` steps reaching `overlap` steps into both neighbours is decoded at once from its
 *free* entry (periodic.viterbi_tables, one program per window), and where each window's
 frontier tracebacks meet is found beside its backpointers (crf/triton/frontier.py:
-seams._coalesce on the device). The backpointers then come to the host, where the seams
-are certified in order exactly as maxsum_windows.py does it (its module docstring has the
-proof): a window whose traceback from its meeting point (t0, c0) passes the certified
-entry (p, e) gives the labels up to t0, and (t0, c0) is the next entry. Where that fails,
+seams._coalesce on the device), and the traceback from there is walked there too
+(frontier.trace). Its labels and the boundaries it passes come to the host, where the
+seams are certified in order exactly as maxsum_windows.py does it (its module docstring
+has the proof): a window whose traceback from its meeting point (t0, c0) passes the
+certified entry (p, e) gives the labels up to t0, and (t0, c0) is the next entry. Where that fails,
 the seam is certified from (p, e) as seams.certify_step does it, by a window decoded on
 the device from that entry (viterbi_tables' init_rows: the transition out of e), widened
 until its tracebacks meet. So the labels are the whole-sequence Viterbi's (ties aside,
@@ -25,14 +26,12 @@ import torch
 
 from ..crf.inputs import check_inputs
 from .long_terms import PeriodicRows
-from .seams import SeamStats, _trace, check_window, widen_until_certified
+from .seams import SeamStats, check_window, widen_until_certified
 
 
 class _Calls:
-    """The windows' device results, computed a call at a time (calls of windows whose
-    count x longest stays within `call_steps`), on the host: per window its extent,
-    backpointers (n + 1, C) (row t: the segment ending at boundary t, as seams._forward's)
-    and meeting point (t0, c0) (at the sequence end: (n, the best last label))."""
+    """The windows' device results (_Decoder.windows), computed a call at a time (calls
+    of windows whose count x longest stays within `call_steps`), on the host."""
 
     def __init__(self, dec: _Decoder, ext: list, call_steps: int):
         self.dec, self.ext, self.done = dec, ext, {}
@@ -82,10 +81,11 @@ class _Decoder:
     def windows(self, spans: list, entries: list):
         """Decode windows spans [(a, b)] at once, each from its entry (None: free, or the
         sequence start at a = 0; e >= 0: after a segment of label e). Returns per window
-        (a, n, bp_d, bp_c, t0, c0), the last two the frontier's meeting point, or at the
-        sequence end the last boundary and best label (c0 -1: no allowed path)."""
+        (a, n, labels, starts, t0, c0): (t0, c0) the frontier's meeting point, or at the
+        sequence end the last boundary and best label (c0 -1: no allowed path);
+        labels (n,) and starts (n + 1,) the traceback from there (frontier.trace)."""
         from ..crf.triton import DEFAULT, periodic
-        from ..crf.triton.frontier import coalesce
+        from ..crf.triton.frontier import coalesce, trace
         from ..crf.triton.schedule import _pow2
 
         lens = [b - a for a, b in spans]
@@ -105,21 +105,18 @@ class _Decoder:
         t = DEFAULT
         sp = t.sparse_width(x) if t.sparse_viterbi else 0
         bp_d, bp_c, a_end = periodic.viterbi_tables(t, x, sp, init)
-        lows = (lengths - self.K).clamp(min=1)
-        meet = coalesce(bp_d, bp_c, lengths, lows).cpu().numpy()
-        last = a_end[:, :self.C].cpu().numpy()
-        host_d = np.zeros((B, n + 1, self.C), np.int16 if bp_d.dtype == torch.int16 else np.int32)
-        host_c = np.zeros_like(host_d)
-        host_d[:, 1:] = bp_d.cpu().numpy()
-        host_c[:, 1:] = bp_c.cpu().numpy()
-        out = []
-        for i, (a, b) in enumerate(spans):
-            t0, c0 = int(meet[i, 0]), int(meet[i, 1])
-            if b == self.T:  # the sequence end: the best last state (end scores 0)
-                c = int(np.argmax(last[i]))
-                t0, c0 = lens[i], (c if np.isfinite(last[i, c]) else -1)
-            out.append((a, lens[i], host_d[i], host_c[i], t0, c0))
-        return out
+        tops = coalesce(bp_d, bp_c, lengths, (lengths - self.K).clamp(min=1))
+        # at the sequence end: the last boundary and its best label (end scores 0)
+        last = a_end[:, :self.C]
+        best = last.argmax(-1)
+        ok = torch.isfinite(last.gather(1, best[:, None])[:, 0])
+        at_end = (start + lengths) == self.T
+        tops[:, 0] = torch.where(at_end, lengths, tops[:, 0])
+        tops[:, 1] = torch.where(at_end, torch.where(ok, best, -1), tops[:, 1])
+        labels, starts = trace(bp_d, bp_c, tops)
+        tops, labels, starts = tops.cpu().numpy(), labels.cpu().numpy(), starts.cpu().numpy()
+        return [(a, lens[i], labels[i], starts[i], int(tops[i, 0]), int(tops[i, 1]))
+                for i, (a, _) in enumerate(spans)]
 
 
 def device_certified_viterbi(scores, transition, duration_bias, *, allowed=None,
@@ -145,8 +142,8 @@ def device_certified_viterbi(scores, transition, duration_bias, *, allowed=None,
             k += 1  # passed: it cannot certify beyond p
         w = calls.get(k) if k < len(ext) else None
         if w is not None and _through(w, p, e):
-            ws, n, bd, bc, t0, c0 = w
-            _trace(bd, bc, t0, c0, p - ws, labels[ws:])
+            ws, n, lab, _, t0, c0 = w
+            labels[p:ws + t0] = lab[p - ws:t0]
             p, e = ws + t0, (c0 if ws + n < T else -1)
             if p < T:
                 stats.side += 1
@@ -170,12 +167,13 @@ def _reach(w) -> int:
 def _through(w, p: int, e: int) -> bool:
     """Whether w, decoded from its free entry, certifies from the entry (p, e): it starts
     before p (or at the sequence start, p = 0) and its traceback from its meeting point
-    passes (p, e) (maxsum_windows.py's proof)."""
-    ws, _, bd, bc, t0, c0 = w
+    passes (p, e): a segment starts at p and the one before it has label e
+    (maxsum_windows.py's proof)."""
+    ws, _, lab, starts, t0, c0 = w
     if not (0 < ws < p or ws == p == 0) or t0 <= p - ws or c0 < 0:
         return False
-    t, c = _trace(bd, bc, t0, c0, p - ws)
-    return t == p - ws and (c == e or p == 0)
+    j = p - ws
+    return j == 0 or (bool(starts[j]) and int(lab[j - 1]) == e)
 
 
 def _certify_step(dec: _Decoder, p: int, e: int, labels: np.ndarray, window: int,
@@ -185,8 +183,12 @@ def _certify_step(dec: _Decoder, p: int, e: int, labels: np.ndarray, window: int
     (T, -1) at the sequence end, (-1, -1) where no segmentation is allowed."""
 
     def decode(we):
-        ((_, n, bd, bc, t0, c0),) = dec.windows([(p, we)], [None if p == 0 else e])
-        return n, t0, c0, (lambda t, c, out: _trace(bd, bc, t, c, 0, out)), None
+        ((_, n, lab, _, t0, c0),) = dec.windows([(p, we)], [None if p == 0 else e])
+
+        def fill(t, c, out):  # the window's traceback from (t, c) = (t0, c0) or (n, c0)
+            out[:t] = lab[:t]
+
+        return n, t0, c0, fill, None
 
     t0, c0, _ = widen_until_certified(decode, p, dec.T, window, overlap, labels, stats)
     if p + t0 == dec.T:

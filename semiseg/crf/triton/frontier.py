@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .jit.frontier import _coalesce_kernel
+from .jit.frontier import _coalesce_kernel, _trace_kernel
 from .schedule import _pow2
 
 
@@ -21,3 +21,15 @@ def coalesce(bp_d: Tensor, bp_c: Tensor, lengths: Tensor, lows: Tensor) -> Tenso
     _coalesce_kernel[(B,)](bp_d, bp_c, lengths, lows, state, out, T, C, CP=_pow2(C),
                            num_warps=1)
     return out
+
+
+def trace(bp_d: Tensor, bp_c: Tensor, tops: Tensor) -> tuple[Tensor, Tensor]:
+    """seams._trace of each window b from its boundary state tops[b] = (t, c) (B, 2)
+    int64 down to its first boundary, on the device: (labels (B, T) int64, -1 off the
+    path; starts (B, T + 1) uint8, 1 at each boundary the path passes below t)."""
+    B, T, C = bp_d.shape
+    labels = torch.full((B, T), -1, device=bp_d.device, dtype=torch.int64)
+    starts = torch.zeros(B, T + 1, device=bp_d.device, dtype=torch.uint8)
+    _trace_kernel[(B,)](bp_d, bp_c, tops.contiguous(), labels, starts, T, C, BLOCK=64,
+                        num_warps=1)
+    return labels, starts

@@ -5,6 +5,8 @@ window): the kernel of the certified max-sum's windows on a device
 import triton
 import triton.language as tl
 
+from .common import _paint
+
 
 @triton.jit
 def _coalesce_kernel(bp_d, bp_c, lengths, lows, state, out, T, C,
@@ -66,3 +68,25 @@ def _coalesce_kernel(bp_d, bp_c, lengths, lows, state, out, T, C,
             go = t > 0
     tl.store(out + 2 * b, res_t)
     tl.store(out + 2 * b + 1, res_c.to(tl.int64))
+
+
+@triton.jit
+def _trace_kernel(bp_d, bp_c, tops, labels, starts, T, C, BLOCK: tl.constexpr):
+    """The traceback of window b (program id 0) through its backpointers (B, T, C) (as
+    _coalesce_kernel reads them) from the boundary state tops[b] = (t, c) down to the
+    window's first boundary: labels[b, s:e] = c for each segment [s, e) of c on the way
+    and starts[b, s] = 1 (seams._trace's labels, and the boundaries it passes). Nothing
+    where c < 0; a state with no allowed path (duration 0) ends the walk."""
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.load(tops + 2 * b)
+    c = tl.load(tops + 2 * b + 1)
+    t = tl.where(c < 0, 0, t)
+    lab = labels + b * T
+    st = starts + b * (T + 1)
+    while t > 0:
+        at = (b * T + t - 1) * C + c
+        d = tl.load(bp_d + at).to(tl.int64)
+        s = t - d
+        _paint(lab, st, s, t, c, BLOCK)
+        c = tl.load(bp_c + at).to(tl.int64)
+        t = tl.where(d > 0, s, 0)
