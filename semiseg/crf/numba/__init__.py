@@ -181,7 +181,8 @@ def forward(x: CRFInputs, keep: bool = False):
 
         if keep and B == 1 and a.n_chunks >= SPLIT_CHUNKS and _threads() > 1:
             # a backward follows: the reverse pass's state at the sequence's middle
-            # chunk, on a second core beside the forward (_upper_state)
+            # chunk, on a second core beside the forward (_upper_state); a backward
+            # that wants the parameter sums (not known here: training) leaves it unused
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-beta",
                                     initializer=_no_signals) as pool:
                 later = pool.submit(_upper_state, a, 0)
@@ -295,15 +296,18 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
 
     state = fac.reverse_state(C, Q, K, L)
     last = (L + n) // n - 1
-    if upper is not None or not two_cores:
+    if upper is not None:  # two halves side by side (the lower one from upper's state)
+        m, low_state = upper
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-rows",
-                                initializer=_no_signals) if upper else _Inline() as pool:
-            m = upper[0] if upper else 0
-            low = (pool.submit(chunks, range(m - 1, -1, -1), bufs[1], upper[1],
-                               np.zeros_like(g_db)) if upper else None)
+                                initializer=_no_signals) as pool:
+            low = pool.submit(chunks, range(m - 1, -1, -1), bufs[1], low_state,
+                              np.zeros_like(g_db))  # (its own g_db: dropped, params off)
             chunks(range(last, m - 1, -1), bufs[0], state, g_db)
-            if low is not None:
-                low.result()
+            low.result()
+        core_marginals(g_ps, g_pe, g_sc, L)
+        return
+    if not two_cores:
+        chunks(range(last, -1, -1), bufs[0], state, g_db)
         core_marginals(g_ps, g_pe, g_sc, L)
         return
     # the helper thread takes no SIGINT / SIGTERM, so they reach the main thread as
@@ -317,16 +321,6 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
                 nxt = pool.submit(recompute, k - 1, bufs[(k - 1) % 2])
             reverse(k, rows, state, g_db)
     core_marginals(g_ps, g_pe, g_sc, L)
-
-
-class _Inline:
-    """A stand-in for the thread pool where nothing runs beside (a context manager)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _upper_state(a: _Arrays, b: int):
