@@ -235,21 +235,31 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
                       transition)
 
 
+def _viterbi_setup(t: Tuning, x: CRFInputs, KP: int, CP: int):
+    """What both Viterbi forms start from: _common's inputs (the scores folded as the
+    tuning asks), the duration table, and the forward chain's state at its end with
+    each ring slot's best duration and predecessor (int32 (B, KP, CP))."""
+    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
+    scores, flags = t.folded(x, scores, flags)
+    common = (scores, allowed, ps, pe, start, end, flags, dummy)
+    dev = x.scores.device
+    i32 = {"device": dev, "dtype": torch.int32}
+    mid = (_end_state(x.batch, 1, KP, CP, dev), torch.empty(x.batch, KP, CP, **i32),
+           torch.empty(x.batch, KP, CP, **i32))
+    return common, _db_table(x, KP, CP), mid
+
+
 def viterbi(t: Tuning, x: CRFInputs, sp: int = 0):
     """(score, labels, seg_start); sp: t.sparse_width(x) where t.sparse_viterbi."""
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
     dev = x.scores.device
-    scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
-    scores, flags = t.folded(x, scores, flags)
-    db = _db_table(x, KP, CP)
+    (scores, allowed, ps, pe, start, end, flags, dummy), db, (mid_f, mid_bd, mid_bc) = \
+        _viterbi_setup(t, x, KP, CP)
     tabs = _per_tables(x, CP, NPP, sp, dummy)
     (tr_f, ti_f), (tr_r, ti_r) = tabs["f"], tabs["r"]
     rflags = dict(flags, HAS_PS=flags["HAS_PE"], HAS_PE=flags["HAS_PS"])
-    i32 = {"device": dev, "dtype": torch.int32}
-    mid_f = _end_state(B, 1, KP, CP, dev)
-    mid_bd, mid_bc = torch.empty(B, KP, CP, **i32), torch.empty(B, KP, CP, **i32)
     mid_r = _chain_state(B, 1, KP, CP, dev)
     bp_d = torch.empty(B, T, NPP, C, device=dev,
                        dtype=torch.int16 if KP < 2**15 else torch.int32)
@@ -298,13 +308,9 @@ def viterbi_tables(t: Tuning, x: CRFInputs, sp: int = 0, init_rows: Tensor | Non
     KP, CP = _shape(x)
     NP, NPP = _period(x)
     dev = x.scores.device
-    scores, allowed, ps, pe, start, _, flags, dummy = _common(x)
-    scores, flags = t.folded(x, scores, flags)
-    db = _db_table(x, KP, CP)
+    (scores, allowed, ps, pe, start, _, flags, dummy), db, (mid, mid_bd, mid_bc) = \
+        _viterbi_setup(t, x, KP, CP)
     tr_f, ti_f = _per_tables(x, CP, NPP, sp, dummy)["f"]
-    i32 = {"device": dev, "dtype": torch.int32}
-    mid = _end_state(B, 1, KP, CP, dev)
-    mid_bd, mid_bc = torch.empty(B, KP, CP, **i32), torch.empty(B, KP, CP, **i32)
     bp_d = torch.empty(B, T, C, device=dev, dtype=torch.int16 if KP < 2**15 else torch.int32)
     bp_c = torch.empty(B, T, C, device=dev, dtype=torch.int16 if CP < 2**15 else torch.int32)
     init = start if init_rows is None else init_rows.contiguous()
