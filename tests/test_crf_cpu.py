@@ -342,6 +342,35 @@ def test_backward_without_parameter_sums(form, monkeypatch):
         torch.testing.assert_close(full[n], want["grads"][n], rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_float32_gradients_are_the_float64_ones_rounded(form, monkeypatch):
+    """float32 inputs: the kernels sum in float64 (the label marginals are written
+    straight into a float32 array), so every gradient is the bits of the same inputs'
+    float64 backward rounded once to float32; proj_end's is left out when not wanted."""
+    monkeypatch.setattr(cpu, "CHUNK", 3)
+    B, T, C, K = 2, 11, 3, 4
+    kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("f32-round", form),
+              lengths=[11, 6])
+    x64 = cpu_inputs(kw)
+    x32 = x64.replace(**{n: (getattr(x64, n).float() if getattr(x64, n) is not None
+                             and getattr(x64, n).is_floating_point() else getattr(x64, n))
+                         for n in ("scores", "transition", "duration_bias", "start", "end",
+                                   "proj_start", "proj_end")})
+    x64 = x32.replace(**{n: getattr(x32, n).double() for n in
+                         ("scores", "transition", "duration_bias", "start", "end",
+                          "proj_start", "proj_end") if getattr(x32, n) is not None})
+    w = torch.tensor([0.75, 1.25], dtype=torch.float64)  # exact in float32
+    g64 = cpu.backward(x64, cpu.forward(x64, keep=True)[1], w)
+    g32 = cpu.backward(x32, cpu.forward(x32, keep=True)[1], w.float())
+    for n in ("scores", "proj_start", "proj_end"):
+        assert g32[n].dtype == torch.float32
+        assert torch.equal(g32[n], g64[n].float()), n
+    part = cpu.backward(x32, cpu.forward(x32, keep=True)[1], w.float(),
+                        wanted=("scores", "proj_start"))
+    assert "proj_end" not in part
+    assert torch.equal(part["scores"], g32["scores"])
+
+
 def test_compiled_kernels_are_cached_outside_the_package(tmp_path):
     """With no NUMBA_CACHE_DIR, a fresh process caches the kernels it compiles under
     $XDG_CACHE_HOME/semiseg/numba and writes nothing into the package (a cache there is

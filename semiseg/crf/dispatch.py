@@ -15,8 +15,8 @@ Every backend is a module with three functions over a `CRFInputs` (inputs.py):
         leave the others out (the Triton and numba ones skip duration_bias and
         transition, sums over every position, when neither is wanted: posteriors need
         only the per-position ones), and returns the wanted ones unchanged by the choice.
-        "proj_start" and "proj_end" are returned even when x has none (as if they
-        were zeros): d log Z / d proj_start[b, t, c] is the probability that a segment
+        "proj_start" and "proj_end", when wanted, are returned even when x has none
+        (as if they were zeros): d log Z / d proj_start[b, t, c] is the probability that a segment
         of label c starts at t, which gives the boundary marginals. A sequence whose
         log Z is -inf contributes zero gradient.
     viterbi(x) -> (score (B,), labels (B, T) int64, seg_start (B, T) bool)

@@ -203,9 +203,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     params = a.dd or param_grads_wanted(wanted)
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)
-    g_ps = np.zeros((B, T, C))
-    g_pe = np.zeros((B, T, C))
-    g_sc = np.zeros((B, T, C))
+    dtype = x.scores.dtype
+    g_ps, g_pe, g_sc = _grad_rows(B, T, C, dtype)
     g_tr = np.zeros((B, *a.trp.shape))  # (src, (r or d-1, dst))
     g_start = np.zeros((B, C))
     g_end = np.zeros((B, C))
@@ -228,7 +227,6 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
     if not a.dd:
         g_db = g_db.transpose(0, 2, 1)
-    dtype = x.scores.dtype
 
     def shared(g: np.ndarray) -> np.ndarray:
         # per-sequence accumulators summed in a fixed order (deterministic)
@@ -245,14 +243,20 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
         "start": out(shared(g_start)),
         "end": out(shared(g_end)),
         "proj_start": out(g_ps),
-        "proj_end": out(g_pe),
     }
+    if wanted is None or "proj_end" in wanted:  # (the posteriors' pass does not ask)
+        grads["proj_end"] = out(g_pe)
     if params:
         grads["transition"] = torch.zeros(x.transition.shape, dtype=dtype)
         grads["transition"].view(-1, C, C)[:a.tr.shape[0]] = out(shared(g_tr))
         grads["duration_bias"] = torch.zeros(x.duration_bias.shape, dtype=dtype)
         grads["duration_bias"][:K] = out(shared(g_db))
     return grads
+
+
+def _out_dtype(dtype: torch.dtype):
+    """The numpy dtype of results in `dtype` (float32 or float64; others float64)."""
+    return np.float32 if dtype == torch.float32 else np.float64
 
 
 def _no_signals() -> None:
@@ -321,6 +325,14 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
                 nxt = pool.submit(recompute, k - 1, bufs[(k - 1) % 2])
             reverse(k, rows, state, g_db)
     core_marginals(g_ps, g_pe, g_sc, L)
+
+
+def _grad_rows(B: int, T: int, C: int, dtype):
+    """The backward's zeroed (B, T, C) gradients of proj_start and proj_end (float64
+    sums) and the label marginals, written in the scores' dtype (float32 or float64) by
+    core._label_marginals: each a float64 sum rounded once, the bits of a float64 array
+    converted afterwards, without that array (T C float64) or the copy."""
+    return (np.zeros((B, T, C)), np.zeros((B, T, C)), np.zeros((B, T, C), _out_dtype(dtype)))
 
 
 def _upper_state(a: _Arrays, b: int):
