@@ -19,9 +19,6 @@ windows again), and past `max_widen` doublings the two windows become one.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import torch
 
@@ -77,8 +74,6 @@ HOST_MAXSUM_WINDOW = 65_536
 # each chunk reading TERMS_CONTEXT steps (or more, to the ORFs' ends) on either side;
 # computed whole they peaked at ~1.9 KB a step (22 GB for 12 Mb of fly on a GPU)
 TERMS_CHUNK = 2_097_152
-# Host threads for the posterior seams' bounds (_each_seam)
-SEAM_THREADS = 8
 TERMS_CONTEXT = 32_768
 
 
@@ -164,7 +159,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
         cache = {k: w for k, w in cache.items() if k in keep and _covers(w, *keep[k])}
         _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps,
                      backend, progress if first else None, keep)
-        res = _each_seam(check, len(ext) - 1)
+        res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
         if first:
             stats.post_first += len(res) - len(bad)
@@ -196,18 +191,6 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     if windows_out is not None:
         windows_out[:] = final
     return _stitch_final(cache, final, S, terms)
-
-
-def _each_seam(check, n: int) -> list:
-    """[check(b) for b in range(n)] on up to SEAM_THREADS host threads: each seam's
-    bound (posterior_bound.seam_cut) reads only its three windows' passes and is numpy
-    work on small arrays, which runs outside the GIL for much of its time (4 Mb of fly
-    on a GPU: 106 checks, 2.7 s on one thread). The same results in the same order."""
-    workers = min(SEAM_THREADS, n, os.cpu_count() or 1)
-    if workers <= 1:
-        return [check(b) for b in range(n)]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="semiseg-seams") as pool:
-        return list(pool.map(check, range(n)))
 
 
 def _widened(ext, b: int, at: int, seam_ov: int, S: int):
