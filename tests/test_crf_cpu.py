@@ -7,6 +7,7 @@ autograd at longer T, the torch backend, and float64 at T = 20,000 for float32 i
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 import torch
@@ -369,6 +370,46 @@ def test_float32_gradients_are_the_float64_ones_rounded(form, monkeypatch):
                         wanted=("scores", "proj_start"))
     assert "proj_end" not in part
     assert torch.equal(part["scores"], g32["scores"])
+
+
+def test_kernel_cache_folder_changes_with_any_kernel_source(tmp_path):
+    """The compiled kernels are cached per version of crf/numba's sources: a change in
+    a helper module alone (core.py, whose functions fac.py's kernels call) gives a new
+    folder, so no kernel runs its old compiled helpers (numba checks a cache entry only
+    against the file of the function it loads)."""
+    import shutil
+    from pathlib import Path
+
+    from semiseg.crf.numba import core
+
+    src = Path(core.__file__).parent
+    for f in src.glob("*.py"):
+        shutil.copy(f, tmp_path / f.name)
+    first = core.sources_digest(str(tmp_path))
+    assert first == core.sources_digest(str(src))
+    assert Path(core.cache_dir()).name == first or os.environ.get("NUMBA_CACHE_DIR")
+    with open(tmp_path / "core.py", "a") as f:
+        f.write("\n# a helper changed\n")
+    assert core.sources_digest(str(tmp_path)) != first
+    (tmp_path / "notes.txt").write_text("not a source")
+    (tmp_path / "core.py").write_bytes((src / "core.py").read_bytes())
+    assert core.sources_digest(str(tmp_path)) == first
+
+
+def test_seam_kernels_cache_beside_the_crf_kernels():
+    """annotate/seams.py's compiled functions are cached where the CRF's kernels are
+    (core.cache_dir), not in the package's __pycache__ (which pip's record of the install
+    does not hold)."""
+    from pathlib import Path
+
+    import semiseg
+    from semiseg.annotate import seams
+    from semiseg.crf.numba import core
+
+    for fn in (seams._trace, seams._coalesce, seams._forward):
+        where = Path(fn._cache._cache_path)  # numba's cache folder of that function
+        assert where.is_relative_to(core.cache_dir()), where
+        assert not where.is_relative_to(Path(semiseg.__file__).parent), where
 
 
 def test_compiled_kernels_are_cached_outside_the_package(tmp_path):

@@ -48,13 +48,21 @@ import torch
 
 from .long_terms import PeriodicRows
 
-try:
+try:  # compiled into the kernels' cache (crf/numba/core.cache_dir), not the package
     from numba import njit
+
+    from ..crf.numba.core import restore_cache_dir, use_cache_dir
+    _USER_CACHE_DIR = use_cache_dir()
 except ImportError:  # pragma: no cover - numba is a dependency of the CPU backend
     def njit(*args, **kwargs):
         if args and callable(args[0]):
             return args[0]
         return lambda f: f
+
+    def restore_cache_dir(user) -> None:
+        pass
+
+    _USER_CACHE_DIR = None
 
 NEG = -np.inf
 POSTERIOR_TOL = 1e-5  # a posterior seam's bound: stitched posteriors within it (posterior_bound.py)
@@ -369,3 +377,6 @@ def _host(x):
 
 def _np(x) -> np.ndarray:
     return np.ascontiguousarray(torch.as_tensor(x).detach().cpu().numpy(), dtype=np.float64)
+
+
+restore_cache_dir(_USER_CACHE_DIR)

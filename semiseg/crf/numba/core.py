@@ -46,6 +46,7 @@ maximum pass and a sum of `fexp(v - max)`, a polynomial exp that LLVM vectorises
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 
@@ -60,15 +61,34 @@ from numba.extending import intrinsic
 def cache_dir() -> str:
     """Where the compiled kernels are cached: $NUMBA_CACHE_DIR when set (numba's own
     setting), else $SEMISEG_CACHE_DIR/numba, else $XDG_CACHE_HOME/semiseg/numba (default
-    ~/.cache/semiseg/numba). Never inside the installed package: numba's default there
+    ~/.cache/semiseg/numba), in the last two a folder per version of this package's
+    sources (sources_digest). Never inside the installed package: numba's default there
     (__pycache__ next to this file) is not in pip's record of the install, so an
     uninstall left a semiseg/ folder behind that shadowed a later editable install."""
     if _numba_config.CACHE_DIR:
         return _numba_config.CACHE_DIR
     if os.environ.get("SEMISEG_CACHE_DIR"):
-        return os.path.join(os.environ["SEMISEG_CACHE_DIR"], "numba")
+        return os.path.join(os.environ["SEMISEG_CACHE_DIR"], "numba", _SOURCES)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "semiseg", "numba")
+    return os.path.join(base, "semiseg", "numba", _SOURCES)
+
+
+def sources_digest(folder: str) -> str:
+    """12 hex digits of a digest of the .py files in `folder` (names and contents).
+    cache_dir() keeps the kernels compiled from each version of this package's sources
+    in a folder of its own: numba checks a cached kernel only against the file of the
+    function it loads, so a kernel whose helper changed in another module (core.py's,
+    used by fac.py and dd.py) would otherwise run its old compiled code."""
+    h = hashlib.sha1()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            h.update(name.encode())
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()[:12]
+
+
+_SOURCES = sources_digest(os.path.dirname(os.path.abspath(__file__)))
 
 
 def use_cache_dir() -> str | None:
