@@ -31,6 +31,7 @@ from test_crf_reference import (  # noqa: E402
 
 from semiseg.crf import dispatch, log_partition, marginals, viterbi  # noqa: E402
 from semiseg.crf import numba as cpu  # noqa: E402
+from semiseg.crf.inputs import FLOAT_FIELDS  # noqa: E402
 
 F64 = torch.float64
 
@@ -352,14 +353,10 @@ def test_float32_gradients_are_the_float64_ones_rounded(form, monkeypatch):
     B, T, C, K = 2, 11, 3, 4
     kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("f32-round", form),
               lengths=[11, 6])
-    x64 = cpu_inputs(kw)
-    x32 = x64.replace(**{n: (getattr(x64, n).float() if getattr(x64, n) is not None
-                             and getattr(x64, n).is_floating_point() else getattr(x64, n))
-                         for n in ("scores", "transition", "duration_bias", "start", "end",
-                                   "proj_start", "proj_end")})
-    x64 = x32.replace(**{n: getattr(x32, n).double() for n in
-                         ("scores", "transition", "duration_bias", "start", "end",
-                          "proj_start", "proj_end") if getattr(x32, n) is not None})
+    x = cpu_inputs(kw)
+    given = [n for n in FLOAT_FIELDS if getattr(x, n) is not None]
+    x32 = x.replace(**{n: getattr(x, n).float() for n in given})
+    x64 = x32.replace(**{n: getattr(x32, n).double() for n in given})  # the same values
     w = torch.tensor([0.75, 1.25], dtype=torch.float64)  # exact in float32
     g64 = cpu.backward(x64, cpu.forward(x64, keep=True)[1], w)
     g32 = cpu.backward(x32, cpu.forward(x32, keep=True)[1], w.float())

@@ -254,11 +254,6 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     return grads
 
 
-def _out_dtype(dtype: torch.dtype):
-    """The numpy dtype of results in `dtype` (float32 or float64; others float64)."""
-    return np.float32 if dtype == torch.float32 else np.float64
-
-
 def _no_signals() -> None:
     """Block SIGINT and SIGTERM in the calling (helper) thread."""
     if hasattr(signal, "pthread_sigmask"):
@@ -332,7 +327,8 @@ def _grad_rows(B: int, T: int, C: int, dtype):
     sums) and the label marginals, written in the scores' dtype (float32 or float64) by
     core._label_marginals: each a float64 sum rounded once, the bits of a float64 array
     converted afterwards, without that array (T C float64) or the copy."""
-    return (np.zeros((B, T, C)), np.zeros((B, T, C)), np.zeros((B, T, C), _out_dtype(dtype)))
+    out = np.float32 if dtype == torch.float32 else np.float64  # (others: float64)
+    return np.zeros((B, T, C)), np.zeros((B, T, C)), np.zeros((B, T, C), out)
 
 
 def _upper_state(a: _Arrays, b: int):
