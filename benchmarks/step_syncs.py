@@ -13,6 +13,11 @@ a synchronised start to a synchronised end. Unlike train_stages.py's "trainer st
 Prints ms per step and Mb/s of window sequence (median over the rounds), device, date
 and commit.
 
+--tunings "SPEC;SPEC;...": Triton launch settings compared in this one process (each SPEC
+"field=value,..." as SEMISEG_TRITON_TUNING takes it, "" = the defaults): one warm-up epoch
+per setting, then --rounds rounds, each timing every setting once in turn (the
+settings alternate, so a drift of the machine falls on all of them alike); a row each.
+
 --syncs: one more epoch of 2 batches under torch.cuda.set_sync_debug_mode("warn"); every
 operation that makes the host wait for the device is listed once with the semiseg (or
 benchmarks) frames that called it, innermost last.
@@ -53,6 +58,37 @@ def run_epoch(cfg, model, opt, ds, dev, amp: bool) -> float:
     return time.perf_counter() - t0
 
 
+def timed(specs: list[str], rounds: int, epoch) -> dict[str, list[float]]:
+    """Seconds of `epoch` under each Triton tuning spec: a warm-up each, then `rounds`
+    rounds over the specs in turn. The backend reads its module's DEFAULT when no tuning
+    is passed (crf/triton/__init__.py), so each spec is set there for its epochs."""
+    import semiseg.crf.triton as trk
+
+    base = trk.DEFAULT
+    out: dict[str, list[float]] = {s: [] for s in specs}
+    try:
+        for r in range(-1, rounds):
+            for spec in specs:
+                trk.DEFAULT = _tuning(base, spec)
+                secs = epoch()
+                if r >= 0:
+                    out[spec].append(secs)
+    finally:
+        trk.DEFAULT = base
+    return out
+
+
+def _tuning(base, spec: str):
+    import dataclasses
+
+    from semiseg.crf.triton.schedule import Tuning
+
+    new = Tuning.from_env(spec)
+    names = {kv.partition("=")[0].strip() for kv in spec.split(",") if kv.strip()}
+    changed = {name: getattr(new, name) for name in names}
+    return dataclasses.replace(base, **changed)
+
+
 def sync_sites(cfg, model, opt, ds, dev, amp: bool) -> list[tuple[int, str]]:
     """(count, call site) of each synchronising operation in one train_epoch over ds."""
     sites: collections.Counter = collections.Counter()
@@ -86,6 +122,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--syncs", action="store_true")
+    ap.add_argument("--tunings", default=None, metavar="SPEC;SPEC")
     args = ap.parse_args()
     dev = torch.device(args.device)
     amp = dev.type == "cuda"
@@ -96,15 +133,17 @@ def main() -> None:
     sub = ds.subset(idx)
     bp = sum(ds.windows[i].end - ds.windows[i].start for i in idx)
     n = -(-len(idx) // batch)
-    run_epoch(cfg, model, opt, sub, dev, amp)  # warm-up: compiles
-    secs = [run_epoch(cfg, model, opt, sub, dev, amp) for _ in range(args.rounds)]
-    med = statistics.median(secs)
+    specs = [""] if args.tunings is None else args.tunings.split(";")
+    secs = timed(specs, args.rounds, lambda: run_epoch(cfg, model, opt, sub, dev, amp))
     print(header("benchmarks/step_syncs.py", args.device,
                  "python " + " ".join(sys.argv)))
-    print("| batch x window bp | batches | epoch s (rounds) | ms per step | Mb/s |")
-    print("|---|---|---|---|---|")
-    print(f"| {batch} x {window:,} | {n} | {', '.join(f'{s:.2f}' for s in secs)} | "
-          f"{1e3 * med / n:.1f} | {bp / med / 1e6:.3f} |")
+    print("| tuning | batch x window bp | batches | epoch s (rounds) | ms per step | Mb/s |")
+    print("|---|---|---|---|---|---|")
+    for spec in specs:
+        med = statistics.median(secs[spec])
+        print(f"| {spec or 'defaults'} | {batch} x {window:,} | {n} | "
+              f"{', '.join(f'{s:.2f}' for s in secs[spec])} | {1e3 * med / n:.1f} | "
+              f"{bp / med / 1e6:.3f} |")
     if args.syncs and dev.type == "cuda":
         print("\nsynchronising operations in one epoch of 2 batches (count | site):")
         for count, site in sync_sites(cfg, model, opt, ds.subset(idx[:2 * batch]), dev, amp):

@@ -218,3 +218,34 @@ def test_side_bound_against_direct_sums():
     # a block's boundary marginals sum to 1 or more; zeros (a window the grammar
     # forbids) certify nothing
     assert side_bound(np.zeros(50), n, d) == float("inf")
+
+
+def test_seam_cut_takes_the_middle_cut_when_it_certifies(monkeypatch):
+    """seam_cut's order, with each cut's bound laid out by hand (cut_bound itself is
+    checked against float64 above): a middle cut within tol is taken at once, its bound
+    the only one computed, even where another cut's is smaller; a middle cut past tol
+    sends it to every cut, each computed once, and the smallest is taken; none within
+    tol: no cut, the smallest bound."""
+    from semiseg.annotate import posterior_bound as pb
+
+    calls = []
+
+    def run(table, tol):
+        calls.clear()
+
+        def fake(c, K, A, B, C):
+            calls.append(c)
+            return table[c]
+
+        monkeypatch.setattr(pb, "cut_bound", fake)
+        A, B, C = (WindowPass(0, 100, None) for _ in range(3))
+        return pb.seam_cut(0, 100, 4, A, B, C, tol, candidates=9)
+
+    cuts = [4, 16, 27, 39, 50, 62, 74, 85, 97]  # 9 evenly over [4, 97]; the middle is 50
+    assert np.array_equal(np.unique(np.linspace(4, 97, 9).round().astype(int)), cuts)
+    table = dict.fromkeys(cuts, 1e-9) | {50: 1e-6}
+    assert run(table, 1e-5) == (50, 1e-6) and calls == [50]
+    table = dict.fromkeys(cuts, 1e-2) | {50: 1e-3, 85: 1e-7, 16: 1e-8}
+    assert run(table, 1e-5) == (16, 1e-8)
+    assert sorted(calls) == cuts
+    assert run(dict.fromkeys(cuts, 1e-2) | {74: 1e-4}, 1e-5) == (None, 1e-4)
