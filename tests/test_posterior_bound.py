@@ -220,12 +220,12 @@ def test_side_bound_against_direct_sums():
     assert side_bound(np.zeros(50), n, d) == float("inf")
 
 
-def test_seam_cut_takes_the_middle_cut_when_it_certifies(monkeypatch):
-    """seam_cut's order, with each cut's bound laid out by hand (cut_bound itself is
+def test_seam_cut_takes_the_first_certified_cut_from_the_middle_out(monkeypatch):
+    """seam_cut's search, with each cut's bound laid out by hand (cut_bound itself is
     checked against float64 above): a middle cut within tol is taken at once, its bound
-    the only one computed, even where another cut's is smaller; a middle cut past tol
-    sends it to every cut, each computed once, and the smallest is taken; none within
-    tol: no cut, the smallest bound."""
+    the only one computed, even where another cut's is smaller; past tol, every fourth
+    cut from the middle outward, then the others, until one is within tol; none within
+    tol: every cut's bound computed once, no cut, the smallest bound."""
     from semiseg.annotate import posterior_bound as pb
 
     calls = []
@@ -245,7 +245,9 @@ def test_seam_cut_takes_the_middle_cut_when_it_certifies(monkeypatch):
     assert np.array_equal(np.unique(np.linspace(4, 97, 9).round().astype(int)), cuts)
     table = dict.fromkeys(cuts, 1e-9) | {50: 1e-6}
     assert run(table, 1e-5) == (50, 1e-6) and calls == [50]
+    table = dict.fromkeys(cuts, 1e-2) | {50: 1e-3, 85: 1e-7, 16: 1e-8, 97: 1e-6}
+    assert run(table, 1e-5) == (97, 1e-6) and calls == [50, 4, 97]
     table = dict.fromkeys(cuts, 1e-2) | {50: 1e-3, 85: 1e-7, 16: 1e-8}
-    assert run(table, 1e-5) == (16, 1e-8)
-    assert sorted(calls) == cuts
+    assert run(table, 1e-5) == (16, 1e-8) and calls == [50, 4, 97, 39, 62, 27, 74, 16]
     assert run(dict.fromkeys(cuts, 1e-2) | {74: 1e-4}, 1e-5) == (None, 1e-4)
+    assert sorted(calls) == cuts
