@@ -757,6 +757,39 @@ def test_forward_rows_give_the_recomputed_rows_bits(monkeypatch):
     assert kn.forward(x, keep=True)[1]["rows"] is None
 
 
+@pytest.mark.parametrize("meet", [12, 36, 52])
+def test_periodic_chains_meeting_off_the_middle(meet, monkeypatch):
+    """Tuning.meet: the forward and reversed chains meet at ceil(nb meet / 64) of the nb
+    checkpoint segments (M = 4, 10, 14 of 16 here; the sequences of 12 and 9 elsewhere)
+    instead of the middle: log Z and every gradient within float32 of the float64
+    reference, with the rows kept (the wave right of the meeting point launched after
+    the forward chain's second half, before the reversed chain's: on a CPU the two run
+    one after the other, so a segment there that read the reversed chain's second half
+    would read it unwritten) and with the rows recomputed in waves; the two, and the
+    early wave on or off, give the same bits."""
+    from semiseg.crf import reference
+
+    tuned(monkeypatch, segment=2, meet=meet)
+    p, extra = make(3, 16, 5, 3, seed=46, lengths=[16, 12, 9], allowed=True, period=3)
+    x = as_inputs(p, extra)
+    w = torch.tensor([0.7, -1.1, 0.5], device=DEV)
+    lz, saved = kn.forward(x, keep=True)
+    assert saved["rows"] is not None and saved["meet"] == meet
+    early = kn.backward(x, saved, w)
+    x64 = as_inputs(p, extra, torch.float64)
+    lz64, saved64 = reference.forward(x64)
+    torch.testing.assert_close(lz.double(), lz64, rtol=1e-5, atol=1e-5)
+    want = reference.backward(x64, saved64, w.double())
+    for k in FLOAT_FIELDS:
+        torch.testing.assert_close(early[k].double(), want[k], rtol=1e-4, atol=1e-5, msg=k)
+    tuned(monkeypatch, early_wave=False)
+    late = kn.backward(x, kn.forward(x, keep=True)[1], w)
+    tuned(monkeypatch, rows_budget=1)  # rows not kept: recomputed, one segment a wave
+    waves = kn.backward(x, kn.forward(x)[1], w)
+    for k in early:
+        assert torch.equal(early[k], late[k]) and torch.equal(early[k], waves[k]), k
+
+
 @pytest.mark.filterwarnings("ignore:divide by zero")
 @pytest.mark.parametrize("period", [None, 3])
 def test_viterbi_mask_folded_into_scores_is_the_same(period, monkeypatch):

@@ -118,6 +118,9 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
     NP, NPP = _period(x)
     dev = x.scores.device
     P = t.segment_length(T, K, B, dev, C)
+    meet = t.meet_at(T, KP, CP, NP, B, dev)
+    if meet != 32:  # segments fine enough for the chains to meet near meet / 64 of L
+        P = min(P, max(t.min_segment, math.ceil(T / 32)))
     nck = math.ceil(T / P) + 1
     scores, allowed, ps, pe, start, end, flags, dummy = _common(x)
     db = _db_table(x, KP, CP, 2 * KP)
@@ -136,7 +139,7 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
             dummy, dummy, *(rows or (dummy,) * 3), dummy, dummy, dummy, dummy,
             T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=0,
             WRITE_ROWS=rows is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
-            **flags)
+            MEET=meet, **flags)
 
     rk = t.rev_opts(KP, CP, nw, B, dummy, NP)
 
@@ -145,27 +148,32 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
             scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
             dummy, dummy, dummy, dummy, dummy, dummy, dummy, T=T, C=C, K=K, P=P, NCK=nck,
             seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=0, NP=NP, NPP=NPP, tidx=ti_r,
-            **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
+            MEET=meet, **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
 
     _Both(dev, t.side_streams).run(fwd, rev)
     log_z64 = torch.empty(B, device=dev, dtype=torch.float64)
     (f_ring, f_alp, f_n), (r_ring, r_gam, _, r_n) = mid["f"], mid["r"]
     jit_end._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
-                                 C, P, KP=KP, CP=CP, **t.chain_opts(KP, CP, nw))
+                                 C, P, KP=KP, CP=CP, MEET=meet, **t.chain_opts(KP, CP, nw))
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
+             "meet": meet,
              "ops": (scores, allowed, ps, pe, db, start, end, tabs, flags, rflags), "sp": sp,
              "tuning": t}
     return log_z64.to(x.scores.dtype), saved
 
 
 def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, Tensor]:
-    """Both chains' other halves, then the wave backward (with the forward's tuning)."""
+    """Both chains' other halves, then the wave backward (with the forward's tuning). With
+    the rows of every position kept and Tuning.early_wave, the wave over the segments
+    right of the meeting point follows the forward chain's second half on its stream,
+    beside the reversed chain's (those segments read the reversed chain's first half
+    only); the rest follows both."""
     t = saved["tuning"]
     B, T, C, K = x.batch, x.T, x.C, x.K
     KP, CP = _shape(x)
     NP, NPP = _period(x)
     dev = x.scores.device
-    P, nck, ck, mid = saved["P"], saved["nck"], saved["ck"], saved["mid"]
+    P, nck, ck, mid, meet = saved["P"], saved["nck"], saved["ck"], saved["mid"], saved["meet"]
     scores, allowed, ps, pe, db, start, end, tabs, flags, rflags = saved["ops"]
     (tr_f, ti_f), (tr_r, ti_r), (trans, ti_b) = tabs["f"], tabs["r"], tabs["b"]
     sp = saved["sp"]
@@ -177,25 +185,6 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
            "r": (torch.empty(B, CP, **f32), torch.empty(B, **f64))}
     nw = t.chain_warps(KP, CP)
     full = saved.get("rows")  # the forward wrote the rows of [0, M); this half writes the rest
-
-    def fwd():
-        _end_chain(t, (B,), (
-            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
-            dummy, dummy, *(full or (dummy,) * 3), dummy, dummy, *fin["f"],
-            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
-            WRITE_ROWS=full is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
-            **flags)
-
-    rk = t.rev_opts(KP, CP, nw, B, dummy, NP)
-
-    def rev():
-        chain._fwd_kernel[(B, rk["SPLIT"])](
-            scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
-            dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
-            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r,
-            **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
-
-    _Both(dev, t.side_streams).run(fwd, rev)
     if full is not None:
         W, rows = nseg, full
     else:
@@ -211,20 +200,49 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
                     NP, sp > 0)
     rec_sp = _sparse_opts(sp, B * W, 1, CP, dummy)
     bwd_sp = _sparse_opts(sp, B * nck, NPP, CP, dummy)
-    for k0 in range(0, nseg, W):
-        w = min(W, nseg - k0)
+
+    def wave(k0: int, w: int) -> None:
+        """The backward of checkpoint segments [k0, k0 + w) of every sequence."""
         if full is None:
             _end_chain(t, (B, w), (
                 scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"],
                 dummy, dummy, dummy, dummy, dummy, *rows, dummy, dummy, dummy, dummy,
                 T, C, K, P, nck, k0), nw_rec, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=1,
-                tidx=ti_f, **rec_sp, **flags)
+                tidx=ti_f, MEET=meet, **rec_sp, **flags)
         chain._bwd_kernel[(B, w)](
             scores, allowed, ps, pe, trans, db, end, x.lengths, g32,
             ck["f"][0], ck["f"][1], ck["f"][2], ck["r"][0], ck["r"][1], ck["r"][3],
             *rows, *fin["f"], saved["log_z64"], g_scores, g_ps, g_pe, g_db, g_tr,
             T=T, C=C, K=K, P=P, NCK=nck, seg0=k0, KP=KP, CP=CP, NP=NP, NPP=NPP, END=True,
-            ROWS_FULL=full is not None, tidx=ti_b, **bwd_sp, **bw, **flags)
+            ROWS_FULL=full is not None, tidx=ti_b, MEET=meet, **bwd_sp, **bw, **flags)
+
+    # segments from `right` on lie right of every sequence's meeting point (_split grows
+    # with the length), so they need the forward chain's second half and nothing more
+    right = -(-nseg * meet // 64)
+    early = full is not None and t.early_wave and 0 < right < nseg
+
+    def fwd():
+        _end_chain(t, (B,), (
+            scores, allowed, ps, pe, tr_f, db, start, x.lengths, *ck["f"], *mid["f"],
+            dummy, dummy, *(full or (dummy,) * 3), dummy, dummy, *fin["f"],
+            T, C, K, P, nck, 0), nw, KP=KP, CP=CP, NP=NP, NPP=NPP, MODE=0, PHASE=1,
+            WRITE_ROWS=full is not None, tidx=ti_f, **_sparse_opts(sp, B, 1, CP, dummy),
+            MEET=meet, **flags)
+        if early:
+            wave(right, nseg - right)
+
+    rk = t.rev_opts(KP, CP, nw, B, dummy, NP)
+
+    def rev():
+        chain._fwd_kernel[(B, rk["SPLIT"])](
+            scores, allowed, pe, ps, tr_r, db, end, x.lengths, *ck["r"], *mid["r"],
+            dummy, dummy, dummy, dummy, dummy, *fin["r"], T=T, C=C, K=K, P=P, NCK=nck,
+            seg0=0, KP=KP, CP=CP, MODE=0, REV=True, PHASE=1, NP=NP, NPP=NPP, tidx=ti_r,
+            MEET=meet, **_sparse_opts(sp, B * rk["SPLIT"], NPP, CP, dummy), **rk, **rflags)
+
+    _Both(dev, t.side_streams).run(fwd, rev)
+    for k0 in range(0, right if early else nseg, W):
+        wave(k0, min(W, (right if early else nseg) - k0))
     if not params:
         return _gradients(x, g_scores, g_ps, g_pe, None, None)
     transition = g_tr.view(-1, NPP, CP, sp or CP).sum(0, dtype=torch.float64)

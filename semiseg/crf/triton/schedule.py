@@ -208,6 +208,13 @@ class Tuning:
     # own, side by side; False: one after the other on the current stream (benchmarks:
     # how much of the two the GPU overlaps)
     side_streams: bool = True
+    # where the periodic family's forward and reversed chains meet, in 64ths of the
+    # checkpoint segments (jit/common._split MEET; 32 = the middle); None = meet_at's rule
+    meet: int | None = None
+    # the periodic backward's wave over the segments right of the meeting point launched
+    # as soon as the forward chain's second half ends, beside the reversed chain's
+    # (periodic.backward; the same bits either way)
+    early_wave: bool = True
 
     @classmethod
     def from_env(cls, spec: str | None) -> Tuning:
@@ -562,6 +569,20 @@ class Tuning:
             return 1
         on = 2 * B * NP <= _sm_count(dev) if self.end_split is None else self.end_split
         return NP if on else 1
+
+    def meet_at(self, T: int, KP: int, CP: int, NP: int, B: int, dev) -> int:
+        """MEET of the periodic family's call (64ths of the checkpoint segments before the
+        chains meet). Each chain runs part of the sequence in the forward pass and the
+        rest in the backward's, side by side, so the meeting point balances the forward
+        pass's two halves. Where both chains are split over programs (the gene shape), the
+        end-indexed forward chain's step is the shorter: on an H100 at (16, 10000, 256,
+        37) 37.0 ms against 46.7 ms for the reversed chain over the whole sequence, so the
+        forward chain takes 36/64 (RESULTS-log.md, "Where the periodic chains meet").
+        Elsewhere the middle."""
+        if self.meet is not None:
+            return self.meet
+        split = self.end_programs(B, KP, CP, NP, dev) > 1
+        return 36 if split and T >= 64 * self.min_segment else 32
 
     def sparse_width(self, x: CRFInputs) -> int:
         """SP of the sparse transition tables (a power of two >= 2 and >= the most finite

@@ -96,7 +96,7 @@ def _fwd_kernel(
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
     xch=None, bar=None, SPLIT: tl.constexpr = 1, KQ: tl.constexpr = 0,
     PARTG: tl.constexpr = 0, PREFETCH: tl.constexpr = 0, LAZY: tl.constexpr = 0,
-    XT: tl.constexpr = 0, TAG: tl.constexpr = 0,
+    XT: tl.constexpr = 0, TAG: tl.constexpr = 0, MEET: tl.constexpr = 32,
 ):
     """The chain of one sequence (program id 0 = b), left to right, or right to left when
     REV (the host then passes the transposed transition, ps and pe swapped and `end` as
@@ -106,7 +106,7 @@ def _fwd_kernel(
     (measured faster at C = 39); else `trans` is the host's padded (CP, CP) transpose and
     gamma reduces over its columns (measured faster at C <= 24).
 
-    The two directions meet at M = _split(L, P). Checkpoints (ring, gamma, alpha, N) are
+    The two directions meet at M = _split(L, P, MEET). Checkpoints (ring, gamma, alpha, N) are
     stored at every boundary t = k P the chain passes (t = i forward, L - i reversed),
     before the step that leaves it, in slot k of (B, NCK, ...).
     MODE 0, PHASE 0: the half up to M from the start (forward [0, M), reversed [M, L)),
@@ -177,7 +177,7 @@ def _fwd_kernel(
     """
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     js = tl.arange(0, KP)[:, None]
     lead = True  # the program that stores what is not its part of the ring
     KS: tl.constexpr = KP // SPLIT  # this program's slots (KP unless split)
@@ -533,9 +533,9 @@ def _crossing_tiled(F, Rp, t1, i1, K, db, cs, cs1, KP: tl.constexpr, CP: tl.cons
 
 @triton.jit
 def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexpr,
-                       CP: tl.constexpr, TILE: tl.constexpr):
+                       CP: tl.constexpr, TILE: tl.constexpr, MEET: tl.constexpr = 32):
     """One tile of the join's crossing sum (program id 1 = tile t; _join_kernel NT): the
-    segments across M = _split(L, P) whose end lies in slots [t TILE, (t + 1) TILE) of
+    segments across M = _split(L, P, MEET) whose end lies in slots [t TILE, (t + 1) TILE) of
     the reversed ring, per label, into parts (B, NT, CP). The tiles' walks differ in
     length (a triangle: _crossing), so many short programs run what one program per
     sequence ran tile after tile (at K = 8192, 16 sequences: 16 programs of ~K^2 / 2
@@ -543,7 +543,7 @@ def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexp
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     jt = t * TILE + tl.arange(0, TILE)[:, None]
@@ -555,15 +555,15 @@ def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexp
 @triton.jit
 def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, K, P,
                  KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0, parts=None,
-                 NT: tl.constexpr = 0):
-    """log Z of one sequence where the two halves meet (M = _split(L, P)): a boundary at M
+                 NT: tl.constexpr = 0, MEET: tl.constexpr = 32):
+    """log Z of one sequence where the two halves meet (M = _split(L, P, MEET)): a boundary at M
     (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
     TILE > 0: the crossing sum over the reversed ring TILE slots at a time (else in one
     tile). NT > 0: the crossing sum's NT tiles were summed by _cross_part_kernel into
     parts (B, NT, CP); joined here in tile order, as _crossing_tiled joins them."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     if NT > 0:
@@ -592,6 +592,7 @@ def _bwd_kernel(
     NP: tl.constexpr = 1, NPP: tl.constexpr = 1, END: tl.constexpr = False,
     PARAM_GRADS: tl.constexpr = True, DB_GLOBAL: tl.constexpr = False,
     TILE: tl.constexpr = 0, tidx=None, SP: tl.constexpr = 0, wsp=None,
+    MEET: tl.constexpr = 32,
 ):
     """Reversed chain (beta) over checkpoint segment seg = seg0 + program id 1 of sequence
     b = program id 0, with gradients; every segment of every sequence runs at once.
@@ -604,7 +605,7 @@ def _bwd_kernel(
     d (duration_bias, transition) into its own slot of g_db (B, NCK, KP, CP) and g_tr
     (B, NCK, CP, CP), float32; the host sums the slots in a fixed order (no atomics).
 
-    REV (only with ROWS_FULL): the mirror image, for the segments left of M = _split(L, P):
+    REV (only with ROWS_FULL): the mirror image, for the segments left of M = _split(L, P, MEET):
     the forward chain with gradients over [t0, t1), from the forward checkpoint at t0,
     reading the rows the reversed chain wrote there. The host passes the reversed chain's
     operands (ps <-> pe, g_ps <-> g_pe, transposed transition, `start` as `final`, the
@@ -677,7 +678,7 @@ def _bwd_kernel(
     t0 = seg * P
     t1 = tl.minimum(t0 + P, L)
     if ROWS_FULL:
-        M = _split(L, P)
+        M = _split(L, P, MEET)
         if END:  # one launch for every segment (the periodic family's forward rows)
             mine = t0 < L
         elif REV:
@@ -1019,7 +1020,7 @@ def _viterbi_join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths,
     labels[b] and 1 at its start into starts[b] (else untouched: -1 and 0)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, 1)
+    M = _split(L, 1, 32)
     js = tl.arange(0, KP)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)

@@ -189,11 +189,15 @@ def _lazy_alpha(a3c, j, NP: tl.constexpr, NPP: tl.constexpr, PLANES: tl.constexp
 
 
 @triton.jit
-def _split(L, P):
-    """Where the two directions meet: M = the first half of the checkpoint segments of a
-    sequence of length L (segments of P positions), at least 1 position, at most L."""
+def _split(L, P, MEET: tl.constexpr):
+    """Where the two directions meet: M = the first ceil(nb MEET / 64) of the nb
+    checkpoint segments of a sequence of length L (segments of P positions; MEET = 32:
+    the first half), at least 1 position, at most L. The forward chain runs [0, M) in
+    the forward pass and the reversed chain [M, L), then each the other part in the
+    backward (periodic family: Tuning.meet sets MEET from the two chains' step times;
+    every kernel of one call gets the same)."""
     nb = (L + P - 1) // P
-    return tl.minimum(((nb + 1) // 2) * P, L)
+    return tl.minimum(((nb * MEET + 63) // 64) * P, L)
 
 
 @triton.jit

@@ -119,7 +119,7 @@ def _fwd_end_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
     tidx=None, SP: tl.constexpr = 0, wsp=None, work=None, TILE: tl.constexpr = 0,
-    WHOLE: tl.constexpr = False, INIT_ROWS: tl.constexpr = False,
+    WHOLE: tl.constexpr = False, INIT_ROWS: tl.constexpr = False, MEET: tl.constexpr = 32,
 ):
     """The forward chain with periodic transitions (section comment above), one sequence
     per program (id 0 = b). WRITE_ROWS (MODE 0): also the rows of every position of the
@@ -158,7 +158,7 @@ def _fwd_end_kernel(
     (B, KP, CP) int32, as its scratch: they are the kernel's output there."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     if TILE == 0:
         js = tl.arange(0, KP)[:, None]
     else:
@@ -207,7 +207,7 @@ def _fwd_end_kernel(
         if MODE == 2 and WHOLE:
             i1 = tl.minimum(L, T)  # (L <= T; a scalar in the interpreter too)
         elif MODE == 2:
-            i1 = _split(L, 1)
+            i1 = _split(L, 1, 32)
         else:
             i1 = M
         if TILE == 0:  # empty (see _fwd_kernel)
@@ -329,12 +329,13 @@ def _fwd_end_kernel(
 
 @triton.jit
 def _join_end_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, lengths, log_z, C, P,
-                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0):
-    """_join_kernel for the periodic family: log Z where the halves meet (M = _split(L, P)),
+                     KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0,
+                     MEET: tl.constexpr = 32):
+    """_join_kernel for the periodic family: log Z where the halves meet (M = _split(L, P, MEET)),
     the segments across M from _crossing_end, TILE slots at a time (0: at once)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     cross = _crossing_end_tiled(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, cs, cs < C,
@@ -381,7 +382,7 @@ def _viterbi_join_end_kernel(f_ring, f_bd, f_bc, f_alp, f_n, r_ring, r_gam, r_n,
     segment after a segment of c' ending at u, and bp_d[u, r, c] its duration)."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, 1)
+    M = _split(L, 1, 32)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     best_v, best_j = _best_across_end(f_ring + b * KP * CP, r_ring + b * KP * CP, M, L, C,

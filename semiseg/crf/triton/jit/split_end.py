@@ -110,7 +110,7 @@ def _fwd_end_split_kernel(
     HAS_ALLOWED: tl.constexpr = False, HAS_PS: tl.constexpr = False,
     HAS_PE: tl.constexpr = False, WRITE_ROWS: tl.constexpr = False,
     tidx=None, SP: tl.constexpr = 0, wsp=None,
-    PREFETCH: tl.constexpr = 0, TAG: tl.constexpr = 0,
+    PREFETCH: tl.constexpr = 0, TAG: tl.constexpr = 0, MEET: tl.constexpr = 32,
 ):
     """end._fwd_end_kernel MODE 0 (PHASE 0: [0, M) from the start, state at M -> mid_*;
     PHASE 1: [M, L) from mid_*, final alpha and N -> out_*; checkpoints, WRITE_ROWS) over
@@ -123,7 +123,7 @@ def _fwd_end_split_kernel(
     q = tl.program_id(1)
     lead = q == 0
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P)
+    M = _split(L, P, MEET)
     us = tl.arange(0, KQ)[:, None]
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
