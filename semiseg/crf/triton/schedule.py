@@ -577,12 +577,12 @@ class Tuning:
         pass's two halves. Where both chains are split over programs (the gene shape), the
         end-indexed forward chain's step is the shorter: on an H100 at (16, 10000, 256,
         37) 37.0 ms against 46.7 ms for the reversed chain over the whole sequence, so the
-        forward chain takes 36/64 (RESULTS-log.md, "Where the periodic chains meet").
-        Elsewhere the middle."""
+        forward chain takes 36/64 (RESULTS-log.md, "Where the periodic chains meet"). Only
+        there (wide residue planes, CP above res_planes_max_cp); elsewhere the middle."""
         if self.meet is not None:
             return self.meet
-        split = self.end_programs(B, KP, CP, NP, dev) > 1
-        return 36 if split and T >= 64 * self.min_segment else 32
+        wide = CP > self.res_planes_max_cp and self.end_programs(B, KP, CP, NP, dev) > 1
+        return 36 if wide and T >= 64 * self.min_segment else 32
 
     def sparse_width(self, x: CRFInputs) -> int:
         """SP of the sparse transition tables (a power of two >= 2 and >= the most finite
