@@ -697,23 +697,22 @@ def test_chains_one_after_the_other_give_the_same_bits(period, monkeypatch):
 
 
 def test_early_wave_and_meeting_point_on_the_gpu(monkeypatch):
-    """The gene shape (wide planes split both ways): the chains meet at 36/64 by rule
-    (Tuning.meet_at), and with the rows kept the wave right of the meeting point runs
-    beside the reversed chain's second half on another stream: three times the same
-    bits as with that wave after both chains (early_wave off), log Z and gradients
-    within the float64 bounds at the middle meeting point too."""
+    """The gene shape (wide planes split both ways), the chains meeting at 36/64
+    (Tuning.meet): with the rows kept, the wave right of the meeting point run beside
+    the reversed chain's second half on another stream (early_wave) gives three times
+    the same bits as that wave after both chains; log Z and gradients within the float64
+    bounds, and at the middle meeting point too."""
     import dataclasses
 
     kn = _kn()
     p, extra = problem(2, 3000, 256, 37, seed=3313, period=3, allowed=True,
                        lengths=[3000, 2911])
     x = inputs(p, extra, torch.float32)
-    KP, CP = kn._shape(x)
-    assert kn.DEFAULT.meet_at(x.T, KP, CP, 3, 2, torch.device("cuda")) == 36
     w = torch.tensor([0.9, -0.6], device="cuda")
     runs = []
     for early in (False, True, True, True):
-        monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, early_wave=early))
+        monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=36,
+                                                               early_wave=early))
         lz, sv = kn.forward(x, keep=True)
         assert sv["rows"] is not None and sv["meet"] == 36
         runs.append((lz, kn.backward(x, sv, w)))
@@ -722,5 +721,5 @@ def test_early_wave_and_meeting_point_on_the_gpu(monkeypatch):
         for name, v in g.items():
             assert torch.equal(v, runs[0][1][name]), name
     check_against_float64(kn, p, extra, deterministic=True)
-    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=32))
+    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=None))
     check_against_float64(kn, p, extra, deterministic=True)

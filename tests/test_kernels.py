@@ -769,7 +769,7 @@ def test_periodic_chains_meeting_off_the_middle(meet, monkeypatch):
     early wave on or off, give the same bits."""
     from semiseg.crf import reference
 
-    tuned(monkeypatch, segment=2, meet=meet)
+    tuned(monkeypatch, segment=2, meet=meet, early_wave=True)
     p, extra = make(3, 16, 5, 3, seed=46, lengths=[16, 12, 9], allowed=True, period=3)
     x = as_inputs(p, extra)
     w = torch.tensor([0.7, -1.1, 0.5], device=DEV)

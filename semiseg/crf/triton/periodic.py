@@ -118,7 +118,7 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
     NP, NPP = _period(x)
     dev = x.scores.device
     P = t.segment_length(T, K, B, dev, C)
-    meet = t.meet_at(T, KP, CP, NP, B, dev)
+    meet = t.meet_at()
     if meet != 32:  # segments fine enough for the chains to meet near meet / 64 of L
         P = min(P, max(t.min_segment, math.ceil(T / 32)))
     nck = math.ceil(T / P) + 1

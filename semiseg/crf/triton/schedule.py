@@ -213,8 +213,8 @@ class Tuning:
     meet: int | None = None
     # the periodic backward's wave over the segments right of the meeting point launched
     # as soon as the forward chain's second half ends, beside the reversed chain's
-    # (periodic.backward; the same bits either way)
-    early_wave: bool = True
+    # (periodic.backward; the same bits either way); off until timed (meet_at)
+    early_wave: bool = False
 
     @classmethod
     def from_env(cls, spec: str | None) -> Tuning:
@@ -570,19 +570,18 @@ class Tuning:
         on = 2 * B * NP <= _sm_count(dev) if self.end_split is None else self.end_split
         return NP if on else 1
 
-    def meet_at(self, T: int, KP: int, CP: int, NP: int, B: int, dev) -> int:
+    def meet_at(self) -> int:
         """MEET of the periodic family's call (64ths of the checkpoint segments before the
-        chains meet). Each chain runs part of the sequence in the forward pass and the
-        rest in the backward's, side by side, so the meeting point balances the forward
-        pass's two halves. Where both chains are split over programs (the gene shape), the
-        end-indexed forward chain's step is the shorter: on an H100 at (16, 10000, 256,
-        37) 37.0 ms against 46.7 ms for the reversed chain over the whole sequence, so the
-        forward chain takes 36/64 (RESULTS-log.md, "Where the periodic chains meet"). Only
-        there (wide residue planes, CP above res_planes_max_cp); elsewhere the middle."""
-        if self.meet is not None:
-            return self.meet
-        wide = CP > self.res_planes_max_cp and self.end_programs(B, KP, CP, NP, dev) > 1
-        return 36 if wide and T >= 64 * self.min_segment else 32
+        chains meet): the `meet` field, else the middle (32). Each chain runs part of the
+        sequence in the forward pass and the rest in the backward's, side by side, so the
+        meeting point balances the forward pass's two halves. At the gene shape the
+        end-indexed forward chain's step is the shorter (on an H100 at (16, 10000, 256,
+        37): 37.0 ms against 46.7 ms for the reversed chain over the whole sequence), so
+        36/64 would balance that pass, and with `early_wave` the backward's longer
+        reversed half would overlap the wave right of M; predicted 82.5 -> about 77 ms a
+        training step, not yet timed on a GPU (RESULTS-log.md, "Where the periodic chains
+        meet"): until it is, the middle."""
+        return 32 if self.meet is None else self.meet
 
     def sparse_width(self, x: CRFInputs) -> int:
         """SP of the sparse transition tables (a power of two >= 2 and >= the most finite
