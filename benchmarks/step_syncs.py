@@ -63,30 +63,20 @@ def timed(specs: list[str], rounds: int, epoch) -> dict[str, list[float]]:
     rounds over the specs in turn. The backend reads its module's DEFAULT when no tuning
     is passed (crf/triton/__init__.py), so each spec is set there for its epochs."""
     import semiseg.crf.triton as trk
+    from semiseg.crf.triton.schedule import Tuning
 
     base = trk.DEFAULT
     out: dict[str, list[float]] = {s: [] for s in specs}
     try:
         for r in range(-1, rounds):
             for spec in specs:
-                trk.DEFAULT = _tuning(base, spec)
+                trk.DEFAULT = Tuning.from_env(spec, base)
                 secs = epoch()
                 if r >= 0:
                     out[spec].append(secs)
     finally:
         trk.DEFAULT = base
     return out
-
-
-def _tuning(base, spec: str):
-    import dataclasses
-
-    from semiseg.crf.triton.schedule import Tuning
-
-    new = Tuning.from_env(spec)
-    names = {kv.partition("=")[0].strip() for kv in spec.split(",") if kv.strip()}
-    changed = {name: getattr(new, name) for name in names}
-    return dataclasses.replace(base, **changed)
 
 
 def sync_sites(cfg, model, opt, ds, dev, amp: bool) -> list[tuple[int, str]]:

@@ -714,12 +714,12 @@ def test_early_wave_and_meeting_point_on_the_gpu(monkeypatch):
         monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=36,
                                                                early_wave=early))
         lz, sv = kn.forward(x, keep=True)
-        assert sv["rows"] is not None and sv["meet"] == 36
+        assert sv["rows"] is not None and sv["tuning"].meet == 36
         runs.append((lz, kn.backward(x, sv, w)))
     for lz, g in runs[1:]:
         assert torch.equal(lz, runs[0][0])
         for name, v in g.items():
             assert torch.equal(v, runs[0][1][name]), name
     check_against_float64(kn, p, extra, deterministic=True)
-    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=None))
+    monkeypatch.setattr(kn, "DEFAULT", dataclasses.replace(kn.DEFAULT, meet=32))
     check_against_float64(kn, p, extra, deterministic=True)

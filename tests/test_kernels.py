@@ -774,7 +774,7 @@ def test_periodic_chains_meeting_off_the_middle(meet, monkeypatch):
     x = as_inputs(p, extra)
     w = torch.tensor([0.7, -1.1, 0.5], device=DEV)
     lz, saved = kn.forward(x, keep=True)
-    assert saved["rows"] is not None and saved["meet"] == meet
+    assert saved["rows"] is not None and saved["tuning"].meet == meet
     early = kn.backward(x, saved, w)
     x64 = as_inputs(p, extra, torch.float64)
     lz64, saved64 = reference.forward(x64)

@@ -118,7 +118,7 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
     NP, NPP = _period(x)
     dev = x.scores.device
     P = t.segment_length(T, K, B, dev, C)
-    meet = t.meet_at()
+    meet = t.meet
     if meet != 32:  # segments fine enough for the chains to meet near meet / 64 of L
         P = min(P, max(t.min_segment, math.ceil(T / 32)))
     nck = math.ceil(T / P) + 1
@@ -156,7 +156,6 @@ def forward(t: Tuning, x: CRFInputs, keep: bool = False, sp: int = 0):
     jit_end._join_end_kernel[(B,)](f_ring, f_alp, f_n, r_ring, r_gam, r_n, x.lengths, log_z64,
                                  C, P, KP=KP, CP=CP, MEET=meet, **t.chain_opts(KP, CP, nw))
     saved = {"ck": ck, "mid": mid, "log_z64": log_z64, "P": P, "nck": nck, "rows": rows,
-             "meet": meet,
              "ops": (scores, allowed, ps, pe, db, start, end, tabs, flags, rflags), "sp": sp,
              "tuning": t}
     return log_z64.to(x.scores.dtype), saved
@@ -173,7 +172,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     KP, CP = _shape(x)
     NP, NPP = _period(x)
     dev = x.scores.device
-    P, nck, ck, mid, meet = saved["P"], saved["nck"], saved["ck"], saved["mid"], saved["meet"]
+    P, nck, ck, mid, meet = saved["P"], saved["nck"], saved["ck"], saved["mid"], t.meet
     scores, allowed, ps, pe, db, start, end, tabs, flags, rflags = saved["ops"]
     (tr_f, ti_f), (tr_r, ti_r), (trans, ti_b) = tabs["f"], tabs["r"], tabs["b"]
     sp = saved["sp"]

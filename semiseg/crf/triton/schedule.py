@@ -209,17 +209,25 @@ class Tuning:
     # how much of the two the GPU overlaps)
     side_streams: bool = True
     # where the periodic family's forward and reversed chains meet, in 64ths of the
-    # checkpoint segments (jit/common._split MEET; 32 = the middle); None = meet_at's rule
-    meet: int | None = None
+    # checkpoint segments (jit/common._split MEET; 32 = the middle). Each chain runs part
+    # of the sequence in the forward pass and the rest in the backward's, side by side.
+    # At the gene shape the end-indexed forward chain's step is the shorter (on an H100
+    # at (16, 10000, 256, 37) 37.0 ms against 46.7 ms for the reversed chain over the
+    # whole sequence), so 36 would balance the forward pass, and with early_wave the
+    # backward's longer reversed part would overlap the wave right of M: predicted 82.5
+    # -> about 77 ms a training step, not yet timed on a GPU (RESULTS-log.md, "Where the
+    # periodic chains meet"); until it is, the middle
+    meet: int = 32
     # the periodic backward's wave over the segments right of the meeting point launched
     # as soon as the forward chain's second half ends, beside the reversed chain's
-    # (periodic.backward; the same bits either way); off until timed (meet_at)
+    # (periodic.backward; the same bits either way); off until timed (meet)
     early_wave: bool = False
 
     @classmethod
-    def from_env(cls, spec: str | None) -> Tuning:
-        """Tuning() with the fields of spec, "name=value,..." (SEMISEG_TRITON_TUNING)."""
-        out = cls()
+    def from_env(cls, spec: str | None, base: Tuning | None = None) -> Tuning:
+        """`base` (default Tuning()) with the fields of spec, "name=value,..."
+        (SEMISEG_TRITON_TUNING)."""
+        out = cls() if base is None else base
         if not spec:
             return out
         known = {f.name for f in dataclasses.fields(cls)}
@@ -569,19 +577,6 @@ class Tuning:
             return 1
         on = 2 * B * NP <= _sm_count(dev) if self.end_split is None else self.end_split
         return NP if on else 1
-
-    def meet_at(self) -> int:
-        """MEET of the periodic family's call (64ths of the checkpoint segments before the
-        chains meet): the `meet` field, else the middle (32). Each chain runs part of the
-        sequence in the forward pass and the rest in the backward's, side by side, so the
-        meeting point balances the forward pass's two halves. At the gene shape the
-        end-indexed forward chain's step is the shorter (on an H100 at (16, 10000, 256,
-        37): 37.0 ms against 46.7 ms for the reversed chain over the whole sequence), so
-        36/64 would balance that pass, and with `early_wave` the backward's longer
-        reversed half would overlap the wave right of M; predicted 82.5 -> about 77 ms a
-        training step, not yet timed on a GPU (RESULTS-log.md, "Where the periodic chains
-        meet"): until it is, the middle."""
-        return 32 if self.meet is None else self.meet
 
     def sparse_width(self, x: CRFInputs) -> int:
         """SP of the sparse transition tables (a power of two >= 2 and >= the most finite

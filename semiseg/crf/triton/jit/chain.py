@@ -533,9 +533,9 @@ def _crossing_tiled(F, Rp, t1, i1, K, db, cs, cs1, KP: tl.constexpr, CP: tl.cons
 
 @triton.jit
 def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexpr,
-                       CP: tl.constexpr, TILE: tl.constexpr, MEET: tl.constexpr = 32):
+                       CP: tl.constexpr, TILE: tl.constexpr):
     """One tile of the join's crossing sum (program id 1 = tile t; _join_kernel NT): the
-    segments across M = _split(L, P, MEET) whose end lies in slots [t TILE, (t + 1) TILE) of
+    segments across M = _split(L, P, 32) whose end lies in slots [t TILE, (t + 1) TILE) of
     the reversed ring, per label, into parts (B, NT, CP). The tiles' walks differ in
     length (a triangle: _crossing), so many short programs run what one program per
     sequence ran tile after tile (at K = 8192, 16 sequences: 16 programs of ~K^2 / 2
@@ -543,7 +543,7 @@ def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexp
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P, MEET)
+    M = _split(L, P, 32)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     jt = t * TILE + tl.arange(0, TILE)[:, None]
@@ -555,15 +555,15 @@ def _cross_part_kernel(f_ring, r_ring, db, lengths, parts, K, P, KP: tl.constexp
 @triton.jit
 def _join_kernel(f_ring, f_alp, f_n, r_ring, r_gam, r_n, db, lengths, log_z, C, K, P,
                  KP: tl.constexpr, CP: tl.constexpr, TILE: tl.constexpr = 0, parts=None,
-                 NT: tl.constexpr = 0, MEET: tl.constexpr = 32):
-    """log Z of one sequence where the two halves meet (M = _split(L, P, MEET)): a boundary at M
-    (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
+                 NT: tl.constexpr = 0):
+    """log Z of one sequence where the static chains' halves meet (M = _split(L, P, 32)): a
+    boundary at M (alpha[M] + beta_alpha[M]) or a segment across it, with both chains' normalisers.
     TILE > 0: the crossing sum over the reversed ring TILE slots at a time (else in one
     tile). NT > 0: the crossing sum's NT tiles were summed by _cross_part_kernel into
     parts (B, NT, CP); joined here in tile order, as _crossing_tiled joins them."""
     b = tl.program_id(0).to(tl.int64)
     L = tl.load(lengths + b).to(tl.int32)
-    M = _split(L, P, MEET)
+    M = _split(L, P, 32)
     cs = tl.arange(0, CP)[None, :]
     cs1 = tl.arange(0, CP)
     if NT > 0:
