@@ -37,21 +37,49 @@ def test_the_longest_piece_the_device_and_the_warning():
     need = 4000 * 622 + 1000 * 53 * 58  # + a CPU window of 1,000 steps: 3,074 a step
     with pytest.raises(SemisegError, match=r"b:501-4,500 \(4,000 bp\)"):
         check_host_memory(GeneHead(), items, 1, CPU, free=need - 1, window=1000)
-    warn = check_host_memory(GeneHead(), items, 1, CPU, free=need, window=1000)
-    assert warn.startswith("warning: b:501-4,500 (4,000 bp) needs at least")
-    assert check_host_memory(GeneHead(), items, 1, CPU, free=need * 3 // 2, window=1000) is None
+    warn, spills = check_host_memory(GeneHead(), items, 1, CPU, free=need, window=1000)
+    assert warn.startswith("warning: b:501-4,500 (4,000 bp) needs at least") and not spills
+    assert check_host_memory(GeneHead(), items, 1, CPU, free=need * 3 // 2,
+                             window=1000) == (None, False)
     # a window longer than the sequence: the sequence's own steps
     with pytest.raises(SemisegError):
         check_host_memory(GeneHead(), items, 1, CPU, free=4000 * (622 + 3074) - 1,
                           window=10**6)
     # resolution 2: 2,000 steps
-    assert check_host_memory(GeneHead(), items, 2, CPU, free=2000 * 622 * 3 // 2) is None
+    assert check_host_memory(GeneHead(), items, 2, CPU,
+                             free=2000 * 622 * 3 // 2) == (None, False)
     # a CUDA device holds sequences up to device_steps itself; longer ones count 522 a step
-    assert check_host_memory(GeneHead(), items, 1, CUDA, free=1, device_steps=4000) is None
+    assert check_host_memory(GeneHead(), items, 1, CUDA, free=1,
+                             device_steps=4000) == (None, False)
     with pytest.raises(SemisegError):
         check_host_memory(GeneHead(), items, 1, CUDA, free=4000 * 522 - 1, device_steps=3999,
                           window=1000)
-    assert check_host_memory(object(), items, 1, CPU, free=1) is None
+    assert check_host_memory(object(), items, 1, CPU, free=1) == (None, False)
+
+
+def test_a_sequence_past_the_memory_spills_to_files_where_the_disk_has_room():
+    """With a spill folder the arrays go to files when 1.5 x their bound exceeds the free
+    memory; only one CPU window must fit in memory (x 1.5), the files' bytes (622 + 64 a
+    step) the disk (x 1.5), else an error naming the sequence."""
+    items = [_item("b", 500, 4500)]
+    need = 4000 * 622 + 1000 * 53 * 58
+    own = 1000 * 53 * 58
+    files = 4000 * (622 + 64)
+    kw = dict(window=1000, spill_dir="/spill")
+    line, spills = check_host_memory(GeneHead(), items, 1, CPU, free=need * 3 // 2 - 1,
+                                     disk_free=files * 3 // 2, **kw)
+    assert spills and "b:501-4,500" in line and "files in /spill" in line
+    assert check_host_memory(GeneHead(), items, 1, CPU, free=need * 3 // 2,
+                             disk_free=0, **kw) == (None, False)  # fits: no files
+    with pytest.raises(SemisegError, match="disk in /spill"):
+        check_host_memory(GeneHead(), items, 1, CPU, free=need, disk_free=files * 3 // 2 - 1,
+                          **kw)
+    with pytest.raises(SemisegError, match="one posterior window"):
+        check_host_memory(GeneHead(), items, 1, CPU, free=own * 3 // 2 - 1,
+                          disk_free=10**12, **kw)
+    line, spills = check_host_memory(GeneHead(), items, 1, CPU, free=own * 3 // 2,
+                                     disk_free=10**12, **kw)
+    assert spills
 
 
 def test_free_bytes_reads_meminfo(tmp_path):

@@ -19,8 +19,16 @@ from ..genome.scheme import strand_swap
 from ..genome.sequence import rc_columns
 from ..model import steps_for
 from ..runtime import amp_enabled, release_freed_memory
-from . import batches, uncertainty
+from . import batches, spill, uncertainty
 from .background import ahead
+
+
+def _whole_rows(x: torch.Tensor, S: int) -> torch.Tensor:
+    """An uninitialised (S, x's last dimension) array for a whole sequence's rows of x:
+    on x's device, or on the host in a mapped file while annotate spills (spill.py)."""
+    if x.device.type == "cpu":
+        return spill.empty((S, x.shape[-1]), x.dtype)
+    return x.new_empty(S, x.shape[-1])
 
 
 @dataclass
@@ -179,9 +187,9 @@ class Annotator:
             for j, (cs, ce, ws, _) in enumerate(chunk):
                 a = (cs - ws) // self.res
                 b = a + -(-(ce - cs) // self.res)
-                if em_out is None:
-                    em_out = em.new_empty(S, em.shape[-1])
-                    hid_out = hid.new_empty(S, hid.shape[-1]) if hid is not None else None
+                if em_out is None:  # (a long sequence's: in a file while spilling)
+                    em_out = _whole_rows(em, S)
+                    hid_out = _whole_rows(hid, S) if hid is not None else None
                 s0 = cs // self.res
                 em_out[s0:s0 + b - a] = em[j, a:b]
                 if hid is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..genemodel.generules import apply_rules
+from . import spill
 from .background import Behind
 from .gaps import gap_min
 
@@ -35,10 +36,15 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
 
     S = -(-length // res)
     C = len(names)
-    lab = np.full(S, -1, np.int64)
-    post = np.zeros((S, C), np.float32)
-    sig = np.zeros((S, 3), np.float32)  # boundary posterior, label and boundary entropy
-    runp = np.full(S, np.nan)
+    # (a long chromosome's: in files while annotate spills, spill.py)
+    lab = spill.np_empty(S, np.int64)
+    lab.fill(-1)
+    post = spill.np_empty((S, C), np.float32)
+    post.fill(0)
+    sig = spill.np_empty((S, 3), np.float32)  # boundary posterior, label and boundary entropy
+    sig.fill(0)
+    runp = spill.np_empty(S, np.float64)
+    runp.fill(np.nan)
     gaps = []
     prev_end = 0
     for start, end, lb, p, b, rp in sorted(parts, key=lambda r: r[0]):

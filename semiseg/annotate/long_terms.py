@@ -24,6 +24,7 @@ import torch
 
 from ..genemodel.orflength import triplets
 from ..genome.codes import STOP_IDS
+from . import spill
 
 PER_POSITION = ("scores", "allowed")
 LOCAL_REACH = 128  # bases the local terms read around a position (branch point: 80)
@@ -116,9 +117,11 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
                 out = {k: v for k, v in t.items() if k not in PER_POSITION}
                 out["lengths"] = torch.tensor([S], device=dev)
                 out["proj_start"] = PeriodicRows(head.proj_start_pattern().to(home), S)
-                for k in PER_POSITION:
-                    out[k] = torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
-                                         device=home)
+                for k in PER_POSITION:  # (on the host: in a file while spilling)
+                    out[k] = (spill.empty((1, S, t[k].shape[-1]), t[k].dtype)
+                              if home.type == "cpu" else
+                              torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
+                                          device=home))
             for k in PER_POSITION:
                 out[k][0, a:b].copy_(t[k][0, a - lo:b - lo])
             del t

@@ -19,10 +19,16 @@ killed at 24.4 GB after 10 min 50 s). So the longest sequence is checked first:
   2-core CPU 6.2 GB at 2 Mb and 7.7 GB at 4 Mb, against bounds of 4.5 and 5.7 GB.
 """
 
+import os
+
 from ..errors import SemisegError
 from ..genemodel.head import SEQ
 
 FLOAT, FLOAT64, BOOL = 4, 8, 1
+# What the output stage holds of a sequence besides (emit.write_chrom): labels (int64),
+# scheme-label marginals (9 float32 for the gene model), 3 signals (float32) and run
+# posteriors (float64); in files too while spilling
+EMIT_BYTES = 8 + 9 * FLOAT + 3 * FLOAT + 8
 WARN_FACTOR = 1.5
 
 
@@ -66,28 +72,62 @@ def window_bytes_per_step(head) -> int:
     return (2 * FLOAT64 + BOOL + 3 * FLOAT64 + 3 * FLOAT) * _labels(head)
 
 
+def disk_free_bytes(folder: str) -> int | None:
+    """Bytes free to this user in `folder`'s file system (None where unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def check_host_memory(head, items, resolution: int, device, free: int | None = None,
-                      device_steps: int = 0, window: int = 0) -> str | None:
-    """Raise a SemisegError before any work when the longest of `items` (chrom, start,
-    end) needs more host memory than is free; return a warning line when 1.5 times that
-    does (else None). On a CUDA device sequences of at most `device_steps` steps keep
-    those arrays on the device and are not counted; on a CPU one posterior window of
-    min(steps, `window`) steps adds its own."""
+                      device_steps: int = 0, window: int = 0, spill_dir: str | None = None,
+                      disk_free: int | None = None) -> tuple[str | None, bool]:
+    """Before any work: (a log line or None, whether to spill). When the longest of
+    `items` (chrom, start, end) needs more host memory than 1 / 1.5 of what is free, its
+    whole-sequence arrays go to files in `spill_dir` (spill.py): only one posterior
+    window's own arrays (on a CPU) must then fit in memory, and the arrays the disk
+    there. A SemisegError when even that cannot fit. With `spill_dir` None the old rule:
+    an error when the arrays exceed the free memory, a warning when 1.5 times them do.
+    On a CUDA device sequences of at most `device_steps` steps keep those arrays on the
+    device and are not counted; on a CPU one posterior window of min(steps, `window`)
+    steps adds its own."""
     on_cpu = device.type != "cuda"
     per = bytes_per_step(head, on_cpu)
     if per == 0 or not items:
-        return None
+        return None, False
     steps = [-(-(it.end - it.start) // resolution) for it in items]
     longest = max(range(len(items)), key=steps.__getitem__)
     S = steps[longest]
     if not on_cpu and S <= device_steps:
-        return None
+        return None, False
     free = free_bytes() if free is None else free
-    need = S * per + (min(S, window) * window_bytes_per_step(head) if on_cpu else 0)
+    own = min(S, window) * window_bytes_per_step(head) if on_cpu else 0
+    need = S * per + own
     if free is None or need * WARN_FACTOR <= free:
-        return None
+        return None, False
     it = items[longest]
     where = f"{it.chrom}:{it.start + 1:,}-{it.end:,} ({it.end - it.start:,} bp)"
+    if spill_dir is not None:
+        disk = disk_free_bytes(spill_dir) if disk_free is None else disk_free
+        files = S * (per + EMIT_BYTES)
+        if own * WARN_FACTOR > free:
+            raise SemisegError(
+                f"{where}: one posterior window of it needs {own / 1e9:.1f} GB of memory "
+                f"and this machine has {free / 1e9:.1f} GB free: annotate with a smaller "
+                "--max-decode-steps, or on a machine with more memory")
+        if disk is not None and files * WARN_FACTOR > disk:
+            raise SemisegError(
+                f"{where} needs {need / 1e9:.1f} GB of memory to decode exactly as one "
+                f"sequence, this machine has {free / 1e9:.1f} GB free, and holding its "
+                f"arrays in files needs {files / 1e9:.1f} GB of disk in {spill_dir} "
+                f"({disk / 1e9:.1f} GB free): set SEMISEG_SPILL_DIR to a folder with room, "
+                "or annotate it in parts (--regions)")
+        return (f"{where} needs at least {need / 1e9:.1f} GB of memory to decode exactly "
+                f"as one sequence, and this machine has {free / 1e9:.1f} GB free: its "
+                f"whole-sequence arrays go to files in {spill_dir} (up to "
+                f"{files / 1e9:.1f} GB of disk, removed as the run ends; slower)"), True
     if need > free:
         raise SemisegError(
             f"{where} needs at least {need / 1e9:.1f} GB of memory to decode exactly as one "
@@ -95,4 +135,4 @@ def check_host_memory(head, items, resolution: int, device, free: int | None = N
             "annotate it in parts (--regions), or on a machine with more memory")
     return (f"warning: {where} needs at least {need / 1e9:.1f} GB of memory to decode "
             f"exactly as one sequence, likely more, and this machine has {free / 1e9:.1f} "
-            "GB free: it may run out (annotate it in parts with --regions)")
+            "GB free: it may run out (annotate it in parts with --regions)"), False

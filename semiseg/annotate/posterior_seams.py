@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..runtime import release_freed_memory
-from . import posterior_bound
+from . import posterior_bound, spill
 from .device_maxsum import device_certified_viterbi
 from .long_terms import PeriodicRows, chunked_terms, rows_of
 from .maxsum_windows import parallel_certified_viterbi
@@ -276,7 +276,7 @@ def _compute_ext(head, terms, exts, cache, call_steps, backend, progress, keep=N
             if any(not ws <= a < b <= we for a, b in rows):  # a bug, not bad input
                 raise AssertionError(f"rows {rows} outside window [{ws}, {we})")
             cache[(ws, we)] = WindowPass(
-                ws, we, g[j, :we - ws].to("cpu", copy=True) if post else None,
+                ws, we, _host_copy(g[j, :we - ws]) if post else None,
                 {(a, b): e[j, a - ws:b - ws].to("cpu", copy=True) for a, b in rows})
         del g, e
         done += len(group)
@@ -289,7 +289,7 @@ def _stitch_final(cache, final, S, terms):
     extents are in `cache` (emptied as it goes), and the whole sequence's allowed and
     proj_start (PeriodicRows) from its `terms`, all on the host."""
     g0 = cache[tuple(final[0][2:])].post
-    g = torch.empty(S, g0.shape[-1], dtype=g0.dtype)
+    g = spill.empty((S, g0.shape[-1]), g0.dtype)
     for cs, ce, ws, we in final:
         g[cs:ce] = cache.pop((ws, we)).post[cs - ws:ce - ws]
     return g, terms["allowed"][0].cpu(), terms["proj_start"].cpu()
@@ -420,7 +420,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
 def _decode_scores(head, g: torch.Tensor) -> torch.Tensor:
     """head.decode_posteriors of one sequence's posteriors g (S, C) on the host,
     TERMS_CHUNK steps at a time (it is per position; whole it holds three copies)."""
-    out = torch.empty_like(g)
+    out = spill.empty(g.shape, g.dtype)
     for a in range(0, g.shape[0], TERMS_CHUNK):
         out[a:a + TERMS_CHUNK] = head.decode_posteriors(g[a:a + TERMS_CHUNK]).cpu()
     return out
@@ -436,14 +436,16 @@ def _marginals(head, g: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tenso
         post, bnd = head._marginals_from(g[None].to(device), torch.tensor([S], device=device))
         return post[0], bnd[0]
     step = TERMS_CHUNK - TERMS_CHUNK % 3
-    posts, bnds = [], []
+    posts = bnds = None
     for a in range(0, S, step):
         lo, b = max(0, a - 3), min(S, a + step)
         post, bnd = head._marginals_from(g[None, lo:b].to(device),
                                          torch.tensor([b - lo], device=device))
-        posts.append(post[0, a - lo:].cpu())
-        bnds.append(bnd[0, a - lo:].cpu())
-    return torch.cat(posts), torch.cat(bnds)
+        if posts is None:  # (in files while spilling)
+            posts, bnds = spill.empty((S, post.shape[-1]), post.dtype), spill.empty(S, bnd.dtype)
+        posts[a:b] = post[0, a - lo:]
+        bnds[a:b] = bnd[0, a - lo:]
+    return posts, bnds
 
 
 def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.ndarray:
@@ -473,7 +475,7 @@ def annotate_long(ann, em: torch.Tensor, hid):
     for the run posteriors). Posterior windows overlap by ann.overlap (0: min(W / 4,
     64 K)), the host's Viterbi windows by ann.overlap (0: batches.default_overlap).
     The seam counts are added to ann.seam_stats."""
-    from . import batches, uncertainty
+    from . import batches
 
     head = ann.model.crf
     W = long_window(ann)
@@ -493,5 +495,26 @@ def annotate_long(ann, em: torch.Tensor, hid):
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()
     ann.seam_stats.add(st)
-    sig = torch.stack([bnd, *uncertainty.entropy_tracks(post, bnd)], -1)
-    return (labels, post.cpu().numpy().astype(np.float32), sig.cpu().numpy(), wins)
+    sig = _signals(post, bnd)
+    return (labels, post.cpu().numpy().astype(np.float32, copy=False), sig, wins)
+
+
+def _signals(post: torch.Tensor, bnd: torch.Tensor) -> np.ndarray:
+    """The per-step signals (S, 3) of a long sequence's marginals on the host: the
+    boundary posterior and the two entropies (per position), TERMS_CHUNK steps at a time
+    into one array (in a file while spilling)."""
+    from . import uncertainty
+
+    S = post.shape[0]
+    sig = spill.np_empty((S, 3), np.float32)
+    for a in range(0, S, TERMS_CHUNK):
+        p, b = post[a:a + TERMS_CHUNK], bnd[a:a + TERMS_CHUNK]
+        sig[a:a + len(p)] = torch.stack([b, *uncertainty.entropy_tracks(p, b)], -1).cpu().numpy()
+    return sig
+
+
+def _host_copy(x: torch.Tensor) -> torch.Tensor:
+    """A copy of x in host memory (in a file while spilling and big enough)."""
+    out = spill.empty(x.shape, x.dtype)
+    out.copy_(x)
+    return out

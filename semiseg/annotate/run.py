@@ -31,6 +31,7 @@ decoding.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -46,7 +47,7 @@ from ..checkpoint import Checkpoint, load_checkpoint
 from ..errors import SemisegError
 from ..genemodel.generules import gene_rules, set_donor_motif
 from ..runtime import pick_device
-from . import batches, gaps, provenance, uncertainty
+from . import batches, gaps, provenance, spill, uncertainty
 from .annotator import Annotator, Item
 from .background import ahead
 from .emit import LocalWriter
@@ -241,13 +242,19 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     # annotated as sequences of their own (annotate/gaps.py); a chromosome may have none left
     items = gaps.cut(items, fa, res)
     ann = _annotator(ckpt, data, dev, opts)
-    if ann._certified_gene():  # a sequence too long for this machine: an error now
-        from .posterior_seams import DEVICE_MAXSUM, long_window
+    spill_dir, spill_min = None, spill.MIN_BYTES
+    if ann._certified_gene():  # a sequence too long for this machine's memory: its
+        from .posterior_seams import DEVICE_MAXSUM, long_window  # arrays go to files
 
-        tight = check_host_memory(ann.model.crf, items, res, dev,
-                                  device_steps=DEVICE_MAXSUM, window=long_window(ann))
-        if tight:
-            ui.log(tight)
+        folder = os.environ.get("SEMISEG_SPILL_DIR") or str(Path(out).parent.resolve())
+        line, spills = check_host_memory(ann.model.crf, items, res, dev,
+                                         device_steps=DEVICE_MAXSUM, window=long_window(ann),
+                                         spill_dir=spill.nearest_existing(folder))
+        if line:
+            ui.log(line)
+        if os.environ.get("SEMISEG_SPILL") == "always":  # (every such array, any size)
+            spills, spill_min = True, 0
+        spill_dir = spill.make_folder(folder) if spills else None
     rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
@@ -272,8 +279,10 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
                    "signal_precision": precision, "genetic_code": opts.genetic_code,
                    "proteins": fasta is not None, "stranded_bed": True,
                    "provenance": provenance.header_fields(prov)}
-    return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov, opts,
-                  given_bp)
+    with spill.spilling(spill_dir, spill_min) if spill_dir else contextlib.nullcontext():
+        return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov,
+                      opts, given_bp)
+
 
 
 def _reads_sequence(cfg) -> bool:
