@@ -91,6 +91,22 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
 
 
+def return_freed_memory() -> bool:
+    """Undo keep_freed_memory for the rest of the process: large blocks mapped on their
+    own and returned when freed, the heap trimmed past 128 KB free at its top (glibc's
+    defaults), and what it holds free now returned. For a run whose arrays went to files
+    to fit the machine (annotate/spill.py): there the heap's kept pages (2.2 -> 4.3 GB
+    over 8 Mb of fly's posterior windows) are what the run cannot afford. False where
+    not done."""
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4
+    done = bool(mallopt(m_mmap_max, 65536)) and bool(mallopt(m_trim_threshold, 128 * 1024))
+    release_freed_memory()
+    return done
+
+
 def _glibc(name: str):
     """The C library's function `name` where the heap is semiseg's to tune (Linux, not
     SEMISEG_MALLOC=system), else None."""

@@ -574,28 +574,37 @@ def test_error_regions_outside(tmp_path, monkeypatch, capsys, small_fa):
 
 def test_error_sequence_too_long_for_memory(tmp_path, monkeypatch, capsys, small_fa):
     """A sequence whose exact decode cannot fit the machine's free memory (made small
-    here) is an error before any work, naming the longest piece and the memory, instead
-    of an out-of-memory kill minutes later; nothing is written. The bound by hand for
-    the yeast model on a CPU: 37 internal labels x (4 + 1 + 4) bytes + (17 channels + 4
+    here) has its arrays put in files (annotate/spill.py), with a line saying so; one
+    that cannot fit even one posterior window in memory, or its files on the disk, is an
+    error before any work, naming the longest piece and the memory, instead of an
+    out-of-memory kill minutes later; nothing is written. The bound by hand for the
+    yeast model on a CPU: 37 internal labels x (4 + 1 + 4) bytes + (17 channels + 4
     bases) x 4 = 417 bytes a base, and its posterior window's 53 x 37 = 1,961; 3,000
-    bases: 7,134,000 bytes."""
+    bases: 7,134,000 bytes, of which the window's 5,883,000; files 3,000 x (417 + 64)."""
     from semiseg.annotate import memory
 
-    monkeypatch.setattr(memory, "free_bytes", lambda: 7_133_999)  # a byte short
+    monkeypatch.setattr(memory, "free_bytes", lambda: 5_882_999)  # a window a byte short
     line = clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
                            "-o", tmp_path / "a", "-q", "--device", "cpu"),
-                       "c1:1-3,000 (3,000 bp)", "needs at least 0.0 GB", "--regions")
+                       "c1:1-3,000 (3,000 bp)", "one posterior window", "--max-decode-steps")
     assert "0.0 GB free" in line
     assert not list(tmp_path.iterdir())
-    monkeypatch.setattr(memory, "free_bytes", lambda: 7_134_000)  # just enough: it runs,
+    monkeypatch.setattr(memory, "free_bytes", lambda: 5_883_000)  # the window fits:
+    monkeypatch.setattr(memory, "disk_free_bytes", lambda _: 3000 * 481 * 3 // 2 - 1)
+    clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,  # but
+                    "-o", tmp_path / "a", "-q", "--device", "cpu"),  # not the files
+                "c1:1-3,000 (3,000 bp)", "of disk in", "SEMISEG_SPILL_DIR")
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(memory, "disk_free_bytes", lambda _: 3000 * 481 * 3 // 2)
     code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
                        "-o", tmp_path / "b", "--device", "cpu")
     assert code == 0, err
-    assert "warning: c1:1-3,000 (3,000 bp) needs at least" in err  # with a warning
-    monkeypatch.setattr(memory, "free_bytes", lambda: 7_134_000 * 3 // 2)  # no warning
+    assert "c1:1-3,000 (3,000 bp) needs at least" in err and "go to files in" in err
+    monkeypatch.setattr(memory, "free_bytes", lambda: 7_134_000 * 3 // 2)  # no line
     code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
                        "-o", tmp_path / "c", "--device", "cpu")
     assert code == 0 and "needs at least" not in err, err
+    assert (tmp_path / "b.bed").read_text() == (tmp_path / "c.bed").read_text()
 
 
 @pytest.mark.parametrize("case", ["reversed", "unknown-chrom", "not-numbers", "missing",

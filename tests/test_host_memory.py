@@ -59,7 +59,7 @@ def test_the_longest_piece_the_device_and_the_warning():
 
 def test_a_sequence_past_the_memory_spills_to_files_where_the_disk_has_room():
     """With a spill folder the arrays go to files when 1.5 x their bound exceeds the free
-    memory; only one CPU window must fit in memory (x 1.5), the files' bytes (622 + 64 a
+    memory; only one CPU window must fit in memory, the files' bytes (622 + 64 a
     step) the disk (x 1.5), else an error naming the sequence."""
     items = [_item("b", 500, 4500)]
     need = 4000 * 622 + 1000 * 53 * 58
@@ -75,9 +75,8 @@ def test_a_sequence_past_the_memory_spills_to_files_where_the_disk_has_room():
         check_host_memory(GeneHead(), items, 1, CPU, free=need, disk_free=files * 3 // 2 - 1,
                           **kw)
     with pytest.raises(SemisegError, match="one posterior window"):
-        check_host_memory(GeneHead(), items, 1, CPU, free=own * 3 // 2 - 1,
-                          disk_free=10**12, **kw)
-    line, spills = check_host_memory(GeneHead(), items, 1, CPU, free=own * 3 // 2,
+        check_host_memory(GeneHead(), items, 1, CPU, free=own - 1, disk_free=10**12, **kw)
+    line, spills = check_host_memory(GeneHead(), items, 1, CPU, free=own,
                                      disk_free=10**12, **kw)
     assert spills
 
@@ -90,3 +89,50 @@ def test_free_bytes_reads_meminfo(tmp_path):
     m.write_text("MemTotal: 5 kB\n")  # no MemAvailable (an old kernel): not checked
     assert free_bytes(str(m)) is None
     assert free_bytes(str(tmp_path / "none")) is None
+
+
+def _group(folder, limit_name, limit, stat):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / limit_name).write_text(f"{limit}\n")
+    (folder / "memory.stat").write_text("".join(f"{k} {v}\n" for k, v in stat.items()))
+
+
+def test_a_control_groups_limit_leaves_less_than_the_machine(tmp_path):
+    """A batch job's or container's memory limit: the tightest group on the path, less
+    its anonymous memory (cgroup v2: memory.max and anon; v1: memory.limit_in_bytes and
+    total_rss + total_rss_huge; page cache not counted); no limit anywhere: None."""
+    from semiseg.annotate.memory import cgroup_free_bytes
+
+    root = tmp_path / "cg"
+    proc = tmp_path / "cgroup"
+    # v2: /job (8 GB, 1 GB anon) > /job/step (max: no limit of its own)
+    proc.write_text("0::/job/step\n")
+    _group(root, "memory.max", "max", {"anon": 5})
+    _group(root / "job", "memory.max", 8 << 30, {"anon": 1 << 30, "file": 5 << 30})
+    _group(root / "job" / "step", "memory.max", "max", {"anon": 1 << 30})
+    assert cgroup_free_bytes(str(proc), str(root)) == 7 << 30
+    m = tmp_path / "meminfo"
+    m.write_text("MemAvailable:   23000000 kB\nSwapFree:       0 kB\n")
+    assert free_bytes(str(m), str(proc), str(root)) == 7 << 30  # the group's is less
+    _group(root / "job", "memory.max", 64 << 30, {"anon": 0})
+    assert free_bytes(str(m), str(proc), str(root)) == 23000000 * 1024  # the machine's
+    # v1: the memory controller's line; the limit "unlimited" written as ~2^63
+    proc.write_text("9:name=systemd:/\n4:memory:/slurm/job_7\n3:cpuset:/\n")
+    _group(root / "memory", "memory.limit_in_bytes", 9223372036854771712, {})
+    _group(root / "memory" / "slurm", "memory.limit_in_bytes", 9223372036854771712, {})
+    _group(root / "memory" / "slurm" / "job_7", "memory.limit_in_bytes", 4 << 30,
+           {"total_rss": 1 << 30, "total_rss_huge": 1 << 29, "total_cache": 3 << 30})
+    assert cgroup_free_bytes(str(proc), str(root)) == (4 << 30) - (3 << 29)
+    # no limit anywhere, or nothing to read
+    _group(root / "memory" / "slurm" / "job_7", "memory.limit_in_bytes",
+           9223372036854771712, {})
+    assert cgroup_free_bytes(str(proc), str(root)) is None
+    assert cgroup_free_bytes(str(tmp_path / "none"), str(root)) is None
+
+
+def test_the_heap_is_given_back_only_where_memory_is_tight():
+    from semiseg.annotate.memory import heap_too_dear
+
+    room = 3 * 1000 * 53 * 58  # three posterior windows of 1,000 steps' own arrays
+    assert heap_too_dear(GeneHead(), 1000, free=room - 1)
+    assert not heap_too_dear(GeneHead(), 1000, free=room)

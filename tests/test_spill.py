@@ -139,3 +139,20 @@ def test_annotate_with_spilled_arrays_writes_the_same_files(tmp_path, monkeypatc
             with pyBigWig.open(str(tmp_path / n / f"p.{track}.bw")) as bw:
                 vals.append(np.asarray(bw.values("p", 0, 40000), np.float64))
         np.testing.assert_array_equal(vals[0], vals[1])
+
+
+def test_spilling_shortens_the_cpus_windows_and_chunks(tmp_path):
+    """While a sequence's arrays are in files the CPU's posterior windows and the terms'
+    chunks are shorter (their own memory is then what the run takes); a GPU's are not."""
+    from types import SimpleNamespace
+
+    from semiseg.annotate import posterior_seams as ps
+
+    cpu = SimpleNamespace(device=torch.device("cpu"), max_steps=10**8)
+    gpu = SimpleNamespace(device=SimpleNamespace(type="cuda"), max_steps=10**8)
+    assert ps.long_window(cpu) == ps.CPU_WINDOW and ps._chunk() == ps.TERMS_CHUNK
+    with spill.spilling(tmp_path):
+        assert ps.long_window(cpu) == ps.SPILL_WINDOW < ps.CPU_WINDOW
+        assert ps._chunk() == ps.SPILL_CHUNK < ps.TERMS_CHUNK
+        assert ps.long_window(gpu) == ps.GPU_WINDOW
+    assert ps.long_window(SimpleNamespace(device=torch.device("cpu"), max_steps=1000)) == 1000

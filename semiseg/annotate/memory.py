@@ -9,14 +9,20 @@ made float64, its mask, and its three float64 rows of marginals with their float
 copies: 53 bytes per internal label a step). A sequence whose arrays cannot fit was
 killed by the kernel's out-of-memory killer after minutes of work, with no message (4
 Mb of fly on a 24 GB machine before the CPU's windows were bounded; 32 Mb of fly after,
-killed at 24.4 GB after 10 min 50 s). So the longest sequence is checked first:
+killed at 24.4 GB after 10 min 50 s). So the longest sequence is checked first,
+against the memory free to this process (the machine's, or less under a control
+group's limit: a Slurm job's --mem, a container's):
 
-- when even the sum of those arrays (a lower bound) exceeds the memory the machine has
-  free (RAM and swap), annotate stops at once with an error naming the sequence, the
-  memory it needs and what to do;
-- when 1.5 times it does, a warning says the run may not fit. Measured peaks are higher
-  than the bound by the temporaries and the heap's leftovers around it: fly on the
-  2-core CPU 6.2 GB at 2 Mb and 7.7 GB at 4 Mb, against bounds of 4.5 and 5.7 GB.
+- when 1.5 times the sum of those arrays (a lower bound) exceeds it, the arrays go to
+  files (spill.py: mapped files in the output's folder or SEMISEG_SPILL_DIR, the same
+  numbers, slower), with a line saying so; then only one posterior window's own arrays
+  must fit in memory and the files on that disk, else annotate stops at once with an
+  error naming the sequence, the memory or disk it needs and what to do.
+  Measured peaks are higher than the bound by the temporaries and the heap's leftovers
+  around it: fly on the 2-core CPU 6.2 GB at 2 Mb and 7.7 GB at 4 Mb, against bounds
+  of 4.5 and 5.7 GB.
+- Without a spill folder (check_host_memory's spill_dir None) the rule before files:
+  an error when the bound exceeds the free memory, a warning when 1.5 times it does.
 """
 
 import os
@@ -30,11 +36,78 @@ FLOAT, FLOAT64, BOOL = 4, 8, 1
 # posteriors (float64); in files too while spilling
 EMIT_BYTES = 8 + 9 * FLOAT + 3 * FLOAT + 8
 WARN_FACTOR = 1.5
+HEAP_ROOM = 3  # heap_too_dear
 
 
-def free_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """MemAvailable + SwapFree of /proc/meminfo, in bytes; None where it cannot be read
-    (not Linux): then nothing is checked."""
+def free_bytes(meminfo: str = "/proc/meminfo", proc_cgroup: str = "/proc/self/cgroup",
+               cgroup_root: str = "/sys/fs/cgroup") -> int | None:
+    """The memory this process may still take, in bytes: MemAvailable + SwapFree of
+    /proc/meminfo, or less where a control group's limit leaves less (a batch job's
+    --mem under Slurm, a container's limit; cgroup_free_bytes); None where /proc/meminfo
+    cannot be read (not Linux): then nothing is checked."""
+    machine = _meminfo_free(meminfo)
+    if machine is None:
+        return None
+    group = cgroup_free_bytes(proc_cgroup, cgroup_root)
+    return machine if group is None else min(machine, group)
+
+
+def cgroup_free_bytes(proc_cgroup: str = "/proc/self/cgroup",
+                      cgroup_root: str = "/sys/fs/cgroup") -> int | None:
+    """The least, over this process's memory control group and its parents, of the
+    group's limit less the anonymous memory charged to it (page cache is reclaimed
+    before a group runs out, so it is not counted as taken): cgroup v2 (memory.max,
+    memory.stat's anon) or v1 (memory.limit_in_bytes, memory.stat's total_rss and
+    total_rss_huge). None where no group has a limit or none can be read."""
+    try:
+        with open(proc_cgroup) as fh:
+            lines = [ln.rstrip("\n").split(":", 2) for ln in fh]
+    except OSError:
+        return None
+    best = None
+    for parts in lines:
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":  # v2: the unified hierarchy
+            base, limit_file, anon_keys = cgroup_root, "memory.max", ("anon",)
+        elif "memory" in controllers.split(","):
+            base = os.path.join(cgroup_root, "memory")
+            limit_file, anon_keys = "memory.limit_in_bytes", ("total_rss", "total_rss_huge")
+        else:
+            continue
+        rel = path.strip("/")
+        while True:
+            left = _group_left(os.path.join(base, rel), limit_file, anon_keys)
+            if left is not None:
+                best = left if best is None else min(best, left)
+            if not rel:
+                break
+            rel = os.path.dirname(rel)
+    return best
+
+
+def _group_left(folder: str, limit_file: str, anon_keys: tuple[str, ...]) -> int | None:
+    """One control group's limit less its anonymous memory (None: no limit, unreadable)."""
+    try:
+        with open(os.path.join(folder, limit_file)) as fh:
+            raw = fh.read().strip()
+        if raw == "max" or int(raw) >= 1 << 60:  # v1 writes "no limit" as ~2^63
+            return None
+        limit = int(raw)
+        anon = 0
+        with open(os.path.join(folder, "memory.stat")) as fh:
+            for line in fh:
+                key, _, val = line.partition(" ")
+                if key in anon_keys:
+                    anon += int(val)
+    except (OSError, ValueError):
+        return None
+    return max(0, limit - anon)
+
+
+def _meminfo_free(meminfo: str) -> int | None:
+    """MemAvailable + SwapFree of /proc/meminfo in bytes (None: unreadable)."""
     fields = {}
     try:
         with open(meminfo) as fh:
@@ -72,6 +145,17 @@ def window_bytes_per_step(head) -> int:
     return (2 * FLOAT64 + BOOL + 3 * FLOAT64 + 3 * FLOAT) * _labels(head)
 
 
+def heap_too_dear(head, window: int, free: int | None = None) -> bool:
+    """Whether a run whose arrays go to files should also give the heap's freed pages
+    back (runtime.return_freed_memory) instead of keeping them for reuse: where the
+    free memory is under HEAP_ROOM times one posterior window's own arrays. Measured
+    on 8 Mb of fly spilled in windows of 524,288 steps (1.6 GB each) under a 5 GB limit:
+    the heap kept, 377 s and 2.9 GB of the run's own memory at its peak; given back,
+    483 s and 1.4 GB (each freed block faulted in afresh)."""
+    free = free_bytes() if free is None else free
+    return free is not None and free < HEAP_ROOM * window * window_bytes_per_step(head)
+
+
 def disk_free_bytes(folder: str) -> int | None:
     """Bytes free to this user in `folder`'s file system (None where unknown)."""
     try:
@@ -83,7 +167,8 @@ def disk_free_bytes(folder: str) -> int | None:
 
 def check_host_memory(head, items, resolution: int, device, free: int | None = None,
                       device_steps: int = 0, window: int = 0, spill_dir: str | None = None,
-                      disk_free: int | None = None) -> tuple[str | None, bool]:
+                      disk_free: int | None = None,
+                      spill_window: int | None = None) -> tuple[str | None, bool]:
     """Before any work: (a log line or None, whether to spill). When the longest of
     `items` (chrom, start, end) needs more host memory than 1 / 1.5 of what is free, its
     whole-sequence arrays go to files in `spill_dir` (spill.py): only one posterior
@@ -92,7 +177,7 @@ def check_host_memory(head, items, resolution: int, device, free: int | None = N
     an error when the arrays exceed the free memory, a warning when 1.5 times them do.
     On a CUDA device sequences of at most `device_steps` steps keep those arrays on the
     device and are not counted; on a CPU one posterior window of min(steps, `window`)
-    steps adds its own."""
+    steps adds its own (of `spill_window` steps, default `window`, while spilling)."""
     on_cpu = device.type != "cuda"
     per = bytes_per_step(head, on_cpu)
     if per == 0 or not items:
@@ -112,7 +197,9 @@ def check_host_memory(head, items, resolution: int, device, free: int | None = N
     if spill_dir is not None:
         disk = disk_free_bytes(spill_dir) if disk_free is None else disk_free
         files = S * (per + EMIT_BYTES)
-        if own * WARN_FACTOR > free:
+        own = (min(S, window if spill_window is None else spill_window)
+               * window_bytes_per_step(head) if on_cpu else 0)
+        if own > free:
             raise SemisegError(
                 f"{where}: one posterior window of it needs {own / 1e9:.1f} GB of memory "
                 f"and this machine has {free / 1e9:.1f} GB free: annotate with a smaller "

@@ -49,6 +49,11 @@ GPU_STEPS = 2_621_440
 # a far seam, then the whole sequence) was killed for memory on a 24 GB machine
 # (RESULTS-log.md, "Host memory of the CPU's certified decode").
 CPU_WINDOW = 1_048_576
+# ... and at most SPILL_WINDOW steps while a sequence's arrays are in files (spill.py):
+# the window's own pass (~3.1 KB a step of fly, twice that where a seam merges two) is
+# then most of the memory the run takes; 8 Mb of fly spilled with windows of 1,048,576
+# steps peaked at 6.7 GB of its own memory
+SPILL_WINDOW = 524_288
 # On a CUDA device a seam that does not certify at the first width merges its two
 # windows at once (no doubling first): the posterior calls are latency-bound chains, so
 # each round costs its longest window's length whatever the windows' number, and rounds
@@ -74,7 +79,17 @@ HOST_MAXSUM_WINDOW = 65_536
 # each chunk reading TERMS_CONTEXT steps (or more, to the ORFs' ends) on either side;
 # computed whole they peaked at ~1.9 KB a step (22 GB for 12 Mb of fly on a GPU)
 TERMS_CHUNK = 2_097_152
+# ... and SPILL_CHUNK while the sequence's arrays are in files (spill.py): a chunk's
+# terms' temporaries (~2 KB a step of fly) were then the run's peak (4.8 GB of its own
+# memory for 8 Mb of fly in chunks of TERMS_CHUNK)
+SPILL_CHUNK = 262_144
 TERMS_CONTEXT = 32_768
+
+
+def _chunk() -> int:
+    """The steps of a long sequence's chunks of terms, marginals and scores: TERMS_CHUNK,
+    at most SPILL_CHUNK while its arrays are in files."""
+    return min(TERMS_CHUNK, SPILL_CHUNK) if spill.active() else TERMS_CHUNK
 
 
 def posterior_windows(S: int, W: int, overlap: int, period: int = 1):
@@ -305,8 +320,8 @@ def _whole_terms(head, em: torch.Tensor) -> dict:
     ends of its ORFs (long_terms.py), kept on a CUDA device up to DEVICE_MAXSUM steps
     and in host memory beyond. proj_start is kept as its three rows (PeriodicRows)."""
     with torch.no_grad():
-        if em.shape[0] > TERMS_CHUNK:
-            return chunked_terms(head, em, TERMS_CHUNK, TERMS_CONTEXT,
+        if em.shape[0] > _chunk():
+            return chunked_terms(head, em, _chunk(), TERMS_CONTEXT,
                                  keep_on_device=em.shape[0] <= DEVICE_MAXSUM)
         t = head._terms(em[None], torch.tensor([em.shape[0]], device=em.device))
         t["proj_start"] = PeriodicRows(head.proj_start_pattern().to(em.device), em.shape[0])
@@ -421,8 +436,9 @@ def _decode_scores(head, g: torch.Tensor) -> torch.Tensor:
     """head.decode_posteriors of one sequence's posteriors g (S, C) on the host,
     TERMS_CHUNK steps at a time (it is per position; whole it holds three copies)."""
     out = spill.empty(g.shape, g.dtype)
-    for a in range(0, g.shape[0], TERMS_CHUNK):
-        out[a:a + TERMS_CHUNK] = head.decode_posteriors(g[a:a + TERMS_CHUNK]).cpu()
+    n = _chunk()
+    for a in range(0, g.shape[0], n):
+        out[a:a + n] = head.decode_posteriors(g[a:a + n]).cpu()
     return out
 
 
@@ -432,10 +448,10 @@ def _marginals(head, g: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tenso
     TERMS_CHUNK in chunks (starting on the frame period, each reading the step before
     it for the boundary term), into host memory."""
     S = g.shape[0]
-    if S <= TERMS_CHUNK:
+    if S <= _chunk():
         post, bnd = head._marginals_from(g[None].to(device), torch.tensor([S], device=device))
         return post[0], bnd[0]
-    step = TERMS_CHUNK - TERMS_CHUNK % 3
+    step = _chunk() - _chunk() % 3
     posts = bnds = None
     for a in range(0, S, step):
         lo, b = max(0, a - 3), min(S, a + step)
@@ -463,10 +479,11 @@ def long_window(ann) -> int:
     but at most GPU_WINDOW on a CUDA device, where windows side by side in one call run
     far faster than one long chain (4 Mb of fly on an H200: the whole posterior pass
     88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md), and at most
-    CPU_WINDOW on a CPU, whose posterior pass holds the window's rows in host memory."""
+    CPU_WINDOW on a CPU, whose posterior pass holds the window's rows in host memory
+    (SPILL_WINDOW while the sequence's arrays are in files: spill.py)."""
     if ann.device.type == "cuda":
         return min(ann.max_steps, GPU_WINDOW)
-    return min(ann.max_steps, CPU_WINDOW)
+    return min(ann.max_steps, SPILL_WINDOW if spill.active() else CPU_WINDOW)
 
 
 def annotate_long(ann, em: torch.Tensor, hid):
@@ -490,7 +507,8 @@ def annotate_long(ann, em: torch.Tensor, hid):
     labels, post, bnd = gene_decode(
         head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
         max_widen=GPU_MAX_WIDEN if ann.device.type == "cuda" else CPU_MAX_WIDEN,
-        whole_cap=None if ann.device.type == "cuda" else 2 * CPU_WINDOW,
+        whole_cap=(None if ann.device.type == "cuda" else
+                   2 * (SPILL_WINDOW if spill.active() else CPU_WINDOW)),
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()
@@ -507,8 +525,9 @@ def _signals(post: torch.Tensor, bnd: torch.Tensor) -> np.ndarray:
 
     S = post.shape[0]
     sig = spill.np_empty((S, 3), np.float32)
-    for a in range(0, S, TERMS_CHUNK):
-        p, b = post[a:a + TERMS_CHUNK], bnd[a:a + TERMS_CHUNK]
+    n = _chunk()
+    for a in range(0, S, n):
+        p, b = post[a:a + n], bnd[a:a + n]
         sig[a:a + len(p)] = torch.stack([b, *uncertainty.entropy_tracks(p, b)], -1).cpu().numpy()
     return sig
 

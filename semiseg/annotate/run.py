@@ -46,12 +46,12 @@ from .. import __version__, ui
 from ..checkpoint import Checkpoint, load_checkpoint
 from ..errors import SemisegError
 from ..genemodel.generules import gene_rules, set_donor_motif
-from ..runtime import pick_device
+from ..runtime import pick_device, return_freed_memory
 from . import batches, gaps, provenance, spill, uncertainty
 from .annotator import Annotator, Item
 from .background import ahead
 from .emit import LocalWriter
-from .memory import check_host_memory
+from .memory import check_host_memory, heap_too_dear
 from .outputset import ANNOTATION_FILES, OutputSet, check_inputs_kept
 from .progress import BpProgress
 
@@ -247,14 +247,19 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
         from .posterior_seams import DEVICE_MAXSUM, long_window  # arrays go to files
 
         folder = os.environ.get("SEMISEG_SPILL_DIR") or str(Path(out).parent.resolve())
+        with spill.spilling(folder):  # (the windows it would have then)
+            spill_window = long_window(ann)
         line, spills = check_host_memory(ann.model.crf, items, res, dev,
                                          device_steps=DEVICE_MAXSUM, window=long_window(ann),
+                                         spill_window=spill_window,
                                          spill_dir=spill.nearest_existing(folder))
         if line:
             ui.log(line)
         if os.environ.get("SEMISEG_SPILL") == "always":  # (every such array, any size)
             spills, spill_min = True, 0
         spill_dir = spill.make_folder(folder) if spills else None
+        if spills and heap_too_dear(ann.model.crf, spill_window):
+            return_freed_memory()  # (the heap's kept pages: memory.py)
     rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "

@@ -32,7 +32,7 @@ import torch
 
 from ..errors import SemisegError
 
-MIN_BYTES = 64 << 20  # 64 MiB: arrays of a sequence long enough to matter
+MIN_BYTES = 8 << 20  # 8 MiB: a posterior window of 65,536 steps of fly (15 MB) and up
 
 _folder: str | None = None
 _min_bytes = MIN_BYTES
