@@ -212,9 +212,9 @@ def check_host_memory(head, items, resolution: int, device, free: int | None = N
                 f"({disk / 1e9:.1f} GB free): set SEMISEG_SPILL_DIR to a folder with room, "
                 "or annotate it in parts (--regions)")
         return (f"{where} needs at least {need / 1e9:.1f} GB of memory to decode exactly "
-                f"as one sequence, and this machine has {free / 1e9:.1f} GB free: its "
+                f"as one sequence, and {free / 1e9:.1f} GB is free to this run: its "
                 f"whole-sequence arrays go to files in {spill_dir} (up to "
-                f"{files / 1e9:.1f} GB of disk, removed as the run ends; slower)"), True
+                f"{files / 1e9:.1f} GB of disk, removed as the run ends)"), True
     if need > free:
         raise SemisegError(
             f"{where} needs at least {need / 1e9:.1f} GB of memory to decode exactly as one "
