@@ -590,12 +590,12 @@ def test_error_sequence_too_long_for_memory(tmp_path, monkeypatch, capsys, small
     assert "0.0 GB free" in line
     assert not list(tmp_path.iterdir())
     monkeypatch.setattr(memory, "free_bytes", lambda: 5_883_000)  # the window fits:
-    monkeypatch.setattr(memory, "disk_free_bytes", lambda _: 3000 * 481 * 3 // 2 - 1)
+    monkeypatch.setattr(memory, "free_space", lambda _: 3000 * 481 * 3 // 2 - 1)
     clear_error(run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,  # but
                     "-o", tmp_path / "a", "-q", "--device", "cpu"),  # not the files
                 "c1:1-3,000 (3,000 bp)", "of disk in", "SEMISEG_SPILL_DIR")
     assert not list(tmp_path.iterdir())
-    monkeypatch.setattr(memory, "disk_free_bytes", lambda _: 3000 * 481 * 3 // 2)
+    monkeypatch.setattr(memory, "free_space", lambda _: 3000 * 481 * 3 // 2)
     code, _, err = run(monkeypatch, capsys, "annotate", "-m", SHIPPED, "-f", small_fa,
                        "-o", tmp_path / "b", "--device", "cpu")
     assert code == 0, err

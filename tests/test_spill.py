@@ -27,10 +27,13 @@ def test_spilled_arrays_are_mapped_files_that_leave_no_name(tmp_path):
         small = spill.empty((10, 3), torch.float32)  # under min_bytes: memory
         big = spill.empty((1000, 58), torch.float32)
         flags = spill.np_empty(5000, np.bool_)
+        runs = spill.np_full(2000, np.nan, np.float64)
+        rows = spill.empty((1000, 58), torch.float32, torch.device("cpu"))
         assert spill.active()
     assert not spill.active()
-    assert spill.spilled()[1] - before[1] == 2
-    assert spill.spilled()[0] - before[0] == 1000 * 58 * 4 + 5000
+    assert spill.spilled()[1] - before[1] == 4
+    assert spill.spilled()[0] - before[0] == 2 * 1000 * 58 * 4 + 5000 + 2000 * 8
+    assert np.isnan(runs).all() and runs.dtype == np.float64 and rows.shape == (1000, 58)
     assert os.listdir(tmp_path) == []  # unlinked as soon as mapped
     if os.path.exists("/proc/self/maps"):
         assert len(_maps_of(tmp_path)) >= 2  # ... and mapped while alive
@@ -38,7 +41,7 @@ def test_spilled_arrays_are_mapped_files_that_leave_no_name(tmp_path):
     flags[:] = True
     small[:] = 1
     assert float(big.sum()) == 1000 * sum(range(58)) and flags.all() and big.dtype == torch.float32
-    del big, flags
+    del big, flags, runs, rows
     import gc
 
     gc.collect()

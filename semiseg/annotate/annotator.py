@@ -23,14 +23,6 @@ from . import batches, spill, uncertainty
 from .background import ahead
 
 
-def _whole_rows(x: torch.Tensor, S: int) -> torch.Tensor:
-    """An uninitialised (S, x's last dimension) array for a whole sequence's rows of x:
-    on x's device, or on the host in a mapped file while annotate spills (spill.py)."""
-    if x.device.type == "cpu":
-        return spill.empty((S, x.shape[-1]), x.dtype)
-    return x.new_empty(S, x.shape[-1])
-
-
 @dataclass
 class Item:
     """One sequence to decode: [start, end) of a chromosome."""
@@ -188,8 +180,9 @@ class Annotator:
                 a = (cs - ws) // self.res
                 b = a + -(-(ce - cs) // self.res)
                 if em_out is None:  # (a long sequence's: in a file while spilling)
-                    em_out = _whole_rows(em, S)
-                    hid_out = _whole_rows(hid, S) if hid is not None else None
+                    em_out = spill.empty((S, em.shape[-1]), em.dtype, em.device)
+                    hid_out = (spill.empty((S, hid.shape[-1]), hid.dtype, hid.device)
+                               if hid is not None else None)
                 s0 = cs // self.res
                 em_out[s0:s0 + b - a] = em[j, a:b]
                 if hid is not None:

@@ -37,14 +37,10 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
     S = -(-length // res)
     C = len(names)
     # (a long chromosome's: in files while annotate spills, spill.py)
-    lab = spill.np_empty(S, np.int64)
-    lab.fill(-1)
-    post = spill.np_empty((S, C), np.float32)
-    post.fill(0)
-    sig = spill.np_empty((S, 3), np.float32)  # boundary posterior, label and boundary entropy
-    sig.fill(0)
-    runp = spill.np_empty(S, np.float64)
-    runp.fill(np.nan)
+    lab = spill.np_full(S, -1, np.int64)
+    post = spill.np_full((S, C), 0, np.float32)
+    sig = spill.np_full((S, 3), 0, np.float32)  # boundary posterior, label and boundary entropy
+    runp = spill.np_full(S, np.nan, np.float64)
     gaps = []
     prev_end = 0
     for start, end, lb, p, b, rp in sorted(parts, key=lambda r: r[0]):

@@ -118,10 +118,7 @@ def chunked_terms(head, em: torch.Tensor, chunk: int, context: int,
                 out["lengths"] = torch.tensor([S], device=dev)
                 out["proj_start"] = PeriodicRows(head.proj_start_pattern().to(home), S)
                 for k in PER_POSITION:  # (on the host: in a file while spilling)
-                    out[k] = (spill.empty((1, S, t[k].shape[-1]), t[k].dtype)
-                              if home.type == "cpu" else
-                              torch.empty((1, S, t[k].shape[-1]), dtype=t[k].dtype,
-                                          device=home))
+                    out[k] = spill.empty((1, S, t[k].shape[-1]), t[k].dtype, home)
             for k in PER_POSITION:
                 out[k][0, a:b].copy_(t[k][0, a - lo:b - lo])
             del t

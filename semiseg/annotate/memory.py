@@ -15,7 +15,7 @@ group's limit: a Slurm job's --mem, a container's):
 
 - when 1.5 times the sum of those arrays (a lower bound) exceeds it, the arrays go to
   files (spill.py: mapped files in the output's folder or SEMISEG_SPILL_DIR, the same
-  numbers, slower), with a line saying so; then only one posterior window's own arrays
+  numbers), with a line saying so; then only one posterior window's own arrays
   must fit in memory and the files on that disk, else annotate stops at once with an
   error naming the sequence, the memory or disk it needs and what to do.
   Measured peaks are higher than the bound by the temporaries and the heap's leftovers
@@ -29,6 +29,7 @@ import os
 
 from ..errors import SemisegError
 from ..genemodel.head import SEQ
+from ..genome.diskspace import free_space
 
 FLOAT, FLOAT64, BOOL = 4, 8, 1
 # What the output stage holds of a sequence besides (emit.write_chrom): labels (int64),
@@ -156,15 +157,6 @@ def heap_too_dear(head, window: int, free: int | None = None) -> bool:
     return free is not None and free < HEAP_ROOM * window * window_bytes_per_step(head)
 
 
-def disk_free_bytes(folder: str) -> int | None:
-    """Bytes free to this user in `folder`'s file system (None where unknown)."""
-    try:
-        st = os.statvfs(folder)
-    except OSError:
-        return None
-    return st.f_bavail * st.f_frsize
-
-
 def check_host_memory(head, items, resolution: int, device, free: int | None = None,
                       device_steps: int = 0, window: int = 0, spill_dir: str | None = None,
                       disk_free: int | None = None,
@@ -195,16 +187,16 @@ def check_host_memory(head, items, resolution: int, device, free: int | None = N
     it = items[longest]
     where = f"{it.chrom}:{it.start + 1:,}-{it.end:,} ({it.end - it.start:,} bp)"
     if spill_dir is not None:
-        disk = disk_free_bytes(spill_dir) if disk_free is None else disk_free
+        disk = free_space(spill_dir) if disk_free is None else disk_free  # (inf: unknown)
         files = S * (per + EMIT_BYTES)
-        own = (min(S, window if spill_window is None else spill_window)
-               * window_bytes_per_step(head) if on_cpu else 0)
-        if own > free:
+        own_spilled = (min(S, window if spill_window is None else spill_window)
+                       * window_bytes_per_step(head) if on_cpu else 0)
+        if own_spilled > free:
             raise SemisegError(
-                f"{where}: one posterior window of it needs {own / 1e9:.1f} GB of memory "
+                f"{where}: one posterior window of it needs {own_spilled / 1e9:.1f} GB of memory "
                 f"and this machine has {free / 1e9:.1f} GB free: annotate with a smaller "
                 "--max-decode-steps, or on a machine with more memory")
-        if disk is not None and files * WARN_FACTOR > disk:
+        if files * WARN_FACTOR > disk:
             raise SemisegError(
                 f"{where} needs {need / 1e9:.1f} GB of memory to decode exactly as one "
                 f"sequence, this machine has {free / 1e9:.1f} GB free, and holding its "

@@ -451,7 +451,8 @@ def _marginals(head, g: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tenso
     if S <= _chunk():
         post, bnd = head._marginals_from(g[None].to(device), torch.tensor([S], device=device))
         return post[0], bnd[0]
-    step = _chunk() - _chunk() % 3
+    n = _chunk()
+    step = n - n % 3
     posts = bnds = None
     for a in range(0, S, step):
         lo, b = max(0, a - 3), min(S, a + step)
@@ -474,16 +475,23 @@ def _device_viterbi(head, g, ok, ps, device, backend: str, codes=None) -> np.nda
     return seg.labels[0].cpu().numpy().astype(np.int64)
 
 
-def long_window(ann) -> int:
+def _cpu_window(spilling: bool) -> int:
+    """The CPU's posterior window: CPU_WINDOW, SPILL_WINDOW while spilling."""
+    return SPILL_WINDOW if spilling else CPU_WINDOW
+
+
+def long_window(ann, spilling: bool | None = None) -> int:
     """Steps of the posterior windows of ann's certified gene decode: ann.max_steps,
     but at most GPU_WINDOW on a CUDA device, where windows side by side in one call run
     far faster than one long chain (4 Mb of fly on an H200: the whole posterior pass
     88 s, windows of 65,536 steps 40 a call 4.3 s; docs/decoding.md), and at most
     CPU_WINDOW on a CPU, whose posterior pass holds the window's rows in host memory
-    (SPILL_WINDOW while the sequence's arrays are in files: spill.py)."""
+    (SPILL_WINDOW while the sequence's arrays are in files: spill.py; `spilling` None:
+    whether they are now)."""
     if ann.device.type == "cuda":
         return min(ann.max_steps, GPU_WINDOW)
-    return min(ann.max_steps, SPILL_WINDOW if spill.active() else CPU_WINDOW)
+    return min(ann.max_steps,
+               _cpu_window(spill.active() if spilling is None else spilling))
 
 
 def annotate_long(ann, em: torch.Tensor, hid):
@@ -507,8 +515,7 @@ def annotate_long(ann, em: torch.Tensor, hid):
     labels, post, bnd = gene_decode(
         head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
         max_widen=GPU_MAX_WIDEN if ann.device.type == "cuda" else CPU_MAX_WIDEN,
-        whole_cap=(None if ann.device.type == "cuda" else
-                   2 * (SPILL_WINDOW if spill.active() else CPU_WINDOW)),
+        whole_cap=None if ann.device.type == "cuda" else 2 * _cpu_window(spill.active()),
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()

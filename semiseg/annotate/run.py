@@ -247,8 +247,7 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
         from .posterior_seams import DEVICE_MAXSUM, long_window  # arrays go to files
 
         folder = os.environ.get("SEMISEG_SPILL_DIR") or str(Path(out).parent.resolve())
-        with spill.spilling(folder):  # (the windows it would have then)
-            spill_window = long_window(ann)
+        spill_window = long_window(ann, spilling=True)  # (its windows if it spills)
         line, spills = check_host_memory(ann.model.crf, items, res, dev,
                                          device_steps=DEVICE_MAXSUM, window=long_window(ann),
                                          spill_window=spill_window,
@@ -287,7 +286,6 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     with spill.spilling(spill_dir, spill_min) if spill_dir else contextlib.nullcontext():
         return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov,
                       opts, given_bp)
-
 
 
 def _reads_sequence(cfg) -> bool:

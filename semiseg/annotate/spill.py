@@ -14,7 +14,7 @@ windows and chunks in flight. The arithmetic is the same on mapped pages as on a
 ones, so the outputs are the same bytes (tests/test_spill.py).
 
 Arrays smaller than `min_bytes` stay in memory (a map costs a file and a system call).
-Only the allocations named for it (`empty`, `np_empty`) spill; everything else is as
+Only the allocations named for it (`empty`, `np_empty`, `np_full`) spill; everything else is as
 before. Not thread-safe to switch while a decode runs: `spilling` is entered once, around
 a whole annotate run.
 """
@@ -36,7 +36,7 @@ MIN_BYTES = 8 << 20  # 8 MiB: a posterior window of 65,536 steps of fly (15 MB) 
 
 _folder: str | None = None
 _min_bytes = MIN_BYTES
-_spilled = [0, 0]  # bytes mapped, arrays mapped (this process; for the log and tests)
+_spilled = [0, 0]  # bytes mapped, arrays mapped (this process; read by the tests)
 
 
 def active() -> bool:
@@ -82,9 +82,18 @@ def np_empty(shape, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
-def empty(shape, dtype: torch.dtype) -> torch.Tensor:
-    """torch.empty(shape, dtype=dtype) on the host, in a mapped file while spilling and
-    big enough."""
+def np_full(shape, value, dtype) -> np.ndarray:
+    """np.full(shape, value, dtype), in a mapped file while spilling and big enough."""
+    out = np_empty(shape, dtype)
+    out.fill(value)
+    return out
+
+
+def empty(shape, dtype: torch.dtype, device: torch.device | None = None) -> torch.Tensor:
+    """torch.empty(shape, dtype=dtype, device=device): on the host (device None or a
+    CPU) in a mapped file while spilling and big enough."""
+    if device is not None and torch.device(device).type != "cpu":
+        return torch.empty(shape, dtype=dtype, device=device)
     return torch.from_numpy(np_empty(shape, torch.empty(0, dtype=dtype).numpy().dtype))
 
 
