@@ -50,6 +50,9 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--top", type=int, default=45)
     ap.add_argument("--save", default=None, help="write the raw profile here")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also run the region once under torch.profiler: device time by "
+                         "kernel and the device's busy share of the wall")
     args = ap.parse_args()
 
     t = time.perf_counter()
@@ -90,6 +93,36 @@ def main() -> None:
         at = next((i for i, ln in enumerate(lines) if "ncalls" in ln), 0)
         print(f"-- by {key} --")
         print("\n".join(ln[:160] for ln in lines[at:]))
+    if args.kernels:
+        _kernel_table(args, annotate, reg, work)
+
+
+def _kernel_table(args, annotate, reg: str, work: str) -> None:
+    """The same call under torch.profiler: each kernel's summed device time, and their
+    total against the wall (how much of the run the device is busy)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU]
+    if args.device.startswith("cuda"):
+        acts.append(ProfilerActivity.CUDA)
+    t = time.perf_counter()
+    with profile(activities=acts) as prof:
+        annotate(args.model, args.fasta, os.path.join(work, "run2"), device=args.device,
+                 regions=reg)
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - t
+    rows = [e for e in prof.key_averages() if getattr(e, "device_time_total", 0) > 0]
+    rows.sort(key=lambda e: -e.device_time_total)
+    busy = sum(e.self_device_time_total for e in rows) / 1e6
+    print(f"\n-- device time by kernel (torch.profiler; wall {wall:.1f} s with the "
+          f"profiler on, device busy {busy:.1f} s = {100 * busy / wall:.0f}%) --")
+    print(f"{'self device s':>13} {'calls':>8}  name")
+    for e in sorted(rows, key=lambda e: -e.self_device_time_total)[:args.top]:
+        if e.self_device_time_total <= 0:
+            continue
+        print(f"{e.self_device_time_total / 1e6:13.3f} {e.count:8d}  {e.key[:110]}")
 
 
 if __name__ == "__main__":

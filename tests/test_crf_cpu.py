@@ -466,6 +466,7 @@ def test_one_sequence_backward_on_two_cores_is_the_one_core_backward(form, monke
     kw = make(B, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("two-cores", form))
     want = oracle(kw, check_marginals=False)
     x = cpu_inputs(kw)
+    monkeypatch.setattr(cpu, "KEEP_ROWS_BYTES", 0)  # each chunk's rows recomputed
     calls = []
     real = cpu._fac_backward
     monkeypatch.setattr(cpu, "_fac_backward",
@@ -496,6 +497,7 @@ def test_two_core_backward_of_a_long_sequence_is_the_one_core_backward(form, mon
               seed=_seed("two-cores-long", form))
     x = cpu_inputs(kw)
     monkeypatch.setattr(cpu, "CHUNK", 2000)
+    monkeypatch.setattr(cpu, "KEEP_ROWS_BYTES", 0)  # each chunk's rows recomputed
     w = torch.tensor([0.8], dtype=F64)
     halves = []  # the reverse pass's state at the middle, made beside the forward
     real = cpu._upper_state
@@ -510,3 +512,37 @@ def test_two_core_backward_of_a_long_sequence_is_the_one_core_backward(form, mon
     # two cores: the state made both times; used by the per-position backward alone
     # (the parameter sums stay in one order), which is then two halves side by side
     assert len(halves) == 2
+
+
+@pytest.mark.parametrize("form", ["static", "periodic"])
+@pytest.mark.parametrize("T, chunk", [(7, 1), (7, 3), (20000, 2000)])
+def test_forward_rows_kept_give_the_recomputed_bits(form, T, chunk, monkeypatch):
+    """The forward keeping every chunk's rows (KEEP_ROWS_BYTES) for the backward to read,
+    against the backward recomputing them from the checkpoints: log Z and every gradient
+    bitwise the same, on one core and two (the pipelined recompute, the two halves side
+    by side), with and without the parameter sums; at T = 7 also the brute force's."""
+    C, K = (3, 4) if T == 7 else (12, 40)
+    kw = make(1, T, C, K, dd=form, terms=TERMS["all"], seed=_seed("kept-rows", form, T))
+    want = oracle(kw, check_marginals=False) if T == 7 else None
+    w = want["w"] if want else torch.tensor([0.8], dtype=F64)
+    x = cpu_inputs(kw)
+    monkeypatch.setattr(cpu, "CHUNK", chunk)
+    kept = []
+    real = cpu._kept_rows
+    monkeypatch.setattr(cpu, "_kept_rows", lambda *a: (kept.append(a), real(*a))[1])
+    for cores in (1, 2):
+        monkeypatch.setattr(cpu, "_threads", lambda cores=cores: cores)
+        for wanted in (None, ("scores", "proj_start", "proj_end")):
+            got = {}
+            for budget in (0, 1 << 30):
+                monkeypatch.setattr(cpu, "KEEP_ROWS_BYTES", budget)
+                z, saved = cpu.forward(x, keep=True)
+                assert len(saved[1]) == (4 if budget else 1)  # the rows kept, or not
+                got[budget] = (z, cpu.backward(x, saved, w, wanted=wanted))
+            assert torch.equal(got[0][0], got[1 << 30][0])
+            for n in got[0][1]:
+                assert torch.equal(got[0][1][n], got[1 << 30][1][n]), (cores, wanted, n)
+                if want:
+                    torch.testing.assert_close(got[0][1][n], want["grads"][n], rtol=1e-9,
+                                               atol=1e-10)
+    assert len(kept) == 8 and kept[0] == (1, T, C, 1 if form == "static" else 3)

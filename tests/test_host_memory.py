@@ -136,3 +136,24 @@ def test_the_heap_is_given_back_only_where_memory_is_tight():
     room = 3 * 1000 * 53 * 58  # three posterior windows of 1,000 steps' own arrays
     assert heap_too_dear(GeneHead(), 1000, free=room - 1)
     assert not heap_too_dear(GeneHead(), 1000, free=room)
+
+
+def test_populate_keeps_what_the_arrays_hold():
+    """hostmem.populate faults pages in without writing them: values written before
+    (at both ends, across page edges) read back the same, and the arrays stay
+    writable; empty_small_pages gives arrays of the shape and type asked."""
+    import numpy as np
+
+    from semiseg.hostmem import empty_small_pages, populate
+
+    a = empty_small_pages((3, 100_003, 5))
+    b = empty_small_pages((4099,), np.int64)
+    assert a.shape == (3, 100_003, 5) and a.dtype == np.float64 and b.dtype == np.int64
+    rng = np.random.default_rng(0)
+    a[...] = rng.standard_normal(a.shape)
+    b[:] = np.arange(4099)
+    want_a, want_b = a.copy(), b.copy()
+    populate([a, b, a[1], np.empty(0)])
+    assert np.array_equal(a, want_a) and np.array_equal(b, want_b)
+    a[2, -1, -1] = 7.0
+    assert a[2, -1, -1] == 7.0

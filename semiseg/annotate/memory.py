@@ -25,11 +25,10 @@ group's limit: a Slurm job's --mem, a container's):
   an error when the bound exceeds the free memory, a warning when 1.5 times it does.
 """
 
-import os
-
 from ..errors import SemisegError
 from ..genemodel.head import SEQ
 from ..genome.diskspace import free_space
+from ..hostmem import cgroup_free_bytes, free_bytes  # noqa: F401 (tests patch these here)
 
 FLOAT, FLOAT64, BOOL = 4, 8, 1
 # What the output stage holds of a sequence besides (emit.write_chrom): labels (int64),
@@ -38,89 +37,6 @@ FLOAT, FLOAT64, BOOL = 4, 8, 1
 EMIT_BYTES = 8 + 9 * FLOAT + 3 * FLOAT + 8
 WARN_FACTOR = 1.5
 HEAP_ROOM = 3  # heap_too_dear
-
-
-def free_bytes(meminfo: str = "/proc/meminfo", proc_cgroup: str = "/proc/self/cgroup",
-               cgroup_root: str = "/sys/fs/cgroup") -> int | None:
-    """The memory this process may still take, in bytes: MemAvailable + SwapFree of
-    /proc/meminfo, or less where a control group's limit leaves less (a batch job's
-    --mem under Slurm, a container's limit; cgroup_free_bytes); None where /proc/meminfo
-    cannot be read (not Linux): then nothing is checked."""
-    machine = _meminfo_free(meminfo)
-    if machine is None:
-        return None
-    group = cgroup_free_bytes(proc_cgroup, cgroup_root)
-    return machine if group is None else min(machine, group)
-
-
-def cgroup_free_bytes(proc_cgroup: str = "/proc/self/cgroup",
-                      cgroup_root: str = "/sys/fs/cgroup") -> int | None:
-    """The least, over this process's memory control group and its parents, of the
-    group's limit less the anonymous memory charged to it (page cache is reclaimed
-    before a group runs out, so it is not counted as taken): cgroup v2 (memory.max,
-    memory.stat's anon) or v1 (memory.limit_in_bytes, memory.stat's total_rss and
-    total_rss_huge). None where no group has a limit or none can be read."""
-    try:
-        with open(proc_cgroup) as fh:
-            lines = [ln.rstrip("\n").split(":", 2) for ln in fh]
-    except OSError:
-        return None
-    best = None
-    for parts in lines:
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":  # v2: the unified hierarchy
-            base, limit_file, anon_keys = cgroup_root, "memory.max", ("anon",)
-        elif "memory" in controllers.split(","):
-            base = os.path.join(cgroup_root, "memory")
-            limit_file, anon_keys = "memory.limit_in_bytes", ("total_rss", "total_rss_huge")
-        else:
-            continue
-        rel = path.strip("/")
-        while True:
-            left = _group_left(os.path.join(base, rel), limit_file, anon_keys)
-            if left is not None:
-                best = left if best is None else min(best, left)
-            if not rel:
-                break
-            rel = os.path.dirname(rel)
-    return best
-
-
-def _group_left(folder: str, limit_file: str, anon_keys: tuple[str, ...]) -> int | None:
-    """One control group's limit less its anonymous memory (None: no limit, unreadable)."""
-    try:
-        with open(os.path.join(folder, limit_file)) as fh:
-            raw = fh.read().strip()
-        if raw == "max" or int(raw) >= 1 << 60:  # v1 writes "no limit" as ~2^63
-            return None
-        limit = int(raw)
-        anon = 0
-        with open(os.path.join(folder, "memory.stat")) as fh:
-            for line in fh:
-                key, _, val = line.partition(" ")
-                if key in anon_keys:
-                    anon += int(val)
-    except (OSError, ValueError):
-        return None
-    return max(0, limit - anon)
-
-
-def _meminfo_free(meminfo: str) -> int | None:
-    """MemAvailable + SwapFree of /proc/meminfo in bytes (None: unreadable)."""
-    fields = {}
-    try:
-        with open(meminfo) as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                if key in ("MemAvailable", "SwapFree"):
-                    fields[key] = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    if "MemAvailable" not in fields:
-        return None
-    return fields["MemAvailable"] + fields.get("SwapFree", 0)
 
 
 def _labels(head) -> int:

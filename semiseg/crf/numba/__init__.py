@@ -15,8 +15,9 @@ Static (C, C) and periodic (P, C, C), P < K, transitions run the factorised kern
 O(T (P C^2 + K C)), or O(T (nnz + K C)) with nnz finite transitions (only those are
 summed: a gene grammar allows a few percent); fully duration-dependent ones (P >= K)
 at O(T K C^2). Memory per sequence: the rings (O(K C P) or O(K C)), checkpoints every
-n ~ sqrt(T K) boundaries, one chunk of recomputed per-boundary values, and O(T C) for
-inputs, gradients and Viterbi backpointers.
+n ~ sqrt(T K) boundaries, one chunk of recomputed per-boundary values (or, where they
+fit, every chunk's, kept by the forward: KEEP_ROWS_BYTES), and O(T C) for inputs,
+gradients and Viterbi backpointers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ...hostmem import empty_small_pages, free_bytes, populate
 from ..inputs import CRFInputs, param_grads_wanted
 from . import dd, fac
 from .core import _label_marginals as core_marginals
@@ -40,6 +42,29 @@ CHUNK: int | None = None
 # One sequence of at least this many chunks, on two cores, with only the per-position
 # gradients wanted: the backward in two halves side by side (_fac_backward, upper).
 SPLIT_CHUNKS = 4
+
+
+# The forward keeps every chunk's rows for the backward (instead of the backward
+# recomputing them from the checkpoints: 4.8 s of yeast chrII's 10.7 s posterior pass)
+# where they take at most this many bytes and a quarter of the memory free to the
+# process (hostmem.free_bytes); the same bits either way. Tests set it to 0 (always
+# recompute). In 4 KiB pages, faulted in on the second core while the forward runs
+# (hostmem.populate): written fresh in huge pages they cost the forward 3.6 s more.
+KEEP_ROWS_BYTES = 4 << 30
+
+
+def _kept_rows(B: int, T: int, C: int, Q: int):
+    """The whole batch's forward rows (alphas (B, T + 1, C), the ring's openings (B, T +
+    1, Q, C), prefix sums (B, T + 1, C), float64), or None where they would not fit
+    (KEEP_ROWS_BYTES)."""
+    need = B * (T + 1) * C * (Q + 2) * 8
+    if need > KEEP_ROWS_BYTES:
+        return None
+    free = free_bytes()
+    if free is not None and need > free // 4:
+        return None
+    return (empty_small_pages((B, T + 1, C)), empty_small_pages((B, T + 1, Q, C)),
+            empty_small_pages((B, T + 1, C)))
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -173,11 +198,17 @@ def forward(x: CRFInputs, keep: bool = False):
             *a.common(b), a.tr_rev, a.db_rev, a.start, a.end, a.n, ck[0][b], ck[1][b],
             ck_lo[b], alpha_end[b]))
     else:
-        ck = (np.empty((B, a.n_chunks, C, a.tr.shape[0], K)),)
+        Q = a.tr.shape[0]
+        ck = (np.empty((B, a.n_chunks, C, Q, K)),)
+        rows = _kept_rows(B, a.T, C, Q) if keep else None
+        if rows is not None:
+            ck = ck + rows
+        none = (np.empty((0, C)), np.empty((0, Q, C)), np.empty((0, C)))
 
         def one(b):
             return fac.fac_forward(*a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
-                                   a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b])
+                                   a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b],
+                                   *(none if rows is None else (r[b] for r in rows)))
 
         if keep and B == 1 and a.n_chunks >= SPLIT_CHUNKS and _threads() > 1:
             # a backward follows: the reverse pass's state at the sequence's middle
@@ -185,6 +216,8 @@ def forward(x: CRFInputs, keep: bool = False):
             # that wants the parameter sums (not known here: training) leaves it unused
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semiseg-beta",
                                     initializer=_no_signals) as pool:
+                if rows is not None:  # their pages faulted in there, not in the forward
+                    pool.submit(populate, rows)
                 later = pool.submit(_upper_state, a, 0)
                 log_z = [one(0)]
                 upper = later.result()
@@ -221,7 +254,8 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
         else:  # one sequence on a machine with more cores: the second one helps
             _fac_backward(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], grads,
                           params, two_cores=B == 1 and a.n_chunks > 1 and _threads() > 1,
-                          upper=None if params else upper)
+                          upper=None if params else upper,
+                          kept=tuple(r[b] for r in ck[1:]) if len(ck) == 4 else None)
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)
@@ -261,7 +295,7 @@ def _no_signals() -> None:
 
 
 def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, params,
-                  two_cores: bool, upper=None) -> None:
+                  two_cores: bool, upper=None, kept=None) -> None:
     """The factorised backward of sequence b (gradients of w * log Z into `grads`):
     chunk by chunk from the last, its forward rows recomputed from its checkpoint
     (fac.fac_recompute), then its reverse pass (fac.fac_reverse_chunk), in two row
@@ -270,7 +304,10 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
     values, so the same bits (tests/test_crf_cpu.py). upper = (m, state), the reverse
     pass's state entering chunk m - 1 (_upper_state; only without the parameter sums):
     chunks m - 1 .. 0 on the second thread from that state, beside chunks last .. m
-    here, each recomputing its own rows; the same per-chunk calls, so the same bits."""
+    here, each recomputing its own rows; the same per-chunk calls, so the same bits.
+    kept = the forward's rows of the whole sequence (forward's _kept_rows): each chunk's
+    rows are read from them instead of recomputed (fac.fac_forward makes the bits
+    fac_recompute would)."""
     g_ps, g_pe, g_sc, g_tr, g_db, g_start, g_end = grads
     common = a.common(b)
     L = common[-1]
@@ -280,6 +317,8 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
     bufs = [(np.empty((n, C)), np.empty((n, Q, C)), np.empty((n, C))) for _ in range(2)]
 
     def recompute(k: int, rows):
+        if kept is not None:  # the forward's own rows of chunk k
+            return tuple(r[k * n:k * n + n] for r in kept)
         fac.fac_recompute(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr, a.start,
                           n, ck_ring, ck_lo, k, *rows)
         return rows
@@ -305,7 +344,7 @@ def _fac_backward(a: _Arrays, b: int, ck_ring, ck_lo, alpha_end, z, w, grads, pa
             low.result()
         core_marginals(g_ps, g_pe, g_sc, L)
         return
-    if not two_cores:
+    if not two_cores or kept is not None:
         chunks(range(last, -1, -1), bufs[0], state, g_db)
         core_marginals(g_ps, g_pe, g_sc, L)
         return

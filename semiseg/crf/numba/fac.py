@@ -230,8 +230,12 @@ def _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, db
 
 @njit(cache=True, nogil=True)
 def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
-                start, end, n, ck_ring, ck_lo, alpha_end):
-    """log Z of one sequence; fills the checkpoints and alpha_L."""
+                start, end, n, ck_ring, ck_lo, alpha_end, alphas, opens, Ss):
+    """log Z of one sequence; fills the checkpoints and alpha_L, and, where alphas has
+    rows (L + 1 of them; else none), every chunk's forward rows at rows t of alphas,
+    opens, Ss: the bits fac_recompute makes of them (each chunk runs from its
+    checkpoint's state restored as fac_recompute restores it), so the backward may read
+    them instead of recomputing (crf.numba.forward's keep_rows)."""
     C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
     ring = np.full((C, Q, 2 * K), NEG)
     lring = np.zeros((C, Q, 2 * K))
@@ -239,27 +243,47 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
     lo = np.zeros(C, np.int64)
     S = np.zeros(C)
     none = np.empty((0, C))
+    keep = alphas.shape[0] > 0
     alpha = np.full(C, NEG)
     for k in range((L + n) // n):  # chunks of boundaries [k n, min(k n + n, L + 1))
         t0 = k * n
         if t0 > 0:
             _advance(f, alw, has_alw, S, lo, t0)
-            for c in range(C):
-                R[c] += S[c]
             _rebase(ring, S)
         for c in range(C):
             ck_lo[k, c] = lo[c]
             for q in range(Q):
                 for i in range(K):
                     ck_ring[k, c, q, i] = ring[c, q, i]
-        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
-                         dbm, dr, start, ring, lring, R, lo, S, t0, min(t0 + n, L + 1), none,
-                         none.reshape(0, 1, C), none)
+        _restore(ck_ring, ck_lo, k, ring, lring, R, lo)
+        t1 = min(t0 + n, L + 1)
+        if keep:
+            alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev,
+                             edb_rev, dbm, dr, start, ring, lring, R, lo, S, t0, t1,
+                             alphas[t0:t1], opens[t0:t1], Ss[t0:t1])
+        else:
+            alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev,
+                             edb_rev, dbm, dr, start, ring, lring, R, lo, S, t0, t1, none,
+                             none.reshape(0, 1, C), none)
     z = NEG
     for c in range(C):
         alpha_end[c] = alpha[c]
         z = _lse_add(z, alpha[c] + end[c])
     return z
+
+
+@njit(cache=True)
+def _restore(ck_ring, ck_lo, k, ring, lring, R, lo):
+    """The forward's state entering chunk k from its checkpoint: the ring (both rotated
+    halves), its linear copy and scale (_relinearise), the earliest allowed starts."""
+    C, Q, K = ck_ring.shape[1], ck_ring.shape[2], ck_ring.shape[3]
+    for c in range(C):
+        for q in range(Q):
+            for i in range(K):
+                ring[c, q, i] = ck_ring[k, c, q, i]
+                ring[c, q, i + K] = ck_ring[k, c, q, i]
+        lo[c] = ck_lo[k, c]
+    _relinearise(ring, lring, R)
 
 
 @njit(cache=True, fastmath=FM)
@@ -346,13 +370,7 @@ def fac_recompute(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_re
     S = np.zeros(C)
     t0 = k * n
     t1 = min(t0 + n, L + 1)
-    for c in range(C):
-        for q in range(Q):
-            for i in range(K):
-                ring[c, q, i] = ck_ring[k, c, q, i]
-                ring[c, q, i + K] = ck_ring[k, c, q, i]
-        lo[c] = ck_lo[k, c]
-    _relinearise(ring, lring, R)
+    _restore(ck_ring, ck_lo, k, ring, lring, R, lo)
     _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev, dbm, dr,
              start, ring, lring, R, lo, S, t0, t1, alphas, opens, Ss)
 
