@@ -274,12 +274,16 @@ class SegmentList(Sequence):
 
 def _segment_lists(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> list[SegmentList]:
     """The per-sequence SegmentLists of a Viterbi result: labels and starts packed into
-    one tensor by one elementwise op (a label c >= 0 where a segment starts, -2 - c
-    inside a segment, -1 past the sequence), one host copy, then whole-batch numpy
-    (no per-segment Python objects, no per-sequence numpy calls but a view each)."""
+    one int32 tensor by one elementwise op (a label c >= 0 where a segment starts, -2 - c
+    inside a segment, -1 past the sequence) with the lengths after them, one host copy
+    (one wait for the device), then whole-batch numpy (no per-segment Python objects, no
+    per-sequence numpy calls but a view each)."""
     B, T = labels.shape
-    flat = torch.where(seg_start, labels, -2 - labels).cpu().numpy().ravel()
-    n = lengths.cpu().numpy() if lengths is not None else np.full(B, T)
+    n = lengths if lengths is not None else torch.full((B,), T, device=labels.device)
+    packed = torch.cat([torch.where(seg_start, labels, -2 - labels).reshape(-1),
+                        n.reshape(-1)]).to(torch.int32)
+    host = packed.cpu().numpy()
+    flat, n = host[:B * T], host[B * T:].astype(np.int64)
     at = np.flatnonzero(flat >= 0)
     b, s = np.divmod(at, T)
     ends = np.empty_like(s)
