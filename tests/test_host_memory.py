@@ -144,7 +144,7 @@ def test_populate_keeps_what_the_arrays_hold():
     writable; empty_small_pages gives arrays of the shape and type asked."""
     import numpy as np
 
-    from semiseg.hostmem import empty_small_pages, populate
+    from semiseg.crf.hostmem import empty_small_pages, populate
 
     a = empty_small_pages((3, 100_003, 5))
     b = empty_small_pages((4099,), np.int64)

@@ -25,10 +25,10 @@ group's limit: a Slurm job's --mem, a container's):
   an error when the bound exceeds the free memory, a warning when 1.5 times it does.
 """
 
+from ..crf.hostmem import cgroup_free_bytes, free_bytes  # noqa: F401 (tests patch these here)
 from ..errors import SemisegError
 from ..genemodel.head import SEQ
 from ..genome.diskspace import free_space
-from ..hostmem import cgroup_free_bytes, free_bytes  # noqa: F401 (tests patch these here)
 
 FLOAT, FLOAT64, BOOL = 4, 8, 1
 # What the output stage holds of a sequence besides (emit.write_chrom): labels (int64),

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ...hostmem import empty_small_pages, free_bytes, populate
+from ..hostmem import empty_small_pages, free_bytes, populate
 from ..inputs import CRFInputs, param_grads_wanted
 from . import dd, fac
 from .core import _label_marginals as core_marginals

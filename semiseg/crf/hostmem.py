@@ -1,7 +1,8 @@
-"""The memory this process may still take (Linux): the machine's available memory, or
-less under a control group's limit (a Slurm job's --mem, a container's). Read by the
-exact decode's check before any work (annotate/memory.py) and by the CPU backend's
-choice to keep its forward rows (crf/numba: rows kept only where they fit)."""
+"""The host memory this process may still take (Linux): the machine's available
+memory, or less under a control group's limit (a Slurm job's --mem, a container's); and
+arrays in 4 KiB pages, faulted in ahead of use. Here, at the bottom of the house, for the
+CPU backend's choice to keep its forward rows (crf/numba: only where they fit) and for
+the exact decode's check before any work (annotate/memory.py)."""
 
 import ctypes
 import mmap
