@@ -191,7 +191,7 @@ def forward(x: CRFInputs, keep: bool = False):
     B, C, K = a.B, a.C, a.K
     alpha_end = np.empty((B, C))
     ck_lo = np.empty((B, a.n_chunks, C), np.int64)
-    upper = None
+    upper = rows = None
     if a.dd:
         ck = (np.empty((B, a.n_chunks, K, C)), np.empty((B, a.n_chunks, C, K)))
         log_z = _each(B, lambda b: dd.dd_forward(
@@ -201,9 +201,7 @@ def forward(x: CRFInputs, keep: bool = False):
         Q = a.tr.shape[0]
         ck = (np.empty((B, a.n_chunks, C, Q, K)),)
         rows = _kept_rows(B, a.T, C, Q) if keep else None
-        if rows is not None:
-            ck = ck + rows
-        none = (np.empty((0, C)), np.empty((0, Q, C)), np.empty((0, C)))
+        none = (np.empty((0, C)), np.empty((0, Q, C)), np.empty((0, C)))  # (not kept)
 
         def one(b):
             return fac.fac_forward(*a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
@@ -224,7 +222,7 @@ def forward(x: CRFInputs, keep: bool = False):
         else:
             log_z = _each(B, one)
     log_z = np.array(log_z, dtype=np.float64)
-    saved = (a, ck, ck_lo, alpha_end, log_z, upper)
+    saved = (a, ck, ck_lo, alpha_end, log_z, upper, rows)
     return torch.from_numpy(log_z).to(x.scores.dtype), saved
 
 
@@ -232,7 +230,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
     """Gradients of sum_b grad_log_z[b] * log Z_b for every name in inputs.FLOAT_FIELDS;
     without duration_bias and transition in `wanted` (dispatch.py) the factorised kernels
     skip those two sums and leave them out (the duration-dependent ones form all)."""
-    a, ck, ck_lo, alpha_end, log_z, upper = saved
+    a, ck, ck_lo, alpha_end, log_z, upper, rows = saved
     params = a.dd or param_grads_wanted(wanted)
     B, T, C, K = a.B, a.T, a.C, a.K
     w = _np(grad_log_z)
@@ -255,7 +253,7 @@ def backward(x: CRFInputs, saved, grad_log_z: Tensor, wanted=None) -> dict[str, 
             _fac_backward(a, b, ck[0][b], ck_lo[b], alpha_end[b], log_z[b], w[b], grads,
                           params, two_cores=B == 1 and a.n_chunks > 1 and _threads() > 1,
                           upper=None if params else upper,
-                          kept=tuple(r[b] for r in ck[1:]) if len(ck) == 4 else None)
+                          kept=None if rows is None else tuple(r[b] for r in rows))
 
     _each(B, one)
     g_tr = g_tr.reshape(B, C, -1, C).transpose(0, 2, 1, 3)  # (B, r or d-1, src, dst)

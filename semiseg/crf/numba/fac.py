@@ -242,8 +242,6 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
     R = np.zeros(C)
     lo = np.zeros(C, np.int64)
     S = np.zeros(C)
-    none = np.empty((0, C))
-    keep = alphas.shape[0] > 0
     alpha = np.full(C, NEG)
     for k in range((L + n) // n):  # chunks of boundaries [k n, min(k n + n, L + 1))
         t0 = k * n
@@ -256,15 +254,10 @@ def fac_forward(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
                 for i in range(K):
                     ck_ring[k, c, q, i] = ring[c, q, i]
         _restore(ck_ring, ck_lo, k, ring, lring, R, lo)
-        t1 = min(t0 + n, L + 1)
-        if keep:
-            alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev,
-                             edb_rev, dbm, dr, start, ring, lring, R, lo, S, t0, t1,
-                             alphas[t0:t1], opens[t0:t1], Ss[t0:t1])
-        else:
-            alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev,
-                             edb_rev, dbm, dr, start, ring, lring, R, lo, S, t0, t1, none,
-                             none.reshape(0, 1, C), none)
+        t1 = min(t0 + n, L + 1)  # (rows not kept: alphas has none, nor its slices)
+        alpha = _fac_run(f, ps, pe, alw, has_ps, has_pe, has_alw, L, sp, db_rev, edb_rev,
+                         dbm, dr, start, ring, lring, R, lo, S, t0, t1, alphas[t0:t1],
+                         opens[t0:t1], Ss[t0:t1])
     z = NEG
     for c in range(C):
         alpha_end[c] = alpha[c]
