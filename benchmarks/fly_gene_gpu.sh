@@ -69,6 +69,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # eighth of a stride apart), beside "all" (the shipped model's candidate). fused = the
 # config itself, seeds 0 and 1, trained with the step checked on the device (the fused
 # AdamW of train/stepcheck.py): does it train as the config's seeds did?
+# Twenty-third round (2026-12-07): dsd = the config with crf.duration_step_sd=0.3 (a
+# random-walk prior on the learned duration scores; sd set before any run, not tuned).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -98,6 +100,7 @@ declare -A VAR=(
   [wam]="--set crf.site_order=1 --set crf.site_windows={acceptor:[40,4],donor:[6,10]}"
   [ph4]="--set windows.phases=4"
   [ph8]="--set windows.phases=8"
+  [dsd]="--set crf.duration_step_sd=0.3"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )

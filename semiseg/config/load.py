@@ -46,7 +46,7 @@ NON_NEGATIVE = {
     "train.warmup_epochs", "train.average_epochs", "train.grad_clip", "train.patience",
     "annotate.context", "annotate.signal_precision", "annotate.long_orfs",
     "annotate.min_gene_score",
-    "annotate.decode_overlap",
+    "annotate.decode_overlap", "crf.duration_step_sd",
 }
 
 
@@ -164,6 +164,10 @@ def _validate(cfg: Config) -> None:
     if not isinstance(dt, bool) and dt < 1:
         raise SemisegError("crf.duration_transitions: expected false, true or a period P >= 1,"
                            f" got {dt!r}")
+    if cfg.crf.duration_step_sd and not cfg.crf.frames and cfg.crf.duration != "learned":
+        raise SemisegError("crf.duration_step_sd: a prior on learned duration scores; "
+                           f"crf.duration is {cfg.crf.duration!r} (set it to learned, or "
+                           "the prior to 0)")
     for key in POSITIVE:
         if _get(cfg, key) <= 0:
             raise SemisegError(f"{key}: must be positive, got {_get(cfg, key)!r}")

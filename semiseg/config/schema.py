@@ -216,6 +216,12 @@ class CRFConfig:
     long_introns: (with run_tails) a second run tail per intron label with scores of
                   its own: an intron's length tail is a mixture of two geometric tails,
                   so the few long introns can have a flatter one than the many short
+    duration_step_sd: a smoothness prior on the learned duration scores (duration:
+                  learned, and the gene model's table): each label's score at length
+                  d + 1 is a Gaussian step from its score at d with this standard
+                  deviation (nats); the prior's negative log-density, spread over the
+                  epoch's training steps, joins the training loss (semiseg/train/priors.py).
+                  0: off (each length's score free, as before)
     """
 
     max_duration: int = 64
@@ -237,6 +243,7 @@ class CRFConfig:
     run_tails: bool = False
     exon_types: bool = False
     long_introns: bool = False
+    duration_step_sd: float = 0.0
 
 
 @dataclass

@@ -62,6 +62,11 @@ class Learned(DurationModel):
     def forward(self) -> Tensor:
         return self.bias
 
+    def roughness(self) -> Tensor:
+        """The sum over labels and lengths d of (bias[d + 1] - bias[d])^2 (a scalar; the
+        smoothness prior's, crf.duration_step_sd)."""
+        return (self.bias[1:] - self.bias[:-1]).square().sum()
+
 
 class Geometric(_Parametric):
     def __init__(self, max_duration: int, num_labels: int):

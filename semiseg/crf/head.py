@@ -92,6 +92,14 @@ class SemiCRF(nn.Module):
         """The (K, C) duration scores `duration_bias[d-1, c]` of the duration model."""
         return self.duration()
 
+    def duration_roughness(self) -> Tensor:
+        """Sum over labels and lengths of the squared step from one length's duration
+        score to the next (crf.duration_step_sd's prior); a learned table only."""
+        if not hasattr(self.duration, "roughness"):
+            raise ValueError("duration_roughness: the duration model is "
+                             f"{self.duration_family!r}, not a learned table")
+        return self.duration.roughness()
+
     # ------------------------------------------------------------------ the edge
 
     def _terms(self, emissions, lengths, hidden) -> dict:

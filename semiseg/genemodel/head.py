@@ -139,6 +139,13 @@ class FrameHead(nn.Module):
         self.register_buffer("tmask", tmask, persistent=False)
         self.register_buffer("dmask", torch.as_tensor(layout.duration_mask(K), dtype=torch.float32),
                              persistent=False)
+        # per kind, the lengths d whose score and the next one's both count: some label
+        # of the kind may last d and d + 1 (duration_roughness)
+        usable = torch.zeros(K, NK, dtype=torch.bool)
+        for c, k in enumerate(pkind):
+            usable[:, k] |= torch.isfinite(self.dmask[:, c])
+        self.register_buffer("rough_pairs", (usable[1:] & usable[:-1]).float(),
+                             persistent=False)
         # the posterior decode's grammar: only the masks score it, so chains of segments
         # of at most chain_duration(K) bp give the same label sequences (genemodel/frames.py);
         # run tails (crf.run_tails) are left out of it, their posteriors added to their
@@ -196,6 +203,13 @@ class FrameHead(nn.Module):
                     self.duration[:, k] = LONG_INTRON_INIT[1]
                     self.transition[:, k] = LONG_INTRON_INIT[0]
                     self.transition[k, k] = 0.0
+
+    def duration_roughness(self) -> Tensor:
+        """Sum over kinds of the squared step from one length's duration score to the
+        next, over lengths some label of the kind may last (crf.duration_step_sd's
+        prior; a run tail's single length has no step)."""
+        step = self.duration[1:] - self.duration[:-1]
+        return (step.square() * self.rough_pairs).sum()
 
     def _init_decode_groups(self, layout: FrameLayout) -> None:
         """The posterior decode's score per label (decode_posteriors): the posteriors of

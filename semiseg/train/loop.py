@@ -72,6 +72,7 @@ from .data import (
     windows_line,
 )
 from .distributed import Context, all_sum, per_rank_batch, shard, start, stop, world_size, wrap
+from .priors import duration_prior_weight
 from .runfolder import (
     check_learned_on_resume,
     checkpoint_state,
@@ -196,16 +197,21 @@ class BatchLoss(torch.nn.Module):
     """The training loss of a (share of a) batch as one module call, so that
     DistributedDataParallel sees every parameter (encoder and CRF) used in its forward.
 
-    forward(x, lengths, y, weight) -> (sum_b weight * nll_b / steps_b, nll (B,), steps (B,))
+    forward(x, lengths, y, weight) -> (sum_b weight * nll_b / steps_b, nll (B,), steps (B,));
+    with `prior` > 0 the loss also holds prior x the head's duration roughness
+    (train/priors.py), on every process alike.
     """
 
-    def __init__(self, model, device, amp: bool):
+    def __init__(self, model, device, amp: bool, prior: float = 0.0):
         super().__init__()
-        self.model, self.device, self.amp = model, device, amp
+        self.model, self.device, self.amp, self.prior = model, device, amp, prior
 
     def forward(self, x, lengths, y, weight: float):
         nll, _, _, steps, _ = _batch_nll(self.model, x, lengths, y, self.device, self.amp)
-        return (nll / steps.to(nll.dtype)).sum() * weight, nll, steps
+        loss = (nll / steps.to(nll.dtype)).sum() * weight
+        if self.prior:
+            loss = loss + self.prior * self.model.crf.duration_roughness()
+        return loss, nll, steps
 
 
 # ----------------------------------------------------------------------------- epochs
@@ -539,7 +545,8 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
         if ctx.main:
             _best_from_last(ckpt, best_path)
     # every process starts from the same weights (the same seed; DDP also broadcasts)
-    loss_fn = wrap(BatchLoss(model, device, amp), ctx)
+    loss_fn = wrap(BatchLoss(model, device, amp,
+                             duration_prior_weight(cfg, train_ds.windows)), ctx)
     if ctx.main:
         _write_run_files(cfg, out, train_ds)
 
