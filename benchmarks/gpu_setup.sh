@@ -5,4 +5,4 @@ if ls .whlg/*.whl >/dev/null 2>&1; then
   python -m pip install --no-index --no-deps -q .whlg/*.whl 2>&1 | tail -2
 fi
 export PYTHONPATH=.
-python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml, pydantic, semiseg.cli" || exit 1
+python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml, semiseg.cli" || exit 1

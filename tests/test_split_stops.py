@@ -52,9 +52,10 @@ def _inner_stops(names, lab, seq: str) -> list[str]:
 
 # a piece of fly where the shipped fly model's posterior decode gives two genes with an
 # in-frame stop across a splice junction, both on the minus strand (1,234,112-1,265,099
-# and 1,285,901-1,296,865; the model shipped on 2026-12-06 calls no such gene on the plus
-# strand anywhere in the shared 4 Mb, and its decode of this piece's reverse complement
-# has none: the case on the plus strand is not real for it)
+# and 1,285,901-1,296,865 for the model shipped on 2026-12-06, which calls no such gene
+# on the plus strand anywhere in the shared 4 Mb, and whose decode of this piece's
+# reverse complement has none: the case on the plus strand is not real for it; the
+# model shipped on 2026-12-07 gives two here too, both minus strand, checked below)
 SPLIT_REGIONS = ((1_200_000, 1_300_000),)
 
 
