@@ -215,12 +215,14 @@ class Tuning:
     # at (16, 10000, 256, 37) 37.0 ms against 46.7 ms for the reversed chain over the
     # whole sequence), so 36 would balance the forward pass, and with early_wave the
     # backward's longer reversed part would overlap the wave right of M: predicted 82.5
-    # -> about 77 ms a training step, not yet timed on a GPU (RESULTS-log.md, "Where the
-    # periodic chains meet"); until it is, the middle
+    # -> about 77 ms a training step; measured on an H100 (the fly config's step, median
+    # of 3 epochs) 84.4 ms at 32, 85.2 at 36, 86.2 at 36 with early_wave
+    # (RESULTS-log.md, "Twenty-third round"): the middle
     meet: int = 32
     # the periodic backward's wave over the segments right of the meeting point launched
     # as soon as the forward chain's second half ends, beside the reversed chain's
-    # (periodic.backward; the same bits either way); off until timed (meet)
+    # (periodic.backward; the same bits either way). Off: on an H100 it slowed the step
+    # 84.4 -> 101.6 ms at meet 32 (its programs take SM time the reversed chain needs)
     early_wave: bool = False
 
     @classmethod
