@@ -140,3 +140,33 @@ def write_bam(path: str | os.PathLike, chrom_sizes: Mapping[str, int],
     if index:
         pysam.index(path)
     return path
+
+
+def tiny_training(folder, crf: Mapping | None = None, train: Mapping | None = None):
+    """A small CPU training set-up on gc_island_task's 4 kb chromosome (windows of 2 kb,
+    no validation, a one-layer encoder at 10 bp): (Config, model, training Dataset),
+    the model built under torch.manual_seed(0). `crf` and `train` are the config's
+    sections."""
+    import torch
+    import yaml
+
+    from semiseg import ui
+    from semiseg.checkpoint import build_model
+    from semiseg.config.load import load_config
+    from semiseg.train.loop import _load_data
+
+    cfg = {**gc_island_task(folder, np.random.default_rng(1), {"a": 4000}),
+           "windows": {"chroms": ["a"], "size": 2000, "valid_fraction": 0.0},
+           "model": {"channels": 8, "layers": 1, "kernel_size": 3, "stem_kernel": 3,
+                     "max_dilation": 1, "resolution": 10, "dropout": 0.0},
+           "crf": dict(crf or {"max_duration": 8}),
+           "train": dict(train or {"epochs": 1, "batch_size": 2}), "device": "cpu"}
+    path = os.path.join(folder, "cfg.yaml")
+    with open(path, "w") as fh:
+        fh.write(yaml.safe_dump(cfg))
+    ui.set_quiet(True)
+    c = load_config(path)
+    _, _, scheme, columns, train_ds, _ = _load_data(c)
+    torch.manual_seed(0)
+    model, _ = build_model(c, len(columns), len(scheme.names))
+    return c, model, train_ds

@@ -61,26 +61,9 @@ def test_the_frame_heads_roughness_counts_the_lengths_each_kind_may_last():
 
 
 def _generic_setup(tmp_path, sd):
-    from synth import gc_island_task
+    from synth import tiny_training
 
-    from semiseg import ui
-    from semiseg.checkpoint import build_model
-    from semiseg.config.load import load_config
-    from semiseg.train.loop import _load_data
-
-    cfg = {**gc_island_task(tmp_path, np.random.default_rng(1), {"a": 4000}),
-           "windows": {"chroms": ["a"], "size": 2000, "valid_fraction": 0.0},
-           "model": {"channels": 8, "layers": 1, "kernel_size": 3, "stem_kernel": 3,
-                     "max_dilation": 1, "resolution": 10, "dropout": 0.0},
-           "crf": {"max_duration": 8, "duration_step_sd": sd},
-           "train": {"epochs": 1, "batch_size": 2}, "device": "cpu"}
-    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-    ui.set_quiet(True)
-    c = load_config(tmp_path / "cfg.yaml")
-    _, _, scheme, columns, train_ds, _ = _load_data(c)
-    torch.manual_seed(0)
-    model, _ = build_model(c, len(columns), len(scheme.names))
-    return c, model, train_ds
+    return tiny_training(tmp_path, crf={"max_duration": 8, "duration_step_sd": sd})
 
 
 def test_the_batch_loss_holds_the_prior_and_its_gradient(tmp_path):
@@ -120,7 +103,8 @@ def test_the_prior_is_off_by_default_and_checked(tmp_path):
     assert duration_prior_weight(c, ds.windows) == 0.0
     base = yaml.safe_load((tmp_path / "cfg.yaml").read_text())
     for crf, msg in (({"duration_step_sd": -1.0}, "must not be negative"),
-                     ({"duration_step_sd": 0.3, "duration": "geometric"}, "learned")):
+                     ({"duration_step_sd": 0.3, "duration": "geometric"}, "learned"),
+                     ({"duration_step_sd": 0.3, "head": "argmax"}, "argmax")):
         (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**base, "crf": crf}))
         with pytest.raises(SemisegError, match=msg):
             load_config(tmp_path / "bad.yaml")

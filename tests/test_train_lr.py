@@ -6,35 +6,19 @@ learning rate (m / sqrt(v) = +-1 after one step, up to eps), whatever the gradie
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
-import yaml
 
 
 @pytest.mark.parametrize("scale", [1.0, 25.0])
 def test_the_head_moves_scale_times_further_in_the_first_step(tmp_path, scale):
-    from synth import gc_island_task
+    from synth import tiny_training
 
-    from semiseg import ui
-    from semiseg.checkpoint import build_model
-    from semiseg.config.load import load_config
-    from semiseg.train.loop import RunState, Schedule, _load_data, _optimizer, train_epoch
+    from semiseg.train.loop import RunState, Schedule, _optimizer, train_epoch
 
-    cfg = {**gc_island_task(tmp_path, np.random.default_rng(1), {"a": 4000}),
-           "windows": {"chroms": ["a"], "size": 2000, "valid_fraction": 0.0},
-           "model": {"channels": 8, "layers": 1, "kernel_size": 3, "stem_kernel": 3,
-                     "max_dilation": 1, "resolution": 10, "dropout": 0.0},
-           "crf": {"max_duration": 8},
-           "train": {"epochs": 1, "batch_size": 2, "lr": 1e-3, "warmup_epochs": 0,
-                     "grad_clip": 0, "weight_decay": 0.0, "crf_lr_scale": scale},
-           "device": "cpu"}
-    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-    ui.set_quiet(True)
-    c = load_config(tmp_path / "cfg.yaml")
-    _, _, scheme, columns, train_ds, _ = _load_data(c)
-    torch.manual_seed(0)
-    model, _ = build_model(c, len(columns), len(scheme.names))
+    c, model, train_ds = tiny_training(
+        tmp_path, train={"epochs": 1, "batch_size": 2, "lr": 1e-3, "warmup_epochs": 0,
+                         "grad_clip": 0, "weight_decay": 0.0, "crf_lr_scale": scale})
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     opt = _optimizer(model, c)
     sched = Schedule(total=10 ** 6, warmup=0, base_lr=1e-3)  # flat over one step

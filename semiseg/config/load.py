@@ -164,6 +164,9 @@ def _validate(cfg: Config) -> None:
     if not isinstance(dt, bool) and dt < 1:
         raise SemisegError("crf.duration_transitions: expected false, true or a period P >= 1,"
                            f" got {dt!r}")
+    if cfg.crf.duration_step_sd and cfg.crf.head == "argmax":
+        raise SemisegError("crf.duration_step_sd: the argmax head has no duration scores "
+                           "(set the prior to 0)")
     if cfg.crf.duration_step_sd and not cfg.crf.frames and cfg.crf.duration != "learned":
         raise SemisegError("crf.duration_step_sd: a prior on learned duration scores; "
                            f"crf.duration is {cfg.crf.duration!r} (set it to learned, or "
