@@ -71,6 +71,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # AdamW of train/stepcheck.py): does it train as the config's seeds did?
 # Twenty-third round (2026-12-07): dsd = the config with crf.duration_step_sd=0.3 (a
 # random-walk prior on the learned duration scores; sd set before any run, not tuned).
+# Twenty-fourth round (2026-12-07, second session): dsd1 / dsd10 = the config (sd 0.3
+# since the twenty-third) with sd 0.1 / 1.0: the prior's strength bracketed, chosen on
+# the validation block against the twenty-third round's dsd seeds.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -101,6 +104,8 @@ declare -A VAR=(
   [ph4]="--set windows.phases=4"
   [ph8]="--set windows.phases=8"
   [dsd]="--set crf.duration_step_sd=0.3"
+  [dsd1]="--set crf.duration_step_sd=0.1"
+  [dsd10]="--set crf.duration_step_sd=1.0"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
