@@ -73,7 +73,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # random-walk prior on the learned duration scores; sd set before any run, not tuned).
 # Twenty-fourth round (2026-12-07, second session): dsd1 / dsd10 = the config (sd 0.3
 # since the twenty-third) with sd 0.1 / 1.0: the prior's strength bracketed, chosen on
-# the validation block against the twenty-third round's dsd seeds.
+# the validation block against the twenty-third round's dsd seeds; b12 = the config at
+# batch 12 (lr 0.00245, sqrt-scaled from 0.002): the chains are latency-bound at batch 8,
+# so 1.5x the windows a step should cost far less than 1.5x the time; does it train as well?
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -106,6 +108,7 @@ declare -A VAR=(
   [dsd]="--set crf.duration_step_sd=0.3"
   [dsd1]="--set crf.duration_step_sd=0.1"
   [dsd10]="--set crf.duration_step_sd=1.0"
+  [b12]="--set train.batch_size=12 --set train.lr=0.00245"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
