@@ -109,6 +109,7 @@ declare -A VAR=(
   [dsd1]="--set crf.duration_step_sd=0.1"
   [dsd10]="--set crf.duration_step_sd=1.0"
   [b12]="--set train.batch_size=12 --set train.lr=0.00245"
+  [b16]="--set train.batch_size=16 --set train.lr=0.00283"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
