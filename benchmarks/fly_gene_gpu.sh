@@ -128,7 +128,7 @@ source benchmarks/gpu_setup.sh
 if [ "$stage" = round ]; then
   # the three stages in one call (a call may last 600 s: three seeds train in ~360 s on an
   # H100 under MPS, and score in ~150 s)
-  bash "$0" launch && bash "$0" wait "${2:-400}" && STOP=${STOP:-} bash "$0" score
+  bash "$0" launch && bash "$0" wait "${2:-400}" && STOP=${STOP:-1} bash "$0" score  # (a run not done by then: its best.pt so far)
   exit $?
 fi
 
