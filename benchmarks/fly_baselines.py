@@ -78,8 +78,10 @@ GFF = os.path.join(FLY, "chr2R_2M_6M.gff3")
 CHROM = "chr2R_2M_6M"
 REGIONS = {"test": (3_000_000, 4_000_000), "valid": (2_000_000, 3_000_000),
            "tune": (2_550_000, 3_000_000),  # tune: the training runs' validation block
-           "late": (3_400_000, 4_000_000)}  # late: the validation block of a model trained
+           "late": (3_400_000, 4_000_000),  # late: the validation block of a model trained
 # on the whole shared sequence (0-3.4 Mb; fly_gene_gpu.sh's "all"), inside the test region
+           "folds": (0, 3_000_000)}  # folds: six 0.5 Mb blocks, each predicted by the model
+# that held it out (benchmarks/fly_folds.py)
 OUTDIR = os.path.join(HERE, "results", "fly")
 FIVE = ("intergenic", "CDS+", "CDS-", "intron+", "intron-")
 COLUMNS = [("macro_f1", "base macro F1"), ("segment_exact", "exact segment F1"),

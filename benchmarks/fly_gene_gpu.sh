@@ -81,7 +81,11 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # so 1.5x the windows a step should cost far less than 1.5x the time; does it train as well?
 # b16 = batch 16 (lr 0.00283), b11 = batch 11 (lr 0.00235): batch 12 stepped as slowly as
 # 16 (the forward chain unsplit past 2 x 11 sequences; RESULTS-log, "The training step by
-# batch size").
+# batch size"). Folds (2026-12-07, second session): f0..f5 = the config (seed 0) with its
+# validation block at 0-0.5, 0.5-1.0, ..., 2.5-3.0 Mb (0.5 Mb each, so each trains on
+# 2.5 Mb); `score` annotates each fold's own block as its "valid", and
+# benchmarks/fly_folds.py pools the six blocks into one held-out 0-3 Mb (the
+# validation block alone holds too few long introns to choose settings they decide).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -117,10 +121,17 @@ declare -A VAR=(
   [b12]="--set train.batch_size=12 --set train.lr=0.00245"
   [b16]="--set train.batch_size=16 --set train.lr=0.00283"
   [b11]="--set train.batch_size=11 --set train.lr=0.00235"
+  [f0]="--set windows.valid_offset=0 --set windows.valid_fraction=0.125"
+  [f1]="--set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
+  [f2]="--set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
+  [f3]="--set windows.valid_offset=0.375 --set windows.valid_fraction=0.125"
+  [f4]="--set windows.valid_offset=0.5 --set windows.valid_fraction=0.125"
+  [f5]="--set windows.valid_offset=0.625 --set windows.valid_fraction=0.125"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
-declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1")
+declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1" [f0]="0" [f1]="0" [f2]="0" [f3]="0"
+                   [f4]="0" [f5]="0")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
@@ -190,10 +201,16 @@ if [ "$stage" = score ]; then
   fi
   printf 'chr2R_2M_6M\t2550000\t3000000\n' > runs/valid.bed
   printf 'chr2R_2M_6M\t3000000\t4000000\n' > runs/test.bed
+  for k in 0 1 2 3 4 5; do  # the folds' validation blocks (f0..f5: 0.5 Mb each)
+    printf 'chr2R_2M_6M\t%d\t%d\n' $((k * 500000)) $((k * 500000 + 500000)) > runs/valid_f$k.bed
+  done
   ann() {
-    r=$1; reg=$2
+    r=$1; reg=$2; bed=runs/$reg.bed
+    case "$(basename $r)" in  # a fold's run: its own validation block
+      f[0-5]_s*) [ $reg = valid ] && bed=runs/valid_$(basename $r | cut -c1-2).bed ;;
+    esac
     python -m semiseg.cli annotate --model $r/best.pt --fasta data/fly/chr2R_2M_6M.fa \
-        --regions runs/$reg.bed --out $r/$reg --quiet > runs/logs/ann_$(basename $r)_$reg.log 2>&1
+        --regions $bed --out $r/$reg --quiet > runs/logs/ann_$(basename $r)_$reg.log 2>&1
   }
   n=0
   for r in runs/*_s*; do
