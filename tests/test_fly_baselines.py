@@ -68,3 +68,30 @@ def test_saved_augustus_row(tmp_path, fly_seq):
     assert (g["pred_models"], g["gene"]["pred_right"], g["truth_loci"]) == (118, 64, 144)
     assert (g["exon"]["truth"], g["exon"]["pred"], g["exon"]["pred_right"]) == (748, 648, 548)
     assert row["bp"] == 1_000_000
+
+
+def test_folds_pool_keeps_each_folds_genes_apart(tmp_path):
+    # two annotations that both name their gene "c:gene1" (IDs restart per run): pooled,
+    # the reader must see two transcripts with each file's own CDS rows (oracle: the
+    # rows written here), and the header once
+    import fly_folds
+
+    from semiseg.evaluate.genelevel import read_gene_models
+
+    def gff(path, lo):
+        path.write_text(
+            "##gff-version 3\n# semiseg header\n"
+            f"c\ts\tgene\t{lo}\t{lo + 99}\t.\t+\t.\tID=c:gene1\n"
+            f"c\ts\tmRNA\t{lo}\t{lo + 99}\t.\t+\t.\tID=c:gene1.t1;Parent=c:gene1\n"
+            f"c\ts\tCDS\t{lo}\t{lo + 29}\t.\t+\t0\tID=c:gene1.t1.cds;Parent=c:gene1.t1\n"
+            f"c\ts\tCDS\t{lo + 70}\t{lo + 99}\t.\t+\t0\tID=c:gene1.t1.cds;Parent=c:gene1.t1\n"
+            "###\n")
+        return str(path)
+
+    out = tmp_path / "pooled.gff3"
+    fly_folds.pool_gff([gff(tmp_path / "a.gff3", 1), gff(tmp_path / "b.gff3", 1001)], out)
+    text = out.read_text()
+    assert text.count("##gff-version") == 1 and text.count("# semiseg header") == 1
+    models = sorted(read_gene_models(out), key=lambda g: g.start)
+    assert [m.cds for m in models] == [((0, 30), (70, 100)), ((1000, 1030), (1070, 1100))]
+    assert "Parent=f1.c:gene1.t1" in text and "ID=f0.c:gene1" in text
