@@ -11,7 +11,9 @@ never trained on it, and scores them with fly_baselines.py's region "folds".
 
     python benchmarks/fly_folds.py RUNS [--name NAME] [--annotate "ARGS"] [--threads N]
 
-RUNS holds f0_s0 ... f5_s0 (as `score` leaves them: best.pt, valid.bed, valid.gff3).
+RUNS holds f0_s0 ... f5_s0 (as `score` leaves them: best.pt, config.yaml, valid.bed,
+valid.gff3); each fold's block is read from its config.yaml, and the six must tile
+0-3 Mb.
 --annotate: annotate each fold's block here (CPU) with the fold's model and these extra
 `semiseg annotate` arguments (e.g. "--intron-penalty 1.5"), instead of reading the
 runs' own valid.* files: a decode setting judged on six blocks at once. Several
@@ -36,7 +38,6 @@ sys.path.insert(0, HERE)
 import fly_baselines  # noqa: E402
 
 FOLDS = 6
-BLOCK = 500_000
 CHROM = fly_baselines.CHROM
 _ID = re.compile(r"(?<=[\t;])(ID|Parent)=([^;\t\n]+)")
 
@@ -66,11 +67,36 @@ def pool_gff(paths: list[str], out: str) -> None:
                     f"f{i}.{v}" for v in m.group(2).split(",")), line))
 
 
-def annotate_fold(run: str, k: int, extra: str, work: str, threads: int) -> str:
-    """The fold's block annotated here with its model and `extra`; returns the prefix."""
-    bed = os.path.join(work, f"block{k}.bed")
+def block_of(run: str, length: int) -> tuple[int, int]:
+    """The fold's validation block [a, b) on CHROM, as training split it off
+    (train.data.split_regions: windows.valid_offset and valid_fraction of the run's own
+    config.yaml, fractions of the sequence's length)."""
+    import yaml
+
+    w = yaml.safe_load(open(os.path.join(run, "config.yaml")))["windows"]
+    off, frac = w["valid_offset"], w["valid_fraction"]
+    return int(length * off), int(length * (off + frac))
+
+
+def write_block(bed: str, block: tuple[int, int]) -> str:
     with open(bed, "w") as f:
-        f.write(f"{CHROM}\t{k * BLOCK}\t{(k + 1) * BLOCK}\n")
+        f.write(f"{CHROM}\t{block[0]}\t{block[1]}\n")
+    return bed
+
+
+def own_block_bed(run: str) -> str:
+    """RUN/valid_block.bed: the run's own validation block (fly_gene_gpu.sh's `score`
+    annotates it as the run's "valid")."""
+    from semiseg.genome import Fasta
+
+    length = Fasta(fly_baselines.FASTA).chrom_sizes[CHROM]
+    return write_block(os.path.join(run, "valid_block.bed"), block_of(run, length))
+
+
+def annotate_fold(run: str, k: int, block: tuple[int, int], extra: str, work: str,
+                  threads: int) -> str:
+    """The fold's block annotated here with its model and `extra`; returns the prefix."""
+    bed = write_block(os.path.join(work, f"block{k}.bed"), block)
     prefix = os.path.join(work, f"f{k}")
     cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model",
            os.path.join(run, "best.pt"), "--fasta", fly_baselines.FASTA, "--regions", bed,
@@ -92,8 +118,18 @@ def main() -> None:
         raise SystemExit("fly_folds: give one --name per --annotate")
     runs = [os.path.join(args.runs, f"f{k}_s0") for k in range(FOLDS)]
     for r in runs:
-        if not os.path.isfile(os.path.join(r, "best.pt")):
-            raise SystemExit(f"fly_folds: {r}/best.pt: not found (train f0..f5 first)")
+        for f in ("best.pt", "config.yaml"):
+            if not os.path.isfile(os.path.join(r, f)):
+                raise SystemExit(f"fly_folds: {r}/{f}: not found (train f0..f5 first)")
+    from semiseg.genome import Fasta
+
+    length = Fasta(fly_baselines.FASTA).chrom_sizes[CHROM]
+    blocks = [block_of(r, length) for r in runs]
+    ends = [lo for lo, _ in sorted(blocks)] + [max(hi for _, hi in blocks)]
+    if [(a, b) for a, b in zip(ends, ends[1:])] != sorted(blocks) or \
+            (ends[0], ends[-1]) != fly_baselines.REGIONS["folds"]:
+        raise SystemExit(f"fly_folds: the runs' validation blocks {sorted(blocks)} do not "
+                         f"tile the folds region {fly_baselines.REGIONS['folds']}")
     out = args.out or tempfile.mkdtemp(prefix="fly_folds_")
     os.makedirs(out, exist_ok=True)
     preds = []
@@ -104,8 +140,8 @@ def main() -> None:
         else:
             work = os.path.join(out, name)
             os.makedirs(work, exist_ok=True)
-            prefixes = [annotate_fold(r, k, extra, work, args.threads)
-                        for k, r in enumerate(runs)]
+            prefixes = [annotate_fold(r, k, b, extra, work, args.threads)
+                        for k, (r, b) in enumerate(zip(runs, blocks))]
         pooled = os.path.join(out, f"{name}_pooled")
         pool_bed([p + ".bed" for p in prefixes], pooled + ".bed")
         pool_gff([p + ".gff3" for p in prefixes], pooled + ".gff3")

@@ -2,7 +2,7 @@
 # The fly gene model on one GPU: variants x 3 seeds trained side by side on
 # data/fly (chr2R_2M_6M 0-3 Mb; 2.55-3.0 Mb validation, which picks best.pt and the
 # variant; 3-4 Mb held out as the test region, never trained or tuned on), then each
-# run annotates the validation block and the test region. Scoring happens elsewhere
+# run annotates its own validation block (from its config.yaml) and the test region. Scoring happens elsewhere
 # (benchmarks/fly_baselines.py --pred ...), beside AUGUSTUS and the ORF finder.
 #
 # Run on the GPU machine from the repository root, in stages (a call lasts 10 min):
@@ -14,6 +14,8 @@
 #   bash benchmarks/fly_gene_gpu.sh round S # launch, wait up to S s, score: all in one call
 #                                           # (the machine is given back after a short idle
 #                                           # time between calls, and its runs with it)
+#   bash benchmarks/fly_gene_gpu.sh steps   # the training step at each batch of SHAPES
+#                                           # (step_syncs.py, one process each, GPU alone)
 # Environment: EPOCHS (30), LIMIT (training wall limit, s; 1500), VARIANTS (see below).
 set -uo pipefail
 stage=${1:-start}
@@ -83,7 +85,7 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # 16 (the forward chain unsplit past 2 x 11 sequences; RESULTS-log, "The training step by
 # batch size"). Folds (2026-12-07, second session): f0..f5 = the config (seed 0) with its
 # validation block at 0-0.5, 0.5-1.0, ..., 2.5-3.0 Mb (0.5 Mb each, so each trains on
-# 2.5 Mb); `score` annotates each fold's own block as its "valid", and
+# 2.5 Mb); `score` annotates each run's own validation block as its "valid", and
 # benchmarks/fly_folds.py pools the six blocks into one held-out 0-3 Mb (the
 # validation block alone holds too few long introns to choose settings they decide).
 declare -A VAR=(
@@ -143,6 +145,16 @@ if [ "$stage" = round ]; then
   exit $?
 fi
 
+if [ "$stage" = steps ]; then
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  for sh in ${SHAPES:-8x10000 12x10000 16x10000}; do
+    echo "== $sh"
+    python benchmarks/step_syncs.py "${FLY[@]}" --shape "$sh" --batches 20 --rounds 3 2>&1 \
+      | grep -v "^$" | tail -4
+  done
+  exit 0
+fi
+
 if [ "$stage" = start ]; then
   python -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
@@ -199,16 +211,13 @@ if [ "$stage" = score ]; then
     fi
     pkill -INT -f "semiseg.cli train"; sleep 5
   fi
-  printf 'chr2R_2M_6M\t2550000\t3000000\n' > runs/valid.bed
   printf 'chr2R_2M_6M\t3000000\t4000000\n' > runs/test.bed
-  for k in 0 1 2 3 4 5; do  # the folds' validation blocks (f0..f5: 0.5 Mb each)
-    printf 'chr2R_2M_6M\t%d\t%d\n' $((k * 500000)) $((k * 500000 + 500000)) > runs/valid_f$k.bed
-  done
   ann() {
-    r=$1; reg=$2; bed=runs/$reg.bed
-    case "$(basename $r)" in  # a fold's run: its own validation block
-      f[0-5]_s*) [ $reg = valid ] && bed=runs/valid_$(basename $r | cut -c1-2).bed ;;
-    esac
+    r=$1; reg=$2; bed=runs/test.bed
+    if [ $reg = valid ]; then  # the run's own validation block, from its config.yaml
+      bed=$(python -c "import sys; sys.path.insert(0, 'benchmarks'); import fly_folds; \
+print(fly_folds.own_block_bed('$r'))") || return 1
+    fi
     python -m semiseg.cli annotate --model $r/best.pt --fasta data/fly/chr2R_2M_6M.fa \
         --regions $bed --out $r/$reg --quiet > runs/logs/ann_$(basename $r)_$reg.log 2>&1
   }
