@@ -13,10 +13,11 @@ never trained on it, and scores them with fly_baselines.py's region "folds".
 
 RUNS holds f0_s0 ... f5_s0 (as `score` leaves them: best.pt, config.yaml, valid.bed,
 valid.gff3); each fold's block is read from its config.yaml, and the six must tile
-0-3 Mb.
+0-3 Mb. `--folds 0,1,2`: a contiguous subset only (region folds_0-2: 0-1.5 Mb).
 --annotate: annotate each fold's block here (CPU) with the fold's model and these extra
 `semiseg annotate` arguments (e.g. "--intron-penalty 1.5"), instead of reading the
-runs' own valid.* files: a decode setting judged on six blocks at once. Several
+runs' own valid.* files: a decode setting judged on six blocks at once ("via=SCRIPT
+ARGS": SCRIPT's `annotate` in place of semiseg's, e.g. benchmarks/map_decode_annotate.py). Several
 `--name/--annotate` pairs may be given; each becomes a row. The test region 3-4 Mb is
 not touched.
 """
@@ -42,15 +43,21 @@ CHROM = fly_baselines.CHROM
 _ID = re.compile(r"(?<=[\t;])(ID|Parent)=([^;\t\n]+)")
 
 
-def pool_bed(paths: list[str], out: str) -> None:
-    """The folds' BED rows in one file (the first file's header lines only)."""
+def pool_bed(paths: list[str], out: str, blocks: list[tuple[int, int]]) -> None:
+    """The folds' BED rows in one file, each file's rows inside its own block only (an
+    annotation of a block writes the rest of the sequence as gap rows, which would lie
+    over the other folds' rows); the first file's header lines only."""
     with open(out, "w") as f:
-        for i, p in enumerate(paths):
+        for i, (p, (lo, hi)) in enumerate(zip(paths, blocks)):
             for line in open(p):
                 head = line.startswith(("track", "browser", "#"))
-                if head and i > 0:
+                if head:
+                    if i == 0:
+                        f.write(line)
                     continue
-                f.write(line)
+                a, b = (int(v) for v in line.split("\t")[1:3])
+                if lo <= a and b <= hi:
+                    f.write(line)
 
 
 def pool_gff(paths: list[str], out: str) -> None:
@@ -98,9 +105,13 @@ def annotate_fold(run: str, k: int, block: tuple[int, int], extra: str, work: st
     """The fold's block annotated here with its model and `extra`; returns the prefix."""
     bed = write_block(os.path.join(work, f"block{k}.bed"), block)
     prefix = os.path.join(work, f"f{k}")
-    cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model",
+    args = shlex.split(extra)
+    entry = ["-m", "semiseg.cli"]
+    if args and args[0].startswith("via="):  # another annotate entry (a script's)
+        entry = [args.pop(0)[4:]]
+    cmd = [sys.executable, *entry, "annotate", "--model",
            os.path.join(run, "best.pt"), "--fasta", fly_baselines.FASTA, "--regions", bed,
-           "--out", prefix, "--quiet", "--threads", str(threads), *shlex.split(extra)]
+           "--out", prefix, "--quiet", "--threads", str(threads), *args]
     subprocess.run(cmd, check=True, cwd=ROOT)
     return prefix
 
@@ -111,12 +122,18 @@ def main() -> None:
     ap.add_argument("--name", action="append", default=[])
     ap.add_argument("--annotate", action="append", default=[])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--folds", default=None, help="a contiguous subset, e.g. 0,1,2 (all six "
+                    "by default): their blocks are pooled and scored as region folds_A-B")
     ap.add_argument("--out", default=None, help="where the pooled files go (a temporary "
                     "folder by default)")
     args = ap.parse_args()
     if len(args.name) != len(args.annotate):
         raise SystemExit("fly_folds: give one --name per --annotate")
-    runs = [os.path.join(args.runs, f"f{k}_s0") for k in range(FOLDS)]
+    ks = list(range(FOLDS)) if args.folds is None else sorted(
+        int(k) for k in args.folds.split(","))
+    if not ks or ks != list(range(ks[0], ks[-1] + 1)) or ks[-1] >= FOLDS:
+        raise SystemExit(f"fly_folds: --folds {args.folds}: give contiguous folds of 0-5")
+    runs = [os.path.join(args.runs, f"f{k}_s0") for k in ks]
     for r in runs:
         for f in ("best.pt", "config.yaml"):
             if not os.path.isfile(os.path.join(r, f)):
@@ -126,10 +143,16 @@ def main() -> None:
     length = Fasta(fly_baselines.FASTA).chrom_sizes[CHROM]
     blocks = [block_of(r, length) for r in runs]
     ends = [lo for lo, _ in sorted(blocks)] + [max(hi for _, hi in blocks)]
+    region = "folds" if len(ks) == FOLDS else f"folds_{ks[0]}-{ks[-1]}"
+    if region != "folds":  # the part of 0-3 Mb the folds given hold out
+        fly_baselines.REGIONS[region] = (ends[0], ends[-1])
+    fly_baselines.BLOCKS[region] = sorted(blocks)  # scored block by block
     if [(a, b) for a, b in zip(ends, ends[1:])] != sorted(blocks) or \
-            (ends[0], ends[-1]) != fly_baselines.REGIONS["folds"]:
+            (ends[0], ends[-1]) != fly_baselines.REGIONS[region] or \
+            not (0 <= ends[0] and ends[-1] <= fly_baselines.REGIONS["folds"][1]):
         raise SystemExit(f"fly_folds: the runs' validation blocks {sorted(blocks)} do not "
-                         f"tile the folds region {fly_baselines.REGIONS['folds']}")
+                         f"tile the region {fly_baselines.REGIONS[region]} inside "
+                         f"{fly_baselines.REGIONS['folds']}")
     out = args.out or tempfile.mkdtemp(prefix="fly_folds_")
     os.makedirs(out, exist_ok=True)
     preds = []
@@ -141,12 +164,12 @@ def main() -> None:
             work = os.path.join(out, name)
             os.makedirs(work, exist_ok=True)
             prefixes = [annotate_fold(r, k, b, extra, work, args.threads)
-                        for k, (r, b) in enumerate(zip(runs, blocks))]
+                        for k, r, b in zip(ks, runs, blocks)]
         pooled = os.path.join(out, f"{name}_pooled")
-        pool_bed([p + ".bed" for p in prefixes], pooled + ".bed")
+        pool_bed([p + ".bed" for p in prefixes], pooled + ".bed", blocks)
         pool_gff([p + ".gff3" for p in prefixes], pooled + ".gff3")
         preds += ["--pred", f"{name}={pooled}.bed"]
-    fly_baselines.main(["--region", "folds", "--no-baselines", *preds])
+    fly_baselines.main(["--region", region, "--no-baselines", *preds])
 
 
 if __name__ == "__main__":

@@ -173,8 +173,13 @@ fi
 if [ "$stage" = launch ]; then
   rm -rf runs/*_s? runs/logs/*_s?.log; mkdir -p runs/logs
   if [ -n "${MPS:-}" ] && command -v nvidia-cuda-mps-control >/dev/null; then
-    nvidia-cuda-mps-control -d && python -c "import torch; torch.zeros(1).cuda(); print('MPS on')" \
+    # a daemon left by an earlier launch on this machine is kept: starting a second one
+    # fails, and quitting it then left the next round's runs time-sliced (2.5x slower an
+    # epoch, 2026-12-07: the folds' second round)
+    if pgrep -x nvidia-cuda-mps-control >/dev/null; then echo "MPS on (kept)"
+    else nvidia-cuda-mps-control -d && python -c "import torch; torch.zeros(1).cuda(); print('MPS on')" \
       || { echo quit | nvidia-cuda-mps-control; echo "MPS off"; }
+    fi
   fi
   for v in $VARIANTS; do for s in ${VSEEDS[$v]:-0 1 2}; do
     setsid nohup timeout -s INT "$LIMIT" python -m semiseg.cli train --config $CFG \

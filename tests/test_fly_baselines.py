@@ -95,3 +95,20 @@ def test_folds_pool_keeps_each_folds_genes_apart(tmp_path):
     models = sorted(read_gene_models(out), key=lambda g: g.start)
     assert [m.cds for m in models] == [((0, 30), (70, 100)), ((1000, 1030), (1070, 1100))]
     assert "Parent=f1.c:gene1.t1" in text and "ID=f0.c:gene1" in text
+
+
+def test_folds_pool_bed_keeps_each_files_rows_in_its_block(tmp_path):
+    # an annotation of one block writes the rest of the sequence as gap rows: pooled,
+    # only each file's rows inside its own block remain (oracle: the rows written here)
+    import fly_folds
+
+    a = tmp_path / "a.bed"
+    a.write_text("track name=x\nc\t0\t60\tCDS+\nc\t60\t100\tintergenic\nc\t100\t300\tgap\n")
+    b = tmp_path / "b.bed"
+    b.write_text("track name=x\nc\t0\t100\tgap\nc\t100\t250\tintron+\nc\t250\t300\tCDS+\n")
+    out = tmp_path / "pooled.bed"
+    fly_folds.pool_bed([str(a), str(b)], str(out), [(0, 100), (100, 300)])
+    rows = [ln.split("\t")[1:4] for ln in out.read_text().splitlines()[1:]]
+    assert out.read_text().count("track") == 1
+    assert rows == [["0", "60", "CDS+"], ["60", "100", "intergenic"],
+                    ["100", "250", "intron+"], ["250", "300", "CDS+"]]
