@@ -15,7 +15,8 @@
 #                                           # (the machine is given back after a short idle
 #                                           # time between calls, and its runs with it)
 #   bash benchmarks/fly_gene_gpu.sh steps   # the training step at each batch of SHAPES
-#                                           # (step_syncs.py, one process each, GPU alone)
+#                                           # (step_syncs.py, one process each, GPU alone;
+#                                           # OLD=DIR: DIR's semiseg/ timed beside it)
 # Environment: EPOCHS (30), LIMIT (training wall limit, s; 1500), VARIANTS (see below).
 set -uo pipefail
 stage=${1:-start}
@@ -148,9 +149,14 @@ fi
 if [ "$stage" = steps ]; then
   nvidia-smi --query-gpu=name --format=csv,noheader
   for sh in ${SHAPES:-8x10000 12x10000 16x10000}; do
-    echo "== $sh"
-    python benchmarks/step_syncs.py "${FLY[@]}" --shape "$sh" --batches 20 --rounds 3 2>&1 \
-      | grep -v "^$" | tail -4
+    for code in this ${OLD:+old}; do  # OLD: another checkout's semiseg/ (its folder),
+      # timed beside this one on the same machine: `git archive C semiseg | tar -x -C D`
+      echo "== $sh, $code code"
+      if [ "$code" = old ]; then run=(env SEMISEG_CODE="$(realpath "$OLD")")
+      else run=(env); fi
+      "${run[@]}" python benchmarks/step_syncs.py "${FLY[@]}" --shape "$sh" --batches 20 \
+        --rounds 3 2>&1 | grep -v "^$" | tail -4
+    done
   done
   exit 0
 fi

@@ -38,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+if os.environ.get("SEMISEG_CODE"):  # another checkout's semiseg/ (fly_gene_gpu.sh's OLD)
+    sys.path.insert(0, os.environ["SEMISEG_CODE"])
 
 import torch  # noqa: E402
 from lib import header  # noqa: E402
