@@ -89,6 +89,8 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # 2.5 Mb); `score` annotates each run's own validation block as its "valid", and
 # benchmarks/fly_folds.py pools the six blocks into one held-out 0-3 Mb (the
 # validation block alone holds too few long introns to choose settings they decide).
+# f0-f2 trained 2026-12-07 (third session; scored block by block: fly_folds.py --folds
+# 0,1,2); f3-f5 of that session reached 16 of 30 epochs (MPS lost) and are to be redone.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"

@@ -112,3 +112,24 @@ def test_folds_pool_bed_keeps_each_files_rows_in_its_block(tmp_path):
     assert out.read_text().count("track") == 1
     assert rows == [["0", "60", "CDS+"], ["60", "100", "intergenic"],
                     ["100", "250", "intron+"], ["250", "300", "CDS+"]]
+
+
+def test_blocks_truth_drops_a_transcript_across_two_blocks(tmp_path, fly_seq, monkeypatch):
+    # t127's CDS runs 391,193-501,610 (a 110 kb intron): inside 0-1 Mb as one region,
+    # across the blocks 0-0.5 / 0.5-1 Mb; the oracle is the truth GFF3's own mRNA rows
+    # (read here) and those coordinates
+    monkeypatch.setitem(fb.REGIONS, "two", (0, 1_000_000))
+    bed, truth, n_one = fb.region_files("two", fly_seq, str(tmp_path / "one"))
+    assert "ID=t127;" in open(truth).read()
+    monkeypatch.setitem(fb.BLOCKS, "two", [(0, 500_000), (500_000, 1_000_000)])
+    bed, truth, n_blocks = fb.region_files("two", fly_seq, str(tmp_path / "blocks"))
+    rows = [ln.split("\t") for ln in open(bed).read().splitlines()]
+    assert [r[1:] for r in rows] == [["0", "500000"], ["500000", "1000000"]]
+    text = open(truth).read()
+    assert "ID=t127;" not in text and n_blocks < n_one
+    # every kept mRNA lies inside one block
+    for ln in text.splitlines():
+        f = ln.split("\t")
+        if len(f) == 9 and f[2] == "mRNA":
+            a, b = int(f[3]) - 1, int(f[4])
+            assert b <= 500_000 or a >= 500_000, ln
