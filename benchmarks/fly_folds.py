@@ -122,6 +122,8 @@ def main() -> None:
     ap.add_argument("--name", action="append", default=[])
     ap.add_argument("--annotate", action="append", default=[])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefix", default="f", help="the runs' variant name before the fold "
+                    "number (RUNS/PREFIXk_s0; e.g. nof: fly_gene_gpu.sh's nof0..nof2)")
     ap.add_argument("--folds", default=None, help="a contiguous subset, e.g. 0,1,2 (all six "
                     "by default): their blocks are pooled and scored as region folds_A-B")
     ap.add_argument("--out", default=None, help="where the pooled files go (a temporary "
@@ -133,11 +135,11 @@ def main() -> None:
         int(k) for k in args.folds.split(","))
     if not ks or ks != list(range(ks[0], ks[-1] + 1)) or ks[-1] >= FOLDS:
         raise SystemExit(f"fly_folds: --folds {args.folds}: give contiguous folds of 0-5")
-    runs = [os.path.join(args.runs, f"f{k}_s0") for k in ks]
+    runs = [os.path.join(args.runs, f"{args.prefix}{k}_s0") for k in ks]
     for r in runs:
         for f in ("best.pt", "config.yaml"):
             if not os.path.isfile(os.path.join(r, f)):
-                raise SystemExit(f"fly_folds: {r}/{f}: not found (train f0..f5 first)")
+                raise SystemExit(f"fly_folds: {r}/{f}: not found (train the folds first)")
     from semiseg.genome import Fasta
 
     length = Fasta(fly_baselines.FASTA).chrom_sizes[CHROM]

@@ -91,6 +91,11 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # validation block alone holds too few long introns to choose settings they decide).
 # f0-f2 trained 2026-12-07 (third session; scored block by block: fly_folds.py --folds
 # 0,1,2); f3-f5 of that session reached 16 of 30 epochs (MPS lost) and are to be redone.
+# nof0..nof2 = folds f0..f2 without the ORF-length scores (crf.orf_length_scores: false):
+# on the folds, 3 of the 8 genes that lost their 5' exon had their wrong, downstream ATG
+# 1.0-1.5 nats ahead by that score alone (a short genomic ORF at a spliced start;
+# docs/gene_model.md, "Three folds trained"); scored by fly_folds.py --prefix nof --folds
+# 0,1,2 beside the f0..f2 runs.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -132,11 +137,14 @@ declare -A VAR=(
   [f3]="--set windows.valid_offset=0.375 --set windows.valid_fraction=0.125"
   [f4]="--set windows.valid_offset=0.5 --set windows.valid_fraction=0.125"
   [f5]="--set windows.valid_offset=0.625 --set windows.valid_fraction=0.125"
+  [nof0]="--set crf.orf_length_scores=false --set windows.valid_offset=0 --set windows.valid_fraction=0.125"
+  [nof1]="--set crf.orf_length_scores=false --set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
+  [nof2]="--set crf.orf_length_scores=false --set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
 declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1" [f0]="0" [f1]="0" [f2]="0" [f3]="0"
-                   [f4]="0" [f5]="0")
+                   [f4]="0" [f5]="0" [nof0]="0" [nof1]="0" [nof2]="0")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
