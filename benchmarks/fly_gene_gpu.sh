@@ -95,7 +95,10 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # on the folds, 3 of the 8 genes that lost their 5' exon had their wrong, downstream ATG
 # 1.0-1.5 nats ahead by that score alone (a short genomic ORF at a spliced start;
 # docs/gene_model.md, "Three folds trained"); scored by fly_folds.py --prefix nof --folds
-# 0,1,2 beside the f0..f2 runs.
+# 0,1,2 beside the f0..f2 runs. sm0..sm2 = folds f0..f2 reading the FASTA's soft-masking
+# as an input channel (inputs.softmask: true; the weight learned like any input): 15 of the
+# folds' 21 genes on no annotated locus have a wholly soft-masked CDS (no truth CDS of 0-3
+# Mb is over half masked); sm = the config so, three seeds, for the test region.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
@@ -140,11 +143,16 @@ declare -A VAR=(
   [nof0]="--set crf.orf_length_scores=false --set windows.valid_offset=0 --set windows.valid_fraction=0.125"
   [nof1]="--set crf.orf_length_scores=false --set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
   [nof2]="--set crf.orf_length_scores=false --set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
+  [sm]="--set inputs.softmask=true"
+  [sm0]="--set inputs.softmask=true --set windows.valid_offset=0 --set windows.valid_fraction=0.125"
+  [sm1]="--set inputs.softmask=true --set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
+  [sm2]="--set inputs.softmask=true --set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
 declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1" [f0]="0" [f1]="0" [f2]="0" [f3]="0"
-                   [f4]="0" [f5]="0" [nof0]="0" [nof1]="0" [nof2]="0")
+                   [f4]="0" [f5]="0" [nof0]="0" [nof1]="0" [nof2]="0" [sm0]="0" [sm1]="0"
+                   [sm2]="0")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
 source benchmarks/gpu_setup.sh
