@@ -84,7 +84,7 @@ REGIONS = {"test": (3_000_000, 4_000_000), "valid": (2_000_000, 3_000_000),
 # that held it out (benchmarks/fly_folds.py)
 # a region scored as separate blocks: truth = the transcripts wholly inside one block (a
 # fold's model predicts its own block only, so a gene across two blocks is in neither)
-BLOCKS = {"folds": [(k * 500_000, (k + 1) * 500_000) for k in range(6)]}
+BLOCKS = {"folds": [(a, a + 500_000) for a in range(*REGIONS["folds"], 500_000)]}
 OUTDIR = os.path.join(HERE, "results", "fly")
 FIVE = ("intergenic", "CDS+", "CDS-", "intron+", "intron-")
 COLUMNS = [("macro_f1", "base macro F1"), ("segment_exact", "exact segment F1"),

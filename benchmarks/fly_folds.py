@@ -12,8 +12,9 @@ never trained on it, and scores them with fly_baselines.py's region "folds".
     python benchmarks/fly_folds.py RUNS [--name NAME] [--annotate "ARGS"] [--threads N]
 
 RUNS holds f0_s0 ... f5_s0 (as `score` leaves them: best.pt, config.yaml, valid.bed,
-valid.gff3); each fold's block is read from its config.yaml, and the six must tile
-0-3 Mb. `--folds 0,1,2`: a contiguous subset only (region folds_0-2: 0-1.5 Mb).
+valid.gff3); each fold's block is read from its config.yaml and must be its block of
+fly_baselines.BLOCKS["folds"]. `--folds 0,1,2`: a contiguous subset only (region
+folds_0-2: 0-1.5 Mb). `--prefix sm+f`: the runs sm+f0_s0 ... (a variant on the folds).
 --annotate: annotate each fold's block here (CPU) with the fold's model and these extra
 `semiseg annotate` arguments (e.g. "--intron-penalty 1.5"), instead of reading the
 runs' own valid.* files: a decode setting judged on six blocks at once ("via=SCRIPT
@@ -38,7 +39,7 @@ sys.path.insert(0, HERE)
 
 import fly_baselines  # noqa: E402
 
-FOLDS = 6
+FOLDS = len(fly_baselines.BLOCKS["folds"])  # fold k holds out the k-th block
 CHROM = fly_baselines.CHROM
 _ID = re.compile(r"(?<=[\t;])(ID|Parent)=([^;\t\n]+)")
 
@@ -60,9 +61,11 @@ def pool_bed(paths: list[str], out: str, blocks: list[tuple[int, int]]) -> None:
                     f.write(line)
 
 
-def pool_gff(paths: list[str], out: str) -> None:
+def pool_gff(paths: list[str], out: str, names: list[str] | None = None) -> None:
     """The folds' GFF3 features in one file, each fold's IDs and Parents prefixed with
-    its name (gene IDs restart in every annotation); header lines of the first only."""
+    its name (names, f0, f1, ... by default; gene IDs restart in every annotation);
+    header lines of the first only."""
+    names = names or [f"f{i}" for i in range(len(paths))]
     with open(out, "w") as f:
         for i, p in enumerate(paths):
             for line in open(p):
@@ -70,8 +73,8 @@ def pool_gff(paths: list[str], out: str) -> None:
                     if i == 0 and not line.startswith("###"):
                         f.write(line)
                     continue
-                f.write(_ID.sub(lambda m, i=i: m.group(1) + "=" + ",".join(
-                    f"f{i}.{v}" for v in m.group(2).split(",")), line))
+                f.write(_ID.sub(lambda m, n=names[i]: m.group(1) + "=" + ",".join(
+                    f"{n}.{v}" for v in m.group(2).split(",")), line))
 
 
 def block_of(run: str, length: int) -> tuple[int, int]:
@@ -144,17 +147,13 @@ def main() -> None:
 
     length = Fasta(fly_baselines.FASTA).chrom_sizes[CHROM]
     blocks = [block_of(r, length) for r in runs]
-    ends = [lo for lo, _ in sorted(blocks)] + [max(hi for _, hi in blocks)]
+    want = [fly_baselines.BLOCKS["folds"][k] for k in ks]
+    if blocks != want:
+        raise SystemExit(f"fly_folds: the runs' validation blocks {blocks} are not the "
+                         f"folds' blocks {want}")
     region = "folds" if len(ks) == FOLDS else f"folds_{ks[0]}-{ks[-1]}"
-    if region != "folds":  # the part of 0-3 Mb the folds given hold out
-        fly_baselines.REGIONS[region] = (ends[0], ends[-1])
-    fly_baselines.BLOCKS[region] = sorted(blocks)  # scored block by block
-    if [(a, b) for a, b in zip(ends, ends[1:])] != sorted(blocks) or \
-            (ends[0], ends[-1]) != fly_baselines.REGIONS[region] or \
-            not (0 <= ends[0] and ends[-1] <= fly_baselines.REGIONS["folds"][1]):
-        raise SystemExit(f"fly_folds: the runs' validation blocks {sorted(blocks)} do not "
-                         f"tile the region {fly_baselines.REGIONS[region]} inside "
-                         f"{fly_baselines.REGIONS['folds']}")
+    fly_baselines.REGIONS[region] = (want[0][0], want[-1][1])  # scored block by block
+    fly_baselines.BLOCKS[region] = want
     out = args.out or tempfile.mkdtemp(prefix="fly_folds_")
     os.makedirs(out, exist_ok=True)
     preds = []
@@ -169,7 +168,7 @@ def main() -> None:
                         for k, r, b in zip(ks, runs, blocks)]
         pooled = os.path.join(out, f"{name}_pooled")
         pool_bed([p + ".bed" for p in prefixes], pooled + ".bed", blocks)
-        pool_gff([p + ".gff3" for p in prefixes], pooled + ".gff3")
+        pool_gff([p + ".gff3" for p in prefixes], pooled + ".gff3", [f"f{k}" for k in ks])
         preds += ["--pred", f"{name}={pooled}.bed"]
     fly_baselines.main(["--region", region, "--no-baselines", *preds])
 

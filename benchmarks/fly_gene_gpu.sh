@@ -91,11 +91,11 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # validation block alone holds too few long introns to choose settings they decide).
 # f0-f2 trained 2026-12-07 (third session; scored block by block: fly_folds.py --folds
 # 0,1,2); f3-f5 of that session reached 16 of 30 epochs (MPS lost) and are to be redone.
-# nof0..nof2 = folds f0..f2 without the ORF-length scores (crf.orf_length_scores: false):
+# nof+f0..nof+f2 = folds f0..f2 without the ORF-length scores (crf.orf_length_scores: false):
 # on the folds, 3 of the 8 genes that lost their 5' exon had their wrong, downstream ATG
 # 1.0-1.5 nats ahead by that score alone (a short genomic ORF at a spliced start;
-# docs/gene_model.md, "Three folds trained"); scored by fly_folds.py --prefix nof --folds
-# 0,1,2 beside the f0..f2 runs. sm0..sm2 = folds f0..f2 reading the FASTA's soft-masking
+# docs/gene_model.md, "Three folds trained"); scored by fly_folds.py --prefix nof+f --folds
+# 0,1,2 beside the f0..f2 runs. sm+f0..sm+f2 = folds f0..f2 reading the FASTA's soft-masking
 # as an input channel (inputs.softmask: true; the weight learned like any input): 15 of the
 # folds' 21 genes on no annotated locus have a wholly soft-masked CDS (no truth CDS of 0-3
 # Mb is over half masked); sm = the config so, three seeds, for the test region.
@@ -140,21 +140,21 @@ declare -A VAR=(
   [f3]="--set windows.valid_offset=0.375 --set windows.valid_fraction=0.125"
   [f4]="--set windows.valid_offset=0.5 --set windows.valid_fraction=0.125"
   [f5]="--set windows.valid_offset=0.625 --set windows.valid_fraction=0.125"
-  [nof0]="--set crf.orf_length_scores=false --set windows.valid_offset=0 --set windows.valid_fraction=0.125"
-  [nof1]="--set crf.orf_length_scores=false --set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
-  [nof2]="--set crf.orf_length_scores=false --set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
+  [nof]="--set crf.orf_length_scores=false"
   [sm]="--set inputs.softmask=true"
-  [sm0]="--set inputs.softmask=true --set windows.valid_offset=0 --set windows.valid_fraction=0.125"
-  [sm1]="--set inputs.softmask=true --set windows.valid_offset=0.125 --set windows.valid_fraction=0.125"
-  [sm2]="--set inputs.softmask=true --set windows.valid_offset=0.25 --set windows.valid_fraction=0.125"
   [fused]=""
   [allo1]="--set windows.holdout=null --set windows.valid_offset=0.85 --set windows.valid_fraction=0.15 --set crf.site_order=learned"
 )
 declare -A VSEEDS=([all]="0" [allo1]="0" [fused]="0 1" [f0]="0" [f1]="0" [f2]="0" [f3]="0"
-                   [f4]="0" [f5]="0" [nof0]="0" [nof1]="0" [nof2]="0" [sm0]="0" [sm1]="0"
-                   [sm2]="0")
+                   [f4]="0" [f5]="0")
 declare -A VEPOCHS=([e60]="60")
 VARIANTS=${VARIANTS:-"base one"}
+# a variant A+B (e.g. sm+f0: the soft-mask channel on fold 0) has the flags of both, the
+# seeds and epochs of the last part that sets them
+flags() { local p out=""; for p in ${1//+/ }; do out+=" ${VAR[$p]}"; done; echo "$out"; }
+part_of() {  # $1: VSEEDS or VEPOCHS, $2: variant, $3: default
+  local -n tab=$1; local p v=$3; for p in ${2//+/ }; do [ -n "${tab[$p]:-}" ] && v=${tab[$p]}; done
+  echo "$v"; }
 source benchmarks/gpu_setup.sh
 
 if [ "$stage" = round ]; then
@@ -185,7 +185,7 @@ if [ "$stage" = start ]; then
   rm -rf runs; mkdir -p runs/logs
   # speed probe, the GPU to itself: 2 epochs of each variant's window layout
   for v in base w25b4; do
-    python -m semiseg.cli train --config $CFG --out runs/probe_$v "${FLY[@]}" ${VAR[$v]} \
+    python -m semiseg.cli train --config $CFG --out runs/probe_$v "${FLY[@]}" $(flags $v) \
         --epochs 2 --threads 4 > runs/logs/probe_$v.log 2>&1
     echo "probe $v: $(tail -n +2 runs/probe_$v/metrics.tsv | awk -F'\t' '{printf "%s s ", $(NF-1)}')"
     grep -v "━" runs/logs/probe_$v.log | tail -12
@@ -205,10 +205,10 @@ if [ "$stage" = launch ]; then
       || { echo quit | nvidia-cuda-mps-control; echo "MPS off"; }
     fi
   fi
-  for v in $VARIANTS; do for s in ${VSEEDS[$v]:-0 1 2}; do
+  for v in $VARIANTS; do for s in $(part_of VSEEDS $v "0 1 2"); do
     setsid nohup timeout -s INT "$LIMIT" python -m semiseg.cli train --config $CFG \
-        --out runs/${v}_s$s "${FLY[@]}" ${VAR[$v]} --set train.seed=$s \
-        --set train.epochs=${VEPOCHS[$v]:-$EPOCHS} --threads 1 > runs/logs/${v}_s$s.log 2>&1 < /dev/null &
+        --out runs/${v}_s$s "${FLY[@]}" $(flags $v) --set train.seed=$s \
+        --set train.epochs=$(part_of VEPOCHS $v $EPOCHS) --threads 1 > runs/logs/${v}_s$s.log 2>&1 < /dev/null &
   done; done
   date +%s > runs/logs/t0
   sleep 30; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
