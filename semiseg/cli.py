@@ -176,6 +176,9 @@ def annotate(
     min_gene_score: float | None = typer.Option(
         None, "--min-gene-score", rich_help_panel=_GENE_MODEL,
         help="Genes whose mean posterior is below this: not called."),
+    max_masked_cds: float | None = typer.Option(
+        None, "--max-masked-cds", rich_help_panel=_GENE_MODEL,
+        help="Genes with more of their CDS soft-masked: not called (1: off)."),
     split_stops: bool | None = typer.Option(
         None, "--split-stops/--allow-split-stops", rich_help_panel=_GENE_MODEL,
         help="Take stop codons split by an intron out of genes."),
@@ -232,8 +235,7 @@ def annotate(
         certified_seams=certified_seams, intron_penalty=intron_penalty,
         intron_rate=intron_rate, branch_penalty=branch_penalty, first_atg=first_atg,
         long_orfs=long_orfs, donor_motif=donor_motif, split_stops=split_stops,
-        min_gene_score=min_gene_score,
-        samples=samples, seed=seed,
+        min_gene_score=min_gene_score, max_masked_cds=max_masked_cds, samples=samples, seed=seed,
         signal_precision=signal_precision, genetic_code=genetic_code)
     annotate_job(resolve_model(model), str(fasta) if fasta else None, out, options)
 

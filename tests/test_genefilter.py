@@ -10,7 +10,7 @@ import pytest
 from seqs import SHIPPED_MODEL, chrI_piece
 
 from semiseg.errors import SemisegError
-from semiseg.genemodel.genefilter import drop_weak_genes, gene_spans
+from semiseg.genemodel.genefilter import drop_masked_genes, drop_weak_genes, gene_spans
 from semiseg.genome import load_scheme
 
 SCHEME = load_scheme("gene_structure")
@@ -68,6 +68,34 @@ def test_gene_spans_and_scores(seed):
     assert [s for _, _, s in dropped] == pytest.approx([s for s in scores if s < thr])
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_masked_genes_against_a_loop_over_bases(seed):
+    """A gene is dropped where more than the threshold of its CDS bases (counted one by
+    one) are lowercase; a sequence with no lowercase is never touched."""
+    rng = np.random.default_rng(100 + seed)
+    lab = random_labels(rng, 300)
+    seq = "".join(rng.choice(list("ACGTacgt")) for _ in range(len(lab)))
+    cds = [SCHEME.role_label("CDS", st) for st in "+-"]
+    spans = gene_spans(lab, ROLES, STRANDS)
+    shares = []
+    for lo, hi in spans:
+        n = [t for t in range(lo, hi) if lab[t] in cds]
+        shares.append(sum(seq[t].islower() for t in n) / len(n) if n else 0.0)
+    thr = float(np.median(shares)) if shares else 0.5
+    want = lab.copy()
+    for (lo, hi), s in zip(spans, shares):
+        if s > thr:
+            want[lo:hi] = SCHEME.background
+    got = lab.copy()
+    dropped = drop_masked_genes(got, seq, cds, ROLES, STRANDS, SCHEME.background, thr)
+    assert got.tolist() == want.tolist()
+    assert [s for _, _, s in dropped] == pytest.approx([s for s in shares if s > thr])
+    same = lab.copy()
+    assert drop_masked_genes(same, seq.upper(), cds, ROLES, STRANDS, SCHEME.background,
+                             0.0) == []
+    assert same.tolist() == lab.tolist()
+
+
 def _genes(path):
     """(start, end, strand, score) of the gene rows of a GFF3."""
     out = []
@@ -111,3 +139,30 @@ def test_annotate_min_gene_score(tmp_path):
                              "labels": [{"name": "quiet"}, {"name": "active"}]})
     with pytest.raises(SemisegError, match="--min-gene-score: only a gene model"):
         gene_rules(chromatin, 200, False, None, 0, None, 0.0, 0.5)
+
+
+def test_annotate_max_masked_cds(tmp_path):
+    """The same piece with one gene's bases lowercased: with --max-masked-cds 0.5 the
+    genes are those of the run without the option, less that gene, whose bases are
+    intergenic; a gene a third masked stays. Out of [0, 1]: a one-line error."""
+    from semiseg.annotate.run import annotate
+    from semiseg.genemodel.generules import gene_rules
+
+    seq, fasta = chrI_piece(tmp_path, 30000, 60000)
+    off = tmp_path / "off"
+    annotate(SHIPPED_MODEL, fasta, str(off), device="cpu", first_atg=False, long_orfs=0)
+    genes = _genes(f"{off}.gff3")
+    assert len(genes) >= 3
+    (a, b, _, _), (c, d, _, _) = genes[0], genes[1]
+    third = c + (d - c) // 3
+    masked = seq[:a] + seq[a:b].lower() + seq[b:c] + seq[c:third].lower() + seq[third:]
+    fasta = tmp_path / "masked.fa"
+    fasta.write_text(">s\n" + masked + "\n")
+    on = tmp_path / "on"
+    annotate(SHIPPED_MODEL, str(fasta), str(on), device="cpu", first_atg=False, long_orfs=0,
+             max_masked_cds=0.5)
+    assert [g[:3] for g in _genes(f"{on}.gff3")] == [g[:3] for g in genes[1:]]
+    bed = [line.split("\t") for line in open(f"{on}.bed") if not line.startswith(("#", "track"))]
+    assert all(r[3] == "intergenic" for r in bed if int(r[1]) < b and int(r[2]) > a)
+    with pytest.raises(SemisegError, match="--max-masked-cds: expected a share"):
+        gene_rules(SCHEME, 1, False, None, 0, None, masked_given=1.5)

@@ -8,7 +8,12 @@ import random
 import numpy as np
 from seqs import layout, onehot, rc
 
-from semiseg.genemodel.learnedrules import learn_donor_motif, learn_first_atg, learn_long_orfs
+from semiseg.genemodel.learnedrules import (
+    learn_donor_motif,
+    learn_first_atg,
+    learn_long_orfs,
+    learn_masked_cds,
+)
 from semiseg.genome.scheme import load_scheme
 
 LAY = layout()
@@ -124,3 +129,41 @@ def test_long_orfs_rule_is_off_where_long_orfs_are_not_whole_genes():
     assert n == 50, ev
     n, ev = learn_long_orfs(xs[20:], ys[20:], LAY, SCHEME)
     assert n == 0  # 4 ORFs: too few for a rule
+
+
+def masked_gene_window(rng, n_masked: int, cut: bool = False):
+    """(gold codes, lowercase mask) of a window holding one two-exon plus-strand gene
+    (60 CDS bases) with `n_masked` of its CDS bases soft-masked, between 40 intergenic
+    bases on each side of which 30 are masked; `cut`: the window ends inside the gene's
+    second exon (its whole CDS masked)."""
+    parts = [("outside:intergenic", 40), ("start+", 3), ("CDS+", 27), ("donor+", 1),
+             ("intron+", 28), ("acceptor+", 1), ("CDS+", 27), ("stop+", 3),
+             ("outside:intergenic", 40)]
+    gold = np.concatenate([np.full(n, code(k), np.int64) for k, n in parts])
+    low = np.zeros(len(gold), bool)
+    low[5:35] = True  # intergenic repeats: the training sequence is soft-masked
+    cds = np.flatnonzero(np.isin(gold, [code("start+"), code("CDS+"), code("stop+")]))
+    if cut:
+        gold, low = gold[:len(gold) - 60], low[:len(gold) - 60]
+        low[cds[cds < len(gold)]] = True
+    else:
+        low[rng.sample(sorted(cds.tolist()), n_masked)] = True
+    return gold, low
+
+
+def test_masked_cds_rule_is_the_most_masked_whole_training_gene():
+    rng = random.Random(5)
+    counts = [rng.randrange(0, 15) for _ in range(11)] + [15]  # the most: 15 of 60
+    wins = [masked_gene_window(rng, k) for k in counts]
+    cut = masked_gene_window(rng, 0, cut=True)  # a wholly masked gene cut by its window
+    golds, lows = zip(*wins, cut)
+    share, ev = learn_masked_cds(lows, golds, LAY, SCHEME)
+    assert share == 15 / 60 and "12 whole training genes" in ev, ev
+    # an unmasked FASTA, too few genes, a wholly masked whole gene: off
+    share, ev = learn_masked_cds([np.zeros(len(g), bool) for g in golds], golds, LAY, SCHEME)
+    assert share == 1.0 and "0.0% of the training sequence" in ev, ev
+    share, ev = learn_masked_cds(lows[:9], golds[:9], LAY, SCHEME)
+    assert share == 1.0 and "too few" in ev, ev
+    g, low = masked_gene_window(rng, 60)
+    share, ev = learn_masked_cds([*lows, low], [*golds, g], LAY, SCHEME)
+    assert share == 1.0 and "wholly soft-masked" in ev, ev

@@ -59,7 +59,9 @@ def write_chrom(writer, chrom: str, length: int, parts: list, res: int, names: l
         with io_lock:
             seq = fa.fetch(chrom)
     if rules is not None and parts:  # (no part: all gap, no gene or background to change)
-        writer.weak_genes += apply_rules(rules, lab, seq, runp, post)
+        weak, masked = apply_rules(rules, lab, seq, runp, post)
+        writer.weak_genes += weak
+        writer.masked_genes += masked
     # gap rows: N runs of gap_min(res)+ bp, the runs annotate cuts out (annotate/gaps.py)
     with io_lock:
         n_runs = fa.n_runs(chrom, min_length=gap_min(res))

@@ -45,7 +45,7 @@ import torch
 from .. import __version__, ui
 from ..checkpoint import Checkpoint, load_checkpoint
 from ..errors import SemisegError
-from ..genemodel.generules import gene_rules, set_donor_motif
+from ..genemodel.generules import dropped_lines, dropping, gene_rules, set_donor_motif
 from ..runtime import pick_device, return_freed_memory
 from . import batches, gaps, provenance, spill, uncertainty
 from .annotator import Annotator, Item
@@ -194,6 +194,7 @@ class AnnotateOptions:
     donor_motif: str | None = None  # introns begin with this IUPAC motif ("": any GT)
     split_stops: bool | None = None  # stops split by an intron taken out of genes
     min_gene_score: float | None = None  # genes under this mean posterior not called
+    max_masked_cds: float | None = None  # genes more soft-masked than this not called
     # outputs
     samples: int = 0  # exact posterior samples per sequence (PREFIX.samples.bed)
     seed: int = 0
@@ -385,7 +386,8 @@ def _gene_model_settings(crf, ckpt: Checkpoint, opts: AnnotateOptions):
         crf.split_stops = acfg.split_stops if opts.split_stops is None else opts.split_stops
     rules = gene_rules(ckpt.scheme, ckpt.config.model.resolution, acfg.first_atg,
                        opts.first_atg, acfg.long_orfs, opts.long_orfs,
-                       acfg.min_gene_score, opts.min_gene_score)
+                       acfg.min_gene_score, opts.min_gene_score,
+                       acfg.max_masked_cds, opts.max_masked_cds)
     precision = _at_least_zero("--signal-precision", acfg.signal_precision
                                if opts.signal_precision is None else opts.signal_precision)
     return rules, precision
@@ -406,7 +408,8 @@ def _in_effect(ann: Annotator, rules, precision: float, opts: AnnotateOptions) -
         "split_stops": getattr(crf, "split_stops", None),
         "first_atg": bool(rules and rules.first_atg),
         "long_orfs": rules.long_orfs if rules else 0,
-        "min_gene_score": rules.min_gene_score if rules else 0.0, "samples": opts.samples,
+        "min_gene_score": rules.min_gene_score if rules else 0.0,
+        "max_masked_cds": rules.max_masked_cds if rules else 1.0, "samples": opts.samples,
         "seed": opts.seed})
 
 
@@ -431,8 +434,7 @@ def _log_start(model: str, ckpt: Checkpoint, ann: Annotator, rules, n_items: int
               if rules and rules.first_atg else "")
            + (f"; intergenic ORFs of {rules.long_orfs}+ codons called genes"
               if rules and rules.long_orfs else "")
-           + (f"; genes scoring under {rules.min_gene_score:g} not called"
-              if rules and rules.min_gene_score else ""))
+           + "".join(f"; {d}" for d in dropping(rules)))
 
 
 def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
@@ -484,9 +486,8 @@ def _write(out: str, ann: Annotator, fa, items: list, sizes: dict[str, int],
                   if total_bp < given_bp else ""))
         if ann.seam_stats is not None:  # certified windows (annotate/seams.py)
             ui.log(ann.seam_stats.line() + "; " + ann.seam_stats.posterior_line())
-        if rules is not None and rules.min_gene_score:
-            ui.log(f"{sink.writer.weak_genes} gene(s) scoring under "
-                   f"{rules.min_gene_score:g} not called (annotate.min_gene_score)")
+        for line in dropped_lines(rules, sink.writer):
+            ui.log(line)
         stopped = sink.writer.internal_stop_genes
         if stopped:
             ui.log(f"warning: {len(stopped)} predicted gene(s) read a stop codon inside "

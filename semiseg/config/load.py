@@ -45,7 +45,7 @@ NON_NEGATIVE = {
     "windows.overlap", "model.layers", "model.dropout", "train.lr", "train.weight_decay",
     "train.warmup_epochs", "train.average_epochs", "train.grad_clip", "train.patience",
     "annotate.context", "annotate.signal_precision", "annotate.long_orfs",
-    "annotate.min_gene_score",
+    "annotate.min_gene_score", "annotate.max_masked_cds",
     "annotate.decode_overlap", "crf.duration_step_sd",
 }
 

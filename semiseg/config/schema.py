@@ -353,11 +353,16 @@ class AnnotateConfig:
              posterior over its bases (the score of its GFF3 gene row) is below this is
              not called: its bases are written as intergenic, before first_atg and
              long_orfs (semiseg/genemodel/genefilter.py; 0: off)
+    max_masked_cds: the gene model at 1 bp only: a decoded gene with more than this share
+             of its CDS bases in lowercase (soft-masked repeats) in the FASTA is not
+             called: its bases are written as intergenic, after first_atg and long_orfs
+             (genefilter.py; 1: off; a FASTA with no lowercase is never touched).
+             learn_rules sets it to the largest share among the training genes
     learn_rules: the gene model at 1 bp only: `semiseg train` sets donor_motif,
-             branch_penalty, first_atg and long_orfs from the training annotation,
-             each turned on only where the training genes obey it
-             (semiseg/genemodel/learnedrules.py; the values learned replace the four above in
-             the run's config)
+             branch_penalty, first_atg, long_orfs and max_masked_cds from the training
+             annotation, each turned on only where the training genes obey it
+             (semiseg/genemodel/learnedrules.py; the values learned replace the five
+             above in the run's config)
     split_stops: the gene model only: take stop codons that an intron splits out of
              decoded genes, by decoding each such gene's locus again with one of the
              junction's splice bases barred (semiseg/genemodel/splitstops.py); false
@@ -382,6 +387,7 @@ class AnnotateConfig:
     first_atg: bool = False
     long_orfs: int = 0
     min_gene_score: float = 0.0
+    max_masked_cds: float = 1.0
     learn_rules: bool = False
     split_stops: bool = False
     signal_precision: float = 1e-4

@@ -1,4 +1,5 @@
-"""Genes the model is unsure of, not called (`annotate.min_gene_score`).
+"""Genes not called: those the model is unsure of (`annotate.min_gene_score`), and those
+whose coding bases lie in soft-masked repeats (`annotate.max_masked_cds`).
 
 A decoded gene's score is the mean, over its bases from its first exon's first base to
 its last exon's last base, of the posterior of the label it was given there: the score
@@ -9,6 +10,12 @@ Measured on fly (3 seeds, docs/gene_model.md, "Twelfth round"): on the validatio
 every gene dropped up to 0.9 was wrong (gene precision 0.49 -> 0.54 at 0.9), but on the
 test region the threshold chosen there (0.85) left gene F1 as it was: it also dropped
 genes with long introns the model half believes. Off by default.
+
+A decoded gene's masked share is the share of its CDS bases written in lowercase in the
+FASTA (soft-masked: repeats, transposons). `annotate.learn_rules` sets
+`annotate.max_masked_cds` to the largest share among the training genes (learnedrules.py);
+a gene above it is written as intergenic. Measured on fly's three folds
+(docs/gene_model.md, "Genes in soft-masked repeats").
 """
 
 from __future__ import annotations
@@ -54,6 +61,38 @@ def drop_weak_genes(lab: np.ndarray, post: np.ndarray, roles: list, strands: lis
     for lo, hi in gene_spans(lab, roles, strands):
         s = gene_score(lab, post, lo, hi)
         if s < min_score:
+            lab[lo:hi] = background
+            dropped.append((lo, hi, s))
+    return dropped
+
+
+def masked_share(lab: np.ndarray, low: np.ndarray, cds: list[int], lo: int, hi: int) -> float:
+    """The share of the CDS steps (labels `cds`) of [lo, hi) where `low` is true; 0 where
+    there is no CDS step."""
+    c = np.isin(lab[lo:hi], cds)
+    n = int(c.sum())
+    return float(low[lo:hi][c].sum()) / n if n else 0.0
+
+
+def lowercase(seq: str) -> np.ndarray:
+    """(len(seq),) bool: where `seq` is lowercase (soft-masked)."""
+    b = np.frombuffer(seq.encode("ascii", "replace"), np.uint8)
+    return (b >= 97) & (b <= 122)
+
+
+def drop_masked_genes(lab: np.ndarray, seq: str, cds: list[int], roles: list,
+                      strands: list, background: int,
+                      max_share: float) -> list[tuple[int, int, float]]:
+    """Set every gene whose CDS steps are more than `max_share` soft-masked (lowercase in
+    `seq`, the chromosome at 1 bp) to `background` (in place); returns the
+    (lo, hi, share) of those dropped."""
+    low = lowercase(seq)
+    if not low.any():
+        return []
+    dropped = []
+    for lo, hi in gene_spans(lab, roles, strands):
+        s = masked_share(lab, low, cds, lo, hi)
+        if s > max_share:
             lab[lo:hi] = background
             dropped.append((lo, hi, s))
     return dropped

@@ -27,6 +27,12 @@ learned and the counts behind it.
   the training windows' ORFs of >= N codons (first ATG to stop, not touching unknown
   bases) are whole single-exon genes of the annotation (CDS from end to end, intergenic
   on both sides); 0 (off) if none. Needs RULE_MIN_N such ORFs at N.
+- soft-masked genes: where at least MASK_MIN_SHARE of the training sequence is lowercase
+  in the FASTA (soft-masked repeats), the largest share of soft-masked CDS bases among the
+  training genes wholly inside a window (intergenic on both sides); a decoded gene more
+  masked than that is not called (`annotate.max_masked_cds`, genefilter.py). Off (1) on
+  an unmasked FASTA, with fewer than RULE_MIN_N such genes, or where a training gene's
+  CDS is wholly masked (the annotation calls genes in repeats).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ FIRST_ATG_MIN_SHARE = 0.9
 ORF_GRID = (50, 60, 70, 80, 90, 100, 120, 150, 200, 300, 500)
 ORF_MIN_PRECISION = 0.8
 RULE_MIN_N = 10
+MASK_MIN_SHARE = 0.01
 
 @dataclass
 class LearnedRules:
@@ -55,6 +62,7 @@ class LearnedRules:
     first_atg: bool
     long_orfs: int
     evidence: dict
+    max_masked_cds: float = 1.0
 
     def describe(self) -> str:
         return "; ".join(f"{k}: {v}" for k, v in self.evidence.items())
@@ -242,12 +250,48 @@ def learn_long_orfs(onehots, golds, layout, scheme) -> tuple[int, str]:
                + (" ..." if len(tried) > 6 else "") + ")")
 
 
-def learn_rules(onehots, golds, layout, scheme) -> LearnedRules:
-    """All four rules from the training windows' one-hot sequence and gold frame codes."""
+def learn_masked_cds(lows, golds, layout, scheme) -> tuple[float, str]:
+    """(max_masked_cds, evidence): the most soft-masked training gene's share, where the
+    training sequence is soft-masked (see the module docstring); `lows` the windows'
+    lowercase masks (bool, one per step)."""
+    from .genefilter import gene_spans, masked_share
+    n_low = sum(int(np.asarray(m).sum()) for m in lows)
+    n_all = sum(len(m) for m in lows)
+    share = n_low / max(n_all, 1)
+    if share < MASK_MIN_SHARE:
+        return 1.0, f"off ({share:.1%} of the training sequence soft-masked)"
+    cds = sorted(c for c in (scheme.role_label("CDS", st) for st in "+-") if c is not None)
+    bg = scheme.background
+    roles, strands = list(scheme.roles), list(scheme.strands)
+    shares = []
+    for low, y in zip(lows, golds, strict=True):
+        lab = _scheme_labels(np.asarray(y), layout)
+        low = np.asarray(low, bool)
+        for lo, hi in gene_spans(lab, roles, strands):
+            if lo == 0 or hi == len(lab) or lab[lo - 1] != bg or lab[hi] != bg:
+                continue  # cut by the window, or next to unknown bases
+            if (lab[lo:hi] < 0).any() or not np.isin(lab[lo:hi], cds).any():
+                continue
+            shares.append(masked_share(lab, low, cds, lo, hi))
+    if len(shares) < RULE_MIN_N:
+        return 1.0, f"off ({len(shares)} whole training genes: too few for a rule)"
+    top = max(shares)
+    if top >= 1:
+        return 1.0, (f"off (a training gene's CDS is wholly soft-masked; {share:.1%} of the "
+                     "training sequence soft-masked)")
+    return top, (f"{top:.1%} (the most soft-masked CDS of {len(shares)} whole training "
+                 f"genes; {share:.1%} of the training sequence soft-masked)")
+
+
+def learn_rules(onehots, golds, layout, scheme, lows=None) -> LearnedRules:
+    """All five rules from the training windows' one-hot sequence, gold frame codes and
+    lowercase masks (`lows`; None: the FASTA's case unknown, no soft-masked rule)."""
     motif, ev_d = learn_donor_motif(onehots, golds, layout)
     branch, ev_b = learn_branch_rule(onehots, golds, layout)
     first, ev_f = learn_first_atg(onehots, golds, layout, scheme)
     orfs, ev_o = learn_long_orfs(onehots, golds, layout, scheme)
+    masked, ev_m = (1.0, "off (no sequence case)") if lows is None else \
+        learn_masked_cds(lows, golds, layout, scheme)
     return LearnedRules(motif, branch, first, orfs,
                         {"donor motif": ev_d, "branch point": ev_b, "first ATG": ev_f,
-                         "long ORFs": ev_o})
+                         "long ORFs": ev_o, "soft-masked genes": ev_m}, masked)

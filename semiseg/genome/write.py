@@ -115,6 +115,7 @@ class OutputWriter(SignalWriter):
         # codon split by an intron can form one, which the gene model does not forbid
         self.internal_stop_genes: list[str] = []
         self.weak_genes = 0  # genes not called for their score (genemodel/genefilter.py)
+        self.masked_genes = 0  # ... for their soft-masked CDS (annotate.max_masked_cds)
         self.extra = dict(provenance or {})
         self._score_kinds: set[str] = set()
         self.stranded_bed = stranded_bed

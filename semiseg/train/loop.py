@@ -519,7 +519,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     ckpt = open_run(cfg, out, resume, overwrite)
     cfg, data, scheme, columns, train_ds, valid_ds = _load_data(cfg)
     check_learned_on_resume(ckpt, cfg, out)
-    cfg = with_learned_rules(cfg, scheme, train_ds)
+    cfg = with_learned_rules(cfg, scheme, train_ds, data.fasta)
     names = list(scheme.names)
     procs = (f"; {ctx.world_size} processes ({'NCCL' if device.type == 'cuda' else 'gloo'}),"
              f" {cfg.train.batch_size // ctx.world_size} windows each per batch"

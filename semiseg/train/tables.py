@@ -26,9 +26,10 @@ def new_model(cfg: Config, scheme, columns, train_ds: Dataset):
     return model
 
 
-def with_learned_rules(cfg: Config, scheme, train_ds: Dataset) -> Config:
+def with_learned_rules(cfg: Config, scheme, train_ds: Dataset, fasta=None) -> Config:
     """With annotate.learn_rules: the config with the gene rules (donor motif, branch
-    rule, first ATG, long ORFs) read off the training windows' gold genes
+    rule, first ATG, long ORFs, soft-masked genes: the last from `fasta`'s case at the
+    training windows, None: off) read off the training windows' gold genes
     (semiseg/genemodel/learnedrules.py) in its annotate section; the config as it is otherwise."""
     import dataclasses
 
@@ -39,15 +40,19 @@ def with_learned_rules(cfg: Config, scheme, train_ds: Dataset) -> Config:
                "rules to learn; left as configured")
         return cfg
     from ..genemodel.frames import FrameLayout
+    from ..genemodel.genefilter import lowercase
     from ..genemodel.learnedrules import learn_rules
 
+    lows = None if fasta is None or not hasattr(fasta, "fetch") else [
+        lowercase(fasta.fetch(w.chrom, w.start, w.end)) for w in train_ds.windows]
     r = learn_rules([x[:, :4] for x in train_ds.x], train_ds.y,
-                    FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types), scheme)
+                    FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types), scheme,
+                    lows=lows)
     branch = r.branch_penalty if cfg.crf.site_scores else 0.0  # needs the branch matrix
     ui.log("gene rules learned from the training annotation: " + r.describe())
     return dataclasses.replace(cfg, annotate=dataclasses.replace(
         cfg.annotate, donor_motif=r.donor_motif, branch_penalty=branch,
-        first_atg=r.first_atg, long_orfs=r.long_orfs))
+        first_atg=r.first_atg, long_orfs=r.long_orfs, max_masked_cds=r.max_masked_cds))
 
 
 def _gold_layout(model, scheme):
