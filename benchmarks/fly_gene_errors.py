@@ -85,11 +85,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pred", nargs="+", metavar="NAME=PATH")
     ap.add_argument("--region", choices=sorted(REGIONS), default="tune")
+    ap.add_argument("--span", metavar="LO-HI", help="the region as coordinates instead "
+                    "(e.g. 0-1500000: the folds' first three blocks)")
     ap.add_argument("--detail", metavar="NAME", help="list the missed loci of NAME")
     args = ap.parse_args(argv)
     root = os.path.dirname(HERE)
     fa = Fasta(os.path.join(root, "data/fly/chr2R_2M_6M.fa"))
-    lo, hi = REGIONS[args.region]
+    lo, hi = (REGIONS[args.region] if args.span is None
+              else map(int, args.span.replace(",", "").split("-")))
 
     def load(path):
         models, _ = normalise_stops(read_gene_models(path), fa.fetch, fa.chrom_sizes)
