@@ -7,7 +7,9 @@ with it to OUT. `semiseg train` does this itself after the last epoch.
         [--terms]
 
 --terms: refit the head's counted-term weights and intron constants with the scale
-(calibrate.fit_head_terms; an experiment). --symmetric-introns: instead of a fit, add the
+(calibrate.fit_head_terms; an experiment). --orf: keep the checkpoint's calibration and
+add the ORF-length weight fitted with it (calibrate.fit_orf_weight, train.calibrate_orf).
+--symmetric-introns: instead of a fit, add the
 strand-symmetric tied-intron constants (genemodel/symmetry.py, train.symmetric_introns)
 to the checkpoint's calibration as it is.
 """
@@ -24,7 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
 from semiseg.checkpoint import build_model, load_checkpoint, save_checkpoint  # noqa: E402
-from semiseg.genemodel.calibrate import TERMS, fit_encoder_scale, fit_head_terms  # noqa: E402
+from semiseg.genemodel.calibrate import (  # noqa: E402
+    TERMS,
+    fit_encoder_scale,
+    fit_head_terms,
+    fit_orf_weight,
+)
 from semiseg.train.loop import _load_data  # noqa: E402
 
 
@@ -37,6 +44,7 @@ def main() -> None:
     ap.add_argument("--terms", nargs="*", default=None,
                     help="refit these head parameters too (none named: calibrate.TERMS)")
     ap.add_argument("--symmetric-introns", action="store_true")
+    ap.add_argument("--orf", action="store_true", help="add the fitted ORF-length weight")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = ap.parse_args()
     ckpt = load_checkpoint(a.model)
@@ -53,6 +61,9 @@ def main() -> None:
     model, _ = build_model(ckpt)
     device = torch.device(a.device)
     model.to(device)
+    if a.orf:
+        _orf(ckpt, model, valid_ds, device, cfg, a.out)
+        return
     if a.terms is None:
         fit = fit_encoder_scale(model, valid_ds, device, cfg.train.batch_size)
     else:
@@ -68,6 +79,22 @@ def main() -> None:
           f"{fit['evaluations']} evaluations) -> {a.out}")
     for name, value in fit.get("params", {}).items():
         print(f"  {name}: {value}")
+
+
+def _orf(ckpt, model, valid_ds, device, cfg, out: str) -> None:
+    """The checkpoint (its calibration applied, as annotate loads it) with the
+    ORF-length weight fitted and added to its calibration."""
+    fit = fit_orf_weight(model, valid_ds, device, cfg.train.batch_size)
+    if fit is None:
+        sys.exit("no validation windows or no ORF-length scores (crf.orf_length_scores)")
+    state = dict(ckpt.data)
+    cal = dict(state.get("calibration") or {})
+    cal["orf_weight"] = fit["orf_weight"]
+    cal["params"] = dict(cal.get("params") or {}, **fit["params"])
+    state["calibration"] = cal
+    save_checkpoint(state, out)
+    print(f"ORF-length weight {fit['orf_weight']:.3f} (NLL per base {fit['nll_before']:.5f}"
+          f" -> {fit['nll_after']:.5f}, {fit['evaluations']} evaluations) -> {out}")
 
 
 def _symmetric(ckpt, path: str, out: str) -> None:

@@ -179,3 +179,38 @@ def test_a_checkpoint_applies_its_refitted_terms():
     assert model.crf.noncoding_bias.tolist() == want
     plain, _ = build_model(Checkpoint("plain", shipped))
     assert plain.crf.noncoding_bias.tolist() != want
+
+
+def test_the_orf_weight_is_the_minimum_of_the_validation_nll_over_0_1():
+    """train.calibrate_orf: the fitted weight's NLL (the curves times w) is the least of a
+    grid over [0, 1] in steps of 0.01 (within the search's tolerance), its params are
+    the trained knots times w, and the head keeps its trained knots."""
+    from semiseg.genemodel.calibrate import fit_orf_weight
+
+    _, em0, y0 = _data(1, 1.5)
+    _, em1, y1 = _data(2, 1.5)
+    plain, _, _ = _data(1, 1.5)
+    head = FrameHead(plain.layout, max_duration=40, tie_noncoding=True,
+                     orf_length_scores=True)
+    head.load_state_dict(plain.state_dict(), strict=False)
+    with torch.no_grad():  # curves that mislead: a minimum inside [0, 1]
+        head.orf_length.knots.copy_(torch.linspace(-3, 3, head.orf_length.knots.numel())
+                                    .reshape(head.orf_length.knots.shape))
+    k0 = head.orf_length.knots.detach().clone()
+    cached = [(torch.cat([em0, em1]), torch.tensor([em0.shape[1]] * 2), torch.cat([y0, y1]))]
+    grid = np.linspace(0, 1, 101)
+    nll = []
+    for w in grid:
+        with torch.no_grad():
+            head.orf_length.knots.copy_(k0 * float(w))
+        nll.append(validation_nll(head, cached, 1.0, "cpu"))
+    with torch.no_grad():
+        head.orf_length.knots.copy_(k0)
+    assert max(nll) - min(nll) > 1e-3 and int(np.argmin(nll)) < 90  # w matters here
+    fit = fit_orf_weight(_Emits(head), _Windows([(em0, y0), (em1, y1)]), "cpu", batch_size=2)
+    assert fit["nll_after"] <= min(nll) + 2e-4 * (max(nll) - min(nll)) + 1e-6
+    assert fit["nll_before"] == nll[-1]
+    want = (k0 * fit["orf_weight"]).tolist()
+    assert np.allclose(fit["params"]["crf.orf_length.knots"], want)
+    assert torch.equal(head.orf_length.knots, k0)
+    assert fit_orf_weight(_Emits(plain), _Windows([(em0, y0)]), "cpu") is None

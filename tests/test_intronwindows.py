@@ -165,3 +165,42 @@ def test_calibration_of_the_introns(monkeypatch, scale):
         assert model.crf.noncoding_bias.tolist() == trained
         assert cal["encoder_scale"] == 0.8
     assert cal["params"]["crf.noncoding_bias"] == symmetric_intron_bias(fresh.crf)
+
+
+def test_calibration_of_the_orf_weight(monkeypatch):
+    """train.calibrate_orf in calibrate.after_training, the fits replaced by known
+    results: the ORF weight is fitted with the fitted encoder scale in place (the head's
+    own left as trained), its weighted curves are applied to the model and recorded
+    beside the symmetric step's intron constants (neither replaces the other)."""
+    import dataclasses
+
+    from semiseg.checkpoint import Checkpoint, build_model, load_checkpoint, resolve_model
+    from semiseg.genemodel import calibrate
+
+    ck = load_checkpoint(resolve_model("fly"))
+    bare = dict(ck.data)
+    bare.pop("calibration", None)
+    model = build_model(Checkpoint("trained", bare))[0]
+    k0 = model.crf.orf_length.knots.detach().clone()
+    want = (k0 * 0.25).tolist()
+    scales = []
+
+    def orf(model, *a, **k):
+        scales.append(model.crf.encoder_scale)
+        return {"orf_weight": 0.25, "nll_before": 1.0, "nll_after": 0.9, "evaluations": 4,
+                "params": {"crf.orf_length.knots": want}}
+
+    monkeypatch.setattr(calibrate, "fit_orf_weight", orf)
+    monkeypatch.setattr(calibrate, "fit_encoder_scale", lambda *a, **k: {
+        "encoder_scale": 0.8, "nll_before": 1.0, "nll_after": 0.95, "windows": 1,
+        "evaluations": 5})
+    cfg = dataclasses.replace(ck.config, train=dataclasses.replace(
+        ck.config.train, calibrate=True, calibrate_introns=False, symmetric_introns=True,
+        calibrate_orf=True))
+    cal, lines = calibrate.after_training(model, cfg, object(), "cpu")
+    assert scales == [0.8] and model.crf.encoder_scale == 1.0
+    assert cal["orf_weight"] == 0.25
+    assert cal["params"]["crf.orf_length.knots"] == want
+    assert "crf.noncoding_bias" in cal["params"]
+    assert torch.allclose(model.crf.orf_length.knots, k0 * 0.25)
+    assert any("ORF-length weight 0.25" in m for m in lines)

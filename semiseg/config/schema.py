@@ -280,6 +280,10 @@ class TrainConfig:
                        (held-out NLL; before
                        symmetric_introns, which then starts from them); a fit that
                        takes the scale outside [0.3, 1.5] gives way to the scale alone
+    calibrate_orf:     with calibrate, the gene model with crf.orf_length_scores only:
+                       fit one weight in [0, 1] on the ORF-length curves on the
+                       validation windows (held-out NLL, the encoder scale fitted
+                       first); annotate applies the weighted curves
     symmetric_introns: the gene model with crf.tie_noncoding only: after the last
                        epoch, set the tied introns' per-strand constants so that both
                        strands' introns score the same per base against intergenic
@@ -308,6 +312,7 @@ class TrainConfig:
     amp: str = "auto"
     calibrate: bool = True
     calibrate_introns: bool = False
+    calibrate_orf: bool = False
     symmetric_introns: bool = True
     average_epochs: float = 0.0
     world_size: int = 1

@@ -21,6 +21,13 @@ training option) refits the scale together with the head's other scalars learned
 beside the encoder (TERMS) and records them under "calibration"/"params", which loading
 applies too. On fly it lowered the validation NLL and every F1 (RESULTS-log, "Eighth
 round"), so `train.calibrate` fits the scale alone.
+
+`train.calibrate_orf` then fits one weight in [0, 1] on the ORF-length curves
+(orflength.OrfLengthScores, built for single-exon genes: a stop codon's curve reads the
+genomic ORF it closes, which for a gene's last exon is that exon) the same way, the
+encoder scale fitted first (fit_orf_weight); the weighted curves go under
+"calibration"/"params". On fly's folds, with the curves taken out, every F1 rose
+(RESULTS-log, "The ORF-length scores taken out of trained fold models at decode").
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import math
 import torch
 
 LO, HI, TOL = 0.3, 1.5, 0.005
+ORF_TOL = 0.02  # the ORF weight's search, over [0, 1]
 MAX_WINDOWS = 512  # validation windows used at most (spread over the set)
 
 
@@ -101,16 +109,7 @@ def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | Non
                 seen[s] = validation_nll(head, cached, s, device)
             return seen[s]
 
-        g = (math.sqrt(5) - 1) / 2
-        a, b = LO, HI
-        c, d = b - g * (b - a), a + g * (b - a)
-        while b - a > TOL:
-            if f(c) <= f(d):
-                b, d = d, c
-                c = b - g * (b - a)
-            else:
-                a, c = c, d
-                d = a + g * (b - a)
+        golden_min(f, LO, HI, TOL)
         best = min(seen, key=seen.get)
         before = f(1.0)
         if before <= seen[best]:  # the search did not beat the model as trained
@@ -120,6 +119,62 @@ def fit_encoder_scale(model, dataset, device, batch_size: int = 8) -> dict | Non
     return {"encoder_scale": float(best), "nll_before": before, "nll_after": seen[best],
             "windows": sum(len(lengths) for _, lengths, _ in cached),
             "evaluations": len(seen)}
+
+
+def golden_min(f, a: float, b: float, tol: float) -> None:
+    """Golden-section search for a minimum of `f` on [a, b] to `tol` (f memoises)."""
+    g = (math.sqrt(5) - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    while b - a > tol:
+        if f(c) <= f(d):
+            b, d = d, c
+            c = b - g * (b - a)
+        else:
+            a, c = c, d
+            d = a + g * (b - a)
+
+
+def fit_orf_weight(model, dataset, device, batch_size: int = 8) -> dict | None:
+    """The weight w in [0, 1] on the head's ORF-length curves (knots * w) with the
+    smallest validation NLL (golden-section search to ORF_TOL, the ends tried too;
+    everything else as the model is, its encoder scale included), or None without
+    validation windows or ORF-length scores. Returns {"orf_weight", "nll_before",
+    "nll_after", "evaluations", "params": {"crf.orf_length.knots": the weighted knots}};
+    w = 1 where no weight beats the curves as trained. The model is left as it was."""
+    head = getattr(model, "crf", None)
+    orf = getattr(head, "orf_length", None)
+    if dataset is None or len(dataset) == 0 or orf is None:
+        return None
+    was = model.training
+    model.eval()
+    knots = orf.knots
+    k0 = knots.detach().clone()
+    try:
+        cached = _emissions(model, dataset, device, batch_size)
+        seen: dict[float, float] = {}
+
+        @torch.no_grad()
+        def f(w: float) -> float:
+            w = round(min(max(w, 0.0), 1.0), 6)
+            if w not in seen:
+                knots.copy_(k0 * w)
+                total, bases = _nll_sum(head, cached, device)
+                seen[w] = total / max(bases, 1)
+            return seen[w]
+
+        before = f(1.0)
+        f(0.0)
+        golden_min(f, 0.0, 1.0, ORF_TOL)
+        best = min(seen, key=seen.get)
+        if not seen[best] < before:
+            best = 1.0
+    finally:
+        with torch.no_grad():
+            knots.copy_(k0)
+        model.train(was)
+    return {"orf_weight": float(best), "nll_before": before, "nll_after": seen[best],
+            "evaluations": len(seen),
+            "params": {"crf.orf_length.knots": (k0 * best).cpu().tolist()}}
 
 
 def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
@@ -173,16 +228,40 @@ def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
                     param.copy_(torch.as_tensor(value, dtype=param.dtype))
                 lines.append(f"calibration: {name} {was} -> "
                              + ", ".join(f"{b:.5f}" for b in param.tolist()))
+    if cfg.train.calibrate and cfg.train.calibrate_orf:
+        lines += _orf_weight(model, cfg, valid_ds, device, cal)
     if cfg.train.symmetric_introns:
         from .symmetry import symmetric_intron_bias
 
         bias = symmetric_intron_bias(model.crf)
         if bias is not None:
             was = ", ".join(f"{b:.5f}" for b in model.crf.noncoding_bias.tolist())
-            cal["params"] = {"crf.noncoding_bias": bias}
+            cal["params"] = dict(cal.get("params") or {}, **{"crf.noncoding_bias": bias})
             lines.append(f"symmetric introns: tied-intron constants per strand {was} -> "
                          + ", ".join(f"{b:.5f}" for b in bias))
     return cal, lines
+
+
+def _orf_weight(model, cfg, valid_ds, device, cal: dict) -> list[str]:
+    """train.calibrate_orf: fit_orf_weight with the fitted encoder scale in place, its
+    weighted curves added to `cal`'s params and applied to the model; the log's lines."""
+    head = model.crf
+    trained = head.encoder_scale
+    head.encoder_scale = cal.get("encoder_scale", trained)
+    try:
+        fit = fit_orf_weight(model, valid_ds, device, cfg.train.batch_size)
+    finally:
+        head.encoder_scale = trained
+    if fit is None:
+        return ["calibration: no validation windows or no ORF-length scores; the ORF "
+                "weight stays 1"]
+    cal["orf_weight"] = fit["orf_weight"]
+    cal["params"] = dict(cal.get("params") or {}, **fit["params"])
+    with torch.no_grad():
+        head.orf_length.knots.copy_(torch.as_tensor(fit["params"]["crf.orf_length.knots"]))
+    return [f"calibration: ORF-length weight {fit['orf_weight']:.2f} (NLL per base "
+            f"{fit['nll_before']:.5f} -> {fit['nll_after']:.5f}, {fit['evaluations']} "
+            "evaluations)"]
 
 
 # train.calibrate: "terms": the head parameters refitted with the encoder scale, each a
