@@ -99,6 +99,11 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # as an input channel (inputs.softmask: true; the weight learned like any input): 15 of the
 # folds' 21 genes on no annotated locus have a wholly soft-masked CDS (no truth CDS of 0-3
 # Mb is over half masked); sm = the config so, three seeds, for the test region.
+# Since 2026-12-07 (fourth session) every new run learns annotate.max_masked_cds (the
+# soft-masked genes rule; 26.2% on fly) and its `score` stage applies it, so sm+f and
+# nof+f compare with the folds scored with the rule: `fly_folds.py /tmp/folds/runs
+# --folds 0,1,2 --name mask --annotate "--max-masked-cds 0.262"` (0.848 / 0.739 / 0.814 /
+# 0.773 / gene 0.534), not with their own valid.* files (trained before the rule).
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
