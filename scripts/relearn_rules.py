@@ -41,6 +41,7 @@ def main() -> None:
     if not rules or set(rules) - set(RULES):
         sys.exit(f"--rules: expected some of {', '.join(RULES)}, got {a.rules}")
     data = copy.deepcopy(load_checkpoint(a.model).data)
+    paths = (data["config"]["inputs"]["fasta"], data["config"]["labels"]["annotation"])
     if a.fasta:
         data["config"]["inputs"]["fasta"] = a.fasta
     if a.annotation:
@@ -54,10 +55,8 @@ def main() -> None:
     for r in rules:
         print(f"{r}: {ann.get(r)!r} -> {getattr(learned, r)!r}")
         ann[r] = getattr(learned, r)
-    if a.fasta or a.annotation:  # the paths as the run had them
-        old = load_checkpoint(a.model).data["config"]
-        data["config"]["inputs"]["fasta"] = old["inputs"]["fasta"]
-        data["config"]["labels"]["annotation"] = old["labels"]["annotation"]
+    # the paths as the run had them
+    data["config"]["inputs"]["fasta"], data["config"]["labels"]["annotation"] = paths
     save_checkpoint(data, a.out)
     print(f"{a.model} -> {a.out}")
 

@@ -22,6 +22,14 @@ def test_onehot_hand_cases():
     np.testing.assert_array_equal(s, [[1, 0, 0, 0, 1], [0, 1, 0, 0, 0], [0, 0, 0, 0, 1]])
 
 
+def test_softmasked_is_python_islower_and_the_softmask_column():
+    from semiseg.genome.sequence import softmasked
+
+    seq = "ACGTNacgtn-*.RYryXxzZ"
+    assert softmasked(seq).tolist() == [c.islower() for c in seq]
+    assert softmasked(seq).tolist() == onehot(seq, softmask=True)[:, 4].astype(bool).tolist()
+
+
 def test_onehot_iupac():
     zero = onehot("RYKMSWBDHVN")
     assert not zero.any()

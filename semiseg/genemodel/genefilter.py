@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..genome._util import runs
+from ..genome.sequence import softmasked
 from ..genome.write import gene_runs
 
 EXONIC = ("CDS", "UTR", "ncRNA")
@@ -53,17 +54,25 @@ def gene_score(lab: np.ndarray, post: np.ndarray, lo: int, hi: int) -> float:
     return float(post[idx, lab[lo:hi]].astype(np.float64).mean())
 
 
+def drop_genes(lab: np.ndarray, roles: list, strands: list, background: int,
+               score, drop) -> list[tuple[int, int, float]]:
+    """Set every gene (gene_spans) whose `score(lo, hi)` satisfies `drop(score)` to
+    `background` (in place); returns the (lo, hi, score) of those dropped."""
+    dropped = []
+    for lo, hi in gene_spans(lab, roles, strands):
+        s = score(lo, hi)
+        if drop(s):
+            lab[lo:hi] = background
+            dropped.append((lo, hi, s))
+    return dropped
+
+
 def drop_weak_genes(lab: np.ndarray, post: np.ndarray, roles: list, strands: list,
                     background: int, min_score: float) -> list[tuple[int, int, float]]:
     """Set every gene scoring below `min_score` to `background` (in place); returns the
     (lo, hi, score) of those dropped."""
-    dropped = []
-    for lo, hi in gene_spans(lab, roles, strands):
-        s = gene_score(lab, post, lo, hi)
-        if s < min_score:
-            lab[lo:hi] = background
-            dropped.append((lo, hi, s))
-    return dropped
+    return drop_genes(lab, roles, strands, background,
+                      lambda lo, hi: gene_score(lab, post, lo, hi), lambda s: s < min_score)
 
 
 def masked_share(lab: np.ndarray, low: np.ndarray, cds: list[int], lo: int, hi: int) -> float:
@@ -74,25 +83,15 @@ def masked_share(lab: np.ndarray, low: np.ndarray, cds: list[int], lo: int, hi: 
     return float(low[lo:hi][c].sum()) / n if n else 0.0
 
 
-def lowercase(seq: str) -> np.ndarray:
-    """(len(seq),) bool: where `seq` is lowercase (soft-masked)."""
-    b = np.frombuffer(seq.encode("ascii", "replace"), np.uint8)
-    return (b >= 97) & (b <= 122)
-
-
 def drop_masked_genes(lab: np.ndarray, seq: str, cds: list[int], roles: list,
                       strands: list, background: int,
                       max_share: float) -> list[tuple[int, int, float]]:
     """Set every gene whose CDS steps are more than `max_share` soft-masked (lowercase in
     `seq`, the chromosome at 1 bp) to `background` (in place); returns the
     (lo, hi, share) of those dropped."""
-    low = lowercase(seq)
+    low = softmasked(seq)
     if not low.any():
         return []
-    dropped = []
-    for lo, hi in gene_spans(lab, roles, strands):
-        s = masked_share(lab, low, cds, lo, hi)
-        if s > max_share:
-            lab[lo:hi] = background
-            dropped.append((lo, hi, s))
-    return dropped
+    return drop_genes(lab, roles, strands, background,
+                      lambda lo, hi: masked_share(lab, low, cds, lo, hi),
+                      lambda s: s > max_share)

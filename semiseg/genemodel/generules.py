@@ -66,26 +66,26 @@ def gene_rules(scheme, res: int, first_atg: bool, first_atg_given: bool | None,
                      tuple(scheme.roles), tuple(scheme.strands), float(mk))
 
 
-def dropping(rules: GeneRules | None) -> list[str]:
-    """What the gene filters of `rules` leave out, for annotate's first log line."""
+def _filters(rules: GeneRules | None) -> list[tuple[str, str, str]]:
+    """The gene filters `rules` turns on: (what they leave out, the writer's count of it,
+    the config key)."""
     if rules is None:
         return []
-    return ([f"genes scoring under {rules.min_gene_score:g} not called"]
-            if rules.min_gene_score else []) + (
-        [f"genes with over {rules.max_masked_cds:.1%} of their CDS soft-masked not called"]
-        if rules.max_masked_cds < 1 else [])
+    return ([(f"scoring under {rules.min_gene_score:g}", "weak_genes",
+              "annotate.min_gene_score")] if rules.min_gene_score else []) + (
+        [(f"with over {rules.max_masked_cds:.1%} of their CDS soft-masked", "masked_genes",
+          "annotate.max_masked_cds")] if rules.max_masked_cds < 1 else [])
+
+
+def dropping(rules: GeneRules | None) -> list[str]:
+    """What the gene filters of `rules` leave out, for annotate's first log line."""
+    return [f"genes {what} not called" for what, _, _ in _filters(rules)]
 
 
 def dropped_lines(rules: GeneRules | None, writer) -> list[str]:
-    """How many genes the filters left out (writer.weak_genes, .masked_genes), for the
-    log's summary."""
-    if rules is None:
-        return []
-    return ([f"{writer.weak_genes} gene(s) scoring under {rules.min_gene_score:g} not "
-             "called (annotate.min_gene_score)"] if rules.min_gene_score else []) + (
-        [f"{writer.masked_genes} gene(s) with over {rules.max_masked_cds:.1%} of their "
-         "CDS soft-masked not called (annotate.max_masked_cds)"]
-        if rules.max_masked_cds < 1 else [])
+    """How many genes the filters left out (the writer's counts), for the log's summary."""
+    return [f"{getattr(writer, count)} gene(s) {what} not called ({key})"
+            for what, count, key in _filters(rules)]
 
 
 def _no_run_posterior(lab: np.ndarray, runp: np.ndarray, dropped: list) -> None:

@@ -31,9 +31,20 @@ def _table(fractional: bool) -> np.ndarray:
             col = "ACGT".index(base)
             table[ord(code), col] = 1.0 / len(bases)
             table[ord(code.lower()), col] = 1.0 / len(bases)
-    for c in range(ord("a"), ord("z") + 1):
-        table[c, 4] = 1.0
+    table[_LOWER, 4] = 1.0
     return table
+
+
+_LOWER = np.arange(ord("a"), ord("z") + 1)  # soft-masked letters (lowercase)
+
+
+def softmasked(seq: str | bytes) -> np.ndarray:
+    """``(len(seq),) bool``: where the letter is lowercase (soft-masked), as
+    :func:`onehot`'s softmask column reads it."""
+    if isinstance(seq, str):
+        seq = seq.encode("ascii", errors="replace")
+    b = np.frombuffer(seq, dtype=np.uint8)
+    return (b >= _LOWER[0]) & (b <= _LOWER[-1])
 
 
 _TABLES = {"zero": _table(False), "fractional": _table(True)}

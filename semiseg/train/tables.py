@@ -40,11 +40,11 @@ def with_learned_rules(cfg: Config, scheme, train_ds: Dataset, fasta=None) -> Co
                "rules to learn; left as configured")
         return cfg
     from ..genemodel.frames import FrameLayout
-    from ..genemodel.genefilter import lowercase
     from ..genemodel.learnedrules import learn_rules
+    from ..genome.sequence import softmasked
 
-    lows = None if fasta is None or not hasattr(fasta, "fetch") else [
-        lowercase(fasta.fetch(w.chrom, w.start, w.end)) for w in train_ds.windows]
+    lows = None if fasta is None else [softmasked(fasta.fetch(w.chrom, w.start, w.end))
+                                       for w in train_ds.windows]
     r = learn_rules([x[:, :4] for x in train_ds.x], train_ds.y,
                     FrameLayout.from_scheme(scheme, exon_types=cfg.crf.exon_types), scheme,
                     lows=lows)
