@@ -204,8 +204,9 @@ if [ "$stage" = launch ]; then
   if [ -n "${MPS:-}" ] && command -v nvidia-cuda-mps-control >/dev/null; then
     # a daemon left by an earlier launch on this machine is kept: starting a second one
     # fails, and quitting it then left the next round's runs time-sliced (2.5x slower an
-    # epoch, 2026-12-07: the folds' second round)
-    if pgrep -x nvidia-cuda-mps-control >/dev/null; then echo "MPS on (kept)"
+    # epoch, 2026-12-07: the folds' second round); -f: the name is longer than the 15
+    # characters -x compares (with -x the kept daemon went unseen and was quit, 2026-12-07)
+    if pgrep -f nvidia-cuda-mps-control >/dev/null; then echo "MPS on (kept)"
     else nvidia-cuda-mps-control -d && python -c "import torch; torch.zeros(1).cuda(); print('MPS on')" \
       || { echo quit | nvidia-cuda-mps-control; echo "MPS off"; }
     fi
@@ -262,9 +263,10 @@ print(fly_folds.own_block_bed('$r'))") || return 1
   done
   wait
   mkdir -p "$OUTDIR"
-  # one archive per variant (<= 16 MiB each): checkpoints, metrics, configs, outputs
+  # one archive per variant (<= 16 MiB each): checkpoints, metrics, configs, outputs;
+  # named without '+' (a name with it does not come back from the device machine)
   for v in $VARIANTS; do
-    tar czf "$OUTDIR/$v.tgz" runs/${v}_s*/best.pt runs/${v}_s*/metrics.tsv \
+    tar czf "$OUTDIR/${v//+/_}.tgz" runs/${v}_s*/best.pt runs/${v}_s*/metrics.tsv \
         runs/${v}_s*/config.yaml runs/${v}_s*/valid.bed runs/${v}_s*/valid.gff3 \
         runs/${v}_s*/test.bed runs/${v}_s*/test.gff3 2>/dev/null
   done
