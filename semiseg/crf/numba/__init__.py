@@ -203,12 +203,17 @@ def forward(x: CRFInputs, keep: bool = False):
         rows = _kept_rows(B, a.T, C, Q) if keep else None
         none = (np.empty((0, C)), np.empty((0, Q, C)), np.empty((0, C)))  # (not kept)
 
-        def one(b):
-            return fac.fac_forward(*a.common(b), a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
+        def one(b, L=None):  # L: a shorter length (0: _prime's call)
+            common = a.common(b) if L is None else (*a.common(b)[:-1], L)
+            return fac.fac_forward(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
                                    a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b],
                                    *(none if rows is None else (r[b] for r in rows)))
 
         if keep and B == 1 and a.n_chunks >= SPLIT_CHUNKS and _threads() > 1:
+            # the forward's kernel loaded (numba: from its cache, then linked in memory)
+            # before the second core faults the kept rows in: linked beside those page
+            # faults it waited 3-5 s on the 2-core CPU's memory map (yeast chrII, 2026-12-07)
+            one(0, 0)  # the length-0 sequence: its rows and checkpoint written again below
             # a backward follows: the reverse pass's state at the sequence's middle
             # chunk, on a second core beside the forward (_upper_state); a backward
             # that wants the parameter sums (not known here: training) leaves it unused
