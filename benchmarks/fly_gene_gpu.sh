@@ -104,6 +104,10 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # nof+f compare with the folds scored with the rule: `fly_folds.py /tmp/folds/runs
 # --folds 0,1,2 --name mask --annotate "--max-masked-cds 0.262"` (0.848 / 0.739 / 0.814 /
 # 0.773 / gene 0.534), not with their own valid.* files (trained before the rule).
+# Trained 2026-12-07 (fifth session; RESULTS-log "Batch 11 trained"): b11 (3 seeds; test
+# macro 0.834 / gene 0.541 against batch 8's 0.863 / 0.591: not adopted) and sm+f0..sm+f2
+# (stopped at epochs 28, 28, 26 of 30; pooled gene F1 0.505 against 0.534: not adopted).
+# Still queued: nof+f0..nof+f2, f3..f5.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
