@@ -9,7 +9,8 @@ whether their outputs are the same files.
 --tree: a checkout to time (default: this one), e.g. `git worktree add /tmp/old COMMIT`
 for a before/after pair; each runs from its own folder with a numba cache of its own.
 One warm-up call per tree first (numba compiles on a cold cache). Prints a table of the
-median wall seconds and bp/s per tree with device, date and commits.
+median wall seconds and bp/s per tree, and each process's median user and system CPU
+seconds and minor page faults, with device, date and commits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import filecmp
 import glob
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,16 +33,21 @@ from lib import commit, header  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run(tree: str, args, prefix: str, cache: str) -> float:
+def _run(tree: str, args, prefix: str, cache: str) -> tuple[float, float, float, int]:
+    """(wall s, user s, system s, minor page faults) of one annotate process."""
     cmd = [sys.executable, "-m", "semiseg.cli", "annotate", "--model", args.model,
            "--fasta", os.path.abspath(args.fasta), "--out", prefix, "--threads",
            str(args.threads), "--quiet"]
     if args.regions:
         cmd += ["--regions", os.path.abspath(args.regions)]
     env = dict(os.environ, SEMISEG_CACHE_DIR=cache, PYTHONPATH=tree)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
+            after.ru_minflt - before.ru_minflt)
 
 
 def _same(a: str, b: str) -> str:
@@ -81,26 +88,32 @@ def main() -> None:
     trees = [os.path.abspath(t) for t in args.tree]
     work = tempfile.mkdtemp(prefix="cpu_annotate_")
     caches = [os.path.join(work, f"cache{i}") for i in range(len(trees))]
-    times: list[list[float]] = [[] for _ in trees]
+    runs: list[list[tuple]] = [[] for _ in trees]
     for _ in range(args.warmup):  # warm-up: compile into each tree's own cache
         for i, tree in enumerate(trees):
             _run(tree, args, os.path.join(work, f"t{i}"), caches[i])
     for _ in range(args.runs):
         for i, tree in enumerate(trees):
-            times[i].append(_run(tree, args, os.path.join(work, f"t{i}"), caches[i]))
+            runs[i].append(_run(tree, args, os.path.join(work, f"t{i}"), caches[i]))
     print(header("benchmarks/cpu_annotate.py", "cpu", "python " + " ".join(sys.argv)))
     regions = f" --regions {os.path.relpath(args.regions, ROOT)}" if args.regions else ""
     print(f"`semiseg annotate --model {args.model} --fasta {os.path.relpath(args.fasta, ROOT)}"
           f"{regions} --threads {args.threads}`, {size:,} bp, {args.runs} runs per tree after "
           f"{args.warmup} warm-up(s), alternating; load average {os.getloadavg()[0]:.1f} "
           "at the end\n")
-    print("| code | runs s | median s | bp/s | outputs against the first tree |")
-    print("|---|---|---|---|---|")
+    # user and system CPU time and minor page faults (the kernel faulting fresh memory
+    # in: on the 2-core CPU about a third of a run's CPU time, 2026-12-07) tell a change
+    # in the work from the machine's noise in the wall clock
+    print("| code | runs s | median s | bp/s | median user / system s | median minor faults "
+          "| outputs against the first tree |")
+    print("|---|---|---|---|---|---|---|")
     for i, tree in enumerate(trees):
-        med = statistics.median(times[i])
+        wall, user, system, faults = ([r[k] for r in runs[i]] for k in range(4))
+        med = statistics.median(wall)
         same = "-" if i == 0 else _same(os.path.join(work, "t0"), os.path.join(work, f"t{i}"))
-        print(f"| {commit(tree)} | {', '.join(f'{t:.1f}' for t in times[i])} | {med:.1f} | "
-              f"{size / med:,.0f} | {same} |")
+        print(f"| {commit(tree)} | {', '.join(f'{t:.1f}' for t in wall)} | {med:.1f} | "
+              f"{size / med:,.0f} | {statistics.median(user):.1f} / "
+              f"{statistics.median(system):.1f} | {statistics.median(faults):,.0f} | {same} |")
 
 
 if __name__ == "__main__":
