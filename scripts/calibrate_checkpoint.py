@@ -31,6 +31,7 @@ from semiseg.genemodel.calibrate import (  # noqa: E402
     fit_encoder_scale,
     fit_head_terms,
     fit_orf_weight,
+    record_orf_weight,
 )
 from semiseg.train.loop import _load_data  # noqa: E402
 
@@ -89,8 +90,7 @@ def _orf(ckpt, model, valid_ds, device, cfg, out: str) -> None:
         sys.exit("no validation windows or no ORF-length scores (crf.orf_length_scores)")
     state = dict(ckpt.data)
     cal = dict(state.get("calibration") or {})
-    cal["orf_weight"] = fit["orf_weight"]
-    cal["params"] = dict(cal.get("params") or {}, **fit["params"])
+    record_orf_weight(cal, fit)
     state["calibration"] = cal
     save_checkpoint(state, out)
     print(f"ORF-length weight {fit['orf_weight']:.3f} (NLL per base {fit['nll_before']:.5f}"

@@ -243,6 +243,13 @@ def after_training(model, cfg, valid_ds, device) -> tuple[dict, list[str]]:
     return cal, lines
 
 
+def record_orf_weight(cal: dict, fit: dict) -> None:
+    """A fit_orf_weight result recorded in the calibration `cal` (its weight, and its
+    weighted curves merged into the params others recorded)."""
+    cal["orf_weight"] = fit["orf_weight"]
+    cal["params"] = dict(cal.get("params") or {}, **fit["params"])
+
+
 def _orf_weight(model, cfg, valid_ds, device, cal: dict) -> list[str]:
     """train.calibrate_orf: fit_orf_weight with the fitted encoder scale in place, its
     weighted curves added to `cal`'s params and applied to the model; the log's lines."""
@@ -256,8 +263,7 @@ def _orf_weight(model, cfg, valid_ds, device, cal: dict) -> list[str]:
     if fit is None:
         return ["calibration: no validation windows or no ORF-length scores; the ORF "
                 "weight stays 1"]
-    cal["orf_weight"] = fit["orf_weight"]
-    cal["params"] = dict(cal.get("params") or {}, **fit["params"])
+    record_orf_weight(cal, fit)
     with torch.no_grad():
         head.orf_length.knots.copy_(torch.as_tensor(fit["params"]["crf.orf_length.knots"]))
     return [f"calibration: ORF-length weight {fit['orf_weight']:.2f} (NLL per base "

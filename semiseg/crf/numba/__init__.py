@@ -203,7 +203,7 @@ def forward(x: CRFInputs, keep: bool = False):
         rows = _kept_rows(B, a.T, C, Q) if keep else None
         none = (np.empty((0, C)), np.empty((0, Q, C)), np.empty((0, C)))  # (not kept)
 
-        def one(b, L=None):  # L: a shorter length (0: _prime's call)
+        def one(b, L=None):  # L: a shorter length (0: the kernel's loading call below)
             common = a.common(b) if L is None else (*a.common(b)[:-1], L)
             return fac.fac_forward(*common, a.sp, a.db_rev, a.edb_rev, a.dbm, a.dr,
                                    a.start, a.end, a.n, ck[0][b], ck_lo[b], alpha_end[b],
