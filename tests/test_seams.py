@@ -425,6 +425,46 @@ def test_widened_seam_recomputes_a_window_that_did_not_change(monkeypatch):
     assert float((g - whole).abs().max()) < 1e-6
 
 
+def test_merge_rounds_take_merge_factor_times_the_steps_a_call(monkeypatch):
+    """Seams 0 and 2 of four failing (forced; the others certify at tol 1e-2) merge
+    windows 0-1 and 2-3 of five at once (max_widen 0) into two windows about twice the
+    first width. At one window's steps a call (per_call 1) the merge
+    round runs them in two semi-CRF calls; with merge_factor 4 in one. The posteriors
+    are the whole sequence's either way (only the batching differs: float32 rounding)."""
+    from semiseg.annotate import posterior_bound
+    from semiseg.annotate import posterior_seams as seams
+
+    _, crf, em = _chri_emissions(30000, 39000)
+    whole, _, _ = seams.stitched_posteriors(crf, em, em.shape[0] + 1, 1000, 4)
+    real_cut, real_pass = posterior_bound.seam_cut, seams.posteriors_and_ends
+    fail_at = {1800, 5400}  # the nominal places of seams 0 and 2 (kept spans of 1,800)
+
+    def cut(lo, hi, *a):
+        if any(lo <= m < hi for m in fail_at) and hi - lo < 1900:  # first width only
+            return None, 1.0
+        return real_cut(lo, hi, *a)
+    monkeypatch.setattr(posterior_bound, "seam_cut", cut)
+    results = {}
+    for factor in (1, 4):
+        batches = []
+
+        def spy(t, *a, batches=batches):
+            batches.append(t["lengths"].tolist())
+            return real_pass(t, *a)
+        monkeypatch.setattr(seams, "posteriors_and_ends", spy)
+        st, out = SeamStats(), []
+        g, _, _ = seams.stitched_posteriors(crf, em, 2800, 1000, 1, tol=1e-2, max_widen=0,
+                                            stats=st, windows_out=out, merge_factor=factor)
+        assert st.post_whole == 2 and len(out) == 3, (st, out)
+        merged = [[n for n in b if n > 3000] for b in batches]  # the merged windows
+        merged = [m for m in merged if m]
+        assert sum(map(len, merged)) == 2
+        assert len(merged) == (2 if factor == 1 else 1), batches
+        assert float((g - whole).abs().max()) < 1e-2
+        results[factor] = g
+    assert float((results[1] - results[4]).abs().max()) < 1e-6
+
+
 def test_annotate_long_merges_at_once_on_a_gpu_only(monkeypatch):
     """annotate_long asks gene_decode for no doubling of a failing seam on a CUDA device
     (GPU_MAX_WIDEN: its calls are latency-bound) and for CPU_MAX_WIDEN on the CPU, whose

@@ -64,6 +64,11 @@ SPILL_WINDOW = 524_288
 # windows stay within max_decode_steps as long as doubling can close a seam: 2 doublings.
 GPU_MAX_WIDEN = 0
 CPU_MAX_WIDEN = 2
+# On a CUDA device a call of a merge round takes GPU_MERGE_FACTOR times the first
+# width's steps: its windows are few and long, and the call's time is its longest
+# chain's whatever their number (4 Mb of fly: 13 merged windows of ~400 k steps ran as
+# two calls of ~7 s each; RESULTS-log.md, "Posterior windows and overlaps on the GPU")
+GPU_MERGE_FACTOR = 1
 # The longest sequence whose head terms stay on a CUDA device (_whole_terms), and whose
 # whole-sequence max-sum runs on a CPU whose posteriors went whole (its backpointers and
 # scores take ~1.4 KB a step); on a CUDA device the max-sum runs in certified windows
@@ -112,7 +117,7 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
                         stats: SeamStats | None = None, backend: str = "auto",
                         progress=None, far: float = POSTERIOR_FAR,
                         probe: int | None = None, windows_out: list | None = None,
-                        whole_cap: int | None = None):
+                        whole_cap: int | None = None, merge_factor: int = 1):
     """The gene model's internal-label posteriors (S, C), `allowed` (S, C) and
     `proj_start` (S, C) of one long sequence from overlapping windows, every seam
     certified (module docstring; seams may cut within half of each neighbouring
@@ -125,7 +130,10 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     does at the first width, the sequence is computed whole at once
     (widening or merging windows that long costs as much), if it has at most
     `whole_cap` steps (None: any length); else its seams widen and merge as any other's.
-    Only the time (and memory) depends on the probe, `far` and `whole_cap`."""
+    A call of the first width takes per_call windows; a call of a later round (widened
+    and merged windows, fewer and longer) takes `merge_factor` times those steps.
+    Only the time (and memory) depends on the probe, `far`, `whole_cap` and
+    `merge_factor`."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
@@ -172,7 +180,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     while True:
         keep = _seam_rows(ext)
         cache = {k: w for k, w in cache.items() if k in keep and _covers(w, *keep[k])}
-        _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps,
+        _compute_ext(head, terms, [e for e in keep if e not in cache], cache,
+                     call_steps if first else merge_factor * call_steps,
                      backend, progress if first else None, keep)
         res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
@@ -373,7 +382,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
                 tol: float = POSTERIOR_TOL, stats: SeamStats | None = None,
                 backend: str = "auto", progress=None, post_overlap: int | None = None,
                 windows_out: list | None = None, max_widen: int = CPU_MAX_WIDEN,
-                whole_cap: int | None = None):
+                whole_cap: int | None = None, merge_factor: int = 1):
     """The gene model's posterior decode of one long sequence (S, channels) in certified
     windows: (scheme labels (S,) int64, scheme-label marginals (S, labels), boundary
     marginals (S,)), as FrameHead.decode_with_marginals gives for the whole sequence.
@@ -400,7 +409,7 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     g, ok, ps = stitched_posteriors(head, em, W, post_overlap or overlap, per_call, tol,
                                     stats=stats, backend=backend, progress=part(0.0, 0.8),
                                     windows_out=windows_out, max_widen=max_widen,
-                                    whole_cap=whole_cap)
+                                    whole_cap=whole_cap, merge_factor=merge_factor)
     release_freed_memory()  # the posterior windows' passes (runtime.py)
     whole = stats.post_seqs_whole > whole_before and em.device.type != "cuda"
     post, bnd = _marginals(head, g, em.device)
@@ -516,6 +525,7 @@ def annotate_long(ann, em: torch.Tensor, hid):
         head, em, W, ov, per_call, stats=st, post_overlap=post_ov, windows_out=wins,
         max_widen=GPU_MAX_WIDEN if ann.device.type == "cuda" else CPU_MAX_WIDEN,
         whole_cap=None if ann.device.type == "cuda" else 2 * _cpu_window(spill.active()),
+        merge_factor=GPU_MERGE_FACTOR if ann.device.type == "cuda" else 1,
         progress=None if report is None else (lambda f: report("decode", f)))
     if getattr(ann, "seam_stats", None) is None:
         ann.seam_stats = SeamStats()

@@ -1,0 +1,115 @@
+"""The certified gene decode's merge rounds on a GPU: GPU_MERGE_FACTOR against 1 (issue 42).
+
+A posterior seam that does not certify at the first width merges its two windows; the
+merge round's windows are few and long, and a latency-bound call takes its longest
+chain's time whatever the number of windows in it. Calls of the merge round took the
+first width's steps a call (GPU_STEPS), so 13 merged windows of ~400 k steps ran as two
+calls. This script annotates the same region in one process (after a warm-up) with each
+factor in turn, twice over, and prints each run's wall time, peak GPU memory and
+whether its BED and GFF3 equal the first factor's.
+
+    PYTHONPATH=. python benchmarks/gpu_merge_factor.py --factors 1,2,4 --region 0-4000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--factors", default="1,2,4")
+    ap.add_argument("--region", default="0-4000000")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--device", default="cuda")
+    args = ap.parse_args()
+    import torch
+
+    from semiseg import ui
+    from semiseg.annotate import posterior_seams
+    from semiseg.annotate.run import annotate
+
+    ui.set_quiet(True)
+    fasta = os.path.join(ROOT, "data", "fly", "chr2R_2M_6M.fa")
+    work = tempfile.mkdtemp(prefix="semiseg_merge_")
+
+    def bed(name, span):
+        a, b = span.split("-")
+        path = os.path.join(work, "region_" + name + ".bed")
+        with open(path, "w") as f:
+            f.write(f"chr2R_2M_6M\t{a}\t{b}\n")
+        return path
+
+    annotate("fly", fasta, os.path.join(work, "warm"), device=args.device,
+             regions=bed("warm", "3000000-3300000"))
+    reg = bed("region", args.region)
+    a, b = (int(v) for v in args.region.split("-"))
+    factors = [int(f) for f in args.factors.split(",")]
+    times = {f: [] for f in factors}
+    peaks = {f: [] for f in factors}
+    same = {}
+    for r in range(args.rounds):
+        for f in factors:
+            posterior_seams.GPU_MERGE_FACTOR = f
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            out = os.path.join(work, f"r{r}_f{f}")
+            t = time.perf_counter()
+            annotate("fly", fasta, out, device=args.device, regions=reg)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+                peaks[f].append(torch.cuda.max_memory_allocated() / 2**30)
+            times[f].append(time.perf_counter() - t)
+            first = os.path.join(work, f"r0_f{factors[0]}")
+            same.setdefault(f, True)
+            for ext in (".bed", ".gff3"):
+                same[f] &= _same_rows(first + ext, out + ext)
+            print(f"round {r + 1}, factor {f}: {times[f][-1]:.2f} s", flush=True)
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    dev = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "CPU"
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\ngpu_merge_factor: {now}, {dev}, commit {commit or '?'}, torch "
+          f"{torch.__version__}, shipped fly model, chr2R_2M_6M:{args.region}, "
+          f"{args.rounds} rounds (factors in turn)\n")
+    print("| merge factor | runs s | median s | bp/s | peak GPU GiB | BED and GFF3 rows as "
+          f"factor {factors[0]}'s |\n|---|---|---|---|---|---|")
+    for f in factors:
+        med = statistics.median(times[f])
+        pk = f"{max(peaks[f]):.2f}" if peaks[f] else "-"
+        print(f"| {f} | {', '.join(f'{t:.2f}' for t in times[f])} | {med:.2f} | "
+              f"{(b - a) / med:,.0f} | {pk} | {'yes' if same[f] else 'NO'} |")
+
+
+def _same_rows(x: str, y: str) -> bool:
+    """Whether two BED / GFF3 files have the same rows, scores aside (column 5 / 6 may
+    differ in the last digit where float32 sums differ)."""
+    def rows(p):
+        out = []
+        with open(p) as fh:
+            for ln in fh:
+                if ln.startswith("#"):
+                    continue
+                c = ln.rstrip("\n").split("\t")
+                if p.endswith(".gff3") and len(c) > 5:
+                    c[5] = "."
+                elif len(c) > 4:
+                    c[4] = "."
+                out.append(tuple(c))
+        return out
+    return rows(x) == rows(y)
+
+
+if __name__ == "__main__":
+    main()
