@@ -130,10 +130,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     does at the first width, the sequence is computed whole at once
     (widening or merging windows that long costs as much), if it has at most
     `whole_cap` steps (None: any length); else its seams widen and merge as any other's.
-    A call of the first width takes per_call windows; a call of a later round (widened
-    and merged windows, fewer and longer) takes `merge_factor` times those steps.
-    Only the time (and memory) depends on the probe, `far`, `whole_cap` and
-    `merge_factor`."""
+    A later round's calls (widened, merged windows) take `merge_factor` x the first's
+    steps. Only the time (and memory) depends on probe, far, whole_cap, merge_factor."""
     stats = stats if stats is not None else SeamStats()
     S = em.shape[0]
     terms = _whole_terms(head, em)  # each window's terms are sliced from these
@@ -180,9 +178,8 @@ def stitched_posteriors(head, em: torch.Tensor, W: int, overlap: int, per_call: 
     while True:
         keep = _seam_rows(ext)
         cache = {k: w for k, w in cache.items() if k in keep and _covers(w, *keep[k])}
-        _compute_ext(head, terms, [e for e in keep if e not in cache], cache,
-                     call_steps if first else merge_factor * call_steps,
-                     backend, progress if first else None, keep)
+        _compute_ext(head, terms, [e for e in keep if e not in cache], cache, call_steps
+                     * (1 if first else merge_factor), backend, progress if first else None, keep)
         res = [check(b) for b in range(len(ext) - 1)]
         bad = [b for b, (cut, _) in enumerate(res) if cut is None]
         if first:
