@@ -9,6 +9,9 @@ factor in turn, twice over, and prints each run's wall time, peak GPU memory and
 whether its BED and GFF3 equal the first factor's.
 
     PYTHONPATH=. python benchmarks/gpu_merge_factor.py --factors 1,2,4 --region 0-4000000
+
+A factor written M/F also multiplies the first width's steps a call (GPU_STEPS) by F:
+"1/2" is the merge rounds as they are with twice the first round's windows a call.
 """
 
 from __future__ import annotations
@@ -54,13 +57,16 @@ def main() -> None:
              regions=bed("warm", "3000000-3300000"))
     reg = bed("region", args.region)
     a, b = (int(v) for v in args.region.split("-"))
-    factors = [int(f) for f in args.factors.split(",")]
+    factors = args.factors.split(",")
+    steps0 = posterior_seams.GPU_STEPS
     times = {f: [] for f in factors}
     peaks = {f: [] for f in factors}
     same = {}
     for r in range(args.rounds):
         for f in factors:
-            posterior_seams.GPU_MERGE_FACTOR = f
+            m, _, first = f.partition("/")
+            posterior_seams.GPU_MERGE_FACTOR = int(m)
+            posterior_seams.GPU_STEPS = steps0 * int(first or 1)
             if args.device.startswith("cuda"):
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
