@@ -412,6 +412,29 @@ def test_annotate_failure_mid_run_leaves_previous_set(tmp_path, tiny_fa, monkeyp
     assert _tree(out) == before
 
 
+def test_annotate_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa, monkeypatch):
+    """--out new/deeper/a with neither folder there: an interrupt while the writer runs
+    removes both folders the run made (nothing was kept in them), and a folder that was
+    there before stays, as does one that holds a file by then."""
+    import semiseg.annotate.run as A
+
+    def boom(*a, **k):
+        assert (tmp_path / "new" / "deeper").is_dir()
+        raise KeyboardInterrupt
+    monkeypatch.setattr(A, "_annotate_groups", boom)
+    with pytest.raises(KeyboardInterrupt):
+        _annotate(tiny_fa, tmp_path / "new" / "deeper" / "a")
+    assert not (tmp_path / "new").exists()
+
+    def keep_one(*a, **k):
+        (tmp_path / "x" / "y" / "note.txt").write_text("a user's file")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(A, "_annotate_groups", keep_one)
+    with pytest.raises(KeyboardInterrupt):
+        _annotate(tiny_fa, tmp_path / "x" / "y" / "a")
+    assert (tmp_path / "x" / "y" / "note.txt").is_file()
+
+
 @pytest.mark.parametrize("prev", ["manifest", "legacy", "fresh"])
 def test_annotate_replaces_previous_set_as_a_whole(tmp_path, tiny_fa, prev):
     """A finished run replaces the previous set of its prefix whole: none of the previous

@@ -33,6 +33,7 @@ close may need first.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -66,6 +67,29 @@ def check_inputs_kept(prefix: str | os.PathLike, legacy: tuple[str, ...],
                 and any(fnmatch.fnmatchcase(base[len(name) + 1:], pat) for pat in legacy)):
             raise SemisegError(f"--out {final}: the run would replace its input {flag} "
                                f"{path}; choose another output prefix")
+
+
+@contextlib.contextmanager
+def output_folder(path: str | os.PathLike):
+    """Make the folder `path` and its missing parents for a run's outputs; when the block
+    ends with an error or an interrupt, remove the folders it made that are still empty
+    (innermost first), so that a run that wrote nothing leaves no new folder behind."""
+    path = os.path.abspath(os.fspath(path))
+    made = []
+    p = path
+    while not os.path.isdir(p):
+        made.append(p)
+        p = os.path.dirname(p)
+    os.makedirs(path, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for d in made:
+            try:
+                os.rmdir(d)  # only an empty folder goes
+            except OSError:
+                break
+        raise
 
 
 class OutputSet:

@@ -52,7 +52,7 @@ from .annotator import Annotator, Item
 from .background import ahead
 from .emit import LocalWriter
 from .memory import check_host_memory, heap_too_dear
-from .outputset import ANNOTATION_FILES, OutputSet, check_inputs_kept
+from .outputset import ANNOTATION_FILES, OutputSet, check_inputs_kept, output_folder
 from .progress import BpProgress
 
 
@@ -264,29 +264,29 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     if ann.window % res or ann.context % res or ann.window <= 2 * ann.context:
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
                            f"multiples of the resolution ({res} bp), window > 2 * context")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance.collect(given_options, version=__version__, model=model,
-                              model_hash=ckpt.model_hash, fasta=fasta, tracks=given,
-                              regions=opts.regions, scheme=ckpt.scheme.name, resolution=res,
-                              genetic_code=code,
-                              extra_inputs={"chrom_sizes": opts.chrom_sizes,
-                                            "track_sheet": opts.track_sheet})
-    prov["options_in_effect"] = _in_effect(ann, rules, precision, opts)
-    _log_start(model, ckpt, ann, rules, given_items, len(out_sizes), dev)
-    total_bp = sum(it.end - it.start for it in items)
-    if total_bp < given_bp:
-        ui.log(f"{given_bp - total_bp:,} bp in N runs of {gaps.gap_min(res)}+ bp cut out "
-               f"(gap rows, not decoded): {len(items)} piece(s) of {total_bp:,} bp to "
-               "annotate")
-    writer_args = {"prefix": out, "scheme": ckpt.scheme, "chrom_sizes": out_sizes,
-                   "resolution": res, "version": __version__,
-                   "model_hash": ckpt.model_hash, "entropy": True,
-                   "signal_precision": precision, "genetic_code": opts.genetic_code,
-                   "proteins": fasta is not None, "stranded_bed": True,
-                   "provenance": provenance.header_fields(prov)}
-    with spill.spilling(spill_dir, spill_min) if spill_dir else contextlib.nullcontext():
-        return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov,
-                      opts, given_bp)
+    with output_folder(Path(out).parent):  # made here: removed again if left empty
+        prov = provenance.collect(given_options, version=__version__, model=model,
+                                  model_hash=ckpt.model_hash, fasta=fasta, tracks=given,
+                                  regions=opts.regions, scheme=ckpt.scheme.name, resolution=res,
+                                  genetic_code=code,
+                                  extra_inputs={"chrom_sizes": opts.chrom_sizes,
+                                                "track_sheet": opts.track_sheet})
+        prov["options_in_effect"] = _in_effect(ann, rules, precision, opts)
+        _log_start(model, ckpt, ann, rules, given_items, len(out_sizes), dev)
+        total_bp = sum(it.end - it.start for it in items)
+        if total_bp < given_bp:
+            ui.log(f"{given_bp - total_bp:,} bp in N runs of {gaps.gap_min(res)}+ bp cut out "
+                   f"(gap rows, not decoded): {len(items)} piece(s) of {total_bp:,} bp to "
+                   "annotate")
+        writer_args = {"prefix": out, "scheme": ckpt.scheme, "chrom_sizes": out_sizes,
+                       "resolution": res, "version": __version__,
+                       "model_hash": ckpt.model_hash, "entropy": True,
+                       "signal_precision": precision, "genetic_code": opts.genetic_code,
+                       "proteins": fasta is not None, "stranded_bed": True,
+                       "provenance": provenance.header_fields(prov)}
+        with spill.spilling(spill_dir, spill_min) if spill_dir else contextlib.nullcontext():
+            return _write(out, ann, fa, items, sizes, out_sizes, writer_args, rules, prov,
+                          opts, given_bp)
 
 
 def _reads_sequence(cfg) -> bool:
