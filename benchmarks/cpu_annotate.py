@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from lib import commit, header  # noqa: E402
+from lib import annotation_rows, commit, header  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,9 +60,7 @@ def _same(a: str, b: str) -> str:
         if fa.endswith(".json"):
             continue
         if fa.endswith((".gff3", ".bed")):
-            rows = [[ln for ln in open(f) if not ln.startswith(("#", "track "))]
-                    for f in (fa, fb)]
-            ok = rows[0] == rows[1]
+            ok = os.path.exists(fb) and annotation_rows(fa) == annotation_rows(fb)
         else:
             ok = os.path.exists(fb) and filecmp.cmp(fa, fb, shallow=False)
         if not ok:

@@ -17,16 +17,16 @@ A factor written M/F also multiplies the first width's steps a call (GPU_STEPS) 
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from lib import annotation_rows, header  # noqa: E402
 
 
 def main() -> None:
@@ -80,15 +80,12 @@ def main() -> None:
             first = os.path.join(work, f"r0_f{factors[0]}")
             same.setdefault(f, True)
             for ext in (".bed", ".gff3"):
-                same[f] &= _same_rows(first + ext, out + ext)
+                same[f] &= (annotation_rows(first + ext, scores=False)
+                            == annotation_rows(out + ext, scores=False))
             print(f"round {r + 1}, factor {f}: {times[f][-1]:.2f} s", flush=True)
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()
-    dev = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "CPU"
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"\ngpu_merge_factor: {now}, {dev}, commit {commit or '?'}, torch "
-          f"{torch.__version__}, shipped fly model, chr2R_2M_6M:{args.region}, "
-          f"{args.rounds} rounds (factors in turn)\n")
+    print(header("benchmarks/gpu_merge_factor.py", args.device, "python " + " ".join(sys.argv)))
+    print(f"shipped fly model, chr2R_2M_6M:{args.region}, {args.rounds} rounds (factors in "
+          "turn)\n")
     print("| merge factor | runs s | median s | bp/s | peak GPU GiB | BED and GFF3 rows as "
           f"factor {factors[0]}'s |\n|---|---|---|---|---|---|")
     for f in factors:
@@ -96,25 +93,6 @@ def main() -> None:
         pk = f"{max(peaks[f]):.2f}" if peaks[f] else "-"
         print(f"| {f} | {', '.join(f'{t:.2f}' for t in times[f])} | {med:.2f} | "
               f"{(b - a) / med:,.0f} | {pk} | {'yes' if same[f] else 'NO'} |")
-
-
-def _same_rows(x: str, y: str) -> bool:
-    """Whether two BED / GFF3 files have the same rows, scores aside (column 5 / 6 may
-    differ in the last digit where float32 sums differ)."""
-    def rows(p):
-        out = []
-        with open(p) as fh:
-            for ln in fh:
-                if ln.startswith("#"):
-                    continue
-                c = ln.rstrip("\n").split("\t")
-                if p.endswith(".gff3") and len(c) > 5:
-                    c[5] = "."
-                elif len(c) > 4:
-                    c[4] = "."
-                out.append(tuple(c))
-        return out
-    return rows(x) == rows(y)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,25 @@ def device_name(device: str = "cuda") -> str:
     return f"{model}, {os.cpu_count()} cores"
 
 
+def annotation_rows(path: str, scores: bool = True) -> list[str]:
+    """The data rows of an annotate BED or GFF3 (its provenance lines left out: "#" and
+    track lines name the command, prefix and date); scores=False blanks the score column
+    (BED 5th, GFF3 6th), which float32 rounding may move in the last digit."""
+    col = 5 if path.endswith(".gff3") else 4
+    out = []
+    with open(path) as fh:
+        for ln in fh:
+            if ln.startswith(("#", "track ")):
+                continue
+            if not scores:
+                f = ln.split("\t")
+                if len(f) > col:
+                    f[col] = "."
+                ln = "\t".join(f)
+            out.append(ln)
+    return out
+
+
 def header(script: str, device: str, command: str) -> str:
     """`date UTC, device, commit, torch (triton)` and the command, as one Markdown block."""
     import torch
