@@ -435,6 +435,22 @@ def test_annotate_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa, monk
     assert (tmp_path / "x" / "y" / "note.txt").is_file()
 
 
+def test_annotate_spilling_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa,
+                                                                   monkeypatch):
+    """The same while the arrays go to files (SEMISEG_SPILL=always): the spill folder is
+    the output's, and it too goes when the run is interrupted with it empty."""
+    import semiseg.annotate.run as A
+
+    def boom(*a, **k):
+        assert (tmp_path / "new" / "deeper").is_dir()
+        raise KeyboardInterrupt
+    monkeypatch.setenv("SEMISEG_SPILL", "always")
+    monkeypatch.setattr(A, "_annotate_groups", boom)
+    with pytest.raises(KeyboardInterrupt):
+        _annotate(tiny_fa, tmp_path / "new" / "deeper" / "a")
+    assert not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize("prev", ["manifest", "legacy", "fresh"])
 def test_annotate_replaces_previous_set_as_a_whole(tmp_path, tiny_fa, prev):
     """A finished run replaces the previous set of its prefix whole: none of the previous
@@ -507,6 +523,20 @@ def test_merge_writes_a_whole_set(parts, tmp_path, monkeypatch, case):
     assert {"enospc": ENOSPC, "eio-bigwig": "I/O error",
             "locked": "another semiseg run"}[case] in str(err.value)
     assert _tree(out) == before
+
+
+def test_merge_failure_leaves_no_new_empty_folder(parts, tmp_path, monkeypatch):
+    """merge into a folder that is not there: a failed write leaves no new folder; a
+    finished one leaves the folder with the set."""
+    import semiseg.annotate.merge as M
+
+    monkeypatch.setattr(M, "open", _full_open(0), raising=False)
+    with pytest.raises(SemisegError):
+        M.merge(parts, str(tmp_path / "new" / "deeper" / "a"))
+    assert not (tmp_path / "new").exists()
+    monkeypatch.undo()
+    M.merge(parts, str(tmp_path / "new" / "deeper" / "a"))
+    assert (tmp_path / "new" / "deeper" / "a.bed").is_file()
 
 
 def _mount_tmpfs(path: Path, size: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import SemisegError
 from ..genome._util import close_silenced, deferred_signals
-from .outputset import ANNOTATION_FILES, OutputSet
+from .outputset import ANNOTATION_FILES, OutputSet, output_folder
 
 
 def check_parts(parts: list[str]) -> None:
@@ -70,10 +70,14 @@ def merge(parts: list[str], out: str) -> list[str]:
     check_parts(parts)
     labels = sorted(f[len(parts[0]) + len(".posterior."):-len(".bw")]
                     for f in glob.glob(f"{glob.escape(parts[0])}.posterior.*.bw"))
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with output_folder(Path(out).parent):  # made here: removed again if left empty
+        return _write_merged(parts, out, labels)
+
+
+def _write_merged(parts: list[str], out: str, labels: list[str]) -> list[str]:
+    """merge's files OUT.*: written as a whole into a staging folder, then moved into
+    place replacing OUT's previous set, under OUT.lock (annotate/outputset.py)."""
     tmp: dict[str, str] = {}
-    # written as a whole into a staging folder, moved into place replacing OUT's previous
-    # set, under OUT.lock (annotate/outputset.py)
     outputs = OutputSet(out, legacy=ANNOTATION_FILES).__enter__()
 
     def target(suffix: str) -> str:
