@@ -485,10 +485,17 @@ def test_recount_sites_keeps_the_runs_own_order_and_windows(tmp_path):
     import sys
     from pathlib import Path
 
+    from semiseg.genome import Fasta
+
     root = Path(__file__).resolve().parent.parent
     script = root / "scripts" / "recount_sites.py"
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
-    for args in (["yeast", str(one), "--order", "1", "--window", "acceptor=40,4"],
+    # the counts read the run's training chromosome, chrII: its first 200 kb are enough
+    with Fasta(str(root / "data" / "yeast" / "chrII.fa")) as fa:
+        (tmp_path / "ii.fa").write_text(">chrII\n" + fa.fetch("chrII", 0, 200_000) + "\n")
+    small = ["--fasta", str(tmp_path / "ii.fa"), "--annotation",
+             str(root / "data" / "yeast" / "yeast_chrI_chrII.gff3")]
+    for args in (["yeast", str(one), "--order", "1", "--window", "acceptor=40,4", *small],
                  [str(one), str(two)]):
         proc = subprocess.run([sys.executable, str(script), *args], cwd=root,
                               capture_output=True, text=True)

@@ -80,12 +80,14 @@ def test_split_stops_are_taken_out_of_a_fly_decode():
         crf = ann.model.crf
         names = ck.scheme.names
         L = torch.tensor([em.shape[0]])
+        # one posterior pass, decoded with split stops off and on (as decode() does)
+        t = crf._terms(em[None], L)
+        post = crf._posteriors(t, "auto")
+        codes_t = crf.codes(em[None], L)
         internal, scheme = {}, {}
         for on in (False, True):
-            crf.split_stops = on
-            internal[on] = crf.decode_posterior_internal(em[None], L)
-            scheme[on] = crf.decode(em[None], L).labels[0].numpy()
-        crf.split_stops = False
+            internal[on] = crf._decode_posteriors(t, post, "auto", codes_t if on else None)
+            scheme[on] = crf._collapsed(internal[on]).labels[0].numpy()
         before = _inner_stops(names, scheme[False], seq)
         assert len(before) == 2  # the piece holds two
         strands += before
@@ -95,7 +97,7 @@ def test_split_stops_are_taken_out_of_a_fly_decode():
         assert _inner_stops(names, scheme[True], seq) == []
         assert split_stops(crf.layout, internal[True].labels[0].numpy(), codes) == []
         # the posterior sum of the new labels is no more than the decode's best
-        g = crf.decode_posteriors(crf._posteriors(crf._terms(em[None], L), "auto"))[0]
+        g = crf.decode_posteriors(post)[0]
         score = {on: float(g[torch.arange(len(g)), internal[on].labels[0]].sum()) for on in
                  (False, True)}
         assert score[True] <= score[False] + 1e-6
