@@ -204,6 +204,38 @@ def test_holdout_stays_out_of_training_validation_and_statistics(tmp_path):
     assert stats.mean[0] == pytest.approx(np.log1p(vals).mean(), rel=1e-9)
 
 
+def test_validation_block_inside_the_holdout_moves_beside_it(monkeypatch):
+    """A test region held out at a chromosome's end, where the default validation block
+    (the last valid_fraction) lies: validation becomes the last valid_fraction of what
+    is left outside the holdout (computed here by hand), said in the log; the other
+    chromosomes, and a split the user set (valid_offset), are as before."""
+    from semiseg import ui
+    from semiseg.config.load import load_config
+    from semiseg.train.data import split_regions
+
+    logs = []
+    monkeypatch.setattr(ui, "log", lambda m: logs.append(str(m)))
+    sizes = {"a": 4_000_000, "b": 1_000, "c": 10_000}
+    hold = "windows.holdout=[a:3000000-4000000, b:100-200, c:7000-7500, c:8000-10000]"
+    cfg = load_config(CONFIG, ["windows.chroms=null", "windows.valid_chroms=[]",
+                               "windows.valid_fraction=0.2", hold])
+    train, valid = split_regions(cfg, sizes)
+    # a: 3 Mb left, its last 600 kb; c: 7,500 bp left (0-7,000, 7,500-8,000), its last
+    # 1,500 bp rounded down to the config's 200 bp steps, across both pieces; b: its own
+    # block (800-1,000) lies outside the holdout
+    assert train == [("a", 0, 2_400_000), ("b", 0, 100), ("b", 200, 800), ("c", 0, 6_100)]
+    assert sorted(valid) == [("a", 2_400_000, 3_000_000), ("b", 800, 1_000),
+                             ("c", 6_100, 7_000), ("c", 7_500, 8_000)]
+    assert len(logs) == 2 and "a:2,400,000-3,000,000" in logs[0] and "holdout" in logs[0]
+    assert "c:6,100-7,000, c:7,500-8,000" in logs[1]
+    logs.clear()
+    cfg = load_config(CONFIG, ["windows.chroms=null", "windows.valid_chroms=[]",
+                               "windows.valid_fraction=0.2", "windows.valid_offset=0.8",
+                               hold])
+    train, valid = split_regions(cfg, sizes)
+    assert [r for r in valid if r[0] == "a"] == [] and not logs
+
+
 # ----------------------------------------------------------------------------- summary
 def test_outside_gaps_against_a_brute_force():
     from semiseg.annotate.emit import _outside_gaps

@@ -84,7 +84,10 @@ class WindowsConfig:
                   Different offsets give the folds of a cross-validation
     holdout:      regions kept out of training and validation (and of the track
                   statistics): a BED file, or a list of "chrom:start-end" (0-based,
-                  end exclusive) or "chrom" (the whole chromosome)
+                  end exclusive) or "chrom" (the whole chromosome). Where a chromosome's
+                  default validation block (no valid_chroms, no valid_offset) lies
+                  wholly inside it, the last `valid_fraction` of that chromosome's
+                  sequence outside the holdout validates instead (said in the log)
     intron_windows: the gene model (crf.frames) only: one more training window around
                   each annotated intron longer than size // 2, with size // 4 bp on
                   each side (overlapping ones merged; within the training regions),

@@ -151,9 +151,53 @@ def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
     holdout = read_holdout(cfg.windows.holdout, sizes)
     train, valid = _split_regions(cfg, sizes)
     if holdout:
-        train, valid = subtract_regions(train, holdout), subtract_regions(valid, holdout)
+        kept = subtract_regions(valid, holdout)
+        train = subtract_regions(train, holdout)
         if not train:
             raise SemisegError("windows.holdout: nothing is left to train on")
+        w = cfg.windows
+        if not w.valid_chroms and w.valid_offset is None:
+            gone = {c for c, _, _ in valid} - {c for c, _, _ in kept}
+            train, kept = _valid_beside_holdout(train, kept, gone, w.valid_fraction,
+                                                cfg.model.resolution)
+        valid = kept
+    return train, valid
+
+
+def _valid_beside_holdout(train: list, valid: list, chroms: set, frac: float,
+                          res: int) -> tuple[list, list]:
+    """A chromosome whose default validation block (its last `frac`) lies wholly inside
+    windows.holdout (a test region held out at its end, as the fly benchmark holds out
+    3-4 Mb) would have no validation windows, so no best epoch by validation and no
+    calibration: its validation block is the last `frac` of its sequence outside the
+    holdout instead, said in the log. (With windows.valid_offset or valid_chroms set,
+    the split is the user's own and stays.)"""
+    order = {c: i for i, c in enumerate(dict.fromkeys(c for c, _, _ in train))}
+    train, changed = list(train), False
+    for c in sorted(chroms):
+        pieces = [r for r in train if r[0] == c]
+        rest = int(sum(e - s for _, s, e in pieces) * frac) // res * res
+        if not rest:
+            continue
+        moved = []
+        for r in reversed(pieces):  # from the end of the chromosome's training sequence
+            _, s, e = r
+            take = min(rest, e - s)
+            train.remove(r)
+            if take < e - s:
+                train.append((c, s, e - take))
+            moved.append((c, e - take, e))
+            rest -= take
+            if not rest:
+                break
+        valid += sorted(moved)
+        changed = True
+        ui.log(f"windows: the validation block of {c} (its last {frac:.0%}) lies inside "
+               "windows.holdout; validation is the last "
+               f"{frac:.0%} of its sequence outside it instead: "
+               + ", ".join(f"{cc}:{a:,}-{b:,}" for cc, a, b in sorted(moved)))
+    if changed:  # (the pieces in their chromosome order again, each by its start)
+        train = sorted(train, key=lambda r: (order[r[0]], r[1]))
     return train, valid
 
 
