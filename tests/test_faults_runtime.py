@@ -921,6 +921,29 @@ def test_train_writes_last_before_best(tiny_cfg, tmp_path, monkeypatch):
         assert names[0] == "last.pt", order
 
 
+def test_train_without_validation_windows_says_so(tiny_cfg, tmp_path, monkeypatch):
+    """A run with no validation windows (valid_fraction 0) picks its best epoch by the
+    training loss (the lower of the two epochs' losses in metrics.tsv, read here), and
+    its log says so instead of printing NaN scores."""
+    import csv
+
+    from semiseg import ui
+    from semiseg.config.load import load_config
+    from semiseg.train.loop import train
+
+    logs = []
+    monkeypatch.setattr(ui, "log", lambda m: logs.append(str(m)))
+    res = train(load_config(tiny_cfg, ["windows.valid_fraction=0"]), tmp_path / "r")
+    rows = list(csv.DictReader(open(tmp_path / "r" / "metrics.tsv"), delimiter="\t"))
+    losses = [float(r["train_loss"]) for r in rows]
+    assert res["best_epoch"] == 1 + losses.index(min(losses))
+    epochs = [m for m in logs if m.startswith("epoch ")]
+    assert len(epochs) == 2 and all("no validation windows" in m for m in epochs)
+    assert not any("nan" in m for m in epochs + [m for m in logs if "best epoch" in m])
+    assert any(m.startswith(f"best epoch {res['best_epoch']} (the lowest training loss")
+               for m in logs)
+
+
 @pytest.mark.parametrize("fail", ["last.pt@1", "best.pt@1", "last.pt@2", "metrics.tsv@1"])
 def test_train_disk_full_then_resume(tiny_cfg, tmp_path, monkeypatch, fail):
     """Disk full while writing a checkpoint (or metrics.tsv) of an epoch: one line saying

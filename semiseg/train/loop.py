@@ -81,6 +81,7 @@ from .runfolder import (
     set_rng_state,
 )
 from .runfolder import write_metrics as _write_metrics
+from .runlog import best_line, epoch_line
 from .stepcheck import (
     Verdicts,
     apply_gradients,
@@ -579,10 +580,7 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
                                                  data, columns, average),
                                 state, names, out, improved)
                 done_here += 1
-                ui.log(f"epoch {epoch}: train loss {row['train_loss']:.4f}, val loss "
-                       f"{row['val_loss']:.4f}, val F1 {row['val_f1']:.4f}, segment F1 "
-                       f"{row['val_segment_f1']:.4f}"
-                       f"{' (best)' if improved else ''}, {row['seconds']:.1f} s")
+                ui.log(epoch_line(epoch, row, improved))
     except KeyboardInterrupt:
         if not ctx.main:
             raise
@@ -593,7 +591,6 @@ def _train(cfg: Config, out: Path, resume: bool, stop_after: int | None,
     if ctx.main and (stopped_early or state.epoch >= cfg.train.epochs):
         _calibrate(cfg, model, valid_ds, device, best_path)
     best = state.best
-    ui.log(f"best epoch {best['epoch']} (val loss {best['val_loss']:.4f}, val F1 "
-           f"{best['val_f1']:.4f}); model {best_path}")
+    ui.log(best_line(best, best_path))
     return {"best_epoch": best["epoch"], "best_val_f1": best["val_f1"],
             "best": str(best_path), "last": str(last_path), "epochs_run": len(state.history)}
