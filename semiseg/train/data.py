@@ -143,9 +143,10 @@ def windows_line(train_ds: Dataset, valid_ds: Dataset, size: int) -> str:
             + f", {len(valid_ds)} validation windows of {size:,} bp")
 
 
-def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
+def split_regions(cfg: Config, sizes: dict[str, int], log: bool = False) -> tuple[list, list]:
     """(train, valid) lists of (chrom, start, end) following the `windows` section;
-    `windows.holdout` regions are cut out of both."""
+    `windows.holdout` regions are cut out of both (`log`: say where a validation block
+    moved beside the holdout; make_windows does, the other callers do not repeat it)."""
     from ..genome.windows import read_holdout, subtract_regions
 
     holdout = read_holdout(cfg.windows.holdout, sizes)
@@ -159,19 +160,18 @@ def split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
         if not w.valid_chroms and w.valid_offset is None:
             gone = {c for c, _, _ in valid} - {c for c, _, _ in kept}
             train, kept = _valid_beside_holdout(train, kept, gone, w.valid_fraction,
-                                                cfg.model.resolution)
+                                                cfg.model.resolution, log)
         valid = kept
     return train, valid
 
 
 def _valid_beside_holdout(train: list, valid: list, chroms: set, frac: float,
-                          res: int) -> tuple[list, list]:
+                          res: int, log: bool) -> tuple[list, list]:
     """A chromosome whose default validation block (its last `frac`) lies wholly inside
-    windows.holdout (a test region held out at its end, as the fly benchmark holds out
-    3-4 Mb) would have no validation windows, so no best epoch by validation and no
-    calibration: its validation block is the last `frac` of its sequence outside the
-    holdout instead, said in the log. (With windows.valid_offset or valid_chroms set,
-    the split is the user's own and stays.)"""
+    windows.holdout (a test region held out at its end, as fly's 3-4 Mb) would have no
+    validation windows (no best epoch by validation, no calibration): its last `frac`
+    outside the holdout validates instead, said in the log when `log`. (With
+    windows.valid_offset or valid_chroms set, the split is the user's own and stays.)"""
     order = {c: i for i, c in enumerate(dict.fromkeys(c for c, _, _ in train))}
     train, changed = list(train), False
     for c in sorted(chroms):
@@ -192,10 +192,11 @@ def _valid_beside_holdout(train: list, valid: list, chroms: set, frac: float,
                 break
         valid += sorted(moved)
         changed = True
-        ui.log(f"windows: the validation block of {c} (its last {frac:.0%}) lies inside "
-               "windows.holdout; validation is the last "
-               f"{frac:.0%} of its sequence outside it instead: "
-               + ", ".join(f"{cc}:{a:,}-{b:,}" for cc, a, b in sorted(moved)))
+        if log:
+            ui.log(f"windows: the validation block of {c} (its last {frac:.0%}) lies "
+                   f"inside windows.holdout; validation is the last {frac:.0%} of its "
+                   "sequence outside it instead: "
+                   + ", ".join(f"{cc}:{a:,}-{b:,}" for cc, a, b in sorted(moved)))
     if changed:  # (the pieces in their chromosome order again, each by its start)
         train = sorted(train, key=lambda r: (order[r[0]], r[1]))
     return train, valid
@@ -252,7 +253,7 @@ def make_windows(cfg: Config, sizes: dict[str, int]) -> tuple[list[Window], list
     split of `split_regions`, tiled into `windows.size` windows (training windows shorter
     than a quarter window or 10 CRF steps are dropped)."""
     res = cfg.model.resolution
-    train_regions, valid_regions = split_regions(cfg, sizes)
+    train_regions, valid_regions = split_regions(cfg, sizes, log=True)
     min_len = min(cfg.windows.size // 4, 10 * res)
     tr = tile(train_regions, cfg.windows.size, cfg.windows.overlap, min_len)
     va = tile(valid_regions, cfg.windows.size, 0, res)
