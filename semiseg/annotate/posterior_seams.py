@@ -67,8 +67,11 @@ CPU_MAX_WIDEN = 2
 # On a CUDA device a call of a merge round takes GPU_MERGE_FACTOR times the first
 # width's steps: its windows are few and long, and the call's time is its longest
 # chain's whatever their number (4 Mb of fly: 13 merged windows of ~400 k steps ran as
-# two calls of ~7 s each; RESULTS-log.md, "Posterior windows and overlaps on the GPU")
-GPU_MERGE_FACTOR = 1
+# two calls of ~7 s each; RESULTS-log.md, "Posterior windows and overlaps on the GPU").
+# 2: on an H100, 4 Mb of fly in 10.85 s against 11.36 s at 1 (medians of 4 alternating
+# runs), the same BED and GFF3 rows, peak device memory 9.15 against 8.27 GiB
+# (benchmarks/gpu_merge_factor.py; RESULTS.md, "Annotate throughput and memory")
+GPU_MERGE_FACTOR = 2
 # The longest sequence whose head terms stay on a CUDA device (_whole_terms), and whose
 # whole-sequence max-sum runs on a CPU whose posteriors went whole (its backpointers and
 # scores take ~1.4 KB a step); on a CUDA device the max-sum runs in certified windows
