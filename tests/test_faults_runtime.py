@@ -944,6 +944,22 @@ def test_train_without_validation_windows_says_so(tiny_cfg, tmp_path, monkeypatc
                for m in logs)
 
 
+@pytest.mark.parametrize("select", ["loss", "f1"])
+def test_best_epoch_when_validation_windows_appear(select):
+    """A run that had no validation windows (its best chosen by training loss, val_loss
+    NaN) and has them after a resume (a newer split): the first validated epoch is the
+    best, whatever its training loss; epochs after it are judged by validation."""
+    from semiseg.train.loop import _better
+
+    nan = float("nan")
+    best = {"epoch": 3, "val_f1": nan, "val_loss": nan, "train_loss": 0.1}
+    row = {"epoch": 4, "val_f1": 0.5, "val_loss": 0.2, "train_loss": 0.3}
+    assert _better(row, best, select)
+    best = {"epoch": 4, "val_f1": 0.5, "val_loss": 0.2, "train_loss": 0.3}
+    assert not _better({**row, "epoch": 5, "val_f1": 0.4, "val_loss": 0.25}, best, select)
+    assert _better({**row, "epoch": 5, "val_f1": 0.6, "val_loss": 0.1}, best, select)
+
+
 @pytest.mark.parametrize("fail", ["last.pt@1", "best.pt@1", "last.pt@2", "metrics.tsv@1"])
 def test_train_disk_full_then_resume(tiny_cfg, tmp_path, monkeypatch, fail):
     """Disk full while writing a checkpoint (or metrics.tsv) of an epoch: one line saying

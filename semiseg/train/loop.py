@@ -164,6 +164,8 @@ def _better(row: dict, best: dict, select: str) -> bool:
     training loss."""
     if math.isnan(row["val_loss"]):
         return row["train_loss"] < best.get("train_loss", float("inf"))
+    if math.isnan(best["val_loss"]):  # a run resumed with validation windows it lacked
+        return True
     if select == "f1":
         return row["val_f1"] > best["val_f1"] or (row["val_f1"] == best["val_f1"]
                                                   and row["val_loss"] < best["val_loss"])
