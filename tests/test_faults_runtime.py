@@ -412,11 +412,17 @@ def test_annotate_failure_mid_run_leaves_previous_set(tmp_path, tiny_fa, monkeyp
     assert _tree(out) == before
 
 
-def test_annotate_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa, monkeypatch):
+@pytest.mark.parametrize("spilling", [False, True])
+def test_annotate_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa, monkeypatch,
+                                                         spilling):
     """--out new/deeper/a with neither folder there: an interrupt while the writer runs
     removes both folders the run made (nothing was kept in them), and a folder that was
-    there before stays, as does one that holds a file by then."""
+    there before stays, as does one that holds a file by then. The same while the
+    arrays go to files (SEMISEG_SPILL=always), whose folder is the output's."""
     import semiseg.annotate.run as A
+
+    if spilling:
+        monkeypatch.setenv("SEMISEG_SPILL", "always")
 
     def boom(*a, **k):
         assert (tmp_path / "new" / "deeper").is_dir()
@@ -433,22 +439,6 @@ def test_annotate_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa, monk
     with pytest.raises(KeyboardInterrupt):
         _annotate(tiny_fa, tmp_path / "x" / "y" / "a")
     assert (tmp_path / "x" / "y" / "note.txt").is_file()
-
-
-def test_annotate_spilling_interrupted_leaves_no_new_empty_folder(tmp_path, tiny_fa,
-                                                                   monkeypatch):
-    """The same while the arrays go to files (SEMISEG_SPILL=always): the spill folder is
-    the output's, and it too goes when the run is interrupted with it empty."""
-    import semiseg.annotate.run as A
-
-    def boom(*a, **k):
-        assert (tmp_path / "new" / "deeper").is_dir()
-        raise KeyboardInterrupt
-    monkeypatch.setenv("SEMISEG_SPILL", "always")
-    monkeypatch.setattr(A, "_annotate_groups", boom)
-    with pytest.raises(KeyboardInterrupt):
-        _annotate(tiny_fa, tmp_path / "new" / "deeper" / "a")
-    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize("prev", ["manifest", "legacy", "fresh"])

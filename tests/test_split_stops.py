@@ -84,6 +84,7 @@ def test_split_stops_are_taken_out_of_a_fly_decode():
         t = crf._terms(em[None], L)
         post = crf._posteriors(t, "auto")
         codes_t = crf.codes(em[None], L)
+        codes = codes_t[0].numpy()
         internal, scheme = {}, {}
         for on in (False, True):
             internal[on] = crf._decode_posteriors(t, post, "auto", codes_t if on else None)
@@ -91,7 +92,6 @@ def test_split_stops_are_taken_out_of_a_fly_decode():
         before = _inner_stops(names, scheme[False], seq)
         assert len(before) == 2  # the piece holds two
         strands += before
-        codes = crf.codes(em[None], L)[0].numpy()
         assert len(split_stops(crf.layout, internal[False].labels[0].numpy(), codes)) == len(
             before)
         assert _inner_stops(names, scheme[True], seq) == []

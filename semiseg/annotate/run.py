@@ -243,7 +243,7 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
     # annotated as sequences of their own (annotate/gaps.py); a chromosome may have none left
     items = gaps.cut(items, fa, res)
     ann = _annotator(ckpt, data, dev, opts)
-    spill_dir, spill_min, spills = None, spill.MIN_BYTES, False
+    spill_dir, spill_min = None, spill.MIN_BYTES  # (made inside the output folder's block)
     if ann._certified_gene():  # a sequence too long for this machine's memory: its
         from .posterior_seams import DEVICE_MAXSUM, long_window  # arrays go to files
 
@@ -257,6 +257,7 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
             ui.log(line)
         if os.environ.get("SEMISEG_SPILL") == "always":  # (every such array, any size)
             spills, spill_min = True, 0
+        spill_dir = folder if spills else None
         if spills and heap_too_dear(ann.model.crf, spill_window):
             return_freed_memory()  # (the heap's kept pages: memory.py)
     rules, precision = _gene_model_settings(ann.model.crf, ckpt, opts)
@@ -264,9 +265,8 @@ def annotate(model: str | Checkpoint, fasta: str | None, out: str,
         raise SemisegError(f"--window ({ann.window}) and --context ({ann.context}) must be "
                            f"multiples of the resolution ({res} bp), window > 2 * context")
     with output_folder(Path(out).parent):  # made here: removed again if left empty
-        # (the spill folder inside it, the output's by default: made here so that it too
-        # goes again if left empty)
-        spill_dir = spill.make_folder(folder) if spills else None
+        if spill_dir:  # the output's by default: made here, so it too goes if left empty
+            spill.make_folder(spill_dir)
         prov = provenance.collect(given_options, version=__version__, model=model,
                                   model_hash=ckpt.model_hash, fasta=fasta, tracks=given,
                                   regions=opts.regions, scheme=ckpt.scheme.name, resolution=res,

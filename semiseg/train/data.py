@@ -173,7 +173,7 @@ def _valid_beside_holdout(train: list, valid: list, chroms: set, frac: float,
     outside the holdout validates instead, said in the log when `log`. (With
     windows.valid_offset or valid_chroms set, the split is the user's own and stays.)"""
     order = {c: i for i, c in enumerate(dict.fromkeys(c for c, _, _ in train))}
-    train, changed = list(train), False
+    train = list(train)
     for c in sorted(chroms):
         pieces = [r for r in train if r[0] == c]
         rest = int(sum(e - s for _, s, e in pieces) * frac) // res * res
@@ -191,15 +191,13 @@ def _valid_beside_holdout(train: list, valid: list, chroms: set, frac: float,
             if not rest:
                 break
         valid += sorted(moved)
-        changed = True
         if log:
             ui.log(f"windows: the validation block of {c} (its last {frac:.0%}) lies "
                    f"inside windows.holdout; validation is the last {frac:.0%} of its "
                    "sequence outside it instead: "
                    + ", ".join(f"{cc}:{a:,}-{b:,}" for cc, a, b in sorted(moved)))
-    if changed:  # (the pieces in their chromosome order again, each by its start)
-        train = sorted(train, key=lambda r: (order[r[0]], r[1]))
-    return train, valid
+    # the pieces in their chromosome order again, each by its start (as they came)
+    return sorted(train, key=lambda r: (order[r[0]], r[1])), valid
 
 
 def _split_regions(cfg: Config, sizes: dict[str, int]) -> tuple[list, list]:
