@@ -106,7 +106,10 @@ def summarise(path: str, fa: Fasta, regions, show: bool) -> list[str]:
         lengths += r["introns"]
         n_introns += len(r["introns"])
         bad = [k for k in ("frame", "atg", "stop", "no_inner_stop", "gt_ag") if not r[k]]
-        if bad and near_edge(chrom, span, regions) and set(bad) <= {"atg", "stop", "frame"}:
+        # cut: marked partial by the file (whatever it then fails: its codons are read
+        # from a truncated start), or within 3 bp of a region's edge failing only the ends
+        if bad and (span is None or (near_edge(chrom, span, regions)
+                                     and set(bad) <= {"atg", "stop", "frame"})):
             cut += 1
             continue
         for k in bad:

@@ -68,10 +68,14 @@ def test_summary_counts_partial_genes_apart(tmp_path):
     fa = tmp_path / "g.fa"
     fa.write_text(">c\n" + seq + "\n")
     rows = ["##gff-version 3"]
-    for gid, partial in (("g1", False), ("g2", True)):
-        tail = ";partial=true" if partial else ""
+    # g2: cut, one exon; g3: cut inside the intron, read from there its first codon is
+    # TAA (an inner stop, which a truncated start may read: still counted as cut)
+    a = cds[0][0]
+    spans = {"g1": cds, "g2": [cds[0]], "g3": [(a + 7, a + 16)]}
+    assert seq[a + 7:a + 10] == "TAA"
+    for gid, span in spans.items():
+        tail = ";partial=true" if gid != "g1" else ""
         rows.append(f"c\tx\tmRNA\t3\t{len(seq) - 2}\t.\t+\t.\tID={gid}{tail}")
-        span = cds if not partial else [(cds[0][0], cds[0][1])]  # g2: cut, one exon
         rows += [f"c\tx\tCDS\t{a + 1}\t{b}\t.\t+\t0\tParent={gid}" for a, b in span]
     gff = tmp_path / "p.gff3"
     gff.write_text("\n".join(rows) + "\n")
@@ -80,4 +84,4 @@ def test_summary_counts_partial_genes_apart(tmp_path):
     with Fasta(str(fa)) as genome:
         row = og.summarise(str(gff), genome, og.read_regions(None), False)
     # genes, cut, multiple of 3, ATG, stop, no inner stop, introns, GT..AG
-    assert row[1:9] == ["2", "1", "1", "1", "1", "1", "1", "1"]
+    assert row[1:9] == ["3", "2", "1", "1", "1", "1", "1", "1"]
