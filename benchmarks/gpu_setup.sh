@@ -6,3 +6,7 @@ if ls .whlg/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=.
 python -c "import pyfaidx, pysam, pyBigWig, typer, rich, yaml, semiseg.cli" || exit 1
+# a command parsed end to end: typer imports some of its dependencies (pydantic) only
+# when it parses arguments, which an import does not reach (2026-12-08: a round's
+# training runs all failed there while the import check passed)
+python -m semiseg.cli models > /dev/null || { echo "gpu_setup: semiseg models failed"; exit 1; }
