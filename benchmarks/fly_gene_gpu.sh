@@ -107,7 +107,9 @@ FLY=(--set inputs.fasta=../data/fly/chr2R_2M_6M.fa
 # Trained 2026-12-07 (fifth session; RESULTS-log "Batch 11 trained"): b11 (3 seeds; test
 # macro 0.834 / gene 0.541 against batch 8's 0.863 / 0.591: not adopted) and sm+f0..sm+f2
 # (stopped at epochs 28, 28, 26 of 30; pooled gene F1 0.505 against 0.534: not adopted).
-# Still queued: nof+f0..nof+f2, f3..f5.
+# nof+f0..nof+f5 trained 2026-12-07 (sixth session; the folds chose it), nof (3 seeds)
+# 2026-12-08: the validation block and the test region did not confirm it (test macro
+# 0.854 / gene 0.568 against 0.863 / 0.591): not adopted. Still queued: f3..f5.
 declare -A VAR=(
   [base]=""
   [one]="--set train.reverse_complement=false"
