@@ -236,3 +236,33 @@ def test_a_typed_head_decodes_and_its_types_have_their_own_scores():
         same = [x for x in range(len(lay)) if lay.kind[lay.base[x]] == lay.kind[c]
                 and lay.frame[x] == lay.frame[c]]
         assert torch.allclose(dp[..., c], g[..., same].sum(-1))
+
+
+@pytest.mark.parametrize("kw", [dict(tails=True), dict(tails=True, exon_types=True),
+                                dict(tails=True, exon_types=True, long_introns=True)])
+def test_decode_scores_are_each_groups_sum_in_label_order_to_the_bit(kw):
+    """The posterior decode's score of a label, in float32: its group's posteriors
+    added in label order into 0, the very bits of a plain loop of float32 additions
+    (the certified decode and the whole-sequence decode must see the same numbers);
+    run tails 0."""
+    from semiseg.genemodel.head import FrameHead
+
+    lay = FrameLayout.from_scheme(_scheme(20), **kw)
+    head = FrameHead(lay, max_duration=16)
+    tail = lay.is_tail()
+    key = [(lay.kind[lay.base[c]], lay.frame[lay.base[c]]) for c in range(len(lay))]
+    torch.manual_seed(3)
+    g = torch.rand(2, 50, len(lay))
+    g[g < 0.3] = 0.0
+    g[0, :, 5] *= 1e-6  # terms of very different sizes, where the order shows
+    dp = head.decode_posteriors(g).numpy()
+    x = g.numpy()
+    for c in range(len(lay)):
+        if tail[c]:
+            assert (dp[..., c] == 0).all()
+            continue
+        want = np.zeros(x.shape[:2], np.float32)
+        for j in range(len(lay)):
+            if key[j] == key[c]:
+                want = want + x[..., j]
+        assert (dp[..., c].view(np.int32) == want.view(np.int32)).all(), c
