@@ -218,13 +218,13 @@ class FrameHead(nn.Module):
         its ends, and its bases count as coding whatever the type); run tails score 0."""
         first: dict = {}
         group = [first.setdefault((layout.kind[b], layout.frame[b]), b) for b in layout.base]
-        self.register_buffer("decode_group", None if group == list(range(len(layout)))
-                             else torch.as_tensor(group), persistent=False)
+        assert all(group[r] == r <= j for j, r in enumerate(group)), "decode groups"
         keep = ~layout.is_tail()
-        # decode_posteriors' plan: a group's first label comes first (group[j] <= j), so
-        # its sum is that label's column plus the others' in label order, added one
-        # layer at a time (layer k: each group's k-th further member); then kept
-        # members take their group's sum and the rest are zeroed
+        # decode_posteriors' plan (None: every label its own group, no tails): a group's
+        # first label comes first, so its sum is that label's column plus the others' in
+        # label order, added one layer at a time (layer k: each group's k-th further
+        # member); then kept members take their group's sum (copies: destination and
+        # source columns) and the rest are zeroed
         layers: list = []
         count: dict = {}
         for j, r in enumerate(group):
@@ -234,10 +234,11 @@ class FrameHead(nn.Module):
                     layers.append(([], []))
                 layers[k][0].append(r)
                 layers[k][1].append(j)
-        self._decode_plan = (layers, [(c, r) for c, r in enumerate(group) if r != c and keep[c]],
-                             [c for c in range(len(group)) if not keep[c]])
-        assert all(group[r] == r <= j for j, r in enumerate(group)), "decode groups"
-        self._plan_on: dict = {}
+        copies = [(c, r) for c, r in enumerate(group) if r != c and keep[c]]
+        self._decode_plan = None if not layers else (
+            layers, [[c for c, _ in copies], [r for _, r in copies]] if copies else None,
+            [c for c in range(len(group)) if not keep[c]])
+        self._plan_on: dict = {}  # the plan as index tensors, per device
 
     # ------------------------------------------------------------------ inputs
     def _terms(self, emissions: Tensor, lengths: Tensor | None, hidden=None) -> dict:
@@ -401,7 +402,7 @@ class FrameHead(nn.Module):
         """Internal-label posteriors as the posterior decode scores them: each label's
         group summed (its run tails and, with exon types, its kind and frame in every
         type: _init_decode_groups), run tails' own columns 0."""
-        if self.decode_group is None:
+        if self._decode_plan is None:
             return post
         # the certified decode hands the stitched posteriors over on the host; per layer
         # one gather-add-scatter over the rows (the same sums, in the same order, as
@@ -420,10 +421,8 @@ class FrameHead(nn.Module):
         if device not in self._plan_on:
             layers, copies, zero = self._decode_plan
             ix = lambda v: torch.as_tensor(v, dtype=torch.int64, device=device)  # noqa: E731
-            self._plan_on[device] = (
-                [(ix(d), ix(s)) for d, s in layers],
-                (ix([c for c, _ in copies]), ix([r for _, r in copies])) if copies else None,
-                ix(zero))
+            self._plan_on[device] = ([(ix(d), ix(s)) for d, s in layers],
+                                     copies and (ix(copies[0]), ix(copies[1])), ix(zero))
         return self._plan_on[device]
 
     def _decode_posteriors(self, t: dict, post: Tensor, backend: str,
