@@ -61,3 +61,23 @@ def test_segment_list_is_read_only_and_compares_by_value():
         a.arrays()[0][0] = 5
     with pytest.raises(TypeError):
         hash(a)
+
+
+@pytest.mark.parametrize("B, T, K, lengths", [
+    (3, 30, 1, None),  # every position starts a segment: as many segments as positions
+    (2, 40_000, 4, [40_000, 25_000]),  # past the one-copy size: counts first, then rows
+    (1, 50, 3, [37]),  # one sequence: its last segment ends at its length, not at 0
+])
+def test_segments_at_the_edges_of_the_packing(B, T, K, lengths):
+    g = torch.Generator().manual_seed(5)
+    C = 3
+    seg = viterbi(torch.randn(B, T, C, generator=g, dtype=torch.float64),
+                  torch.randn(C, C, generator=g, dtype=torch.float64),
+                  torch.randn(K, C, generator=g, dtype=torch.float64),
+                  None if lengths is None else torch.tensor(lengths), backend="torch")
+    ns = lengths or [T] * B
+    for b in range(B):
+        want = _walk(seg.labels[b].tolist(), seg._starts[b].tolist(), ns[b])
+        assert seg.segments[b] == want and sum(d for _, d, _ in want) == ns[b]
+    if K == 1:
+        assert sum(len(s) for s in seg.segments) == B * T

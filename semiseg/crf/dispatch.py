@@ -56,9 +56,11 @@ class Segmentation:
     segments: list (one per sequence) of sequences of (start, duration, label) tuples of
               Python ints, in order, covering [0, L_b); empty where no segmentation is
               allowed. From `viterbi` each is a `SegmentList` (read-only, equal to the
-              list of the same tuples), built on first read by one device-to-host copy
-              into one int64 array; its tuples are made as they are read, so a
-              sequence's segments cost host time only when a caller walks them.
+              list of the same tuples), built on first read: the rows are formed on the
+              device behind the Viterbi and copied to the host as one int64 array (a
+              batch of more than 65,536 positions: its counts, then its rows); tuples
+              are made as they are read, so a sequence's segments cost host time only
+              when a caller walks them.
     labels:   (B, T) int64, the label of each position, -1 at t >= L_b
 
     `segment_tensors()` gives the segments as flat tensors on the device of `labels`:
@@ -273,28 +275,52 @@ class SegmentList(Sequence):
 
 
 def _segment_lists(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> list[SegmentList]:
-    """The per-sequence SegmentLists of a Viterbi result: labels and starts packed into
-    one int32 tensor by one elementwise op (a label c >= 0 where a segment starts, -2 - c
-    inside a segment, -1 past the sequence) with the lengths after them, one host copy
-    (one wait for the device), then whole-batch numpy (no per-segment Python objects, no
-    per-sequence numpy calls but a view each)."""
+    """The per-sequence SegmentLists of a Viterbi result. The rows (start, duration, label)
+    are formed and packed in order on the device of `labels` by elementwise ops, a cumsum
+    and one scatter, all queued behind the Viterbi without a wait; the host then copies
+    them (with the per-sequence counts) and takes one view per sequence: no per-segment
+    work on the host."""
     B, T = labels.shape
     n = lengths if lengths is not None else torch.full((B,), T, device=labels.device)
-    packed = torch.cat([torch.where(seg_start, labels, -2 - labels).reshape(-1),
-                        n.reshape(-1)]).to(torch.int32)
-    host = packed.cpu().numpy()
-    flat, n = host[:B * T], host[B * T:].astype(np.int64)
-    at = np.flatnonzero(flat >= 0)
-    b, s = np.divmod(at, T)
-    ends = np.empty_like(s)
-    ends[:-1] = s[1:]
-    last = np.ones(len(s), bool)
-    last[:-1] = b[1:] != b[:-1]
-    ends[last] = n[b[last]]
-    rows = np.stack([s, ends - s, flat[at]])
+    rows, counts = _segment_rows(labels, seg_start, n)
+    N = B * T
+    if N <= _ONE_COPY:  # one copy of everything (one wait)
+        host = torch.cat([counts, rows.reshape(-1)]).cpu().numpy()
+        counts, rows = host[:B], host[B:].reshape(3, N)
+    else:  # the counts first, then only the rows that hold segments
+        counts = counts.cpu().numpy()
+        rows = rows[:, :int(counts.sum())].cpu().numpy()
     rows.flags.writeable = False
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(b, minlength=B))]).tolist()
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
     return [SegmentList(rows[:, lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+
+
+_ONE_COPY = 1 << 16  # B x T up to which the rows of every position are copied at once
+
+
+def _segment_rows(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """((3, B*T) int64 rows: start, duration, label of the i-th segment of the batch in
+    columns i < n (the rest unspecified), (B,) int64 segments per sequence), with torch
+    ops only (no host wait). seg_start is False at t >= L_b and in a sequence with no
+    segmentation, so a sequence's segments end at the next start in it or at L_b."""
+    B, T = labels.shape
+    N, dev = B * T, labels.device
+    flat = seg_start.reshape(-1)
+    pos = torch.arange(N, device=dev)
+    # the flat position of the i-th segment's first base at first[i]: starts scattered
+    # in order, every other position into slot N. With n segments, first[n] keeps its
+    # fill N when n < N (slot N is then garbage, read only past n), and slot N gets no
+    # write when n = N: either way the last segment's next start is N (no sequence's)
+    slot = torch.where(flat, torch.cumsum(flat, 0) - 1, N)
+    first = torch.full((N + 1,), N, dtype=torch.int64, device=dev).scatter_(0, slot, pos)
+    f, nxt = first[:N], first[1:N + 1]
+    b = torch.div(f, T, rounding_mode="floor")
+    own = b.clamp(max=B - 1)
+    end = torch.where(torch.div(nxt, T, rounding_mode="floor") == b, nxt,
+                      own * T + lengths[own])
+    label = labels.reshape(-1)[f.clamp(max=N - 1)]
+    rows = torch.stack([f - b * T, end - f, label])
+    return rows, seg_start.sum(1)
 
 
 def viterbi(
