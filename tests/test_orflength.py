@@ -97,6 +97,16 @@ def test_hat_basis_interpolates_in_log_length():
     x = ((lengths.log() - LOG_MIN) / (LOG_MAX - LOG_MIN) * (N_KNOTS - 1)).clamp(0, N_KNOTS - 1)
     assert torch.allclose(pos, x, atol=1e-5)
     assert ((w > 0).sum(-1) <= 2).all()
+    # bit for bit the two-mask form it replaces, at many lengths and both clamps
+    v = torch.cat([torch.rand(2000, generator=torch.Generator().manual_seed(1)) * 40000,
+                   torch.tensor([0.0, 1.0, 3.0, 30000.0, 5e5])])
+    x = ((v.clamp(min=1.0).log() - LOG_MIN) / (LOG_MAX - LOG_MIN) * (N_KNOTS - 1))
+    x = x.clamp(0, N_KNOTS - 1)
+    lo = x.floor().clamp(max=N_KNOTS - 2)
+    knots = torch.arange(N_KNOTS, dtype=torch.float32)
+    want = ((knots == lo[:, None]) * (1 - (x - lo))[:, None]
+            + (knots == lo[:, None] + 1) * (x - lo)[:, None])
+    assert torch.equal(hat_basis(v), want)
 
 
 def test_scores_are_the_knot_curve_at_each_anchor():

@@ -33,6 +33,7 @@ from ..crf import Segmentation, log_partition, marginals, viterbi
 from ..errors import SemisegError
 from .content import ContentScores
 from .frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
+from .labelsum import label_add
 from .orflength import OrfLengthScores, UpstreamStartScores
 from .seqmask import donor_motif_mask, sequence_allowed
 from .sites import SiteScores
@@ -260,12 +261,12 @@ class FrameHead(nn.Module):
         r = torch.arange(T, device=emissions.device) % 3
         idx = self.em_idx[r].expand(B, T, -1)
         scores = torch.gather(R, 2, idx)
-        if self.sites is not None:
-            scores = scores + self.sites(codes).to(scores.dtype)
+        if self.sites is not None:  # (label_add: + label_sum(parts), the same bits)
+            scores = label_add(scores, self.sites.parts(codes))
         if self.orf_length is not None:
-            scores = scores + self.orf_length(codes, lengths).to(scores.dtype)
+            scores = label_add(scores, self.orf_length.parts(codes, lengths))
         if self.upstream is not None:
-            scores = scores + self.upstream(codes, lengths).to(scores.dtype)
+            scores = label_add(scores, self.upstream.parts(codes, lengths))
         if self.content is not None:
             scores = scores + self.content(codes).to(scores.dtype)
         if self.intron_rate:

@@ -342,6 +342,10 @@ class SiteScores(nn.Module):
     def forward(self, codes: Tensor) -> Tensor:
         """codes (B, T) int64 (A C G T = 0..3, anything else 4) -> (B, T, C) additive
         emission scores."""
+        return label_sum(self.parts(codes), self.n_labels)
+
+    def parts(self, codes: Tensor) -> list:
+        """The scores as (values (B, T), labels) pairs (labelsum.label_sum's)."""
         B, T = codes.shape
         x = nn.functional.one_hot(codes.clamp(max=4), 5)[..., :4].transpose(1, 2).float()
         trip = torch.full((B, T), -1, dtype=torch.long, device=codes.device)
@@ -361,4 +365,4 @@ class SiteScores(nn.Module):
                     at = torch.nn.functional.pad(at[:, :-2], (2, 0)) if T >= 3 else at & False
                 sc = sc * at
             parts.append((self.weight[self.names.index(s)] * sc, labels))
-        return label_sum(parts, self.n_labels)
+        return parts
