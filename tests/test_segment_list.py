@@ -22,8 +22,17 @@ def _walk(labels, starts, n):
     return [tuple(s) for s in out]
 
 
+@pytest.fixture(params=["host", "device"])
+def rows_on(request, monkeypatch):
+    """Both ways of forming the rows (dispatch._segment_lists), each on CPU tensors."""
+    from semiseg.crf import dispatch
+
+    monkeypatch.setattr(dispatch, "SEGMENTS_ON_DEVICE", request.param == "device")
+    return request.param
+
+
 @pytest.mark.parametrize("backend", ["torch", "numba"])
-def test_segments_are_the_walked_segments(backend):
+def test_segments_are_the_walked_segments(backend, rows_on):
     if backend == "numba":
         pytest.importorskip("numba")
     g = torch.Generator().manual_seed(3)
@@ -68,7 +77,7 @@ def test_segment_list_is_read_only_and_compares_by_value():
     (2, 40_000, 4, [40_000, 25_000]),  # past the one-copy size: counts first, then rows
     (1, 50, 3, [37]),  # one sequence: its last segment ends at its length, not at 0
 ])
-def test_segments_at_the_edges_of_the_packing(B, T, K, lengths):
+def test_segments_at_the_edges_of_the_packing(B, T, K, lengths, rows_on):
     g = torch.Generator().manual_seed(5)
     C = 3
     seg = viterbi(torch.randn(B, T, C, generator=g, dtype=torch.float64),

@@ -56,9 +56,9 @@ class Segmentation:
     segments: list (one per sequence) of sequences of (start, duration, label) tuples of
               Python ints, in order, covering [0, L_b); empty where no segmentation is
               allowed. From `viterbi` each is a `SegmentList` (read-only, equal to the
-              list of the same tuples), built on first read: the rows are formed on the
-              device behind the Viterbi and copied to the host as one int64 array (a
-              batch of more than 65,536 positions: its counts, then its rows); tuples
+              list of the same tuples), built on first read as one int64 host array
+              (on a GPU the rows are formed on the device behind the Viterbi and copied,
+              a batch of more than 65,536 positions its counts first); tuples
               are made as they are read, so a sequence's segments cost host time only
               when a caller walks them.
     labels:   (B, T) int64, the label of each position, -1 at t >= L_b
@@ -275,24 +275,53 @@ class SegmentList(Sequence):
 
 
 def _segment_lists(labels: Tensor, seg_start: Tensor, lengths: Tensor) -> list[SegmentList]:
-    """The per-sequence SegmentLists of a Viterbi result. The rows (start, duration, label)
-    are formed and packed in order on the device of `labels` by elementwise ops, a cumsum
-    and one scatter, all queued behind the Viterbi without a wait; the host then copies
-    them (with the per-sequence counts) and takes one view per sequence: no per-segment
-    work on the host."""
+    """The per-sequence SegmentLists of a Viterbi result: the rows (start, duration,
+    label) of the batch in order as one (3, n) int64 host array, one view per sequence.
+    On a GPU they are formed on the device (`_segment_rows`: elementwise ops, a cumsum
+    and one scatter, queued behind the Viterbi without a wait) and copied with the
+    per-sequence counts; on the CPU, where those ops would run over every position on
+    the caller's thread, from the packed labels by whole-batch numpy (`_host_rows`)."""
     B, T = labels.shape
     n = lengths if lengths is not None else torch.full((B,), T, device=labels.device)
-    rows, counts = _segment_rows(labels, seg_start, n)
-    N = B * T
-    if N <= _ONE_COPY:  # one copy of everything (one wait)
-        host = torch.cat([counts, rows.reshape(-1)]).cpu().numpy()
-        counts, rows = host[:B], host[B:].reshape(3, N)
-    else:  # the counts first, then only the rows that hold segments
-        counts = counts.cpu().numpy()
-        rows = rows[:, :int(counts.sum())].cpu().numpy()
+    on_device = labels.is_cuda if SEGMENTS_ON_DEVICE is None else SEGMENTS_ON_DEVICE
+    if not on_device:
+        rows, counts = _host_rows(labels, seg_start, n)
+    else:
+        rows, counts = _segment_rows(labels, seg_start, n)
+        N = B * T
+        if N <= _ONE_COPY:  # one copy of everything (one wait)
+            host = torch.cat([counts, rows.reshape(-1)]).cpu().numpy()
+            counts, rows = host[:B], host[B:].reshape(3, N)
+        else:  # the counts first, then only the rows that hold segments
+            counts = counts.cpu().numpy()
+            rows = rows[:, :int(counts.sum())].cpu().numpy()
     rows.flags.writeable = False
     bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
     return [SegmentList(rows[:, lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+
+
+SEGMENTS_ON_DEVICE = None  # None: the rows formed on the device for CUDA tensors only
+# (True / False force either way: the tests run both on the CPU)
+
+
+def _host_rows(labels: Tensor, seg_start: Tensor, n: Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """_segment_rows' rows (only the n that hold segments) and counts, on the host: labels
+    and starts packed into one int32 array (a label c >= 0 where a segment starts, -2 - c
+    inside one, -1 past the sequence) with the lengths after them, then whole-batch numpy
+    (no per-segment Python objects)."""
+    B, T = labels.shape
+    packed = torch.cat([torch.where(seg_start, labels, -2 - labels).reshape(-1),
+                        n.reshape(-1)]).to(torch.int32)
+    host = packed.cpu().numpy()
+    flat, n = host[:B * T], host[B * T:].astype(np.int64)
+    at = np.flatnonzero(flat >= 0)
+    b, s = np.divmod(at, T)
+    ends = np.empty_like(s)
+    ends[:-1] = s[1:]
+    last = np.ones(len(s), bool)
+    last[:-1] = b[1:] != b[:-1]
+    ends[last] = n[b[last]]
+    return np.stack([s, ends - s, flat[at]]), np.bincount(b, minlength=B)
 
 
 _ONE_COPY = 1 << 16  # B x T up to which the rows of every position are copied at once
