@@ -413,10 +413,13 @@ def gene_decode(head, em: torch.Tensor, W: int, overlap: int, per_call: int,
     release_freed_memory()  # the posterior windows' passes (runtime.py)
     whole = stats.post_seqs_whole > whole_before and em.device.type != "cuda"
     post, bnd = _marginals(head, g, em.device)
-    if whole and S <= DEVICE_MAXSUM:
-        # a CPU whose posteriors were computed as one window held the whole sequence's
-        # posterior pass, whose rows outweigh a Viterbi's backpointers: its Viterbi runs
-        # whole too, as the whole decode's does (exact either way)
+    if whole and S <= DEVICE_MAXSUM and torch.get_num_threads() == 1:
+        # a CPU of one thread whose posteriors were computed as one window held the
+        # whole sequence's posterior pass, whose rows outweigh a Viterbi's backpointers:
+        # its Viterbi runs whole too, as the whole decode's does (exact either way).
+        # With more threads the certified windows below run side by side: yeast chrII
+        # on the 2-core CPU 12.45 -> 12.10 s in one process, the same rows (RESULTS-log,
+        # "The CPU's max-sum in windows side by side")
         lab = _device_viterbi(head, g, ok, ps, em.device, backend, codes)
     else:
         scores = _decode_scores(head, g)  # (on g's device)
