@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 from ..crf import Segmentation, log_partition, marginals, viterbi
 from ..errors import SemisegError
+from . import goldpath
 from .content import ContentScores
 from .frames import MISALIGNED, SPLICE_LEFT, SPLICE_RIGHT, FrameLayout
 from .labelsum import label_add
@@ -81,6 +82,7 @@ class FrameHead(nn.Module):
                  tie_noncoding: bool = False, intron_content: bool = False,
                  site_order: int = 0, site_windows: dict | None = None):
         super().__init__()
+        self._gold_cache = None  # goldpath.GoldPaths of the windows met (CPU training)
         self.register_buffer("tie", None, persistent=False)
         if tie_noncoding:
             # (intron channel, background channel) per coding strand with an intron label
@@ -338,14 +340,35 @@ class FrameHead(nn.Module):
         if lengths is not None:
             pad = torch.arange(T, device=labels.device)[None, :] >= lengths[:, None]
             gold |= pad[..., None]
-        sc, tr, db = t.pop("scores"), t.pop("transition"), t.pop("duration_bias")
-        two = {k: (None if t[k] is None else torch.cat([t[k], t[k]]))
+        paths = self._gold_paths(t, gold, labels, emissions, lengths)
+        clamped = [b for b in range(B) if paths[b] is None]  # summed by the chain
+        sc, tr, db = t["scores"], t["transition"], t["duration_bias"]
+        g = torch.tensor(clamped, dtype=torch.int64, device=sc.device)
+        two = {k: (None if t[k] is None else torch.cat([t[k], t[k][g]]))
                for k in ("lengths", "proj_start")}
-        z = log_partition(torch.cat([sc, sc]), tr, db, start=t["start"], end=t["end"],
-                          allowed=torch.cat([t["allowed"], gold]), backend=backend, **two)
+        z = log_partition(torch.cat([sc, sc[g]]), tr, db, start=t["start"], end=t["end"],
+                          allowed=torch.cat([t["allowed"], gold[g]]), backend=backend,
+                          **two)
         log_z, log_gold = z[:B], z[B:]
+        if len(clamped) < B:  # the others' one gold path, scored directly (goldpath.py)
+            summed = iter(log_gold.unbind())  # the clamped ones, in batch order
+            log_gold = torch.stack([next(summed) if paths[b] is None else
+                                    goldpath.path_score(t, b, paths[b]).to(log_z.dtype)
+                                    for b in range(B)])
         return torch.where(torch.isneginf(log_gold), torch.full_like(log_z, float("inf")),
                            log_z - log_gold)
+
+    def _gold_paths(self, t, gold, labels, emissions, lengths) -> list:
+        """Each sequence's one gold path (goldpath.py), None where its gold is summed by
+        the clamped log-partition: every sequence on a GPU, of a model without run tails
+        (crf.run_tails), or with goldpath off."""
+        B, T = labels.shape
+        if not (goldpath.ENABLED and self.has_tails and emissions.device.type == "cpu"):
+            return [None] * B  # (without run tails a run has many segmentations)
+        if self._gold_cache is None:
+            self._gold_cache = goldpath.GoldPaths()
+        n = lengths if lengths is not None else torch.full((B,), T, dtype=torch.int64)
+        return self._gold_cache.lookup(t, gold, labels, self.codes(emissions, lengths), n)
 
     def decode_internal(self, emissions, lengths=None, hidden=None, *, backend="auto"):
         """The Viterbi path over the internal labels (a Segmentation)."""

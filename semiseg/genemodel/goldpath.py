@@ -1,0 +1,115 @@
+"""The gold half of the gene model's loss by its one path, where it has only one.
+
+FrameHead.nll is log Z - log Z(gold), log Z(gold) the log-partition over the
+segmentations that agree with a window's gold codes (the gold mask). A window with no
+unknown base has, in the fly and yeast grammars, exactly one such segmentation: the
+mask allows a label and its run tail, or an intron in any frame, but the grammar's
+fixed durations and frames leave one path (12 of 12 fly windows checked,
+RESULTS-log.md "The gold path of a fully annotated window is unique"). Then log
+Z(gold) is that path's score, a sum of gathered terms, and its gradient the path's
+indicator: the same value and gradients as the clamped log-partition, without its
+forward and backward passes.
+
+Whether a window's gold lattice holds one path is a property of its masks alone (the
+grammar's -inf transitions and durations, the sequence mask, the gold mask), not of the
+learned scores, which are finite: it is decided once per distinct window (its gold
+codes and bases, by content) with every finite score set to 0, where log Z counts the
+paths (log 1 = 0), and the path is then found by the max-sum on the same zeros.
+`GoldPaths` keeps the answer per window; a window with unknown bases, or more than one
+path, goes through the clamped log-partition as before. Used on the CPU (the numba
+backend, float64), where the clamped passes cost as much as the free ones and a
+window's content is on the host: on a GPU the content would have to be copied to the
+host every step (a wait), so the GPU keeps the clamped call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..crf import log_partition, viterbi
+
+# SEMISEG_GOLD_PATHS=0 sums every window's gold by the clamped log-partition (as on a
+# GPU); the tests turn it off to compare
+ENABLED = os.environ.get("SEMISEG_GOLD_PATHS", "1") != "0"
+MAX_WINDOWS = 200_000  # distinct windows remembered (a training set's tilings and flips)
+
+
+def _zeros(v: Tensor | None) -> Tensor | None:
+    """v with every finite entry 0 (its -inf entries, the grammar's, kept), float64."""
+    if v is None:
+        return None
+    v = v.detach().double()
+    return torch.where(torch.isfinite(v), torch.zeros_like(v), v)
+
+
+class GoldPaths:
+    """Per distinct window (gold codes and bases up to its length): its one gold path
+    as (starts, durations, labels) int64 arrays, or None (unknown bases, several paths,
+    or none)."""
+
+    def __init__(self):
+        self.paths: dict[bytes, tuple | None] = {}
+
+    def lookup(self, t: dict, gold: Tensor, labels: Tensor, codes: Tensor,
+               lengths: Tensor) -> list[tuple | None]:
+        """The path of each sequence of a batch (CPU tensors): t the head's terms, gold
+        the (B, T, C) gold mask (with the sequence mask), labels the gold codes."""
+        out = []
+        for b in range(labels.shape[0]):
+            L = int(lengths[b])
+            key = hashlib.sha1(labels[b, :L].numpy().tobytes()
+                               + codes[b, :L].numpy().tobytes()).digest()
+            if key not in self.paths:
+                if len(self.paths) >= MAX_WINDOWS:
+                    self.paths.clear()
+                self.paths[key] = _one_path(t, gold[b:b + 1, :L], L)
+            out.append(self.paths[key])
+        return out
+
+
+def _one_path(t: dict, gold: Tensor, L: int) -> tuple | None:
+    """The single segmentation of one sequence's gold lattice (gold (1, L, C)), or None
+    when it holds more than one (or none): counted with every finite score 0."""
+    C = gold.shape[-1]
+    s = torch.zeros(1, L, C, dtype=torch.float64)
+    tr, db = _zeros(t["transition"]), _zeros(t["duration_bias"])
+    a = dict(lengths=torch.tensor([L]), start=_zeros(t["start"]), end=_zeros(t["end"]),
+             allowed=gold)
+    with torch.no_grad():
+        n_paths = float(log_partition(s, tr, db, backend="numba", **a)[0])  # log #paths
+        if not np.isfinite(n_paths) or n_paths >= 0.5:  # none, or two or more (log 2)
+            return None
+        seg = viterbi(s, tr, db, backend="numba", **a)
+    st, du, lab = seg.segments[0].arrays()
+    return st.copy(), du.copy(), lab.copy()
+
+
+def path_score(t: dict, b: int, path: tuple) -> Tensor:
+    """The score of sequence b's segmentation `path` under the terms t (docs/contract.md's
+    score(y)), in float64, differentiable in every floating term."""
+    st, du, lab = (torch.from_numpy(a) for a in path)
+    sc = t["scores"][b].double()
+    L = int(st[-1] + du[-1])
+    per_pos = torch.repeat_interleave(lab, du)  # the label of every position
+    s = sc[torch.arange(L), per_pos].sum()
+    s = s + t["duration_bias"].double()[du - 1, lab].sum()
+    if t.get("proj_start") is not None:
+        s = s + t["proj_start"][b].double()[st, lab].sum()
+    if t.get("proj_end") is not None:
+        s = s + t["proj_end"][b].double()[st + du - 1, lab].sum()
+    tr = t["transition"].double()
+    if len(lab) > 1:
+        if tr.dim() == 2:
+            s = s + tr[lab[:-1], lab[1:]].sum()
+        else:
+            s = s + tr[(du[1:] - 1) % tr.shape[0], lab[:-1], lab[1:]].sum()
+    if t.get("start") is not None:
+        s = s + t["start"].double()[lab[0]]
+    if t.get("end") is not None:
+        s = s + t["end"].double()[lab[-1]]
+    return s
