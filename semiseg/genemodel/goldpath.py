@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import os
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -58,35 +57,40 @@ class GoldPaths:
     def lookup(self, t: dict, gold: Tensor, labels: Tensor, codes: Tensor,
                lengths: Tensor) -> list[tuple | None]:
         """The path of each sequence of a batch (CPU tensors): t the head's terms, gold
-        the (B, T, C) gold mask (with the sequence mask), labels the gold codes."""
-        out = []
-        for b in range(labels.shape[0]):
-            L = int(lengths[b])
-            key = hashlib.sha1(labels[b, :L].numpy().tobytes()
-                               + codes[b, :L].numpy().tobytes()).digest()
-            if key not in self.paths:
-                if len(self.paths) >= MAX_WINDOWS:
-                    self.paths.clear()
-                self.paths[key] = _one_path(t, gold[b:b + 1, :L], L)
-            out.append(self.paths[key])
-        return out
+        the (B, T, C) gold mask (with the sequence mask), labels the gold codes. The
+        windows not met before are counted (and their paths found) together, in one
+        call each over the backend's threads."""
+        keys = [hashlib.sha1(labels[b, :int(n)].numpy().tobytes()
+                             + codes[b, :int(n)].numpy().tobytes()).digest()
+                for b, n in enumerate(lengths.tolist())]
+        new = [b for b, k in enumerate(keys) if k not in self.paths]
+        if new:
+            if len(self.paths) + len(new) > MAX_WINDOWS:
+                self.paths.clear()
+            for b, path in zip(new, _one_paths(t, gold[new], lengths[new])):
+                self.paths[keys[b]] = path
+        return [self.paths[k] for k in keys]
 
 
-def _one_path(t: dict, gold: Tensor, L: int) -> tuple | None:
-    """The single segmentation of one sequence's gold lattice (gold (1, L, C)), or None
-    when it holds more than one (or none): counted with every finite score 0."""
-    C = gold.shape[-1]
-    s = torch.zeros(1, L, C, dtype=torch.float64)
+def _one_paths(t: dict, gold: Tensor, lengths: Tensor) -> list[tuple | None]:
+    """The single segmentation of each sequence's gold lattice (gold (n, T, C)), or None
+    where it holds more than one (or none): log Z with every finite score 0 counts the
+    segmentations (0 for one, log 2 = 0.69 or more for two or more, -inf for none), and
+    the max-sum on the same zeros finds the one."""
+    n, T, C = gold.shape
+    zero = torch.zeros(n, T, C, dtype=torch.float64)
     tr, db = _zeros(t["transition"]), _zeros(t["duration_bias"])
-    a = dict(lengths=torch.tensor([L]), start=_zeros(t["start"]), end=_zeros(t["end"]),
-             allowed=gold)
+    kw = dict(start=_zeros(t["start"]), end=_zeros(t["end"]), backend="numba")
     with torch.no_grad():
-        n_paths = float(log_partition(s, tr, db, backend="numba", **a)[0])  # log #paths
-        if not np.isfinite(n_paths) or n_paths >= 0.5:  # none, or two or more (log 2)
-            return None
-        seg = viterbi(s, tr, db, backend="numba", **a)
-    st, du, lab = seg.segments[0].arrays()
-    return st.copy(), du.copy(), lab.copy()
+        log_n = log_partition(zero, tr, db, lengths, allowed=gold, **kw)
+        one = [b for b in range(n) if torch.isfinite(log_n[b]) and float(log_n[b]) < 0.5]
+        out: list[tuple | None] = [None] * n
+        if one:
+            seg = viterbi(zero[one], tr, db, lengths[one], allowed=gold[one], **kw)
+            for b, rows in zip(one, seg.segments):
+                st, du, lab = rows.arrays()
+                out[b] = (st.copy(), du.copy(), lab.copy())
+    return out
 
 
 def path_score(t: dict, b: int, path: tuple) -> Tensor:
