@@ -1,14 +1,15 @@
 """The gold half of the gene model's loss by its one path, where it has only one.
 
 FrameHead.nll is log Z - log Z(gold), log Z(gold) the log-partition over the
-segmentations that agree with a window's gold codes (the gold mask). A window with no
-unknown base has, in the fly and yeast grammars, exactly one such segmentation: the
-mask allows a label and its run tail, or an intron in any frame, but the grammar's
-fixed durations and frames leave one path (12 of 12 fly windows checked,
-RESULTS-log.md "The gold path of a fully annotated window is unique"). Then log
-Z(gold) is that path's score, a sum of gathered terms, and its gradient the path's
-indicator: the same value and gradients as the clamped log-partition, without its
-forward and backward passes.
+segmentations that agree with a window's gold codes (the gold mask). With run tails
+(crf.run_tails: a long run is fixed-length tail pieces and one last piece) a window
+with no unknown base mostly has exactly one such segmentation: the mask allows a label
+and its run tail, or an intron in any frame, but the grammar's fixed durations and
+frames leave one path (not where a window starts inside an intron: its frame is open,
+three paths; without run tails a run has a great many). Then log Z(gold) is that
+path's score, a sum of gathered terms, and its gradient the path's indicator: the same
+value and gradients as the clamped log-partition, without its forward and backward
+passes (RESULTS-log.md, "The gold half of the loss by its one path on the CPU").
 
 Whether a window's gold lattice holds one path is a property of its masks alone (the
 grammar's -inf transitions and durations, the sequence mask, the gold mask), not of the
