@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from bruteforce import path_score as oracle_score
+
 from semiseg.genemodel import goldpath
 
 pytest.importorskip("numba")
