@@ -342,13 +342,16 @@ class FrameHead(nn.Module):
             gold |= pad[..., None]
         paths = self._gold_paths(t, gold, labels, emissions, lengths)
         clamped = [b for b in range(B) if paths[b] is None]  # summed by the chain
+
+        def gold_part(v):  # the clamped sequences' rows (all of them: v itself, no copy)
+            return v if len(clamped) == B else v[clamped]
+
         sc, tr, db = t["scores"], t["transition"], t["duration_bias"]
-        g = torch.tensor(clamped, dtype=torch.int64, device=sc.device)
-        two = {k: (None if t[k] is None else torch.cat([t[k], t[k][g]]))
+        two = {k: (None if t[k] is None else torch.cat([t[k], gold_part(t[k])]))
                for k in ("lengths", "proj_start")}
-        z = log_partition(torch.cat([sc, sc[g]]), tr, db, start=t["start"], end=t["end"],
-                          allowed=torch.cat([t["allowed"], gold[g]]), backend=backend,
-                          **two)
+        z = log_partition(torch.cat([sc, gold_part(sc)]), tr, db, start=t["start"],
+                          end=t["end"], allowed=torch.cat([t["allowed"], gold_part(gold)]),
+                          backend=backend, **two)
         log_z, log_gold = z[:B], z[B:]
         if len(clamped) < B:  # the others' one gold path, scored directly (goldpath.py)
             summed = iter(log_gold.unbind())  # the clamped ones, in batch order

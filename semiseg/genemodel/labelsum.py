@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-_INDEX: dict = {}  # (columns, device) -> the columns as an index tensor, made once
+from .devconst import ids_on
 
 
 def kind_labels(layout, kind: str) -> list[int]:
@@ -45,8 +45,5 @@ def label_add(scores: Tensor, parts: list[tuple[Tensor, list[int]]]) -> Tensor:
     if not cols:
         return scores
     idx = sorted(cols)
-    key = (tuple(idx), scores.device)
-    if key not in _INDEX:  # (no host-to-device copy, and so no wait, per call)
-        _INDEX[key] = torch.tensor(idx, dtype=torch.int64, device=scores.device)
     vals = torch.stack([cols[c] for c in idx], dim=-1).to(scores.dtype)
-    return scores.index_add(-1, _INDEX[key], vals)
+    return scores.index_add(-1, ids_on(idx, scores.device), vals)  # (no copy per call)
